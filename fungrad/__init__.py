@@ -1,0 +1,9 @@
+"""fungrad: JAX's function transformations in pure Python on NumPy."""
+from fungrad import core, tree_util, lax
+from fungrad.api import (make_jaxpr, eval_shape, ShapeDtypeStruct, jvp, vjp, linearize,
+                         linear_transpose, grad, value_and_grad, jacfwd, jacrev, hessian,
+                         vmap, stop_gradient)
+from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError
+from fungrad import numpy
+
+__version__ = "0.1.0"

@@ -1,0 +1,571 @@
+"""The public transformations, with JAX's signatures and semantics.
+
+Each API function flattens its pytree arguments, calls the flat machinery of
+one interpreter (``interpreters/ad.py``, ``batching.py``, ``core.py``) and
+unflattens the results.  Follow one ``grad`` call: ``grad`` -> ``vjp`` ->
+``ad.linearize_flat`` (JVP trace over a partial-evaluation trace) ->
+``ad.backward_pass`` over the linear jaxpr.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from fungrad import core
+from fungrad.core import ClosedJaxpr, ShapedArray, Tracer, get_aval, float0
+from fungrad.interpreters import ad, batching
+from fungrad.interpreters.ad import Zero
+from fungrad.tree_util import (tree_flatten, tree_unflatten, tree_structure, tree_map,
+                               tree_leaves, treedef_is_leaf)
+
+__all__ = ["make_jaxpr", "eval_shape", "ShapeDtypeStruct", "jvp", "vjp", "linearize",
+           "linear_transpose", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
+           "vmap", "stop_gradient", "float0"]
+
+
+# ----------------------------------------------------------------------------
+# Flattening helpers
+# ----------------------------------------------------------------------------
+
+class _Store:
+    """Holds the output tree structure a flat function discovers when called."""
+    __slots__ = ("val",)
+
+
+def flatten_fun(f: Callable, in_tree) -> tuple[Callable, _Store]:
+    """``f`` on pytrees -> a function of flat leaves returning flat leaves."""
+    store = _Store()
+
+    def flat_f(*leaves):
+        args, kwargs = tree_unflatten(in_tree, leaves)
+        out = f(*args, **kwargs)
+        out_leaves, store.val = tree_flatten(out)
+        return [_as_value(x, "output of the function") for x in out_leaves]
+    return flat_f, store
+
+
+def _as_value(x, what: str):
+    """Leaves become arrays (Python scalars keep NumPy's default dtypes)."""
+    if isinstance(x, (Tracer, np.ndarray)):
+        return x
+    if isinstance(x, (bool, int, float, complex, np.generic)):
+        return np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except Exception:
+        arr = None
+    if arr is None or arr.dtype == object:
+        raise TypeError(f"{what}: {type(x).__name__} {x!r:.80} is not a valid array "
+                        "value (use numbers or arrays in pytrees of tuples/lists/dicts)")
+    return arr
+
+
+def _argnums_tuple(argnums, nargs: int, who: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not isinstance(n, int) or not -nargs <= n < nargs:
+            raise ValueError(f"{who}: argnums={argnums!r} is out of range for a function "
+                             f"called with {nargs} positional argument(s)")
+    return tuple(n % nargs for n in nums)
+
+
+def _partial_argnums(f, args, argnums):
+    """``f`` as a function of ``args[argnums]`` only, the rest fixed."""
+    def f_partial(*dyn):
+        full = list(args)
+        for i, a in zip(argnums, dyn):
+            full[i] = a
+        return f(*full)
+    return f_partial, [args[i] for i in argnums]
+
+
+# ----------------------------------------------------------------------------
+# Staging: make_jaxpr, eval_shape
+# ----------------------------------------------------------------------------
+
+class ShapeDtypeStruct:
+    """Shape and dtype of an array, without data (``jax.ShapeDtypeStruct``)."""
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _abstractify(x) -> ShapedArray:
+    if isinstance(x, ShapeDtypeStruct):
+        return ShapedArray(x.shape, x.dtype)
+    return get_aval(_as_value(x, "argument")).strip_weak_type()
+
+
+def _stage(fun, args, kwargs, static_argnums=()):
+    static = set(_argnums_tuple(static_argnums, len(args), "make_jaxpr")) if static_argnums else set()
+    dyn_idx = [i for i in range(len(args)) if i not in static]
+
+    def with_statics(*dyn):
+        full = list(args)
+        for i, a in zip(dyn_idx, dyn):
+            full[i] = a
+        return fun(*full, **kwargs)
+    leaves, in_tree = tree_flatten((tuple(args[i] for i in dyn_idx), {}))
+    avals = [_abstractify(x) for x in leaves]
+    paths = _leaf_names(in_tree, len(leaves))
+    flat, store = flatten_fun(with_statics, in_tree)
+    jaxpr, consts = core.trace_to_jaxpr(flat, avals, paths)
+    return ClosedJaxpr(jaxpr, consts), store.val
+
+
+def _leaf_names(in_tree, n):
+    try:
+        from fungrad.tree_util import tree_flatten_with_path, keystr
+        dummy = tree_unflatten(in_tree, list(range(n)))
+        return [f"argument {keystr(p[1:]) or ''}".rstrip() for p, _ in tree_flatten_with_path(dummy)[0]]
+    except Exception:
+        return [f"flat argument {i}" for i in range(n)]
+
+
+def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
+    """``make_jaxpr(f)(*args)``: the ClosedJaxpr ``f`` stages for these argument types."""
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        closed, out_tree = _stage(fun, args, kwargs, static_argnums)
+        if return_shape:
+            shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
+            return closed, tree_unflatten(out_tree, shapes)
+        return closed
+    return make
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+    """Output shapes/dtypes of ``fun(*args)`` as ShapeDtypeStructs; no FLOPs spent."""
+    closed, out_tree = _stage(fun, args, kwargs)
+    return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals])
+
+
+# ----------------------------------------------------------------------------
+# Forward mode
+# ----------------------------------------------------------------------------
+
+def _check_tangent(p, t, path: str):
+    pa, ta = get_aval(p), get_aval(t)
+    want = ad.tangent_aval(pa)
+    if ta.shape != pa.shape:
+        raise ValueError(f"jvp: tangent {path} has shape {ta.shape} but its primal has "
+                         f"shape {pa.shape}; they must match.")
+    if want.dtype == float0:
+        return Zero(want)
+    if ta.dtype != want.dtype:
+        raise TypeError(f"jvp: primal {path} has dtype {pa.dtype.name}, so its tangent "
+                        f"must have dtype {want.dtype.name}, got {ta.dtype.name}.")
+    return t
+
+
+def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+    """``(fun(*primals), J·tangents)``; with ``has_aux`` also the aux output."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples or lists of arguments, "
+                        f"got {type(primals).__name__} and {type(tangents).__name__}")
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise ValueError(f"jvp: primal and tangent arguments must have the same tree "
+                         f"structure, got primals {p_tree} and tangents {t_tree}")
+    p_leaves = [_as_value(x, "jvp primal") for x in p_leaves]
+    t_leaves = [_check_tangent(p, _as_value(t, "jvp tangent"), f"leaf {i}")
+                for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
+    f_flat, store, aux = _flat_with_aux(fun, p_tree, has_aux, "jvp")
+    outs, out_ts = ad.jvp_flat(f_flat, p_leaves, t_leaves)
+    out_ts = [ad.instantiate_zeros(t) for t in out_ts]
+    out, out_t = tree_unflatten(store.val, outs), tree_unflatten(store.val, out_ts)
+    return (out, out_t, aux.val) if has_aux else (out, out_t)
+
+
+def _flat_with_aux(fun, in_tree, has_aux: bool, who: str):
+    """Flat version of ``fun(*args)``; with has_aux, the aux part is stored aside."""
+    aux = _Store()
+    aux.val = None
+
+    def f(*args):
+        out = fun(*args)
+        if not has_aux:
+            return out
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError(f"{who}: with has_aux=True the function must return a pair "
+                            f"(output, aux), got {type(out).__name__}")
+        aux.val = out[1]
+        return out[0]
+    store = _Store()
+
+    def flat(*leaves):
+        args = tree_unflatten(in_tree, leaves)
+        out_leaves, store.val = tree_flatten(f(*args))
+        return [_as_value(x, f"{who}: output") for x in out_leaves]
+    return flat, store, aux
+
+
+def linearize(fun: Callable, *primals, has_aux: bool = False):
+    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` is the JVP at ``primals``,
+    evaluated from a staged linear jaxpr (no re-linearization per call)."""
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    p_leaves = [_as_value(x, "linearize primal") for x in p_leaves]
+    f_flat, store, aux = _flat_with_aux(fun, p_tree, has_aux, "linearize")
+    outs, jaxpr, residuals = ad.linearize_flat(f_flat, p_leaves)
+    out_tree = store.val
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_flatten(tuple(tangents))
+        if t_tree != p_tree:
+            raise ValueError(f"linearized function expects tangents with structure "
+                             f"{p_tree}, got {t_tree}")
+        t_leaves = [_as_value(t, "tangent") for t in t_leaves]
+        for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+            _check_tangent(p, t, f"leaf {i}")
+        out_t = core.eval_jaxpr(jaxpr, residuals, *t_leaves)
+        return tree_unflatten(out_tree, out_t)
+    f_jvp.jaxpr = ClosedJaxpr(jaxpr, residuals)
+    out = tree_unflatten(out_tree, outs)
+    return (out, f_jvp, aux.val) if has_aux else (out, f_jvp)
+
+
+# ----------------------------------------------------------------------------
+# Reverse mode
+# ----------------------------------------------------------------------------
+
+def _check_cotangent(ct, aval: ShapedArray, i: int):
+    ct = _as_value(ct, "cotangent")
+    ca = get_aval(ct)
+    want = ad.tangent_aval(aval)
+    if ca.shape != aval.shape or (want.dtype != float0 and ca.dtype != want.dtype):
+        raise ValueError(f"vjp: cotangent for output leaf {i} should have shape "
+                         f"{aval.shape} and dtype {want.dtype.name}, got shape {ca.shape} "
+                         f"and dtype {ca.dtype.name}")
+    return ct
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+    """``(fun(*primals), pullback)``; ``pullback(ct)`` returns a tuple with one
+    cotangent per primal.  The pullback may be called many times."""
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    p_leaves = [_as_value(x, "vjp primal") for x in p_leaves]
+    f_flat, store, aux = _flat_with_aux(fun, p_tree, has_aux, "vjp")
+    outs, jaxpr, residuals = ad.linearize_flat(f_flat, p_leaves)
+    out_tree = store.val
+    out_avals = [get_aval(o) for o in outs]
+    in_avals = [ad.tangent_aval(get_aval(p)) for p in p_leaves]
+
+    def pullback(cotangent):
+        ct_leaves, ct_tree = tree_flatten(cotangent)
+        if ct_tree != out_tree:
+            raise ValueError(f"vjp: the pullback expects a cotangent with the output's "
+                             f"structure {out_tree}, got {ct_tree}")
+        cts = [_check_cotangent(c, a, i) for i, (c, a) in enumerate(zip(ct_leaves, out_avals))]
+        cts = [Zero(ad.tangent_aval(a)) if ad.tangent_aval(a).dtype == float0 else c
+               for c, a in zip(cts, out_avals)]
+        cts_in = ad.backward_pass(jaxpr, residuals, cts)
+        cts_in = [ad.instantiate_zeros(c) for c in cts_in]
+        return tree_unflatten(p_tree, cts_in)
+    out = tree_unflatten(out_tree, outs)
+    return (out, pullback, aux.val) if has_aux else (out, pullback)
+
+
+def linear_transpose(fun: Callable, *primals):
+    """The transpose of the linear ``fun``; ``primals`` give the input types."""
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    avals = [_abstractify(x) for x in p_leaves]
+    store = _Store()
+
+    def flat(*leaves):
+        out_leaves, store.val = tree_flatten(fun(*tree_unflatten(p_tree, leaves)))
+        return [_as_value(x, "linear_transpose output") for x in out_leaves]
+    jaxpr, consts = core.trace_to_jaxpr(flat, avals, fold_known=True)
+    out_avals = jaxpr.out_avals
+
+    def transposed(*cts):
+        ct = cts[0] if len(cts) == 1 else cts
+        ct_leaves, ct_tree = tree_flatten(ct)
+        if ct_tree != store.val:
+            raise ValueError(f"linear_transpose: expected cotangent structure {store.val}, "
+                             f"got {ct_tree}")
+        ct_leaves = [_check_cotangent(c, a, i) for i, (c, a) in enumerate(zip(ct_leaves, out_avals))]
+        cts_in = ad.backward_pass(jaxpr, consts, ct_leaves)
+        return tree_unflatten(p_tree, [ad.instantiate_zeros(c) for c in cts_in])
+    return transposed
+
+
+def _check_diff_inputs(dyn_args, argnums, allow_int: bool, who: str):
+    for n, arg in zip(argnums, dyn_args):
+        for leaf in tree_leaves(arg):
+            dt = get_aval(_as_value(leaf, who)).dtype
+            if not np.issubdtype(dt, np.inexact) and not allow_int:
+                raise TypeError(
+                    f"{who} requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of np.inexact), but argument {n} has a leaf of dtype "
+                    f"{dt.name}. Convert it with .astype(float), differentiate with "
+                    f"respect to other arguments (argnums), or pass allow_int=True "
+                    f"to get a float0 zero gradient for it.")
+
+
+def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False):
+    """``(fun(*args), ∇fun(*args))`` for a scalar-valued ``fun``."""
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "grad")
+        f = (lambda *a: fun(*a, **kwargs)) if kwargs else fun
+        f_partial, dyn = _partial_argnums(f, args, nums)
+        _check_diff_inputs(dyn, nums, allow_int, "grad")
+        if has_aux:
+            ans, pullback, aux = vjp(f_partial, *dyn, has_aux=True)
+        else:
+            ans, pullback = vjp(f_partial, *dyn)
+        _check_scalar(ans)
+        g = pullback(np.ones((), dtype=get_aval(ans).dtype))
+        g = g[0] if isinstance(argnums, int) else tuple(g)
+        return ((ans, aux), g) if has_aux else (ans, g)
+    return value_and_grad_f
+
+
+def _check_scalar(ans):
+    if isinstance(ans, (tuple, list, dict)) or not hasattr(ans, "shape") and not isinstance(ans, (int, float)):
+        raise TypeError(f"grad requires the function to return a scalar array, got a "
+                        f"{type(ans).__name__}. Use jacrev/vjp for non-scalar outputs, or "
+                        "has_aux=True to return auxiliary data.")
+    aval = get_aval(ans)
+    if aval.shape != ():
+        raise TypeError(f"grad requires a scalar output, got shape {aval.shape}. Reduce it "
+                        f"(e.g. .sum()), or use jacrev / vjp for the Jacobian of a "
+                        f"non-scalar function.")
+    if not np.issubdtype(aval.dtype, np.inexact):
+        raise TypeError(f"grad requires a real- or complex-valued output, got "
+                        f"{aval.dtype.name}.")
+
+
+def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False):
+    """The gradient of a scalar-valued ``fun`` with respect to ``argnums``."""
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return grad_f
+
+
+# ----------------------------------------------------------------------------
+# vmap
+# ----------------------------------------------------------------------------
+
+def _flatten_axes(who: str, treedef, axes, leaves_hint: str):
+    """Broadcast a prefix tree of axes (ints/None) to one entry per leaf."""
+    if axes is None or isinstance(axes, int):
+        return [axes] * treedef.num_leaves
+    ax_leaves, ax_tree = tree_flatten(axes, is_leaf=lambda x: x is None)
+    try:
+        subtrees = ax_tree.flatten_up_to(tree_unflatten(treedef, [0] * treedef.num_leaves))
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"vmap {who} specification must be a tree prefix of the "
+                         f"corresponding value: got {who}={axes!r} for {leaves_hint} "
+                         f"with structure {treedef}. ({err})") from None
+    out = []
+    for ax, sub in zip(ax_leaves, subtrees):
+        if ax is not None and not isinstance(ax, int):
+            raise ValueError(f"vmap {who} must contain ints or None, got {ax!r}")
+        out.extend([ax] * len(tree_leaves(sub)))
+    return out
+
+
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
+         spmd_axis_name=None):
+    """Vectorise ``fun`` over a new leading axis (or the axes in ``in_axes``)."""
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)  # JAX treats a list as a tuple here
+
+    @functools.wraps(fun)
+    def vmapped(*args, **kwargs):
+        if not isinstance(in_axes, (int, tuple, type(None))):
+            raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                            f"corresponding to the positional arguments, got {in_axes!r}")
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                             f"corresponding to the positional arguments; got a tuple of "
+                             f"length {len(in_axes)} for {len(args)} positional arguments")
+        leaves, in_tree = tree_flatten((args, kwargs))
+        leaves = [_as_value(x, "vmap argument") for x in leaves]
+        # keyword arguments are always mapped over axis 0, as in JAX
+        dims = _flatten_axes("in_axes", in_tree, (in_axes, 0), "the arguments")
+        dims = [_normalize_axis(d, get_aval(x).ndim, i) for i, (x, d) in enumerate(zip(leaves, dims))]
+        size = _axis_size(leaves, dims, in_tree, axis_size)
+        flat, store = flatten_fun(fun, in_tree)
+        outs = _vmap_call(flat, leaves, dims, size, out_axes, store, axis_name)
+        return tree_unflatten(store.val, outs)
+    return vmapped
+
+
+def _vmap_call(flat, leaves, dims, size, out_axes, store, axis_name):
+    # out_axes can only be flattened once the output structure is known, so the
+    # batch trace's outputs are kept batched and moved afterwards.
+    trace = batching.BatchTrace(core.current_trace(), size, axis_name)
+    with core.new_trace_context(trace):
+        ins = [x if d is None else batching.BatchTracer(trace, x, d) for x, d in zip(leaves, dims)]
+        outs = [trace.lift(o) for o in flat(*ins)]
+    out_dims = _flatten_axes("out_axes", store.val, out_axes, "the outputs")
+    results = []
+    for i, ((val, dim), od) in enumerate(zip(outs, out_dims)):
+        if od is None:
+            if dim is not None:
+                raise ValueError(f"vmap has out_axes=None for output leaf {i}, but it is "
+                                 "mapped over the batch axis; use an integer out_axes.")
+            results.append(val)
+            continue
+        val = batching.bdim_at_front(val, dim, size)
+        od = _normalize_axis(od, get_aval(val).ndim, i, "out_axes")
+        results.append(batching.moveaxis(val, 0, od))
+    return results
+
+
+def _normalize_axis(d, ndim, i, who="in_axes"):
+    if d is None:
+        return None
+    if who == "in_axes" and not -ndim <= d < ndim:
+        raise ValueError(f"vmap {who}={d} is out of bounds for argument leaf {i} of "
+                         f"rank {ndim}")
+    if who == "out_axes" and not -ndim <= d < ndim:
+        raise ValueError(f"vmap out_axes={d} is out of bounds for output leaf {i} of "
+                         f"rank {ndim - 1} (batched rank {ndim})")
+    return d % ndim
+
+
+def _axis_size(leaves, dims, in_tree, axis_size):
+    sizes = {get_aval(x).shape[d] for x, d in zip(leaves, dims) if d is not None}
+    if len(sizes) > 1:
+        from fungrad.tree_util import tree_flatten_with_path, keystr
+        dummy = tree_unflatten(in_tree, list(range(len(leaves))))
+        paths = [keystr(p) for p, _ in tree_flatten_with_path(dummy)[0]]
+        lines = [f"  args{paths[i]}: axis {d} of shape {get_aval(x).shape} has size "
+                 f"{get_aval(x).shape[d]}"
+                 for i, (x, d) in enumerate(zip(leaves, dims)) if d is not None]
+        raise ValueError("vmap got inconsistent sizes for the mapped axis:\n" + "\n".join(lines))
+    if not sizes:
+        if axis_size is None:
+            raise ValueError("vmap must have at least one non-None value in in_axes, or "
+                             "be given axis_size")
+        return int(axis_size)
+    size = sizes.pop()
+    if axis_size is not None and axis_size != size:
+        raise ValueError(f"vmap axis_size={axis_size} differs from the mapped size {size}")
+    return size
+
+
+# ----------------------------------------------------------------------------
+# Jacobians and Hessians (vmap of jvp / vjp, as JAX)
+# ----------------------------------------------------------------------------
+
+def _std_basis(leaves):
+    """Identity rows split per leaf: leaf i gets shape (N,) + shape_i."""
+    sizes = [get_aval(x).size for x in leaves]
+    total = sum(sizes)
+    dtype = np.result_type(*[get_aval(x).dtype for x in leaves]) if leaves else np.float64
+    eye = np.eye(total, dtype=dtype)
+    out, start = [], 0
+    for x, n in zip(leaves, sizes):
+        aval = get_aval(x)
+        out.append(eye[:, start:start + n].reshape((total,) + aval.shape).astype(aval.dtype))
+        start += n
+    return out
+
+
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """Jacobian by forward mode: one ``jvp`` per input basis vector, batched by vmap."""
+    def jacfun(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "jacfwd")
+        f = (lambda *a: fun(*a, **kwargs)) if kwargs else fun
+        f_partial, dyn = _partial_argnums(f, args, nums)
+        _check_diff_inputs(dyn, nums, False, "jacfwd")
+        leaves, tree = tree_flatten(tuple(dyn))
+        leaves = [_as_value(x, "jacfwd argument") for x in leaves]
+        basis = _std_basis(leaves)
+
+        def push(*t_leaves):
+            res = jvp(f_partial, tree_unflatten(tree, leaves), tree_unflatten(tree, t_leaves),
+                      has_aux=has_aux)
+            return res[1:] if has_aux else res[1]
+        out = vmap(push)(*basis)
+        ys = jvp(f_partial, tree_unflatten(tree, leaves), tree_unflatten(tree, [np.zeros_like(b[0]) for b in basis]), has_aux=has_aux) if has_aux else None
+        jac_t, aux = (out[0], ys[2]) if has_aux else (out, None)
+        jac = tree_map(lambda j: _split_in_axis(j, leaves, tree, nums, argnums), jac_t)
+        return (jac, aux) if has_aux else jac
+    return jacfun
+
+
+def _split_in_axis(j, in_leaves, in_tree, nums, argnums):
+    """(N,) + out_shape -> pytree over inputs of out_shape + in_shape."""
+    from fungrad import numpy as fnp
+    j = fnp.moveaxis(j, 0, -1)
+    out_shape = j.shape[:-1]
+    parts, start = [], 0
+    for x in in_leaves:
+        aval = get_aval(x)
+        parts.append(fnp.reshape(j[..., start:start + aval.size], out_shape + aval.shape))
+        start += aval.size
+    tree = tree_unflatten(in_tree, parts)
+    return tree[0] if isinstance(argnums, int) else tree
+
+
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False):
+    """Jacobian by reverse mode: one pullback per output basis vector, batched by vmap."""
+    def jacfun(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "jacrev")
+        f = (lambda *a: fun(*a, **kwargs)) if kwargs else fun
+        f_partial, dyn = _partial_argnums(f, args, nums)
+        _check_diff_inputs(dyn, nums, allow_int, "jacrev")
+        res = vjp(f_partial, *dyn, has_aux=has_aux)
+        y, pullback = res[0], res[1]
+        y_leaves, y_tree = tree_flatten(y)
+        basis = _std_basis(y_leaves)
+        cts = vmap(lambda *c: pullback(tree_unflatten(y_tree, list(c))))(*basis)
+        # cts: tuple over inputs of (M,) + in_shape; regroup per output leaf
+        in_leaves, in_tree = tree_flatten(cts)
+        per_out = []
+        start = 0
+        for yl in y_leaves:
+            ya = get_aval(yl)
+            per_out.append(tree_unflatten(in_tree, [
+                _reshape_rows(c, start, ya) for c in in_leaves]))
+            start += ya.size
+        jac = tree_unflatten(y_tree, [p[0] if isinstance(argnums, int) else tuple(p) for p in per_out])
+        return (jac, res[2]) if has_aux else jac
+    return jacfun
+
+
+def _reshape_rows(c, start, out_aval):
+    from fungrad import numpy as fnp
+    rows = c[start:start + out_aval.size]
+    return fnp.reshape(rows, out_aval.shape + tuple(c.shape[1:]))
+
+
+def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """``jacfwd(jacrev(fun))``: forward-over-reverse."""
+    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+
+
+def stop_gradient(x):
+    from fungrad import lax
+    return lax.stop_gradient(x)

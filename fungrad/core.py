@@ -1,0 +1,773 @@
+"""The core of fungrad: abstract values, the jaxpr IR, primitives, traces.
+
+Everything a user function does ends in ``primitive.bind(*args, **params)``.
+``bind`` hands the call to the *current trace* (thread-local).  A trace is one
+interpreter: evaluation (call the NumPy impl), JVP, staging into a jaxpr,
+batching.  Each trace runs its rules with its *parent* as the current trace, so
+the interpreters stack: ``vmap(grad(f))`` is a batch trace whose rules run on
+top of whatever was current before, and a rule never knows what is above or
+below it.
+
+A primitive carries all of its rules as attributes, registered next to its
+definition in ``fungrad/lax/*.py``::
+
+    impl(*arrays, **params) -> array | list[array]        evaluation (NumPy)
+    abstract_eval(*avals, **params) -> aval | list[aval]   shape/dtype rule
+    jvp(primals, tangents, **params) -> (out, tangent_out) forward mode
+    transpose(cts, *args, **params) -> list[ct | None]     linear primitives only
+    batch(axis_size, vals, dims, **params) -> (out, dim)   vmap
+    lower(arg_names, **params) -> str                      NumPy source for jit
+
+Tracers of different transformations are told apart by the trace object they
+belong to; a finished trace is marked inactive so that a tracer which escaped
+raises ``UnexpectedTracerError`` naming where its transformation was started.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "ShapedArray", "Var", "Literal", "JaxprEqn", "Jaxpr", "ClosedJaxpr",
+    "Primitive", "Trace", "Tracer", "Array", "EvalTrace", "StagingTrace",
+    "get_aval", "eval_jaxpr", "trace_to_jaxpr", "typecheck_jaxpr",
+    "UnexpectedTracerError", "ConcretizationTypeError", "primitives",
+    "float0", "new_trace_context",
+]
+
+# JAX's dtype for the (empty) tangent space of integer and boolean values.
+float0 = np.dtype([("float0", np.void, 0)])
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+# ----------------------------------------------------------------------------
+# Errors
+# ----------------------------------------------------------------------------
+
+class UnexpectedTracerError(Exception):
+    """A tracer was used after the transformation that created it finished."""
+
+
+class ConcretizationTypeError(TypeError):
+    """Python needed a concrete value (``if``, ``bool``, ``int``...) of a tracer."""
+
+
+# ----------------------------------------------------------------------------
+# Abstract values
+# ----------------------------------------------------------------------------
+
+_SHORT_DTYPE = {
+    "float64": "f64", "float32": "f32", "float16": "f16", "int64": "i64",
+    "int32": "i32", "int16": "i16", "int8": "i8", "uint64": "u64",
+    "uint32": "u32", "uint16": "u16", "uint8": "u8", "bool": "bool",
+    "complex128": "c128", "complex64": "c64",
+}
+
+
+class ShapedArray:
+    """The abstract value of an array: its shape and dtype, no data.
+
+    ``weak_type`` marks values that came from Python scalars, which do not
+    force their dtype on others in promotion (NumPy 2 / NEP 50 semantics).
+    """
+    __slots__ = ("shape", "dtype", "weak_type")
+    array_abstraction_level = 1
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def str_short(self) -> str:
+        dt = _SHORT_DTYPE.get(self.dtype.name, self.dtype.name)
+        return f"{dt}[{','.join(map(str, self.shape))}]"
+
+    def strip_weak_type(self) -> "ShapedArray":
+        return ShapedArray(self.shape, self.dtype) if self.weak_type else self
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.shape}, {self.dtype.name}{weak})"
+
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def get_aval(x) -> ShapedArray:
+    """Abstract value of a tracer, array, NumPy scalar or Python scalar."""
+    if isinstance(x, Tracer):
+        return x.aval
+    if isinstance(x, np.ndarray):
+        return ShapedArray(x.shape, x.dtype)
+    if isinstance(x, np.generic):
+        return ShapedArray((), x.dtype)
+    if isinstance(x, _PY_SCALARS):
+        return ShapedArray((), np.asarray(x).dtype, weak_type=type(x) is not bool)
+    try:
+        arr = np.asarray(x)
+    except Exception as err:  # pragma: no cover - numpy's own message is kept
+        raise TypeError(f"{type(x).__name__} is not a valid fungrad value: {err}") from None
+    if arr.dtype == object:
+        raise TypeError(
+            f"Value of type {type(x).__name__} is not a valid fungrad array: "
+            "pass numbers, NumPy arrays or (nested) lists of numbers.")
+    return ShapedArray(arr.shape, arr.dtype)
+
+
+# ----------------------------------------------------------------------------
+# The IR: Var, Literal, JaxprEqn, Jaxpr, ClosedJaxpr
+# ----------------------------------------------------------------------------
+
+_var_ids = itertools.count()
+
+
+class Var:
+    """A variable of a jaxpr; identity is the object, names come at print time."""
+    __slots__ = ("aval", "id")
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+        self.id = next(_var_ids)
+
+    def __repr__(self):
+        return f"Var({self.id}:{self.aval.str_short()})"
+
+
+class Literal:
+    """A constant scalar written inline in a jaxpr."""
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray | None = None):
+        self.val = val
+        self.aval = aval if aval is not None else get_aval(val)
+
+    def __repr__(self):
+        return f"Literal({self.val!r})"
+
+
+class JaxprEqn:
+    __slots__ = ("primitive", "inputs", "params", "outvars")
+
+    def __init__(self, primitive, inputs, params, outvars):
+        self.primitive = primitive
+        self.inputs = list(inputs)
+        self.params = params
+        self.outvars = list(outvars)
+
+    def __repr__(self):
+        return pp_eqn(self, _Namer())
+
+
+class Jaxpr:
+    """``{ lambda constvars ; invars . let eqns in outvars }``."""
+    __slots__ = ("constvars", "invars", "eqns", "outvars")
+
+    def __init__(self, constvars, invars, eqns, outvars):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.eqns = list(eqns)
+        self.outvars = list(outvars)
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __repr__(self):
+        return pp_jaxpr(self)
+
+    __str__ = __repr__
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __repr__(self):
+        return pp_jaxpr(self.jaxpr)
+
+    __str__ = __repr__
+
+    def _repr_pretty_(self, p, cycle):  # IPython
+        p.text(repr(self))
+
+
+# ----------------------------------------------------------------------------
+# Pretty printing
+# ----------------------------------------------------------------------------
+
+class _Namer:
+    """Gives variables the short names a, b, ..., z, ba, bb, ... in order of use."""
+
+    def __init__(self):
+        self.names: dict[Var, str] = {}
+
+    def __call__(self, v) -> str:
+        if isinstance(v, Literal):
+            return _pp_literal(v.val)
+        name = self.names.get(v)
+        if name is None:
+            name = self.names[v] = _letters(len(self.names))
+        return name
+
+
+def _letters(n: int) -> str:
+    s = ""
+    while True:
+        s = chr(ord("a") + n % 26) + s
+        n //= 26
+        if n == 0:
+            return s
+
+
+def _pp_literal(val) -> str:
+    val = val.item() if isinstance(val, (np.ndarray, np.generic)) else val
+    return repr(val)
+
+
+def _pp_param(value, namer) -> str:
+    if isinstance(value, ClosedJaxpr):
+        value = value.jaxpr
+    if isinstance(value, Jaxpr):
+        inner = pp_jaxpr(value, _Namer()).replace("\n", "\n    ")
+        return inner
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value).name
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_pp_param(v, namer) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def pp_eqn(eqn: JaxprEqn, namer) -> str:
+    outs = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in eqn.outvars)
+    params = ""
+    if eqn.params:
+        params = "[" + " ".join(f"{k}={_pp_param(v, namer)}"
+                                for k, v in sorted(eqn.params.items())) + "]"
+    ins = " ".join(namer(a) for a in eqn.inputs)
+    return f"{outs or '_'} = {eqn.primitive.name}{params} {ins}".rstrip()
+
+
+def pp_jaxpr(jaxpr: Jaxpr, namer: _Namer | None = None) -> str:
+    """JAX-style text: ``{ lambda c:f64[] ; a:f64[3] . let ... in (b,) }``."""
+    namer = namer or _Namer()
+    decl = lambda vs: " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in vs)
+    head = f"{{ lambda {decl(jaxpr.constvars)}; {decl(jaxpr.invars)}. let"
+    eqns = [pp_eqn(e, namer) for e in jaxpr.eqns]
+    outs = ", ".join(namer(v) for v in jaxpr.outvars)
+    outs = f"({outs}{',' if len(jaxpr.outvars) == 1 else ''})"
+    if sum(len(e) for e in eqns) < 70 and all("\n" not in e for e in eqns):
+        body = "; ".join(eqns)
+        return f"{head} {body} in {outs} }}" if body else f"{head} in {outs} }}"
+    lines = "\n".join("    " + e for e in eqns)
+    return f"{head}\n{lines}\n  in {outs} }}"
+
+
+# ----------------------------------------------------------------------------
+# Type checking
+# ----------------------------------------------------------------------------
+
+def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
+    """Check every equation's avals against its primitive's shape rule.
+
+    Raises TypeError naming the first equation whose inputs are undefined or
+    whose declared output avals differ from what the shape rule gives.
+    """
+    defined: set = set(jaxpr.constvars) | set(jaxpr.invars)
+    for i, eqn in enumerate(jaxpr.eqns):
+        for a in eqn.inputs:
+            if isinstance(a, Var) and a not in defined:
+                raise TypeError(f"equation {i} ({eqn}) uses undefined variable {a}")
+        in_avals = [a.aval for a in eqn.inputs]
+        out = eqn.primitive.abstract_eval(*in_avals, **eqn.params)
+        outs = out if eqn.primitive.multiple_results else [out]
+        got = [v.aval.strip_weak_type() for v in eqn.outvars]
+        want = [a.strip_weak_type() for a in outs]
+        if got != want:
+            raise TypeError(f"equation {i} ({eqn}): declared output types "
+                            f"{[a.str_short() for a in got]} but the rule of "
+                            f"{eqn.primitive.name} gives {[a.str_short() for a in want]}")
+        for v in eqn.outvars:
+            if v in defined:
+                raise TypeError(f"equation {i} ({eqn}) redefines {v}")
+            defined.add(v)
+    for v in jaxpr.outvars:
+        if isinstance(v, Var) and v not in defined:
+            raise TypeError(f"jaxpr output {v} is never defined")
+
+
+# ----------------------------------------------------------------------------
+# Primitives
+# ----------------------------------------------------------------------------
+
+primitives: dict[str, "Primitive"] = {}   # the registry every generic test walks
+
+
+class Primitive:
+    """A named operation with one rule per interpreter, stored as attributes."""
+
+    def __init__(self, name: str, multiple_results: bool = False,
+                 linear: bool = False, differentiable: bool = True):
+        if name in primitives:
+            raise ValueError(f"primitive {name!r} is already registered")
+        self.name = name
+        self.multiple_results = multiple_results
+        self.linear = linear                  # has (and needs) a transpose rule
+        self.differentiable = differentiable  # False: integer/boolean valued
+        self.impl: Callable | None = None
+        self.abstract_eval: Callable | None = None
+        self.jvp: Callable | None = None
+        self.transpose: Callable | None = None
+        self.batch: Callable | None = None
+        self.lower: Callable | None = None
+        primitives[name] = self
+
+    def __repr__(self):
+        return self.name
+
+    def bind(self, *args, **params):
+        # The one choke point: every operation goes to the current trace.
+        return _tls.trace.process_primitive(self, args, params)
+
+    def def_impl(self, impl):
+        self.impl = impl
+        return impl
+
+    def def_abstract_eval(self, rule):
+        self.abstract_eval = rule
+        return rule
+
+
+# ----------------------------------------------------------------------------
+# Traces and tracers
+# ----------------------------------------------------------------------------
+
+class _TraceState(threading.local):
+    def __init__(self):
+        self.trace = EVAL_TRACE_PLACEHOLDER
+
+
+EVAL_TRACE_PLACEHOLDER: "Trace"   # set below, once EvalTrace exists
+
+
+def _user_frame() -> str:
+    """File:line of the innermost caller outside the fungrad package."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PKG_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_name})"
+
+
+class Trace:
+    """One interpreter instance. ``parent`` is the trace its rules bind on."""
+    __slots__ = ("parent", "active", "origin", "__weakref__")
+    kind = "trace"
+
+    def __init__(self, parent: "Trace | None"):
+        self.parent = parent
+        self.active = True
+        self.origin = _user_frame() if parent is not None else ""
+
+    def process_primitive(self, prim: Primitive, args, params):
+        raise NotImplementedError  # every concrete trace overrides this
+
+    def check_foreign(self, x):
+        """A tracer of another trace is fine only while that trace is live."""
+        if not x._trace.active:
+            raise UnexpectedTracerError(escaped_message(x))
+
+    def finish(self):
+        self.active = False
+
+
+def escaped_message(tracer) -> str:
+    t = tracer._trace
+    return (f"Encountered an escaped tracer {tracer.aval.str_short()} of a "
+            f"{t.kind} transformation started at {t.origin}. That transformation "
+            "has finished, so the value no longer exists: a traced value was "
+            "stored outside the function (in a global, an attribute, a list) or "
+            "returned through a side channel. Return it from the transformed "
+            "function instead, or compute it outside the transformation.")
+
+
+class new_trace_context:
+    """``with new_trace_context(trace): ...`` makes ``trace`` current, then
+    restores the previous current trace and marks ``trace`` finished."""
+    __slots__ = ("trace", "prev", "finish")
+
+    def __init__(self, trace: Trace, finish: bool = True):
+        self.trace = trace
+        self.finish = finish
+
+    def __enter__(self):
+        self.prev = _tls.trace
+        _tls.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc):
+        _tls.trace = self.prev
+        if self.finish:
+            self.trace.finish()
+        return False
+
+
+class set_current_trace:
+    """Run rules with ``trace`` current (no finishing): used by every rule call."""
+    __slots__ = ("trace", "prev")
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.prev = _tls.trace
+        _tls.trace = self.trace
+
+    def __exit__(self, *exc):
+        _tls.trace = self.prev
+        return False
+
+
+def current_trace() -> Trace:
+    return _tls.trace
+
+
+def bind_on(trace: Trace, prim: Primitive, args, params):
+    """``prim.bind`` with ``trace`` as the current trace."""
+    prev = _tls.trace
+    _tls.trace = trace
+    try:
+        return trace.process_primitive(prim, args, params)
+    finally:
+        _tls.trace = prev
+
+
+# ----------------------------------------------------------------------------
+# Arrays and the evaluation trace
+# ----------------------------------------------------------------------------
+
+class EvalTrace(Trace):
+    """No transformation: run the NumPy impl and return read-only Arrays."""
+    __slots__ = ()
+    kind = "eval"
+
+    def process_primitive(self, prim, args, params):
+        vals = []
+        for a in args:
+            if isinstance(a, Tracer):
+                if not a._trace.active:
+                    raise UnexpectedTracerError(escaped_message(a))
+                raise UnexpectedTracerError(
+                    f"A {a._trace.kind} tracer reached evaluation outside its "
+                    f"transformation (started at {a._trace.origin}).")
+            vals.append(a.view(np.ndarray) if type(a) is Array else a)
+        out = prim.impl(*vals, **params)
+        if prim.multiple_results:
+            return [wrap_array(o) for o in out]
+        return wrap_array(out)
+
+
+def wrap_array(x) -> "Array":
+    """A read-only fungrad Array viewing ``x`` (no copy)."""
+    if type(x) is not np.ndarray:
+        if type(x) is Array:
+            return x
+        x = np.asarray(x)
+    out = x.view(Array)
+    out.flags.writeable = False
+    return out
+
+
+class _ArrayOps:
+    """Operators and methods shared by tracers; they call ``fungrad.numpy``."""
+    __slots__ = ()
+    __array_priority__ = 1000
+
+
+def _install_ops(cls, names):
+    """Give ``cls`` the operators in ``names`` (dunder -> fungrad.numpy name)."""
+    for dunder, (fname, swap) in names.items():
+        def op(self, other=None, _f=fname, _swap=swap):
+            fn = getattr(_numpy_api(), _f)
+            if _swap is None:
+                return fn(self)
+            return fn(other, self) if _swap else fn(self, other)
+        op.__name__ = dunder
+        setattr(cls, dunder, op)
+
+
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power",
+    "matmul": "matmul", "and": "bitwise_and", "or": "bitwise_or",
+    "xor": "bitwise_xor", "lshift": "left_shift", "rshift": "right_shift",
+}
+_OPS = {f"__{k}__": (v, False) for k, v in _BINARY.items()}
+_OPS.update({f"__r{k}__": (v, True) for k, v in _BINARY.items()})
+_OPS.update({"__lt__": ("less", False), "__le__": ("less_equal", False),
+             "__gt__": ("greater", False), "__ge__": ("greater_equal", False),
+             "__eq__": ("equal", False), "__ne__": ("not_equal", False),
+             "__neg__": ("negative", None), "__pos__": ("positive", None),
+             "__abs__": ("abs", None), "__invert__": ("invert", None)})
+_install_ops(_ArrayOps, _OPS)
+
+_numpy_module = None
+
+
+def _numpy_api():
+    global _numpy_module
+    if _numpy_module is None:
+        import fungrad.numpy as fnp  # late: fungrad.numpy is built on core
+        _numpy_module = fnp
+    return _numpy_module
+
+
+class Array(np.ndarray):
+    """The read-only NumPy array fungrad returns; adds JAX's ``x.at[...]``.
+
+    NumPy's own methods and operators are kept (they give NumPy's results);
+    only ``.at`` is added.
+    """
+
+    @property
+    def at(self):
+        return _numpy_api()._at_helper(self)
+
+    def __reduce__(self):  # pickle as a plain ndarray
+        return np.asarray(self).copy().__reduce__()
+
+
+class Tracer(_ArrayOps):
+    """A value being traced by some transformation; behaves like an array."""
+    __slots__ = ("_trace",)
+    # Stop NumPy from turning tracers into object arrays: ``ndarray + tracer``
+    # returns NotImplemented so that ``Tracer.__radd__`` runs.
+    __array_ufunc__ = None
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError  # every concrete tracer overrides this
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays "
+                        "cannot be dict keys or set members)")
+
+    def __getattr__(self, name):
+        # Array methods (sum, reshape, T, at, astype, ...) live in fungrad.numpy.
+        meth = _numpy_api()._tracer_attribute(self, name)
+        if meth is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return meth
+
+    def __getitem__(self, idx):
+        return _numpy_api()._getitem(self, idx)
+
+    def __setitem__(self, idx, value):
+        raise TypeError("fungrad arrays are immutable: use x = x.at[idx].set(value) "
+                        "instead of x[idx] = value")
+
+    # --- concretization: Python needs a value that does not exist yet -------
+    def _concretization_error(self, what: str):
+        return ConcretizationTypeError(concretization_message(self, what))
+
+    def __bool__(self):
+        raise self._concretization_error("bool()/if/while")
+
+    def __int__(self):
+        raise self._concretization_error("int()")
+
+    def __float__(self):
+        raise self._concretization_error("float()")
+
+    def __complex__(self):
+        raise self._concretization_error("complex()")
+
+    def __index__(self):
+        raise self._concretization_error("use as an index/size (__index__)")
+
+    def item(self, *args):
+        raise self._concretization_error(".item()")
+
+    def tolist(self):
+        raise self._concretization_error(".tolist()")
+
+    def __array__(self, dtype=None, copy=None):
+        raise self._concretization_error("conversion to a NumPy array (np.asarray)")
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<{self._trace.kind}>"
+
+
+def concretization_message(tracer: "Tracer", what: str) -> str:
+    t = tracer._trace
+    prov = getattr(tracer, "provenance", None)
+    origin = f" It is derived from {prov}." if prov else ""
+    return (
+        f"Abstract tracer value encountered where a concrete value is needed: "
+        f"{what} on a traced array {tracer.aval.str_short()} inside a {t.kind} "
+        f"transformation started at {t.origin}.{origin} Under this transformation "
+        "the value is not known when Python runs the function. Fix: for "
+        "value-dependent control flow use fungrad.lax.cond / lax.while_loop / "
+        "fungrad.numpy.where; for a value that is really a fixed setting, mark "
+        "the argument static (jit's static_argnums/static_argnames) or compute "
+        "it outside the transformation.")
+
+
+EVAL_TRACE = EvalTrace(None)
+EVAL_TRACE_PLACEHOLDER = EVAL_TRACE
+_tls = _TraceState()
+
+
+# ----------------------------------------------------------------------------
+# Staging: record primitives into a jaxpr
+# ----------------------------------------------------------------------------
+
+class StagingTracer(Tracer):
+    __slots__ = ("_aval", "var", "provenance")
+
+    def __init__(self, trace, aval, var, provenance=None):
+        self._trace = trace
+        self._aval = aval
+        self.var = var
+        self.provenance = provenance
+
+    @property
+    def aval(self):
+        return self._aval
+
+
+class StagingTrace(Trace):
+    """Records equations into a jaxpr.
+
+    With ``fold_known=False`` (make_jaxpr, jit) every primitive bound while this
+    trace is current is recorded.  With ``fold_known=True`` (partial evaluation,
+    used by ``linearize``) a primitive none of whose inputs are this trace's
+    tracers is *known*: it is evaluated on the parent trace right away, and
+    only the *unknown* part is recorded; known values that unknown equations
+    use become the jaxpr's constvars (the residuals).
+    """
+    __slots__ = ("fold_known", "eqns", "invars", "const_vars", "const_vals")
+    kind = "staging"
+
+    def __init__(self, parent, fold_known=False):
+        super().__init__(parent)
+        self.fold_known = fold_known
+        self.eqns: list[JaxprEqn] = []
+        self.invars: list[Var] = []
+        self.const_vars: dict[int, Var] = {}   # id(value) -> Var
+        self.const_vals: list[Any] = []
+
+    def new_arg(self, aval: ShapedArray, provenance=None) -> StagingTracer:
+        var = Var(aval)
+        self.invars.append(var)
+        return StagingTracer(self, aval, var, provenance)
+
+    def to_atom(self, x):
+        if isinstance(x, StagingTracer) and x._trace is self:
+            return x.var
+        if isinstance(x, Tracer):
+            self.check_foreign(x)
+        elif isinstance(x, _PY_SCALARS) or isinstance(x, np.generic) or (
+                isinstance(x, np.ndarray) and x.ndim == 0):
+            return Literal(x)
+        var = self.const_vars.get(id(x))
+        if var is None:
+            var = self.const_vars[id(x)] = Var(get_aval(x).strip_weak_type())
+            self.const_vals.append((var, x))
+        return var
+
+    def process_primitive(self, prim, args, params):
+        if self.fold_known and not any(
+                isinstance(a, StagingTracer) and a._trace is self for a in args):
+            return bind_on(self.parent, prim, args, params)
+        atoms = [self.to_atom(a) for a in args]
+        out_aval = prim.abstract_eval(*[a.aval for a in atoms], **params)
+        out_avals = out_aval if prim.multiple_results else [out_aval]
+        outvars = [Var(a) for a in out_avals]
+        self.eqns.append(JaxprEqn(prim, atoms, params, outvars))
+        outs = [StagingTracer(self, v.aval, v) for v in outvars]
+        return outs if prim.multiple_results else outs[0]
+
+    def build(self, outs) -> tuple[Jaxpr, list]:
+        """The jaxpr with outputs ``outs`` and the values of its constvars."""
+        outvars = [self.to_atom(o) for o in outs]
+        constvars = [v for v, _ in self.const_vals]
+        consts = [x for _, x in self.const_vals]
+        return Jaxpr(constvars, self.invars, self.eqns, outvars), consts
+
+
+def trace_to_jaxpr(flat_fun: Callable, in_avals: Sequence[ShapedArray],
+                   provenances: Sequence[str] | None = None,
+                   fold_known: bool = False) -> tuple[Jaxpr, list]:
+    """Stage ``flat_fun`` (list of arrays -> list of arrays) into a jaxpr."""
+    trace = StagingTrace(_tls.trace, fold_known)
+    provenances = provenances or [None] * len(in_avals)
+    with new_trace_context(trace):
+        args = [trace.new_arg(a, p) for a, p in zip(in_avals, provenances)]
+        outs = flat_fun(*args)
+        return trace.build(outs)
+
+
+# ----------------------------------------------------------------------------
+# Evaluating a jaxpr (through bind, so any trace can interpret it)
+# ----------------------------------------------------------------------------
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
+    """Interpret ``jaxpr`` with ``bind``: under a transformation this re-traces."""
+    env: dict[Var, Any] = {}
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    read = lambda a: a.val if type(a) is Literal else env[a]
+    for eqn in jaxpr.eqns:
+        out = eqn.primitive.bind(*[read(a) for a in eqn.inputs], **eqn.params)
+        if eqn.primitive.multiple_results:
+            for v, o in zip(eqn.outvars, out):
+                env[v] = o
+        else:
+            env[eqn.outvars[0]] = out
+    return [read(v) for v in jaxpr.outvars]

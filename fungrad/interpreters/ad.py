@@ -1,0 +1,335 @@
+"""Forward mode (JVP), linearize, and transposition (reverse mode).
+
+One set of rules serves both modes:
+
+* every primitive has a JVP rule written with other primitives, so the JVP of
+  a JVP is just another trace and derivatives of any order come for free;
+* only *linear* primitives have a transpose rule;
+* ``linearize = jvp + partial evaluation``: primal operations are evaluated
+  (they are *known*), tangent operations are staged into a linear jaxpr whose
+  constants are the residuals;
+* ``vjp = linearize + backward_pass`` over that linear jaxpr.
+
+Types, in the autodidax style::
+
+    jvp       : (a -> b) -> (a, T a) -> (b, T b)
+    linearize : (a -> b) -> a -> (b, T a -o T b)
+    transpose : (T a -o T b) -> (T b -o T a)
+    vjp       : (a -> b) -> a -> (b, T b -o T a)
+
+Tangents and cotangents may be the symbolic ``Zero(aval)``; rules skip them,
+and they are only materialised at API boundaries (``instantiate_zeros``).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from fungrad import core
+from fungrad.core import (ShapedArray, Tracer, Trace, Var, Literal, Jaxpr,
+                          get_aval, bind_on, set_current_trace, new_trace_context,
+                          StagingTrace, float0)
+
+__all__ = ["Zero", "UndefinedPrimal", "JVPTrace", "JVPTracer", "jvp_flat",
+           "linearize_flat", "backward_pass", "defjvp", "defjvp2", "deflinear",
+           "defbilinear", "defjvp_zero", "instantiate_zeros", "add_tangents",
+           "tangent_aval", "is_undefined_primal", "unbroadcast"]
+
+
+# ----------------------------------------------------------------------------
+# Symbolic zeros and tangent types
+# ----------------------------------------------------------------------------
+
+class Zero:
+    """A tangent/cotangent known to be zero; costs nothing until instantiated."""
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+
+def is_float(dtype) -> bool:
+    return np.issubdtype(dtype, np.inexact)
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    """Floats are their own tangent space; ints and bools have none (float0)."""
+    if is_float(aval.dtype):
+        return aval.strip_weak_type()
+    return ShapedArray(aval.shape, float0)
+
+
+def zeros_like_aval(aval: ShapedArray):
+    if aval.dtype == float0:
+        return np.zeros(aval.shape, float0)
+    from fungrad import lax  # late import: lax is built on this module
+    return lax.full(aval.shape, 0, aval.dtype)
+
+
+def instantiate_zeros(t):
+    return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+def add_tangents(x, y):
+    """Sum of two (co)tangents; ``None`` and ``Zero`` are the identity."""
+    if x is None or type(x) is Zero:
+        return y
+    if y is None or type(y) is Zero:
+        return x
+    from fungrad import lax
+    return lax.add(x, y)
+
+
+def unbroadcast(x, aval: ShapedArray):
+    """Sum ``x`` down to ``aval.shape`` (transpose of NumPy broadcasting)."""
+    shape = tuple(np.shape(x)) if not isinstance(x, Tracer) else x.shape
+    if shape == aval.shape:
+        return x
+    from fungrad import lax
+    lead = len(shape) - len(aval.shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(aval.shape) if d == 1 and shape[lead + i] != 1)
+    summed = lax.reduce_sum(x, axes) if axes else x
+    kept = tuple(d for i, d in enumerate(shape) if i not in axes)
+    return summed if kept == aval.shape else lax.reshape(summed, aval.shape)
+
+
+# ----------------------------------------------------------------------------
+# The JVP trace
+# ----------------------------------------------------------------------------
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return get_aval(self.primal)
+
+
+class JVPTrace(Trace):
+    """Pairs every value with its tangent; rules run on the parent trace."""
+    __slots__ = ()
+    kind = "jvp"
+
+    def lift(self, x):
+        """(primal, tangent) of ``x``; values of other traces have zero tangent."""
+        if isinstance(x, JVPTracer) and x._trace is self:
+            return x.primal, x.tangent
+        if isinstance(x, Tracer):
+            self.check_foreign(x)
+        return x, Zero(tangent_aval(get_aval(x)))
+
+    def process_primitive(self, prim, args, params):
+        primals, tangents = [], []
+        nonzero = False
+        for a in args:
+            if type(a) is JVPTracer and a._trace is self:
+                primals.append(a.primal)
+                tangents.append(a.tangent)
+                nonzero = nonzero or type(a.tangent) is not Zero
+            else:
+                p, t = self.lift(a)
+                primals.append(p)
+                tangents.append(t)
+        if not nonzero:
+            return bind_on(self.parent, prim, primals, params)
+        if prim.jvp is None:
+            raise TypeError(f"Differentiation rule for primitive '{prim.name}' is "
+                            "not implemented (no JVP rule registered).")
+        with set_current_trace(self.parent):
+            out, t_out = prim.jvp(primals, tangents, **params)
+        if prim.multiple_results:
+            return [self.pure(o, t) for o, t in zip(out, t_out)]
+        return self.pure(out, t_out)
+
+    def pure(self, primal, tangent):
+        if type(tangent) is Zero:
+            return primal    # nothing to track: save a tracer
+        return JVPTracer(self, primal, tangent)
+
+
+def jvp_flat(f: Callable, primals: Sequence, tangents: Sequence):
+    """Run flat ``f`` on (primal, tangent) pairs; returns (outs, out_tangents)."""
+    trace = JVPTrace(core.current_trace())
+    with new_trace_context(trace):
+        ins = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+        outs = f(*ins)
+        pairs = [trace.lift(o) for o in outs]
+    return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+# ----------------------------------------------------------------------------
+# Rule helpers (one signature per table)
+# ----------------------------------------------------------------------------
+
+def _sum_contributions(parts, out_aval):
+    total = None
+    for p in parts:
+        total = add_tangents(total, p)
+    return Zero(tangent_aval(out_aval)) if total is None else total
+
+
+def defjvp(prim, *rules):
+    """JVP from one rule per argument: ``rule(g, *primals, **params) -> tangent``.
+
+    A rule of ``None`` means the argument is not differentiable. Zero tangents
+    are skipped; the contributions are summed.
+    """
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        parts = [r(t, *primals, **params) for r, t in zip(rules, tangents)
+                 if r is not None and type(t) is not Zero]
+        return ans, _sum_contributions(parts, get_aval(ans))
+    prim.jvp = jvp
+
+
+def defjvp2(prim, *rules):
+    """Like ``defjvp`` but each rule also gets the output: ``rule(g, ans, *primals)``."""
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        parts = [r(t, ans, *primals, **params) for r, t in zip(rules, tangents)
+                 if r is not None and type(t) is not Zero]
+        return ans, _sum_contributions(parts, get_aval(ans))
+    prim.jvp = jvp
+
+
+def defjvp_zero(prim):
+    """A primitive whose outputs are piecewise constant (zero derivative)."""
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        if prim.multiple_results:
+            return ans, [Zero(tangent_aval(get_aval(a))) for a in ans]
+        return ans, Zero(tangent_aval(get_aval(ans)))
+    prim.jvp = jvp
+
+
+def deflinear(prim, transpose_rule):
+    """A primitive linear in all of its arguments: its JVP is itself applied to
+    the tangents, and ``transpose_rule(ct, *args, **params)`` reverses it."""
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        t_out = prim.bind(*[instantiate_zeros(t) for t in tangents], **params)
+        return ans, t_out
+    prim.jvp = jvp
+    prim.transpose = transpose_rule
+    prim.linear = True
+
+
+def defbilinear(prim, lhs_transpose, rhs_transpose):
+    """A product ``prim(x, y)`` linear in each argument separately.
+
+    ``lhs_transpose(ct, x_undefined, y, **params)`` gives the cotangent of x;
+    ``rhs_transpose(ct, x, y_undefined, **params)`` that of y.
+    """
+    def jvp(primals, tangents, **params):
+        x, y = primals
+        tx, ty = tangents
+        ans = prim.bind(x, y, **params)
+        parts = []
+        if type(tx) is not Zero:
+            parts.append(prim.bind(tx, y, **params))
+        if type(ty) is not Zero:
+            parts.append(prim.bind(x, ty, **params))
+        return ans, _sum_contributions(parts, get_aval(ans))
+
+    def transpose(ct, x, y, **params):
+        if is_undefined_primal(x) and is_undefined_primal(y):
+            raise TypeError(f"{prim.name} of two linear values is not linear")
+        if is_undefined_primal(x):
+            return [lhs_transpose(ct, x, y, **params), None]
+        return [None, rhs_transpose(ct, x, y, **params)]
+    prim.jvp = jvp
+    prim.transpose = transpose
+    prim.linear = True
+
+
+# ----------------------------------------------------------------------------
+# Linearize: JVP with unknown tangents, staged by partial evaluation
+# ----------------------------------------------------------------------------
+
+def linearize_flat(f: Callable, primals: Sequence):
+    """``(outs, linear_jaxpr, residuals)``; the jaxpr maps input tangents to
+    output tangents, with the residuals as its constvars.
+
+    Before/after for ``f = sin``::
+
+        linear jaxpr: { lambda a:f64[]; b:f64[]. let c:f64[] = mul b a in (c,) }
+        residuals:    [cos(x)]
+    """
+    pe = StagingTrace(core.current_trace(), fold_known=True)
+    with new_trace_context(pe):
+        tangents = []
+        for p in primals:
+            t_aval = tangent_aval(get_aval(p))
+            arg = pe.new_arg(t_aval)
+            tangents.append(arg if t_aval.dtype != float0 else Zero(t_aval))
+        outs, out_tangents = jvp_flat(f, primals, tangents)
+        out_tangents = [instantiate_zeros(t) for t in out_tangents]
+        jaxpr, residuals = pe.build(out_tangents)
+    return outs, jaxpr, residuals
+
+
+# ----------------------------------------------------------------------------
+# Transposition: the backward pass over a linear jaxpr
+# ----------------------------------------------------------------------------
+
+class UndefinedPrimal:
+    """Stands for the linear input of a primitive being transposed."""
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined_primal(x) -> bool:
+    return type(x) is UndefinedPrimal
+
+
+def backward_pass(jaxpr: Jaxpr, consts: Sequence, cts_out: Sequence) -> list:
+    """Cotangents of ``jaxpr``'s invars given those of its outvars.
+
+    A loop over the equations in reverse (never recursion, so chains of any
+    length work); cotangents of a variable used several times are summed.
+    Returns ``Zero`` for inputs that received no cotangent.
+    """
+    known = dict(zip(jaxpr.constvars, consts))
+    ct_env: dict[Var, Any] = {}
+
+    def accumulate(v, ct):
+        if isinstance(v, Var) and v not in known and ct is not None and type(ct) is not Zero:
+            ct_env[v] = add_tangents(ct_env.get(v), ct)
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        accumulate(v, ct)
+    for eqn in reversed(jaxpr.eqns):
+        cts = [ct_env.pop(v, None) for v in eqn.outvars]
+        if all(c is None for c in cts):
+            continue
+        prim = eqn.primitive
+        if prim.transpose is None:
+            raise TypeError(f"Transpose rule for '{prim.name}' is not implemented: "
+                            "the function being transposed is not linear in its input.")
+        invals = [a.val if type(a) is Literal else
+                  known[a] if a in known else UndefinedPrimal(a.aval)
+                  for a in eqn.inputs]
+        if prim.multiple_results:
+            ct = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts)]
+        else:
+            ct = cts[0]
+        cts_in = prim.transpose(ct, *invals, **eqn.params)
+        for a, c in zip(eqn.inputs, cts_in):
+            if type(a) is Var and a not in known:
+                accumulate(a, c)
+    return [ct_env.pop(v) if v in ct_env else Zero(v.aval) for v in jaxpr.invars]

@@ -1,0 +1,175 @@
+"""vmap: the batching interpreter.
+
+A ``BatchTracer`` is a value plus the axis (``batch_dim``) along which it is
+mapped, or ``not_mapped`` (None).  Each primitive's batching rule has the
+signature ``rule(axis_size, vals, dims, **params) -> (out, out_dim)`` (lists
+for multiple results) and runs on the parent trace, so ``vmap`` composes with
+every other transformation.  Rules never loop over the batch in Python.
+
+Helpers for the common shapes of rule live here: ``vectorized_batcher``
+(unary elementwise), ``broadcasting_batcher`` (n-ary elementwise with NumPy
+broadcasting) and ``reducer_batcher`` (axis-parameterised ops).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from fungrad import core
+from fungrad.core import Tracer, Trace, ShapedArray, get_aval, bind_on, set_current_trace, new_trace_context
+
+__all__ = ["not_mapped", "BatchTrace", "BatchTracer", "vmap_flat", "moveaxis",
+           "bdim_at_front", "vectorized_batcher", "broadcasting_batcher",
+           "reducer_batcher", "shift_axes"]
+
+not_mapped = None
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "batch_dim")
+
+    def __init__(self, trace, val, batch_dim):
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self):
+        aval = get_aval(self.val)
+        if self.batch_dim is None:
+            return aval
+        shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
+        return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
+class BatchTrace(Trace):
+    __slots__ = ("axis_size", "axis_name")
+    kind = "vmap"
+
+    def __init__(self, parent, axis_size, axis_name=None):
+        super().__init__(parent)
+        self.axis_size = axis_size
+        self.axis_name = axis_name
+
+    def lift(self, x):
+        if isinstance(x, BatchTracer) and x._trace is self:
+            return x.val, x.batch_dim
+        if isinstance(x, Tracer):
+            self.check_foreign(x)
+        return x, not_mapped
+
+    def process_primitive(self, prim, args, params):
+        vals, dims = [], []
+        for a in args:
+            v, d = self.lift(a)
+            vals.append(v)
+            dims.append(d)
+        if all(d is None for d in dims):
+            return bind_on(self.parent, prim, vals, params)
+        if prim.batch is None:
+            raise TypeError(f"Batching rule for primitive '{prim.name}' is not "
+                            "implemented, so it cannot be used under vmap.")
+        with set_current_trace(self.parent):
+            out, out_dim = prim.batch(self.axis_size, vals, dims, **params)
+        if prim.multiple_results:
+            return [self.pure(o, d) for o, d in zip(out, out_dim)]
+        return self.pure(out, out_dim)
+
+    def pure(self, val, dim):
+        return val if dim is None else BatchTracer(self, val, dim)
+
+
+def vmap_flat(f: Callable, args: Sequence, in_dims: Sequence, axis_size: int,
+              out_dims: Sequence, axis_name=None) -> list:
+    """Map flat ``f`` over ``args`` along ``in_dims`` (None: not mapped).
+
+    Each output gets its batch axis at ``out_dims[i]``; ``None`` there means
+    the output must not depend on the mapped axis (ValueError if it does).
+    """
+    trace = BatchTrace(core.current_trace(), axis_size, axis_name)
+    with new_trace_context(trace):
+        ins = [x if d is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
+        outs = [trace.lift(o) for o in f(*ins)]
+    results = []
+    for i, ((val, dim), out_dim) in enumerate(zip(outs, out_dims)):
+        if out_dim is None:
+            if dim is not None:
+                raise ValueError(
+                    f"vmap has out_axes=None for output {i}, but that output is "
+                    "mapped over the batch axis (it depends on a mapped input). "
+                    "Use an integer out_axes for it, or make it independent of the "
+                    "mapped inputs.")
+            results.append(val)
+        else:
+            val = bdim_at_front(val, dim, axis_size)
+            results.append(moveaxis(val, 0, out_dim))
+    return results
+
+
+def moveaxis(x, src: int, dst: int):
+    """Move axis ``src`` of ``x`` to position ``dst`` with one transpose."""
+    if src == dst:
+        return x
+    from fungrad import lax
+    ndim = len(get_aval(x).shape)
+    perm = [i for i in range(ndim) if i != src]
+    perm.insert(dst, src)
+    return lax.transpose(x, tuple(perm))
+
+
+def bdim_at_front(x, dim, axis_size: int):
+    """``x`` with its batch axis first; unmapped values are broadcast."""
+    from fungrad import lax
+    if dim is None:
+        aval = get_aval(x)
+        return lax.broadcast_in_dim(x, (axis_size,) + aval.shape,
+                                    tuple(range(1, aval.ndim + 1)))
+    return moveaxis(x, dim, 0)
+
+
+def shift_axes(axes: Sequence[int], dim: int) -> tuple:
+    """Per-example axes -> axes of the batched value whose batch axis is ``dim``."""
+    return tuple(a + 1 if a >= dim else a for a in axes)
+
+
+def vectorized_batcher(prim):
+    """Unary elementwise: the batch axis stays where it is."""
+    def rule(axis_size, vals, dims, **params):
+        return prim.bind(*vals, **params), dims[0]
+    prim.batch = rule
+    return rule
+
+
+def broadcasting_batcher(prim):
+    """n-ary elementwise ops with NumPy broadcasting: put every batch axis first
+    and pad the per-example shapes with 1s to a common rank, so NumPy's own
+    broadcasting lines everything up (unmapped operands are left alone)."""
+    def rule(axis_size, vals, dims, **params):
+        from fungrad import lax
+        ranks = [get_aval(v).ndim - (d is not None) for v, d in zip(vals, dims)]
+        rank = max(ranks)
+        if all(d is not None for d in dims) and len(set(dims)) == 1 and len(set(ranks)) == 1:
+            return prim.bind(*vals, **params), dims[0]
+        new_vals = []
+        for v, d, r in zip(vals, dims, ranks):
+            if d is not None:
+                v = moveaxis(v, d, 0)
+                shape = get_aval(v).shape
+                if r < rank:
+                    v = lax.reshape(v, (shape[0],) + (1,) * (rank - r) + shape[1:])
+            new_vals.append(v)
+        return prim.bind(*new_vals, **params), 0
+    prim.batch = rule
+    return rule
+
+
+def reducer_batcher(prim, axes_param: str = "axes"):
+    """Ops with a tuple of axes as a parameter: shift the axes past the batch axis.
+    The batch axis is moved to the front first, so outputs keep it at 0."""
+    def rule(axis_size, vals, dims, **params):
+        (x,), (d,) = vals, dims
+        x = moveaxis(x, d, 0)
+        params = dict(params)
+        params[axes_param] = tuple(a + 1 for a in params[axes_param])
+        return prim.bind(x, **params), 0
+    prim.batch = rule
+    return rule

@@ -1,0 +1,13 @@
+"""``fungrad.lax``: the primitive operations, with JAX's names and signatures.
+
+Each submodule defines primitives together with all of their rules (impl,
+shape rule, jvp, transpose, batching, lowering); this package only
+re-exports their public functions (each submodule's ``__all__``).
+"""
+from fungrad.lax.elementwise import *  # noqa: F401,F403
+from fungrad.lax.structural import *  # noqa: F401,F403
+from fungrad.lax.reductions import *  # noqa: F401,F403
+from fungrad.lax.indexing import *  # noqa: F401,F403
+from fungrad.lax.sorting import *  # noqa: F401,F403
+from fungrad.lax.linalg import *  # noqa: F401,F403
+from fungrad.lax import linalg  # noqa: F401  (also as fungrad.lax.linalg, as JAX)

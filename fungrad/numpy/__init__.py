@@ -1,0 +1,27 @@
+"""``fungrad.numpy``: the ``jax.numpy`` API built on ``fungrad.lax``.
+
+Array semantics follow NumPy 2 (promotion with weak Python scalars,
+broadcasting, float64 default); results are read-only ``fungrad.Array``s.
+Each submodule's ``__all__`` is re-exported here.
+"""
+import numpy as _np
+
+from fungrad.numpy._ufuncs import *  # noqa: F401,F403
+from fungrad.numpy._creation import *  # noqa: F401,F403
+from fungrad.numpy._shape import *  # noqa: F401,F403
+from fungrad.numpy._reductions import *  # noqa: F401,F403
+from fungrad.numpy._indexing import *  # noqa: F401,F403
+from fungrad.numpy._products import *  # noqa: F401,F403
+from fungrad.numpy._sorting import *  # noqa: F401,F403
+from fungrad.numpy import linalg  # noqa: F401
+from fungrad.numpy._methods import _tracer_attribute, _getitem, _at_helper  # noqa: F401
+
+# dtypes and constants, as jax.numpy re-exports them
+from numpy import (float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
+                   uint16, uint32, uint64, bool_, complex64, complex128, dtype,
+                   pi, e, inf, nan, newaxis, finfo, iinfo, issubdtype, integer,
+                   floating, inexact, number, complexfloating, signedinteger,
+                   unsignedinteger, generic)
+from fungrad.core import Array as ndarray  # noqa: F401
+bool = _np.bool_  # noqa: A001
+euler_gamma = _np.euler_gamma

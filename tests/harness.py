@@ -1,0 +1,94 @@
+"""The shared description of test cases that the generic tests walk.
+
+Every primitive and every ``fungrad.numpy`` function is described by one or
+more ``Case``s in ``tests/cases/*.py`` (a module-level list ``CASES``).
+``tests/test_generic.py`` runs every case through the same property tests:
+
+* values: eager ``fun`` equals NumPy's ``ref`` on hypothesis-drawn inputs;
+* staging: ``eval_jaxpr(make_jaxpr(fun))`` equals eager, and the jaxpr's
+  declared output avals equal the shapes/dtypes actually computed;
+* derivatives: ``check_grads`` (central differences against jvp and vjp,
+  orders 1 and 2, and the transpose identity) when ``grad_order > 0``;
+* vmap: ``vmap(fun, in_axes)`` equals a stacked Python loop, for every
+  choice of mapped arguments and axis positions.
+
+Write a case as::
+
+    Case("sin", lambda x: lax.sin(x), np.sin, [Arg()], prims=("sin",))
+    Case("div", lax.div, np.true_divide, [Arg(), Arg("bcast", avoid=(0.0,))],
+         prims=("div",))
+
+``fun`` is called with the drawn arrays only; close over static parameters
+(``lambda x: lax.reduce_sum(x, (0,))``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Sequence
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Arg:
+    """How to draw one array argument.
+
+    shape: a fixed tuple, or a family drawn by hypothesis:
+        "any"   - rank 0..3, sizes 0..4 (size-0 included)   [first "any" is the base]
+        "nonempty" - rank 0..3, sizes 1..4
+        "same"  - the base argument's shape
+        "bcast" - a shape that broadcasts with the base shape (NumPy rules)
+        "vec", "mat", "sqmat" - rank 1 / rank 2 / square rank 2 with sizes 1..4
+    dtype: a dtype name, or a tuple of names drawn from.
+    low, high: value range (integers: inclusive range).
+    avoid: points the values keep at least ``margin`` away from (singular points,
+        kinks such as 0 for abs, ties).
+    diff: False for arguments never differentiated (indices, predicates).
+    unique: draw distinct values (sort, max: avoids ties in derivatives).
+    make: optional ``make(rng, shape, dtype) -> ndarray`` for structured inputs
+        (SPD matrices, permutations, valid index arrays); ``rng`` is a
+        np.random.Generator seeded by hypothesis.
+    """
+    shape: tuple | str = "any"
+    dtype: str | tuple = "float64"
+    low: float = -3.0
+    high: float = 3.0
+    avoid: tuple = ()
+    margin: float = 0.1
+    diff: bool = True
+    unique: bool = False
+    make: Callable | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One function under test and its NumPy reference.
+
+    name: unique id (shown in test ids).
+    fun: the fungrad function of the drawn arrays.
+    ref: the NumPy function of the same arrays (None: values not compared, e.g.
+        decompositions with sign ambiguity; then give ``check`` instead).
+    args: one ``Arg`` per positional argument.
+    prims: names of the primitives this case exercises (registry coverage).
+    grad_order: derivative order checked (0: not differentiable).
+    modes: autodiff modes checked, subset of ("fwd", "rev").
+    vmap: whether to test vmap against a loop.
+    rtol, atol: value tolerances (derivative tolerances are check_grads').
+    grad_rtol, grad_atol, eps: check_grads tolerances and finite-difference step.
+    check: optional ``check(out, args)`` asserting properties of the output
+        when there is no ``ref`` (e.g. Q @ R == A).
+    """
+    name: str
+    fun: Callable
+    ref: Callable | None
+    args: Sequence[Arg] = (Arg(),)
+    prims: tuple = ()
+    grad_order: int = 2
+    modes: tuple = ("fwd", "rev")
+    vmap: bool = True
+    rtol: float = 1e-7
+    atol: float = 1e-10
+    grad_rtol: float | None = None
+    grad_atol: float | None = None
+    eps: float | None = None
+    check: Callable | None = None
