@@ -125,19 +125,28 @@ def _stage(fun, args, kwargs, static_argnums=()):
         return fun(*full, **kwargs)
     leaves, in_tree = tree_flatten((tuple(args[i] for i in dyn_idx), {}))
     avals = [_abstractify(x) for x in leaves]
-    paths = _leaf_names(in_tree, len(leaves))
+    paths = _leaf_names(fun, in_tree, dyn_idx)
     flat, store = flatten_fun(with_statics, in_tree)
     jaxpr, consts = core.trace_to_jaxpr(flat, avals, paths)
     return ClosedJaxpr(jaxpr, consts), store.val
 
 
-def _leaf_names(in_tree, n):
+def _leaf_names(fun, in_tree, dyn_idx) -> list[str]:
+    """Human names of the flat inputs, e.g. "argument 'params' ['w']" (for errors)."""
+    from fungrad.tree_util import tree_flatten_with_path, keystr
     try:
-        from fungrad.tree_util import tree_flatten_with_path, keystr
-        dummy = tree_unflatten(in_tree, list(range(n)))
-        return [f"argument {keystr(p[1:]) or ''}".rstrip() for p, _ in tree_flatten_with_path(dummy)[0]]
-    except Exception:
-        return [f"flat argument {i}" for i in range(n)]
+        import inspect
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    dummy = tree_unflatten(in_tree, list(range(in_tree.num_leaves)))
+    names = []
+    for path, _ in tree_flatten_with_path(dummy)[0]:
+        pos = dyn_idx[path[1].idx] if len(path) > 1 and hasattr(path[1], "idx") else None
+        label = (f"'{params[pos]}'" if pos is not None and pos < len(params)
+                 else f"{pos}")
+        names.append(f"argument {label}{keystr(path[2:])}")
+    return names
 
 
 def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):

@@ -109,12 +109,21 @@ class ShapedArray:
 _PY_SCALARS = (bool, int, float, complex)
 
 
+def _shaped(shape: tuple, dtype: np.dtype) -> ShapedArray:
+    """ShapedArray without argument normalisation (shape/dtype already canonical)."""
+    aval = object.__new__(ShapedArray)
+    aval.shape = shape
+    aval.dtype = dtype
+    aval.weak_type = False
+    return aval
+
+
 def get_aval(x) -> ShapedArray:
     """Abstract value of a tracer, array, NumPy scalar or Python scalar."""
     if isinstance(x, Tracer):
         return x.aval
     if isinstance(x, np.ndarray):
-        return ShapedArray(x.shape, x.dtype)
+        return _shaped(x.shape, x.dtype)
     if isinstance(x, np.generic):
         return ShapedArray((), x.dtype)
     if isinstance(x, _PY_SCALARS):
@@ -477,29 +486,37 @@ class EvalTrace(Trace):
     kind = "eval"
 
     def process_primitive(self, prim, args, params):
+        # The hot path of eager fungrad: keep it to a type check per argument.
         vals = []
         for a in args:
-            if isinstance(a, Tracer):
-                if not a._trace.active:
-                    raise UnexpectedTracerError(escaped_message(a))
-                raise UnexpectedTracerError(
-                    f"A {a._trace.kind} tracer reached evaluation outside its "
-                    f"transformation (started at {a._trace.origin}).")
-            vals.append(a.view(np.ndarray) if type(a) is Array else a)
+            t = type(a)
+            if t is Array:
+                a = a.view(np.ndarray)   # NumPy is slower on subclasses
+            elif t is not np.ndarray and isinstance(a, Tracer):
+                raise UnexpectedTracerError(_eval_tracer_message(a))
+            vals.append(a)
         out = prim.impl(*vals, **params)
         if prim.multiple_results:
             return [wrap_array(o) for o in out]
         return wrap_array(out)
 
 
+def _eval_tracer_message(a) -> str:
+    if not a._trace.active:
+        return escaped_message(a)
+    return (f"A {a._trace.kind} tracer reached evaluation outside its "
+            f"transformation (started at {a._trace.origin}).")
+
+
 def wrap_array(x) -> "Array":
     """A read-only fungrad Array viewing ``x`` (no copy)."""
-    if type(x) is not np.ndarray:
-        if type(x) is Array:
+    t = type(x)
+    if t is not np.ndarray:
+        if t is Array:
             return x
         x = np.asarray(x)
     out = x.view(Array)
-    out.flags.writeable = False
+    out.setflags(write=False)
     return out
 
 
@@ -607,33 +624,44 @@ class Tracer(_ArrayOps):
         raise TypeError("fungrad arrays are immutable: use x = x.at[idx].set(value) "
                         "instead of x[idx] = value")
 
-    # --- concretization: Python needs a value that does not exist yet -------
-    def _concretization_error(self, what: str):
-        return ConcretizationTypeError(concretization_message(self, what))
+    # --- concretization: Python needs a value ---------------------------------
+    # Under jvp/grad the primal value exists (as in JAX, ``if x > 0`` works
+    # there); under staging (make_jaxpr, jit) and vmap it does not.
+    def _concrete_value(self):
+        """The concrete value this tracer stands for, or None if there is none."""
+        return None
+
+    def _concrete_or_raise(self, what: str):
+        val = self._concrete_value()
+        if val is None:
+            raise ConcretizationTypeError(concretization_message(self, what))
+        return val
 
     def __bool__(self):
-        raise self._concretization_error("bool()/if/while")
+        return bool(self._concrete_or_raise("bool()/if/while"))
 
     def __int__(self):
-        raise self._concretization_error("int()")
+        return int(self._concrete_or_raise("int()"))
 
     def __float__(self):
-        raise self._concretization_error("float()")
+        return float(self._concrete_or_raise("float()"))
 
     def __complex__(self):
-        raise self._concretization_error("complex()")
+        return complex(self._concrete_or_raise("complex()"))
 
     def __index__(self):
-        raise self._concretization_error("use as an index/size (__index__)")
+        return self._concrete_or_raise("use as an index/size (__index__)").__index__()
 
     def item(self, *args):
-        raise self._concretization_error(".item()")
+        return self._concrete_or_raise(".item()").item(*args)
 
     def tolist(self):
-        raise self._concretization_error(".tolist()")
+        return self._concrete_or_raise(".tolist()").tolist()
 
     def __array__(self, dtype=None, copy=None):
-        raise self._concretization_error("conversion to a NumPy array (np.asarray)")
+        raise ConcretizationTypeError(concretization_message(
+            self, "conversion to a NumPy array (np.asarray / np.* functions)")
+            + " To get a value out of a transformed function, return it.")
 
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>with<{self._trace.kind}>"
@@ -726,7 +754,10 @@ class StagingTrace(Trace):
         out_avals = out_aval if prim.multiple_results else [out_aval]
         outvars = [Var(a) for a in out_avals]
         self.eqns.append(JaxprEqn(prim, atoms, params, outvars))
-        outs = [StagingTracer(self, v.aval, v) for v in outvars]
+        # remember which argument a value derives from, for concretization errors
+        prov = next((a.provenance for a in args if type(a) is StagingTracer
+                     and a.provenance), None)
+        outs = [StagingTracer(self, v.aval, v, prov) for v in outvars]
         return outs if prim.multiple_results else outs[0]
 
     def build(self, outs) -> tuple[Jaxpr, list]:

@@ -114,6 +114,10 @@ class JVPTracer(Tracer):
     def aval(self):
         return get_aval(self.primal)
 
+    def _concrete_value(self):
+        p = self.primal
+        return p._concrete_value() if isinstance(p, Tracer) else np.asarray(p)
+
 
 class JVPTrace(Trace):
     """Pairs every value with its tangent; rules run on the parent trace."""

@@ -47,12 +47,22 @@ def asarray_operand(x, dtype=None):
     return arr
 
 
+_ARRAYS = (np.ndarray, Tracer)
+
+
 def promote(name: str, *args, to_float: bool = False):
     """Operands of ``args`` converted to their common NumPy result dtype.
 
     ``to_float`` additionally promotes integer/bool results to float64, as the
     transcendental ufuncs (sin, exp, ...) do in NumPy.
     """
+    # Fast path (most calls): arrays that already share one suitable dtype.
+    first = args[0]
+    if isinstance(first, _ARRAYS):
+        dtype = first.dtype
+        if all(isinstance(a, _ARRAYS) and a.dtype == dtype for a in args[1:]) and (
+                not to_float or dtype.kind in "fc"):
+            return args
     dtype = result_type(*args)
     if to_float and not np.issubdtype(dtype, np.inexact):
         dtype = np.promote_types(dtype, np.float16)  # int8 -> f16, int32 -> f64, as NumPy

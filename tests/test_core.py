@@ -1,0 +1,125 @@
+"""Core IR: printing, type checking, staging, partial evaluation, tracer errors, threads."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import fungrad
+from fungrad import core, lax
+from fungrad.core import ShapedArray, Var, Jaxpr, JaxprEqn, typecheck_jaxpr
+from fungrad.interpreters.partial_eval import partial_eval_jaxpr, dce_jaxpr
+
+
+def test_pretty_print_golden_short():
+    f = lambda x: lax.reduce_sum(lax.sin(x), (0,))
+    text = str(fungrad.make_jaxpr(f)(np.ones(3)))
+    assert text == ("{ lambda ; a:f64[3]. let b:f64[3] = sin a; "
+                    "c:f64[] = reduce_sum[axes=(0,)] b in (c,) }")
+
+
+def test_pretty_print_golden_long_with_consts_and_literals():
+    w = np.arange(3.0)
+
+    def f(x, y):
+        a = lax.mul(lax.sin(x), w)
+        b = lax.add(a, lax.mul(y, 2.0))
+        c = lax.exp(lax.neg(b))
+        return lax.reduce_sum(c, None), b
+    text = str(fungrad.make_jaxpr(f)(np.ones(3, np.float32).astype(np.float64), np.ones(3)))
+    assert text == (
+        "{ lambda a:f64[3]; b:f64[3] c:f64[3]. let\n"
+        "    d:f64[3] = sin b\n"
+        "    e:f64[3] = mul d a\n"
+        "    f:f64[3] = mul c 2.0\n"
+        "    g:f64[3] = add e f\n"
+        "    h:f64[3] = neg g\n"
+        "    i:f64[3] = exp h\n"
+        "    j:f64[] = reduce_sum[axes=(0,)] i\n"
+        "  in (j, g) }")
+
+
+def test_make_jaxpr_static_argnums_and_eval_shape():
+    f = lambda x, n: lax.reduce_sum(lax.mul(x, float(n)), (0,))
+    closed = fungrad.make_jaxpr(f, static_argnums=1)(np.ones(4), 3)
+    assert "mul" in str(closed) and "3.0" in str(closed)
+    out = fungrad.eval_shape(lambda x: (lax.sin(x), lax.reduce_sum(x, (1,))), np.ones((2, 5)))
+    assert out[0] == fungrad.ShapeDtypeStruct((2, 5), np.float64)
+    assert out[1].shape == (2,)
+
+
+def test_eval_jaxpr_retraces_under_transforms():
+    closed = fungrad.make_jaxpr(lambda x: lax.mul(lax.sin(x), x))(0.5)
+    f = lambda x: core.eval_jaxpr(closed.jaxpr, closed.consts, x)[0]
+    np.testing.assert_allclose(fungrad.grad(f)(0.5), np.cos(0.5) * 0.5 + np.sin(0.5))
+    np.testing.assert_allclose(fungrad.vmap(f)(np.array([0.5, 1.0])),
+                               np.sin([0.5, 1.0]) * np.array([0.5, 1.0]))
+
+
+def test_typecheck_catches_bad_equation():
+    a = Var(ShapedArray((3,), np.float64))
+    b = Var(ShapedArray((4,), np.float64))   # wrong declared shape
+    bad = Jaxpr([], [a], [JaxprEqn(lax.sin_p, [a], {}, [b])], [b])
+    with pytest.raises(TypeError, match="sin"):
+        typecheck_jaxpr(bad)
+    undefined = Jaxpr([], [], [JaxprEqn(lax.sin_p, [a], {}, [b])], [b])
+    with pytest.raises(TypeError, match="undefined"):
+        typecheck_jaxpr(undefined)
+
+
+def test_partial_eval_jaxpr_splits_known_and_unknown():
+    closed = fungrad.make_jaxpr(lambda x, y: lax.mul(lax.sin(x), y))(0.3, 2.0)
+    known, unknown, out_unknowns, num_res = partial_eval_jaxpr(closed, [False, True])
+    assert out_unknowns == [True] and num_res == 1
+    assert [e.primitive.name for e in known.jaxpr.eqns] == ["sin"]
+    assert [e.primitive.name for e in unknown.jaxpr.eqns] == ["mul"]
+    res = core.eval_jaxpr(known.jaxpr, known.consts, 0.3)
+    out = core.eval_jaxpr(unknown.jaxpr, unknown.consts, *res, 2.0)
+    np.testing.assert_allclose(out[0], np.sin(0.3) * 2.0)
+
+
+def test_dce_removes_unused_equations():
+    closed = fungrad.make_jaxpr(lambda x: (lax.sin(x), lax.cos(x)))(0.3)
+    jaxpr, used = dce_jaxpr(closed.jaxpr, [True, False])
+    assert [e.primitive.name for e in jaxpr.eqns] == ["sin"] and used == [True]
+
+
+def test_concretization_error_under_staging_names_the_fix():
+    def f(x):
+        if lax.sin(x) > 0:
+            return x
+        return -x
+    with pytest.raises(fungrad.ConcretizationTypeError, match="lax.cond") as info:
+        fungrad.make_jaxpr(f)(1.0)
+    assert isinstance(info.value, TypeError)
+
+
+def test_escaped_tracer_from_make_jaxpr():
+    box = []
+    fungrad.make_jaxpr(lambda x: box.append(x) or x)(1.0)
+    with pytest.raises(fungrad.UnexpectedTracerError, match="escaped"):
+        lax.sin(box[0])
+
+
+def test_threads_do_not_see_each_others_tracers():
+    errors, results = [], {}
+
+    def work(i):
+        try:
+            for _ in range(50):
+                g = fungrad.grad(lambda x: lax.mul(lax.sin(x), float(i)))(0.5)
+            results[i] = float(g)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(1, 5)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors
+    for i in range(1, 5):
+        assert results[i] == pytest.approx(np.cos(0.5) * i)
+
+
+def test_primitive_names_are_unique():
+    with pytest.raises(ValueError, match="already registered"):
+        core.Primitive("sin")
