@@ -3,6 +3,7 @@ from fungrad import core, tree_util, lax
 from fungrad.api import (make_jaxpr, eval_shape, ShapeDtypeStruct, jvp, vjp, linearize,
                          linear_transpose, grad, value_and_grad, jacfwd, jacrev, hessian,
                          vmap, stop_gradient)
+from fungrad.jit import jit
 from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError
 from fungrad import numpy
 

@@ -353,6 +353,11 @@ class Primitive:
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
         self.lower: Callable | None = None
+        # collectives (psum, ...) over a named vmap axis: reduce rule, see lax/parallel.py
+        self.collective: Callable | None = None
+        # higher-order primitives: split into known/unknown under partial eval
+        self.partial_eval: Callable | None = None
+        self.inline = False       # codegen inlines the ``jaxpr`` param
         primitives[name] = self
 
     def __repr__(self):
@@ -746,9 +751,15 @@ class StagingTrace(Trace):
         return var
 
     def process_primitive(self, prim, args, params):
-        if self.fold_known and not any(
-                isinstance(a, StagingTracer) and a._trace is self for a in args):
-            return bind_on(self.parent, prim, args, params)
+        if self.fold_known:
+            if not any(isinstance(a, StagingTracer) and a._trace is self for a in args):
+                return bind_on(self.parent, prim, args, params)
+            if prim.partial_eval is not None:   # higher-order: split known/unknown
+                return prim.partial_eval(self, args, **params)
+        return self.stage(prim, args, params)
+
+    def stage(self, prim, args, params):
+        """Record ``prim(*args)`` as an equation; returns the output tracer(s)."""
         atoms = [self.to_atom(a) for a in args]
         out_aval = prim.abstract_eval(*[a.aval for a in atoms], **params)
         out_avals = out_aval if prim.multiple_results else [out_aval]

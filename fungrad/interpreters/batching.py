@@ -63,6 +63,8 @@ class BatchTrace(Trace):
             v, d = self.lift(a)
             vals.append(v)
             dims.append(d)
+        if prim.collective is not None and params.get("axis_name") == self.axis_name:
+            return self.process_collective(prim, prim.collective, vals, dims, params)
         if all(d is None for d in dims):
             return bind_on(self.parent, prim, vals, params)
         if prim.batch is None:
@@ -76,6 +78,29 @@ class BatchTrace(Trace):
 
     def pure(self, val, dim):
         return val if dim is None else BatchTracer(self, val, dim)
+
+    def process_collective(self, prim, reduce_fn, vals, dims, params):
+        """A collective over this trace's named axis reduces across the lanes."""
+        params = {k: v for k, v in params.items() if k != "axis_name"}
+        with set_current_trace(self.parent):
+            if not vals:     # axis_index
+                out, dim = reduce_fn(self.axis_size, self.axis_name)
+            else:
+                out, dim = reduce_fn(vals[0], dims[0], self.axis_size, **params)
+        return self.pure(out, dim)
+
+
+def enclosing_batch_traces():
+    """The active batch traces, innermost first (for collectives' axis names)."""
+    trace = core.current_trace()
+    while trace is not None:
+        if isinstance(trace, BatchTrace) and trace.active:
+            yield trace
+        trace = trace.parent
+
+
+def bound_axis_names() -> list:
+    return [t.axis_name for t in enclosing_batch_traces() if t.axis_name is not None]
 
 
 def vmap_flat(f: Callable, args: Sequence, in_dims: Sequence, axis_size: int,

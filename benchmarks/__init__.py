@@ -1,0 +1,1 @@
+"""fungrad benchmarks: ``python -m benchmarks`` (see run.py)."""

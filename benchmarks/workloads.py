@@ -1,0 +1,252 @@
+"""The workloads of the issues, each as implementations of the same computation.
+
+Every ``make_*`` returns ``(title, {implementation: thunk}, notes)``; the first
+implementation is the hand-written NumPy baseline that ratios refer to.
+Implementations whose library is not installed are left out.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import fungrad
+import fungrad.numpy as fnp
+
+try:
+    import autograd
+    import autograd.numpy as anp
+except ImportError:  # optional peer
+    autograd = anp = None
+
+
+# ----------------------------------------------------------------------------
+# Dispatch overhead of eager fungrad.numpy on tiny arrays
+# ----------------------------------------------------------------------------
+
+def make_dispatch_sin():
+    x = np.linspace(0.0, 1.0, 10)
+    return "fnp.sin on a length-10 array", {"numpy": lambda: np.sin(x),
+                                            "fungrad": lambda: fnp.sin(x)}
+
+
+def make_dispatch_add():
+    return "fnp.add of two Python floats", {"numpy": lambda: np.add(1.0, 2.0),
+                                            "fungrad": lambda: fnp.add(1.0, 2.0)}
+
+
+# ----------------------------------------------------------------------------
+# The seed scalar function
+# ----------------------------------------------------------------------------
+
+def _seed_value_and_grad_numpy(x):
+    s = x * x
+    e = np.exp(s)
+    u = s + e
+    r = np.sqrt(u)
+    val = r + np.cos(u)
+    du = 0.5 / r - np.sin(u)
+    return val, du * (2 * x + 2 * x * e)
+
+
+def make_seed_grad():
+    def seed(m):
+        def f(x):
+            u = x * x + m.exp(x * x)
+            return m.sqrt(u) + m.cos(u)
+        return f
+    impls = {"numpy": lambda: _seed_value_and_grad_numpy(0.7),
+             "fungrad": (lambda g=fungrad.value_and_grad(seed(fnp)): g(0.7))}
+    if autograd:
+        impls["autograd"] = (lambda g=autograd.value_and_grad(seed(anp)): g(0.7))
+    return "value and grad of the seed scalar function", impls
+
+
+# ----------------------------------------------------------------------------
+# A 200-op elementwise chain on a length-10 vector
+# ----------------------------------------------------------------------------
+
+def _chain(m, x):
+    for i in range(50):
+        x = m.sin(x) * 0.9 + x * 0.1        # 4 ops per step: sin, mul, mul, add
+    return m.sum(x)
+
+
+def _chain_numpy(x):
+    saved = []
+    for i in range(50):
+        saved.append(x)
+        x = np.sin(x) * 0.9 + x * 0.1
+    g = np.ones_like(x)
+    for xi in reversed(saved):
+        g = g * (np.cos(xi) * 0.9 + 0.1)
+    return x.sum(), g
+
+
+def make_chain_grad():
+    x = np.linspace(-1.0, 1.0, 10)
+    impls = {"numpy": lambda: _chain_numpy(x),
+             "fungrad": (lambda g=fungrad.value_and_grad(lambda v: _chain(fnp, v)): g(x))}
+    if autograd:
+        impls["autograd"] = (lambda g=autograd.value_and_grad(lambda v: _chain(anp, v)): g(x))
+    return "value and grad of a 200-op elementwise chain (length 10)", impls
+
+
+# ----------------------------------------------------------------------------
+# MLP 784-512-512-10, tanh, softmax cross-entropy, batch 128
+# ----------------------------------------------------------------------------
+
+def _mlp_params(rng, sizes=(784, 512, 512, 10)):
+    return [(rng.normal(size=(m, n)) / np.sqrt(m), np.zeros(n))
+            for m, n in zip(sizes[:-1], sizes[1:])]
+
+
+def _mlp_loss(m, params, x, onehot):
+    h = x
+    for w, b in params[:-1]:
+        h = m.tanh(h @ w + b)
+    w, b = params[-1]
+    logits = h @ w + b
+    top = m.max(logits, axis=1, keepdims=True)
+    if m is fnp:
+        top = fungrad.stop_gradient(top)
+    z = logits - top
+    logp = z - m.log(m.sum(m.exp(z), axis=1, keepdims=True))
+    return -m.sum(onehot * logp) / x.shape[0]
+
+
+def _mlp_loss_and_grad_numpy(params, x, onehot):
+    hs = [x]
+    for w, b in params[:-1]:
+        hs.append(np.tanh(hs[-1] @ w + b))
+    w, b = params[-1]
+    logits = hs[-1] @ w + b
+    z = logits - logits.max(axis=1, keepdims=True)
+    ez = np.exp(z)
+    s = ez.sum(axis=1, keepdims=True)
+    logp = z - np.log(s)
+    n = x.shape[0]
+    loss = -np.sum(onehot * logp) / n
+    delta = (ez / s - onehot) / n
+    grads = []
+    for i in range(len(params) - 1, -1, -1):
+        w, _ = params[i]
+        grads.append((hs[i].T @ delta, delta.sum(axis=0)))
+        if i:
+            delta = (delta @ w.T) * (1 - hs[i] ** 2)
+    return loss, grads[::-1]
+
+
+def mlp_setup(seed=0, batch=128):
+    rng = np.random.default_rng(seed)
+    params = _mlp_params(rng)
+    x = rng.normal(size=(batch, 784))
+    onehot = np.eye(10)[rng.integers(0, 10, size=batch)]
+    return params, x, onehot
+
+
+def make_mlp_grad():
+    params, x, onehot = mlp_setup()
+    impls = {
+        "numpy": lambda: _mlp_loss_and_grad_numpy(params, x, onehot),
+        "fungrad": (lambda g=fungrad.value_and_grad(lambda p: _mlp_loss(fnp, p, x, onehot)):
+                    g(params)),
+    }
+    if autograd:
+        impls["autograd"] = (lambda g=autograd.value_and_grad(
+            lambda p: _mlp_loss(anp, p, x, onehot)): g(params))
+    return "MLP 784-512-512-10 loss+grad (tanh, softmax CE, batch 128)", impls
+
+
+def make_mlp_eval_vs_grad():
+    params, x, onehot = mlp_setup()
+    loss = lambda p: _mlp_loss(fnp, p, x, onehot)
+    return "MLP: fungrad grad time / eval time (Baur-Strassen bound 5)", {
+        "fungrad eval": lambda: loss(params),
+        "fungrad value_and_grad": (lambda g=fungrad.value_and_grad(loss): g(params)),
+    }
+
+
+# ----------------------------------------------------------------------------
+# Per-example gradients: MLP 100 -> 64 (tanh) -> 1, logistic loss, batch 256
+# ----------------------------------------------------------------------------
+
+def _pe_loss(params, x, y):
+    w1, b1, w2, b2 = params
+    h = fnp.tanh(x @ w1 + b1)
+    logit = h @ w2 + b2
+    return fnp.log1p(fnp.exp(-y * logit))
+
+
+def _pe_numpy(params, xs, ys):
+    w1, b1, w2, b2 = params
+    h = np.tanh(xs @ w1 + b1)
+    logit = h @ w2 + b2
+    dlogit = -ys / (1 + np.exp(ys * logit))
+    dh = dlogit[:, None] * w2[None, :]
+    dz = dh * (1 - h ** 2)
+    return (xs[:, :, None] * dz[:, None, :], dz, dlogit[:, None] * h, dlogit)
+
+
+def pe_setup(seed=0, batch=256):
+    rng = np.random.default_rng(seed)
+    params = (rng.normal(size=(100, 64)) / 10, np.zeros(64), rng.normal(size=64) / 8, 0.0)
+    xs = rng.normal(size=(batch, 100))
+    ys = np.where(rng.random(batch) < 0.5, -1.0, 1.0)
+    return params, xs, ys
+
+
+def make_per_example():
+    params, xs, ys = pe_setup()
+    per_ex = fungrad.vmap(fungrad.grad(_pe_loss), in_axes=(None, 0, 0))
+    loop_grad = fungrad.grad(_pe_loss)
+    return "per-example grads, MLP 100-64-1, batch 256", {
+        "numpy": lambda: _pe_numpy(params, xs, ys),
+        "fungrad vmap(grad)": lambda: per_ex(params, xs, ys),
+        "fungrad loop of grad": lambda: [loop_grad(params, x, y) for x, y in zip(xs, ys)],
+    }
+
+
+# ----------------------------------------------------------------------------
+# Jacobian of the 3-joint robot arm (150 x 3)
+# ----------------------------------------------------------------------------
+
+_LENGTHS = np.array([1.0, 0.8, 0.5])
+_FRAC = np.linspace(0.0, 1.0, 26)[1:]
+
+
+def arm(m, theta):
+    angles = m.cumsum(theta)
+    base_x, base_y, pts = 0.0, 0.0, []
+    for i in range(3):
+        dx, dy = _LENGTHS[i] * m.cos(angles[i]), _LENGTHS[i] * m.sin(angles[i])
+        pts.append(m.stack([base_x + _FRAC * dx, base_y + _FRAC * dy], axis=1))
+        base_x, base_y = base_x + dx, base_y + dy
+    return m.concatenate(pts).reshape(-1)
+
+
+def arm_jacobian_numpy(theta):
+    a = np.cumsum(theta)
+    dx = -_LENGTHS * np.sin(a)            # d(link_i x)/d(angle_i)
+    dy = _LENGTHS * np.cos(a)
+    jac = np.zeros((3, 25, 2, 3))
+    for i in range(3):                    # point block i
+        for j in range(3):                # joint j moves links >= j
+            bx = sum(dx[l] for l in range(j, i))
+            by = sum(dy[l] for l in range(j, i))
+            if j <= i:
+                jac[i, :, 0, j] = bx + _FRAC * dx[i]
+                jac[i, :, 1, j] = by + _FRAC * dy[i]
+    return jac.reshape(150, 3)
+
+
+def make_arm_jacobian():
+    theta = np.array([0.3, -0.5, 1.1])
+    f = lambda t: arm(fnp, t)
+    return "Jacobian of the 3-joint arm (150 x 3)", {
+        "numpy (analytic)": lambda: arm_jacobian_numpy(theta),
+        "fungrad jacfwd": (lambda j=fungrad.jacfwd(f): j(theta)),
+        "fungrad jacrev": (lambda j=fungrad.jacrev(f): j(theta)),
+    }
+
+
+WORKLOADS = [make_dispatch_sin, make_dispatch_add, make_seed_grad, make_chain_grad,
+             make_mlp_grad, make_mlp_eval_vs_grad, make_per_example, make_arm_jacobian]
