@@ -54,7 +54,8 @@ def make_seed_grad():
             return m.sqrt(u) + m.cos(u)
         return f
     impls = {"numpy": lambda: _seed_value_and_grad_numpy(0.7),
-             "fungrad": (lambda g=fungrad.value_and_grad(seed(fnp)): g(0.7))}
+             "fungrad": (lambda g=fungrad.value_and_grad(seed(fnp)): g(0.7)),
+             "fungrad jit": (lambda g=fungrad.jit(fungrad.value_and_grad(seed(fnp))): g(0.7))}
     if autograd:
         impls["autograd"] = (lambda g=autograd.value_and_grad(seed(anp)): g(0.7))
     return "value and grad of the seed scalar function", impls
@@ -84,7 +85,9 @@ def _chain_numpy(x):
 def make_chain_grad():
     x = np.linspace(-1.0, 1.0, 10)
     impls = {"numpy": lambda: _chain_numpy(x),
-             "fungrad": (lambda g=fungrad.value_and_grad(lambda v: _chain(fnp, v)): g(x))}
+             "fungrad": (lambda g=fungrad.value_and_grad(lambda v: _chain(fnp, v)): g(x)),
+             "fungrad jit": (lambda g=fungrad.jit(fungrad.value_and_grad(
+                 lambda v: _chain(fnp, v))): g(x))}
     if autograd:
         impls["autograd"] = (lambda g=autograd.value_and_grad(lambda v: _chain(anp, v)): g(x))
     return "value and grad of a 200-op elementwise chain (length 10)", impls
@@ -149,6 +152,8 @@ def make_mlp_grad():
         "numpy": lambda: _mlp_loss_and_grad_numpy(params, x, onehot),
         "fungrad": (lambda g=fungrad.value_and_grad(lambda p: _mlp_loss(fnp, p, x, onehot)):
                     g(params)),
+        "fungrad jit": (lambda g=fungrad.jit(fungrad.value_and_grad(
+            lambda p: _mlp_loss(fnp, p, x, onehot))): g(params)),
     }
     if autograd:
         impls["autograd"] = (lambda g=autograd.value_and_grad(
@@ -201,6 +206,7 @@ def make_per_example():
     return "per-example grads, MLP 100-64-1, batch 256", {
         "numpy": lambda: _pe_numpy(params, xs, ys),
         "fungrad vmap(grad)": lambda: per_ex(params, xs, ys),
+        "fungrad jit(vmap(grad))": (lambda j=fungrad.jit(per_ex): j(params, xs, ys)),
         "fungrad loop of grad": lambda: [loop_grad(params, x, y) for x, y in zip(xs, ys)],
     }
 
@@ -245,8 +251,23 @@ def make_arm_jacobian():
         "numpy (analytic)": lambda: arm_jacobian_numpy(theta),
         "fungrad jacfwd": (lambda j=fungrad.jacfwd(f): j(theta)),
         "fungrad jacrev": (lambda j=fungrad.jacrev(f): j(theta)),
+        "fungrad jit(jacfwd)": (lambda j=fungrad.jit(fungrad.jacfwd(f)): j(theta)),
+    }
+
+
+def make_hvp():
+    """Hessian-vector product of the MLP loss w.r.t. the last layer (fwd-over-rev)."""
+    params, x, onehot = mlp_setup()
+    w3 = params[-1][0]
+    v = np.random.default_rng(1).normal(size=w3.shape)
+    loss = lambda w: _mlp_loss(fnp, params[:-1] + [(w, params[-1][1])], x, onehot)
+    hvp = lambda w, v: fungrad.jvp(fungrad.grad(loss), (w,), (v,))[1]
+    return "HVP of the MLP loss w.r.t. W3 (forward-over-reverse)", {
+        "fungrad eval of loss": lambda: loss(w3),
+        "fungrad hvp": lambda: hvp(w3, v),
+        "fungrad jit(hvp)": (lambda j=fungrad.jit(hvp): j(w3, v)),
     }
 
 
 WORKLOADS = [make_dispatch_sin, make_dispatch_add, make_seed_grad, make_chain_grad,
-             make_mlp_grad, make_mlp_eval_vs_grad, make_per_example, make_arm_jacobian]
+             make_mlp_grad, make_mlp_eval_vs_grad, make_hvp, make_per_example, make_arm_jacobian]

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fungrad import core
-from fungrad.core import ClosedJaxpr, ShapedArray, Tracer, get_aval, float0
+from fungrad.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, get_aval, float0
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.tree_util import (tree_flatten, tree_unflatten, tree_structure, tree_map,
@@ -198,34 +198,43 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     p_leaves = [_as_value(x, "jvp primal") for x in p_leaves]
     t_leaves = [_check_tangent(p, _as_value(t, "jvp tangent"), f"leaf {i}")
                 for i, (p, t) in enumerate(zip(p_leaves, t_leaves))]
-    f_flat, store, aux = _flat_with_aux(fun, p_tree, has_aux, "jvp")
+    f_flat, store, split = _flat_with_aux(fun, p_tree, has_aux, "jvp")
     outs, out_ts = ad.jvp_flat(f_flat, p_leaves, t_leaves)
-    out_ts = [ad.instantiate_zeros(t) for t in out_ts]
+    outs, aux = split(outs)
+    out_ts = [ad.instantiate_zeros(t) for t in out_ts[:len(outs)]]
     out, out_t = tree_unflatten(store.val, outs), tree_unflatten(store.val, out_ts)
-    return (out, out_t, aux.val) if has_aux else (out, out_t)
+    return (out, out_t, aux) if has_aux else (out, out_t)
 
 
 def _flat_with_aux(fun, in_tree, has_aux: bool, who: str):
-    """Flat version of ``fun(*args)``; with has_aux, the aux part is stored aside."""
-    aux = _Store()
-    aux.val = None
-
-    def f(*args):
-        out = fun(*args)
-        if not has_aux:
-            return out
-        if not (isinstance(out, (tuple, list)) and len(out) == 2):
-            raise TypeError(f"{who}: with has_aux=True the function must return a pair "
-                            f"(output, aux), got {type(out).__name__}")
-        aux.val = out[1]
-        return out[0]
-    store = _Store()
+    """Flat version of ``fun(*args)``.  With has_aux the aux leaves are extra flat
+    outputs after the main ones (so transformations unwrap them like outputs);
+    ``split(outs)`` separates the two and rebuilds aux."""
+    store, aux_tree, n_main, aux_plain = _Store(), _Store(), _Store(), _Store()
 
     def flat(*leaves):
-        args = tree_unflatten(in_tree, leaves)
-        out_leaves, store.val = tree_flatten(f(*args))
-        return [_as_value(x, f"{who}: output") for x in out_leaves]
-    return flat, store, aux
+        out = fun(*tree_unflatten(in_tree, leaves))
+        traced_aux = []
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(f"{who}: with has_aux=True the function must return a pair "
+                                f"(output, aux), got {type(out).__name__}")
+            out, aux = out
+            aux_leaves, aux_tree.val = tree_flatten(aux)
+            # traced aux values leave the transformation like outputs; others as they are
+            aux_plain.val = [None if isinstance(x, Tracer) else x for x in aux_leaves]
+            traced_aux = [x for x in aux_leaves if isinstance(x, Tracer)]
+        out_leaves, store.val = tree_flatten(out)
+        n_main.val = len(out_leaves)
+        return [_as_value(x, f"{who}: output") for x in out_leaves] + traced_aux
+
+    def split(outs):
+        main, traced = outs[:n_main.val], iter(outs[n_main.val:])
+        if not has_aux:
+            return main, None
+        aux = [next(traced) if x is None else x for x in aux_plain.val]
+        return main, tree_unflatten(aux_tree.val, aux)
+    return flat, store, split
 
 
 def linearize(fun: Callable, *primals, has_aux: bool = False):
@@ -233,8 +242,10 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     evaluated from a staged linear jaxpr (no re-linearization per call)."""
     p_leaves, p_tree = tree_flatten(tuple(primals))
     p_leaves = [_as_value(x, "linearize primal") for x in p_leaves]
-    f_flat, store, aux = _flat_with_aux(fun, p_tree, has_aux, "linearize")
+    f_flat, store, split = _flat_with_aux(fun, p_tree, has_aux, "linearize")
     outs, jaxpr, residuals = ad.linearize_flat(f_flat, p_leaves)
+    outs, aux = split(outs)
+    jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.eqns, jaxpr.outvars[:len(outs)])
     out_tree = store.val
 
     def f_jvp(*tangents):
@@ -249,7 +260,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
         return tree_unflatten(out_tree, out_t)
     f_jvp.jaxpr = ClosedJaxpr(jaxpr, residuals)
     out = tree_unflatten(out_tree, outs)
-    return (out, f_jvp, aux.val) if has_aux else (out, f_jvp)
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
 # ----------------------------------------------------------------------------
@@ -272,8 +283,10 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     cotangent per primal.  The pullback may be called many times."""
     p_leaves, p_tree = tree_flatten(tuple(primals))
     p_leaves = [_as_value(x, "vjp primal") for x in p_leaves]
-    f_flat, store, aux = _flat_with_aux(fun, p_tree, has_aux, "vjp")
+    f_flat, store, split = _flat_with_aux(fun, p_tree, has_aux, "vjp")
     outs, jaxpr, residuals = ad.linearize_flat(f_flat, p_leaves)
+    outs, aux = split(outs)
+    jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.eqns, jaxpr.outvars[:len(outs)])
     out_tree = store.val
     out_avals = [get_aval(o) for o in outs]
     in_avals = [ad.tangent_aval(get_aval(p)) for p in p_leaves]
@@ -290,7 +303,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         cts_in = [ad.instantiate_zeros(c) for c in cts_in]
         return tree_unflatten(p_tree, cts_in)
     out = tree_unflatten(out_tree, outs)
-    return (out, pullback, aux.val) if has_aux else (out, pullback)
+    return (out, pullback, aux) if has_aux else (out, pullback)
 
 
 def linear_transpose(fun: Callable, *primals):
@@ -466,8 +479,9 @@ def _axis_size(leaves, dims, in_tree, axis_size):
     if len(sizes) > 1:
         from fungrad.tree_util import tree_flatten_with_path, keystr
         dummy = tree_unflatten(in_tree, list(range(len(leaves))))
-        paths = [keystr(p) for p, _ in tree_flatten_with_path(dummy)[0]]
-        lines = [f"  args{paths[i]}: axis {d} of shape {get_aval(x).shape} has size "
+        paths = [("args" if p[0].idx == 0 else "kwargs") + keystr(p[1:])
+                 for p, _ in tree_flatten_with_path(dummy)[0]]
+        lines = [f"  {paths[i]}: axis {d} of shape {get_aval(x).shape} has size "
                  f"{get_aval(x).shape[d]}"
                  for i, (x, d) in enumerate(zip(leaves, dims)) if d is not None]
         raise ValueError("vmap got inconsistent sizes for the mapped axis:\n" + "\n".join(lines))

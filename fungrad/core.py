@@ -353,6 +353,7 @@ class Primitive:
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
         self.lower: Callable | None = None
+        self.lower_typed = False  # lower(args, in_avals, **params), see lax/utils.py
         # collectives (psum, ...) over a named vmap axis: reduce rule, see lax/parallel.py
         self.collective: Callable | None = None
         # higher-order primitives: split into known/unknown under partial eval

@@ -202,6 +202,8 @@ jit_p.batch = _jit_batch
 # ----------------------------------------------------------------------------
 
 _PY_SCALARS = (bool, int, float, complex)
+_LEAF_TYPES = {np.ndarray, core.Array, float, int, bool, complex, np.float64, np.float32,
+               np.int64, np.int32, np.bool_}
 
 
 def _signature(x):
@@ -217,7 +219,8 @@ def _signature(x):
 
 
 class _Entry:
-    __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted")
+    __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "single_leaf",
+                 "scalar_args")
 
 
 class Lowered:
@@ -266,27 +269,37 @@ class Jitted:
         return dyn_args, dyn_kwargs, tuple(statics), nums
 
     def __call__(self, *args, **kwargs):
-        dyn_args, dyn_kwargs, statics, nums = self._split(args, kwargs)
-        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        sig = tuple(map(_signature, leaves))
-        key = (in_tree, sig, statics)
+        if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
+            # fast path: positional array/scalar arguments, no pytrees, no statics
+            leaves, in_tree, statics, nums = args, len(args), (), ()
+        else:
+            dyn_args, dyn_kwargs, statics, nums = self._split(args, kwargs)
+            leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        key = (in_tree, tuple(map(_signature, leaves)), statics)
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._trace(args, kwargs, nums, leaves, in_tree, key)
+            entry = self._trace(args, kwargs, nums, leaves, key)
         if core._tls.trace is core.EVAL_TRACE and entry.cacheable:
-            leaves = [np.asarray(x) if type(x) in _PY_SCALARS else x for x in leaves]
+            if entry.scalar_args:     # Python scalars -> NumPy values for the code
+                leaves = [np.asarray(x) if type(x) in _PY_SCALARS else x for x in leaves]
             outs = entry.fn(*entry.consts, *leaves)
+            if entry.single_leaf:
+                return wrap_array(outs[0])
             return tree_unflatten(entry.out_tree, [wrap_array(o) for o in outs])
         outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
         return tree_unflatten(entry.out_tree, outs)
 
-    def _trace(self, args, kwargs, nums, leaves, in_tree, key) -> _Entry:
+    def _trace(self, args, kwargs, nums, leaves, key) -> _Entry:
         self._explain_miss(key)
         avals = [get_aval(x) for x in leaves]
         out_store = []
+        in_tree = key[0]
 
         def flat_fun(*xs):
-            dyn_args, dyn_kwargs = tree_unflatten(in_tree, list(xs))
+            if isinstance(in_tree, int):          # the fast path's flat arguments
+                dyn_args, dyn_kwargs = xs, {}
+            else:
+                dyn_args, dyn_kwargs = tree_unflatten(in_tree, list(xs))
             it = iter(dyn_args)
             full = [args[i] if i in nums else next(it) for i in range(len(args))]
             kw = dict(kwargs)
@@ -298,6 +311,8 @@ class Jitted:
         entry = _Entry()
         entry.closed, entry.hoisted = _closure_convert(jaxpr, consts)
         entry.out_tree = out_store[-1]
+        entry.single_leaf = entry.out_tree.num_nodes == 1 and entry.out_tree.num_leaves == 1
+        entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)
         entry.cacheable = not entry.hoisted
         if entry.cacheable:
             comp = compiled(entry.closed)
@@ -314,7 +329,7 @@ class Jitted:
         dyn_args, dyn_kwargs, statics, nums = self._split(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         key = (in_tree, tuple(map(_signature, leaves)), statics)
-        entry = self._cache.get(key) or self._trace(args, kwargs, nums, leaves, in_tree, key)
+        entry = self._cache.get(key) or self._trace(args, kwargs, nums, leaves, key)
         return Lowered(entry.closed, compiled(entry.closed).source)
 
 

@@ -37,7 +37,8 @@ def test_seed1_closed_form_both_modes(x):
     # central differences cannot get close to that precision
     h = 1e-5
     fd = (seed_f(x + h) - seed_f(x - h)) / (2 * h)
-    assert abs(fd - want) > abs(rev - want)
+    if x != 0.0:   # (at 0 the function is even: differences are exact there)
+        assert abs(fd - want) > abs(rev - want)
 
 
 def test_seed2_reverse_accumulation_sums_both_paths():

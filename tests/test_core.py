@@ -9,6 +9,7 @@ import pytest
 import fungrad
 from fungrad import core, lax
 from fungrad.core import ShapedArray, Var, Jaxpr, JaxprEqn, typecheck_jaxpr
+from fungrad.lax.elementwise import sin_p
 from fungrad.interpreters.partial_eval import partial_eval_jaxpr, dce_jaxpr
 
 
@@ -60,10 +61,10 @@ def test_eval_jaxpr_retraces_under_transforms():
 def test_typecheck_catches_bad_equation():
     a = Var(ShapedArray((3,), np.float64))
     b = Var(ShapedArray((4,), np.float64))   # wrong declared shape
-    bad = Jaxpr([], [a], [JaxprEqn(lax.sin_p, [a], {}, [b])], [b])
+    bad = Jaxpr([], [a], [JaxprEqn(sin_p, [a], {}, [b])], [b])
     with pytest.raises(TypeError, match="sin"):
         typecheck_jaxpr(bad)
-    undefined = Jaxpr([], [], [JaxprEqn(lax.sin_p, [a], {}, [b])], [b])
+    undefined = Jaxpr([], [], [JaxprEqn(sin_p, [a], {}, [b])], [b])
     with pytest.raises(TypeError, match="undefined"):
         typecheck_jaxpr(undefined)
 

@@ -141,7 +141,7 @@ def test_grad_through_collective():
 # ----------------------------------------------------------------------------
 
 def test_inconsistent_sizes_list_each_argument():
-    with pytest.raises(ValueError, match=r"inconsistent sizes.*axis 0.*size 3.*axis 0.*size 4"):
+    with pytest.raises(ValueError, match=r"(?s)inconsistent sizes.*args\[0\]: axis 0.*size 3.*args\[1\]: axis 0.*size 4"):
         vmap(lambda a, b: a + b)(np.ones(3), np.ones(4))
 
 

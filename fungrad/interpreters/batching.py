@@ -63,8 +63,14 @@ class BatchTrace(Trace):
             v, d = self.lift(a)
             vals.append(v)
             dims.append(d)
-        if prim.collective is not None and params.get("axis_name") == self.axis_name:
-            return self.process_collective(prim, prim.collective, vals, dims, params)
+        if prim.collective is not None:
+            name = params.get("axis_name")
+            if name == self.axis_name:
+                return self.process_collective(prim, prim.collective, vals, dims, params)
+            if name not in bound_axis_names(self):
+                raise NameError(f"unbound axis name: {name!r}. The names bound by enclosing "
+                                f"vmaps are {bound_axis_names(self)}; pass axis_name={name!r} "
+                                "to the vmap this collective should reduce over.")
         if all(d is None for d in dims):
             return bind_on(self.parent, prim, vals, params)
         if prim.batch is None:
@@ -90,17 +96,17 @@ class BatchTrace(Trace):
         return self.pure(out, dim)
 
 
-def enclosing_batch_traces():
-    """The active batch traces, innermost first (for collectives' axis names)."""
-    trace = core.current_trace()
+def enclosing_batch_traces(trace=None):
+    """The active batch traces from ``trace`` (default: the current one) outwards."""
+    trace = core.current_trace() if trace is None else trace
     while trace is not None:
         if isinstance(trace, BatchTrace) and trace.active:
             yield trace
         trace = trace.parent
 
 
-def bound_axis_names() -> list:
-    return [t.axis_name for t in enclosing_batch_traces() if t.axis_name is not None]
+def bound_axis_names(trace=None) -> list:
+    return [t.axis_name for t in enclosing_batch_traces(trace) if t.axis_name is not None]
 
 
 def vmap_flat(f: Callable, args: Sequence, in_dims: Sequence, axis_size: int,

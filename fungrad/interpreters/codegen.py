@@ -97,7 +97,9 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, in_names, lines, indent="    ") -> 
                 names.names[v] = o
             continue
         out_names = [names.new(v) for v in eqn.outvars]
-        if eqn.primitive.lower is not None:
+        if eqn.primitive.lower is not None and eqn.primitive.lower_typed:
+            expr = eqn.primitive.lower(args, [a.aval for a in eqn.inputs], **eqn.params)
+        elif eqn.primitive.lower is not None:
             expr = eqn.primitive.lower(args, **eqn.params)
         else:
             expr = _impl_call(eqn.primitive, args, eqn.params)

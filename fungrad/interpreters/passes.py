@@ -6,7 +6,10 @@ Each pass is a function ``Jaxpr -> Jaxpr`` that keeps the jaxpr's meaning
 * ``simplify``: algebraic no-ops autodiff leaves behind — ``x * 1``, ``x + 0``,
   ``neg(neg x)``, no-op reshape/transpose/convert/broadcast, reductions over
   no axes;
-* ``cse``: common-subexpression elimination (same primitive, params, inputs);
+* ``fold_constants``: equations whose inputs are all scalar literals are
+  computed once, at compile time, and become literals;
+* ``cse``: common-subexpression elimination (same primitive, params, inputs;
+  inputs of commutative primitives in any order);
 * ``dce``: dead-code elimination (``partial_eval.dce_jaxpr``).
 
 ``optimize`` runs them in that order.
@@ -18,14 +21,18 @@ import numpy as np
 from fungrad.core import Jaxpr, JaxprEqn, Literal, Var
 from fungrad.interpreters.partial_eval import dce_jaxpr
 
-__all__ = ["optimize", "simplify", "cse", "dce"]
+__all__ = ["optimize", "simplify", "fold_constants", "cse", "dce"]
 
 
-def _is_literal(atom, value) -> bool:
-    return isinstance(atom, Literal) and np.ndim(atom.val) == 0 and atom.val == value
+def _is_literal(atom, value, filled=None) -> bool:
+    """``atom`` is the scalar ``value``, or an array filled with it (a broadcast
+    of such a literal, as symbolic zeros and ones become when instantiated)."""
+    if isinstance(atom, Literal):
+        return np.ndim(atom.val) == 0 and atom.val == value
+    return filled is not None and atom in filled and filled[atom] == value
 
 
-def _forward(eqn: JaxprEqn):
+def _forward(eqn: JaxprEqn, filled=None):
     """The input an equation merely forwards (so it can be dropped), or None."""
     name, ins, out = eqn.primitive.name, eqn.inputs, eqn.outvars[0] if eqn.outvars else None
     if eqn.primitive.multiple_results or out is None:
@@ -33,13 +40,14 @@ def _forward(eqn: JaxprEqn):
     same = lambda a: a.aval.shape == out.aval.shape and a.aval.dtype == out.aval.dtype
     if name == "mul":
         for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
-            if _is_literal(b, 1) and same(a):
+            if _is_literal(b, 1, filled) and same(a):
                 return a
     if name == "add":
         for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
-            if _is_literal(b, 0) and same(a):
+            if _is_literal(b, 0, filled) and same(a):
                 return a
-    if name in ("sub", "div") and _is_literal(ins[1], 0 if name == "sub" else 1) and same(ins[0]):
+    if name in ("sub", "div") and _is_literal(ins[1], 0 if name == "sub" else 1, filled) \
+            and same(ins[0]):
         return ins[0]
     if name in ("reshape", "transpose", "convert_element_type", "broadcast_in_dim",
                 "reduce_sum", "squeeze", "expand_dims") and same(ins[0]):
@@ -55,9 +63,12 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
     producer: dict = {}
     eqns = []
     read = lambda a: subst.get(a, a) if isinstance(a, Var) else a
+    filled: dict = {}     # var -> the scalar it is a broadcast of
     for eqn in jaxpr.eqns:
         eqn = JaxprEqn(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params, eqn.outvars)
-        fwd = _forward(eqn)
+        if eqn.primitive.name == "broadcast_in_dim" and isinstance(eqn.inputs[0], Literal):
+            filled[eqn.outvars[0]] = np.asarray(eqn.inputs[0].val).item()
+        fwd = _forward(eqn, filled)
         if fwd is None and eqn.primitive.name == "neg":
             inner = producer.get(eqn.inputs[0])
             if inner is not None and inner.primitive.name == "neg":
@@ -69,6 +80,27 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
             producer[v] = eqn
         eqns.append(eqn)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
+
+
+def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
+    """Evaluate scalar equations whose inputs are all literals."""
+    subst: dict = {}
+    eqns = []
+    read = lambda a: subst.get(a, a) if isinstance(a, Var) else a
+    for eqn in jaxpr.eqns:
+        inputs = [read(a) for a in eqn.inputs]
+        p = eqn.primitive
+        if (inputs and all(isinstance(a, Literal) for a in inputs) and not p.multiple_results
+                and eqn.outvars[0].aval.shape == () and p.collective is None):
+            value = np.asarray(p.impl(*[np.asarray(a.val, a.aval.dtype) for a in inputs],
+                                      **eqn.params))
+            subst[eqn.outvars[0]] = Literal(value, eqn.outvars[0].aval)
+            continue
+        eqns.append(JaxprEqn(p, inputs, eqn.params, eqn.outvars))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
+
+
+_COMMUTATIVE = {"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"}
 
 
 def _key(atom):
@@ -86,8 +118,10 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
     for eqn in jaxpr.eqns:
         inputs = [read(a) for a in eqn.inputs]
         try:
-            key = (eqn.primitive, tuple(map(_key, inputs)),
-                   tuple(sorted(eqn.params.items())))
+            in_keys = tuple(map(_key, inputs))
+            if eqn.primitive.name in _COMMUTATIVE:
+                in_keys = tuple(sorted(in_keys, key=repr))
+            key = (eqn.primitive, in_keys, tuple(sorted(eqn.params.items())))
             hash(key)
         except TypeError:      # unhashable params: never merged
             key = None
@@ -106,4 +140,4 @@ def dce(jaxpr: Jaxpr) -> Jaxpr:
 
 
 def optimize(jaxpr: Jaxpr) -> Jaxpr:
-    return dce(cse(simplify(jaxpr)))
+    return dce(cse(simplify(fold_constants(jaxpr))))

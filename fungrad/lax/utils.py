@@ -14,14 +14,16 @@ __all__ = ["def_lowering", "unary_shape_rule", "binary_shape_rule", "broadcast_s
            "check_same_dtypes", "canonical_axes", "as_operand", "aval_of"]
 
 
-def def_lowering(prim: Primitive, template: str | Callable) -> None:
+def def_lowering(prim: Primitive, template: str | Callable, typed: bool = False) -> None:
     """Register the NumPy source ``jit`` emits for ``prim``.
 
     ``template`` is either a format string over the argument names (``{0}``,
     ``{1}``, ...) and the params by name (their ``repr``), e.g.
     ``"np.sum({0}, axis={axes})"``, or a callable
     ``(arg_names: list[str], **params) -> str`` returning a Python expression
-    that uses only ``np`` (NumPy) and the argument names.
+    that uses only ``np`` (NumPy) and the argument names.  With ``typed=True``
+    the callable is ``(arg_names, in_avals, **params)``: it also gets the
+    input avals, to emit dtype-specific code (e.g. integer vs float division).
     """
     if isinstance(template, str):
         def lower(args, **params):
@@ -29,6 +31,7 @@ def def_lowering(prim: Primitive, template: str | Callable) -> None:
         prim.lower = lower
     else:
         prim.lower = template
+    prim.lower_typed = typed
 
 
 def aval_of(x) -> ShapedArray:

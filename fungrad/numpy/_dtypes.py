@@ -16,16 +16,31 @@ _PY_SCALARS = (bool, int, float, complex)
 
 
 def is_weak(x) -> bool:
-    return isinstance(x, _PY_SCALARS)
+    """Python scalars (not NumPy scalars such as np.float64, which are strong),
+    and traced values that jit received as Python scalars."""
+    return type(x) in _PY_SCALARS or (isinstance(x, Tracer) and x.aval.weak_type)
+
+
+def weak_python_type(x) -> type:
+    """The Python scalar type a weakly typed value stands for (for np.result_type
+    and ufunc.resolve_dtypes, which take Python types as weak)."""
+    if isinstance(x, Tracer):
+        return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[x.aval.dtype.kind]
+    return type(x)
 
 
 def dtype_of(x) -> np.dtype:
     return get_aval(x).dtype
 
 
+# a Python scalar of the same kind stands in for a weakly typed tracer
+_WEAK_STANDIN = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
 def result_type(*args) -> np.dtype:
     """The dtype NumPy 2 gives an operation on ``args`` (arrays, tracers, scalars)."""
-    parts = [a if is_weak(a) else dtype_of(a) for a in args]
+    parts = [(_WEAK_STANDIN[a.aval.dtype.kind] if isinstance(a, Tracer) else a)
+             if is_weak(a) else dtype_of(a) for a in args]
     return np.result_type(*parts)
 
 
@@ -69,7 +84,7 @@ def promote(name: str, *args, to_float: bool = False):
     from fungrad import lax
     out = []
     for a in args:
-        if is_weak(a):
+        if type(a) in _PY_SCALARS:
             out.append(np.asarray(a, dtype=dtype))
         else:
             a = asarray_operand(a)

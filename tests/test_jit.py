@@ -1,0 +1,185 @@
+"""jit: compiled NumPy code, caching, composition with every transform, errors."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import fungrad
+import fungrad.numpy as fnp
+from fungrad import jit, grad, vmap, jvp, vjp, hessian, lax
+from fungrad.interpreters import codegen, passes
+
+
+def f_mlp(params, x):
+    w1, b1, w2 = params
+    return fnp.sum(fnp.tanh(x @ w1 + b1) @ w2)
+
+
+def _mlp_args(seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(4, 3)), rng.normal(size=3), rng.normal(size=3)), rng.normal(size=(5, 4))
+
+
+def test_jit_equals_eager_and_caches():
+    traces = []
+
+    def f(x, y):
+        traces.append(1)                 # side effect: runs at trace time only
+        return fnp.sin(x) * y + fnp.exp(-x)
+    jf = jit(f)
+    x, y = np.linspace(0, 1, 4), np.arange(4.0)
+    np.testing.assert_allclose(jf(x, y), f(x, y), rtol=1e-15)
+    jf(x + 1, y)
+    assert len(traces) == 2              # one eager call above + one trace
+    jf(np.ones(5), np.ones(5))           # new shape: retrace
+    assert len(traces) == 3
+    jf(np.ones(5, np.float32), np.ones(5, np.float32))   # new dtype: retrace
+    assert len(traces) == 4
+
+
+def test_jit_static_argnums_and_argnames():
+    def f(x, n, *, mode):
+        for _ in range(n):
+            x = fnp.sin(x) if mode == "sin" else fnp.cos(x)
+        return x
+    jf = jit(f, static_argnums=1, static_argnames="mode")
+    x = np.array([0.3, 0.5])
+    np.testing.assert_allclose(jf(x, 3, mode="sin"), np.sin(np.sin(np.sin(x))))
+    np.testing.assert_allclose(jf(x, 2, mode="cos"), np.cos(np.cos(x)))
+
+
+@pytest.mark.parametrize("transform", [
+    "grad_of_jit", "jit_of_grad", "vmap_of_jit", "jit_of_vmap_of_grad", "nested_jit",
+    "jvp_of_jit", "vjp_of_jit", "hessian_of_jit", "grad_of_grad_of_jit"])
+def test_jit_composes_with_transforms(transform):
+    params, x = _mlp_args()
+    loss = lambda p: f_mlp(p, x)
+    jloss = jit(loss)
+    if transform == "grad_of_jit":
+        got, want = grad(jloss)(params), grad(loss)(params)
+    elif transform == "jit_of_grad":
+        got, want = jit(grad(loss))(params), grad(loss)(params)
+    elif transform == "vmap_of_jit":
+        xs = np.stack([x, 2 * x])
+        got = vmap(jit(f_mlp), in_axes=(None, 0))(params, xs)
+        want = np.stack([f_mlp(params, xi) for xi in xs])
+    elif transform == "jit_of_vmap_of_grad":
+        per_ex = lambda p, xs: vmap(grad(f_mlp), in_axes=(None, 0))(p, xs[:, None, :])
+        got, want = jit(per_ex)(params, x), per_ex(params, x)
+    elif transform == "nested_jit":
+        outer = jit(lambda p: jit(loss)(p) * 2.0 + jit(lambda q: fnp.sum(q[2]))(p))
+        got, want = outer(params), loss(params) * 2.0 + np.sum(params[2])
+    elif transform == "jvp_of_jit":
+        t = tuple(np.ones_like(p) for p in params)
+        got, want = jvp(jloss, (params,), (t,)), jvp(loss, (params,), (t,))
+    elif transform == "vjp_of_jit":
+        got, want = vjp(jloss, params)[1](2.0), vjp(loss, params)[1](2.0)
+    elif transform == "hessian_of_jit":
+        got, want = hessian(jit(lambda b: loss((params[0], b, params[2]))))(params[1]), \
+            hessian(lambda b: loss((params[0], b, params[2])))(params[1])
+    else:
+        g = lambda s: jloss(tuple(p * s for p in params))
+        got, want = grad(grad(g))(1.2), grad(grad(lambda s: loss(tuple(p * s for p in params))))(1.2)
+    for a, b in zip(fungrad.tree_util.tree_leaves(got), fungrad.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_lower_shows_jaxpr_and_deterministic_source():
+    f = lambda x: fnp.sum(fnp.sin(x) * x)
+    low1 = jit(grad(f)).lower(np.ones(3))
+    low2 = jit(grad(f)).lower(np.ones(3))
+    assert "sin" in low1.as_text() and "cos" in low1.as_text()
+    src = low1.source()
+    assert src.startswith("def fn(") and "np.cos" in src
+    assert src == low2.source()
+    compile(src, "<test>", "exec")
+
+
+def test_python_scalars_are_weakly_typed_under_jit():
+    out = jit(lambda x, s: x * s)(np.ones(3, np.float32), 2.0)
+    assert out.dtype == np.float32
+    assert jit(lambda x, s: x * s)(np.ones(3, np.int64), 2.5).dtype == np.float64
+
+
+def test_concretization_error_names_argument_and_fix():
+    def f(x, n):
+        if n > 0:
+            return x
+        return -x
+    with pytest.raises(fungrad.ConcretizationTypeError, match=r"argument 'n'.*static_argnums"):
+        jit(f)(np.ones(2), 3)
+    assert jit(f, static_argnums=1)(np.ones(2), 3).shape == (2,)
+
+
+def test_unhashable_static_argument():
+    with pytest.raises(TypeError, match="positional argument 1.*not hashable"):
+        jit(lambda x, cfg: x, static_argnums=1)(np.ones(2), [1, 2])
+
+
+def test_escaped_tracer_from_jit():
+    box = []
+
+    @jit
+    def f(x):
+        box.append(x)
+        return x + 1.0
+    f(np.ones(2))
+    with pytest.raises(fungrad.UnexpectedTracerError, match="test_jit.py"):
+        fnp.sin(box[0])
+
+
+def test_cache_miss_explanation(caplog):
+    jf = jit(lambda x: x * 2.0)
+    with caplog.at_level(logging.DEBUG, logger="fungrad.jit"):
+        jf(np.ones(3))
+        jf(np.ones(4))
+    assert any("changed from ((3,)" in r.getMessage() for r in caplog.records)
+
+
+# ----------------------------------------------------------------------------
+# Passes: the optimised program computes the same values
+# ----------------------------------------------------------------------------
+
+def _random_program(draw_ops, x, y):
+    ops = {"sin": fnp.sin, "cos": fnp.cos, "tanh": fnp.tanh, "neg": lambda a: -a,
+           "mul1": lambda a: a * 1.0, "add0": lambda a: a + 0.0, "sq": lambda a: a * a}
+    vals = [x, y]
+    for name, i, j in draw_ops:
+        a = vals[i % len(vals)]
+        if name == "add":
+            vals.append(a + vals[j % len(vals)])
+        elif name == "mul":
+            vals.append(a * vals[j % len(vals)])
+        else:
+            vals.append(ops[name](a))
+    return fnp.sum(vals[-1]) + fnp.sum(vals[-2])
+
+
+@given(st.lists(st.tuples(st.sampled_from(["sin", "cos", "tanh", "neg", "mul1", "add0", "sq",
+                                           "add", "mul"]),
+                          st.integers(0, 20), st.integers(0, 20)), min_size=1, max_size=12))
+def test_passes_preserve_meaning(ops):
+    x, y = np.linspace(-1, 1, 4), np.linspace(0.5, 2, 4)
+    f = lambda a, b: _random_program(ops, a, b)
+    for fun in (f, grad(f), grad(f, argnums=1)):
+        closed = fungrad.make_jaxpr(fun)(x, y)
+        plain = codegen.compile_jaxpr(closed.jaxpr)
+        for p in (passes.simplify, passes.cse, passes.dce, passes.optimize):
+            opt = codegen.compile_jaxpr(p(closed.jaxpr))
+            want = plain.fn(*closed.consts, x, y)
+            got = opt.fn(*closed.consts, x, y)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-14, atol=1e-15)
+
+
+def test_optimize_removes_autodiff_noise():
+    f = lambda x: fnp.sum(fnp.sin(x) * x)
+    closed = fungrad.make_jaxpr(grad(f))(np.ones(3))
+    before = len(closed.jaxpr.eqns)
+    after = passes.optimize(closed.jaxpr)
+    assert len(after.eqns) < before
+    assert not any(e.primitive.name == "mul" and any(
+        getattr(a, "val", None) == 1.0 for a in e.inputs) for e in after.eqns)
