@@ -673,6 +673,14 @@ class Tracer(_ArrayOps):
         return f"Traced<{self.aval.str_short()}>with<{self._trace.kind}>"
 
 
+def concrete_or_error(value, what: str):
+    """``value`` as a concrete NumPy value, or a ConcretizationTypeError that says
+    ``what`` needed it (e.g. "the shape argument of reshape")."""
+    if isinstance(value, Tracer):
+        return value._concrete_or_raise(what)
+    return value
+
+
 def concretization_message(tracer: "Tracer", what: str) -> str:
     t = tracer._trace
     prov = getattr(tracer, "provenance", None)

@@ -175,6 +175,12 @@ def test_passes_preserve_meaning(ops):
                 np.testing.assert_allclose(g, w, rtol=1e-14, atol=1e-15)
 
 
+def test_simplify_keeps_square_transposes():
+    f = lambda x: x.T * 2.0 + x
+    x = np.arange(9.0).reshape(3, 3)
+    np.testing.assert_allclose(jit(f)(x), x.T * 2.0 + x)
+
+
 def test_optimize_removes_autodiff_noise():
     f = lambda x: fnp.sum(fnp.sin(x) * x)
     closed = fungrad.make_jaxpr(grad(f))(np.ones(3))

@@ -22,7 +22,7 @@ _ATTRIBUTES = {
     "at": lambda x: _at_helper(x),
     "real": lambda x: fnp.real(x),
     "imag": lambda x: fnp.imag(x),
-    "astype": lambda x: lambda dtype, copy=True: fnp.asarray(x).astype_(dtype) if False else fnp.astype(x, dtype),
+    "astype": lambda x: lambda dtype, copy=False: fnp.astype(x, dtype),
     "reshape": lambda x: lambda *shape, order="C": fnp.reshape(
         x, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape, order=order),
     "transpose": lambda x: lambda *axes: fnp.transpose(
@@ -32,7 +32,7 @@ _ATTRIBUTES = {
 for _name in ["sum", "mean", "var", "std", "prod", "max", "min", "argmax", "argmin",
               "all", "any", "cumsum", "cumprod", "ravel", "squeeze", "swapaxes",
               "clip", "round", "dot", "conj", "conjugate", "take", "repeat", "sort",
-              "argsort", "diagonal", "trace", "nonzero", "ptp", "searchsorted"]:
+              "argsort", "diagonal", "trace", "nonzero", "ptp", "searchsorted", "copy"]:
     _ATTRIBUTES[_name] = _method(_name)
 
 

@@ -1,0 +1,50 @@
+"""Cases for the primitives the lead owns: the jit call and the collectives.
+
+Collectives only mean something inside a named vmap, so each case wraps one
+(the generic tests then also nest it inside vmap, jvp, vjp and make_jaxpr).
+"""
+import numpy as np
+
+import fungrad
+import fungrad.numpy as fnp
+from fungrad import lax
+from tests.harness import Arg, Case
+
+
+def _named(f):
+    return lambda x: fungrad.vmap(f, axis_name="i")(x)
+
+
+def _mlp_like(x, w):
+    return fnp.tanh(x @ w) * fnp.sin(x[..., :1])
+
+
+CASES = [
+    Case("jit_elementwise", fungrad.jit(lambda x, y: fnp.sin(x) * y + fnp.exp(-x)),
+         lambda x, y: np.sin(x) * y + np.exp(-x), [Arg(), Arg("bcast")], prims=("jit",)),
+    Case("jit_matmul", fungrad.jit(_mlp_like),
+         lambda x, w: np.tanh(x @ w) * np.sin(x[..., :1]),
+         [Arg((3, 4)), Arg((4, 2))], prims=("jit",)),
+    Case("jit_nested", fungrad.jit(lambda x: fungrad.jit(fnp.cos)(x) * x),
+         lambda x: np.cos(x) * x, [Arg()], prims=("jit",)),
+    Case("psum", _named(lambda v: lax.psum(v, "i")),
+         lambda x: np.broadcast_to(np.sum(x, axis=0), x.shape), [Arg((4, 3))],
+         prims=("psum",)),
+    Case("pmean_normalise", _named(lambda v: v - lax.pmean(v, "i")),
+         lambda x: x - np.mean(x, axis=0), [Arg((4, 3))], prims=("psum",)),
+    Case("pmax", _named(lambda v: lax.pmax(v, "i")),
+         lambda x: np.broadcast_to(np.max(x, axis=0), x.shape),
+         [Arg((4, 3), unique=True)], prims=("pmax",)),
+    Case("pmin", _named(lambda v: lax.pmin(v, "i")),
+         lambda x: np.broadcast_to(np.min(x, axis=0), x.shape),
+         [Arg((4, 3), unique=True)], prims=("pmin",)),
+    Case("all_gather", _named(lambda v: lax.all_gather(v, "i") * 1.0),
+         lambda x: np.broadcast_to(x, (x.shape[0],) + x.shape), [Arg((3, 2))],
+         prims=("all_gather",)),
+    Case("all_gather_tiled", _named(lambda v: lax.all_gather(v, "i", tiled=True)),
+         lambda x: np.broadcast_to(x.reshape(-1, *x.shape[2:]), (x.shape[0], x.shape[0] * x.shape[1]) + x.shape[2:]),
+         [Arg((3, 2, 2))], prims=("all_gather",)),
+    Case("axis_index", _named(lambda v: v * lax.axis_index("i")),
+         lambda x: x * np.arange(x.shape[0]).reshape((-1,) + (1,) * (x.ndim - 1)),
+         [Arg((4, 2))], prims=("axis_index",)),
+]
