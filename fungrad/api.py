@@ -142,9 +142,11 @@ def _leaf_names(fun, in_tree, dyn_idx) -> list[str]:
     dummy = tree_unflatten(in_tree, list(range(in_tree.num_leaves)))
     names = []
     for path, _ in tree_flatten_with_path(dummy)[0]:
-        pos = dyn_idx[path[1].idx] if len(path) > 1 and hasattr(path[1], "idx") else None
-        label = (f"'{params[pos]}'" if pos is not None and pos < len(params)
-                 else f"{pos}")
+        if path[0].idx == 1:               # a keyword argument
+            names.append(f"argument {path[1].key!r}{keystr(path[2:])}")
+            continue
+        pos = dyn_idx[path[1].idx]
+        label = f"'{params[pos]}'" if pos < len(params) else f"{pos}"
         names.append(f"argument {label}{keystr(path[2:])}")
     return names
 

@@ -55,9 +55,9 @@ def _cached(kind: str, closed: ClosedJaxpr, extra, build: Callable):
 
 
 def compiled(closed: ClosedJaxpr) -> codegen.CompiledFunction:
+    """The compiled code of ``closed``; call it as ``fn(*comp.consts, *args)``."""
     from fungrad.interpreters.passes import optimize
-    return _cached("compile", closed, None,
-                   lambda: codegen.compile_jaxpr(optimize(closed.jaxpr)))
+    return _cached("compile", closed, None, lambda: codegen.compile_closed(optimize(closed)))
 
 
 def _stage(flat_fun: Callable, avals: Sequence[ShapedArray]) -> ClosedJaxpr:
@@ -87,7 +87,8 @@ jit_p.inline = True          # codegen inlines nested calls
 
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
-    return list(compiled(jaxpr).fn(*jaxpr.consts, *args))
+    comp = compiled(jaxpr)
+    return list(comp.fn(*comp.consts, *args))
 
 
 jit_p.def_impl(_jit_impl)
@@ -307,7 +308,7 @@ class Jitted:
             out_leaves, out_tree = tree_flatten(self.fun(*full, **kw))
             out_store.append(out_tree)
             return [x if isinstance(x, Tracer) else np.asarray(x) for x in out_leaves]
-        jaxpr, consts = core.trace_to_jaxpr(flat_fun, avals)
+        jaxpr, consts = core.trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums))
         entry = _Entry()
         entry.closed, entry.hoisted = _closure_convert(jaxpr, consts)
         entry.out_tree = out_store[-1]
@@ -316,9 +317,17 @@ class Jitted:
         entry.cacheable = not entry.hoisted
         if entry.cacheable:
             comp = compiled(entry.closed)
-            entry.fn, entry.consts = comp.fn, entry.closed.consts
+            entry.fn, entry.consts = comp.fn, comp.consts
             self._cache[key] = entry
         return entry
+
+    def _arg_names(self, args, kwargs, nums) -> list[str]:
+        """Names of the flat arguments (for concretization errors)."""
+        from fungrad.api import _leaf_names
+        dyn_idx = [i for i in range(len(args)) if i not in nums]
+        dyn = (tuple(args[i] for i in dyn_idx),
+               {k: v for k, v in kwargs.items() if k not in self.static_argnames})
+        return _leaf_names(self.fun, tree_flatten(dyn)[1], dyn_idx)
 
     def _explain_miss(self, key):
         if log.isEnabledFor(logging.DEBUG) and self._last_key is not None:

@@ -1,8 +1,9 @@
 """Generic property tests over every Case in tests/cases/*.py and over the registry.
 
 One test per property, parametrised by case (see tests/harness.py):
-values vs NumPy, staged vs eager (+ declared avals vs computed), check_grads
-(orders 1..grad_order, fwd and rev, transpose identity), vmap vs a loop.
+values vs NumPy, staged vs eager (+ declared avals vs computed), jit vs eager
+(generated NumPy code), check_grads (orders 1..grad_order, fwd and rev,
+transpose identity), vmap vs a loop.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pkgutil
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 import fungrad
 from fungrad import core
@@ -30,6 +31,14 @@ def _load_cases() -> list[Case]:
 
 
 CASES = _load_cases()
+
+# Examples per case and property. The suite has thousands of (case, property)
+# pairs, so each draws few examples; the derivative checks are the costliest
+# (each example runs jvp, vjp and finite differences at orders 1 and 2).
+# HYPOTHESIS_PROFILE=dev multiplies them for local bug hunting.
+_SCALE = 4 if settings().max_examples >= 40 else 1
+_EXAMPLES = {"values": 10 * _SCALE, "staged": 5 * _SCALE, "grads": 4 * _SCALE,
+             "vmap": 6 * _SCALE}
 IDS = [c.name for c in CASES]
 
 
@@ -136,6 +145,7 @@ def _assert_same(got, want, case, what):
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_values_against_numpy(case: Case):
+    @settings(max_examples=_EXAMPLES["values"])
     @given(case_inputs(case))
     def run(inputs):
         args = inputs[0]
@@ -154,6 +164,7 @@ def test_values_against_numpy(case: Case):
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_staged_equals_eager(case: Case):
+    @settings(max_examples=_EXAMPLES["staged"])
     @given(case_inputs(case))
     def run(inputs):
         args = inputs[0]
@@ -169,6 +180,17 @@ def test_staged_equals_eager(case: Case):
     run()
 
 
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_jit_equals_eager(case: Case):
+    @settings(max_examples=_EXAMPLES["staged"])
+    @given(case_inputs(case))
+    def run(inputs):
+        args = inputs[0]
+        _assert_same(fungrad.jit(case.fun)(*args), case.fun(*args), case,
+                     f"{case.name} jit vs eager")
+    run()
+
+
 def _diff_argnums(case: Case, args):
     return [i for i, (a, x) in enumerate(zip(case.args, args))
             if a.diff and np.issubdtype(x.dtype, np.inexact)]
@@ -179,6 +201,7 @@ GRAD_CASES = [c for c in CASES if c.grad_order > 0]
 
 @pytest.mark.parametrize("case", GRAD_CASES, ids=[c.name for c in GRAD_CASES])
 def test_grads_against_finite_differences(case: Case):
+    @settings(max_examples=_EXAMPLES["grads"])
     @given(case_inputs(case))
     def run(inputs):
         args = inputs[0]
@@ -201,6 +224,7 @@ VMAP_CASES = [c for c in CASES if c.vmap]
 
 @pytest.mark.parametrize("case", VMAP_CASES, ids=[c.name for c in VMAP_CASES])
 def test_vmap_against_loop(case: Case):
+    @settings(max_examples=_EXAMPLES["vmap"])
     @given(case_inputs(case), st.data())
     def run(inputs, data):
         _, shapes, dtypes, seed = inputs

@@ -10,7 +10,7 @@ One line per equation, in order::
 Each primitive owns its lowering (``prim.lower(arg_names, **params) -> str``,
 registered next to its other rules).  A primitive without one is called
 through its impl (``_impl['name'](args, **params)``), so every jaxpr lowers.
-Higher-order primitives with a ``jaxpr`` param (``jit`` calls) are inlined.
+Nested ``jit`` calls are inlined before (``passes.inline_calls``).
 
 Before emission the jaxpr goes through the passes of ``fungrad/interpreters/
 passes.py`` (see there); this module only turns a jaxpr into text and
@@ -19,6 +19,7 @@ compiles the text.
 from __future__ import annotations
 
 import keyword
+import re
 from typing import Callable
 
 import numpy as np
@@ -26,7 +27,7 @@ import numpy as np
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
 
-__all__ = ["lower_jaxpr", "compile_jaxpr", "CompiledFunction"]
+__all__ = ["lower_jaxpr", "compile_jaxpr", "compile_closed", "CompiledFunction"]
 
 _RESERVED = {"np", "fn", "_impl", "_unbound_axis", "dtype", "inf", "nan"}
 
@@ -37,11 +38,6 @@ class _Names:
     def __init__(self):
         self.names: dict[Var, str] = {}
         self.count = 0
-        self.consts: list = []      # values the code refers to as _k0, _k1, ...
-
-    def const(self, value) -> str:
-        self.consts.append(value)
-        return f"_k{len(self.consts) - 1}"
 
     def new(self, v: Var) -> str:
         while True:
@@ -83,41 +79,81 @@ def _param_source(v) -> str:
     return repr(v)
 
 
-def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, in_names, lines, indent="    ") -> list[str]:
-    """Append lines computing ``jaxpr`` from ``in_names``; return output names."""
-    for v, n in zip(list(jaxpr.constvars) + list(jaxpr.invars), in_names):
-        names.names[v] = n
-    for eqn in jaxpr.eqns:
+_UFUNC_CALL = re.compile(r"^np\.(\w+)\((.*)\)$")
+
+
+def _ufunc_of(expr: str):
+    """The NumPy ufunc an expression ``np.name(args)`` calls, if the whole
+    expression is that one call (not ``np.sin(a) + np.cos(b)``)."""
+    m = _UFUNC_CALL.match(expr)
+    fn = getattr(np, m.group(1), None) if m else None
+    if not (isinstance(fn, np.ufunc) and fn.nout == 1):
+        return None
+    depth = 0
+    for i, ch in enumerate(expr[m.start(2) - 1:], m.start(2) - 1):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            return fn if i == len(expr) - 1 else None
+    return None
+
+
+def _last_uses(jaxpr: Jaxpr) -> dict:
+    last = {}
+    for i, eqn in enumerate(jaxpr.eqns):
+        for a in eqn.inputs:
+            if isinstance(a, Var):
+                last[a] = i
+    return last
+
+
+def _lower_eqn(eqn, args) -> str:
+    prim = eqn.primitive
+    if prim.lower is not None and prim.lower_typed:
+        return prim.lower(args, [a.aval for a in eqn.inputs], **eqn.params)
+    if prim.lower is not None:
+        return prim.lower(args, **eqn.params)
+    return _impl_call(prim, args, eqn.params)
+
+
+def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool) -> list[str]:
+    """Append one line per equation of the flat ``jaxpr``; return the output names.
+
+    Buffer reuse: an elementwise ufunc whose input is a temporary that dies at
+    this equation (produced by an earlier ufunc, so it is a fresh array we own,
+    never a view of a caller's array), with the output's shape and dtype,
+    writes into it with ``out=`` instead of allocating.
+    """
+    last = _last_uses(jaxpr)
+    keep = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    fresh: set = set()      # temporaries holding arrays created by a ufunc
+    for i, eqn in enumerate(jaxpr.eqns):
         args = [names(a) for a in eqn.inputs]
-        sub = eqn.params.get("jaxpr")
-        if isinstance(sub, ClosedJaxpr) and getattr(eqn.primitive, "inline", False):
-            const_names = [names.const(c) for c in sub.consts]
-            outs = _emit_jaxpr(sub.jaxpr, names, const_names + args, lines, indent)
-            for v, o in zip(eqn.outvars, outs):
-                names.names[v] = o
-            continue
         out_names = [names.new(v) for v in eqn.outvars]
-        if eqn.primitive.lower is not None and eqn.primitive.lower_typed:
-            expr = eqn.primitive.lower(args, [a.aval for a in eqn.inputs], **eqn.params)
-        elif eqn.primitive.lower is not None:
-            expr = eqn.primitive.lower(args, **eqn.params)
-        else:
-            expr = _impl_call(eqn.primitive, args, eqn.params)
+        expr = _lower_eqn(eqn, args)
+        ufunc = _ufunc_of(expr) if not eqn.primitive.multiple_results else None
+        if ufunc is not None and reuse_buffers:
+            out_aval = eqn.outvars[0].aval
+            dead = [a for a in eqn.inputs if a in fresh and last.get(a) == i and a not in keep
+                    and a.aval == out_aval]
+            if dead and out_aval.ndim > 0:
+                expr = f"{expr[:-1]}, out={names(dead[0])})"
+            if out_aval.ndim > 0:
+                fresh.add(eqn.outvars[0])
         target = out_names[0] if not eqn.primitive.multiple_results else (
             ", ".join(out_names) + ("," if len(out_names) == 1 else ""))
-        lines.append(f"{indent}{target} = {expr}")
+        lines.append(f"    {target} = {expr}")
     return [names(v) for v in jaxpr.outvars]
 
 
-def lower_jaxpr(jaxpr: Jaxpr, name: str = "fn") -> tuple[str, list]:
-    """Python source of ``def name(consts..., args...)`` and the inner constants
-    it refers to by name (``_k0``, ``_k1``...)."""
+def lower_jaxpr(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True) -> str:
+    """Python source of ``def name(consts..., args...)`` for a flat jaxpr
+    (nested calls already inlined by ``passes.inline_calls``)."""
     names = _Names()
     params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
     lines = [f"def {name}({', '.join(params)}):"]
-    outs = _emit_jaxpr(jaxpr, names, params, lines)
+    outs = _emit_jaxpr(jaxpr, names, lines, reuse_buffers)
     lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
-    return "\n".join(lines) + "\n", names.consts
+    return "\n".join(lines) + "\n"
 
 
 def _unbound_axis(name):
@@ -126,21 +162,26 @@ def _unbound_axis(name):
 
 
 class CompiledFunction:
-    """A compiled jaxpr: ``self(*consts_and_args) -> tuple of outputs``."""
-    __slots__ = ("fn", "source", "jaxpr")
+    """Compiled code: call ``fn(*consts, *args)``; ``source`` is its text."""
+    __slots__ = ("fn", "source", "jaxpr", "consts")
 
-    def __init__(self, fn: Callable, source: str, jaxpr: Jaxpr):
+    def __init__(self, fn: Callable, source: str, jaxpr: Jaxpr, consts=()):
         self.fn = fn
         self.source = source
         self.jaxpr = jaxpr
+        self.consts = list(consts)
 
 
-def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn") -> CompiledFunction:
-    """Lower and compile ``jaxpr`` (compile/exec once)."""
-    source, inner_consts = lower_jaxpr(jaxpr, name)
+def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
+                  reuse_buffers: bool = True) -> CompiledFunction:
+    """Lower and compile a flat ``jaxpr`` (compile/exec once)."""
+    source = lower_jaxpr(jaxpr, name, reuse_buffers)
     namespace = {"np": np, "_impl": {n: p.impl for n, p in core.primitives.items()},
                  "_unbound_axis": _unbound_axis}
-    namespace.update({f"_k{i}": c for i, c in enumerate(inner_consts)})
     code = compile(source, f"<fungrad.jit {name}>", "exec")
     exec(code, namespace)
-    return CompiledFunction(namespace[name], source, jaxpr)
+    return CompiledFunction(namespace[name], source, jaxpr, consts)
+
+
+def compile_closed(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:
+    return compile_jaxpr(closed.jaxpr, name, closed.consts)
