@@ -4,6 +4,7 @@ from fungrad.api import (make_jaxpr, eval_shape, ShapeDtypeStruct, jvp, vjp, lin
                          linear_transpose, grad, value_and_grad, jacfwd, jacrev, hessian,
                          vmap, stop_gradient)
 from fungrad.jit import jit
+from fungrad.export import export
 from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError
 from fungrad import numpy
 
