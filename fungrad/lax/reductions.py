@@ -1,0 +1,473 @@
+"""Reductions over axes and cumulative ops, each with all of its rules.
+
+Parameters, as in JAX:
+* reductions (``reduce_sum``, ``reduce_max``, ...): ``axes``, a sorted tuple of
+  distinct non-negative ints; the reduced dimensions disappear;
+* ``argmax``/``argmin``: one ``axis`` and an integer ``index_dtype``;
+* cumulative ops (``cumsum``, ``cumprod``, ...): ``axis`` and ``reverse``; the
+  output has the operand's shape.
+
+Public functions accept negative axes and raise ``ValueError`` naming the op
+for axes out of range.  Derivatives at non-differentiable points follow JAX:
+ties in ``reduce_max``/``reduce_min`` share the tangent equally, and
+``reduce_prod``/``cumprod`` are exact when the operand contains zeros.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fungrad.core import Primitive, ShapedArray, get_aval
+from fungrad.interpreters import ad, batching
+from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
+from fungrad.lax.utils import def_lowering, as_operand, canonical_axes
+
+__all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
+           "reduce_or", "reduce_xor", "argmax", "argmin", "cumsum", "cumprod",
+           "cummax", "cummin", "cumlogsumexp",
+           "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p", "reduce_and_p",
+           "reduce_or_p", "reduce_xor_p", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p",
+           "cummax_p", "cummin_p", "cumlogsumexp_p"]
+
+
+def _lax():
+    from fungrad import lax  # late: the package imports this module
+    return lax
+
+
+def _checked_bind(prim, *args, **params):
+    """Bind after running the shape rule, so that eager calls reject bad
+    arguments with the same message as staged ones (evaluation skips it)."""
+    prim.abstract_eval(*[get_aval(a) for a in args], **params)
+    return prim.bind(*args, **params)
+
+
+# ----------------------------------------------------------------------------
+# Shared shape and batching rules
+# ----------------------------------------------------------------------------
+
+def _check_axes(name: str, axes, ndim: int) -> None:
+    """Params reach shape rules unchecked when ``bind`` is called directly."""
+    if (not isinstance(axes, tuple) or any(not isinstance(a, (int, np.integer)) for a in axes)
+            or any(not 0 <= a < ndim for a in axes) or len(set(axes)) != len(axes)):
+        raise ValueError(f"{name}: axes must be a tuple of distinct ints in [0, {ndim}) "
+                         f"for an operand of rank {ndim}, got {axes!r}")
+
+
+def _check_axis(name: str, axis, ndim: int) -> None:
+    if not isinstance(axis, (int, np.integer)) or not 0 <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis!r} is out of bounds for an operand of "
+                         f"rank {ndim} (valid: 0..{ndim - 1}, or negative from the end)")
+
+
+def _reduce_shape(name: str, kinds: str | None = None):
+    """Shape rule of a reduction; ``kinds`` restricts the dtype kinds (e.g. 'bui')."""
+    def rule(x, axes):
+        _check_axes(name, axes, x.ndim)
+        if kinds is not None and x.dtype.kind not in kinds:
+            raise TypeError(f"{name} requires a boolean or integer operand, got "
+                            f"{x.dtype.name}")
+        return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
+    return rule
+
+
+def _axis_batcher(prim):
+    """Batching for ops with one ``axis`` param: batch axis first, axis shifted."""
+    def rule(axis_size, vals, dims, **params):
+        (x,), (d,) = vals, dims
+        x = batching.moveaxis(x, d, 0)
+        return prim.bind(x, **dict(params, axis=params["axis"] + 1)), 0
+    prim.batch = rule
+    return rule
+
+
+def _dtype_literal(value) -> str:
+    """Python source for an identity value used in a lowering."""
+    if isinstance(value, float) and np.isinf(value):
+        return "np.inf" if value > 0 else "-np.inf"
+    return repr(value)
+
+
+# --- reduce_sum -----------------------------------------------------------------
+
+def _reduce_sum_transpose(ct, x, axes):
+    from fungrad.lax.structural import broadcast_in_dim
+    shape = x.aval.shape
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    return [broadcast_in_dim(ct, shape, kept)]
+
+
+reduce_sum_p = Primitive("reduce_sum")
+# dtype=x.dtype: NumPy would promote small integers to int64, lax keeps the dtype
+reduce_sum_p.def_impl(lambda x, axes: np.sum(x, axis=axes, dtype=x.dtype))
+reduce_sum_p.def_abstract_eval(_reduce_shape("reduce_sum"))
+deflinear(reduce_sum_p, _reduce_sum_transpose)
+batching.reducer_batcher(reduce_sum_p)
+def_lowering(reduce_sum_p, "np.sum({0}, axis={axes}, dtype={0}.dtype)")
+
+
+def reduce_sum(operand, axes):
+    operand = as_operand(operand)
+    axes = canonical_axes("reduce_sum", axes, get_aval(operand).ndim)
+    return _checked_bind(reduce_sum_p, operand, axes=axes)
+
+
+# --- reduce_max, reduce_min --------------------------------------------------------
+# The reduction of an empty axis gives the identity (-inf / +inf, the integer
+# extremes, False / True), as in JAX; NumPy's own max raises there.
+
+def _max_identity(dtype):
+    if dtype == np.bool_:
+        return False
+    if np.issubdtype(dtype, np.integer):
+        return int(np.iinfo(dtype).min)
+    return -np.inf
+
+
+def _min_identity(dtype):
+    if dtype == np.bool_:
+        return True
+    if np.issubdtype(dtype, np.integer):
+        return int(np.iinfo(dtype).max)
+    return np.inf
+
+
+def _chooser_impl(np_fn, identity):
+    def impl(x, axes):
+        if x.size == 0:
+            return np_fn(x, axis=axes, initial=identity(x.dtype))
+        return np_fn(x, axis=axes)
+    return impl
+
+
+def _chooser_lowering(np_name, identity):
+    def lower(args, axes):
+        a, extreme = args[0], "min" if np_name == "max" else "max"
+        ident = (f"({_dtype_literal(identity(np.dtype('f8')))} if {a}.dtype.kind in 'fc' else "
+                 f"np.iinfo({a}.dtype).{extreme} if {a}.dtype.kind in 'iu' else "
+                 f"{identity(np.dtype(bool))!r})")
+        return (f"(np.{np_name}({a}, axis={axes!r}) if {a}.size else "
+                f"np.{np_name}({a}, axis={axes!r}, initial={ident}))")
+    return lower
+
+
+def _chooser_jvp(prim):
+    """JAX's rule: the tangent is the mean of the tangents at the positions
+    where the operand equals the result, so ties share it equally."""
+    def jvp(primals, tangents, axes):
+        (x,), (t,) = primals, tangents
+        lax = _lax()
+        ans = prim.bind(x, axes=axes)
+        shape = get_aval(x).shape
+        if any(shape[a] == 0 for a in axes):
+            return ans, Zero(tangent_aval(get_aval(ans)))
+        kept = tuple(i for i in range(len(shape)) if i not in axes)
+        hits = lax.eq(x, lax.broadcast_in_dim(ans, shape, kept))
+        location = lax.convert_element_type(hits, get_aval(t).dtype)
+        counts = reduce_sum(location, axes)
+        return ans, lax.div(reduce_sum(lax.mul(t, location), axes), counts)
+    prim.jvp = jvp
+
+
+reduce_max_p = Primitive("reduce_max")
+reduce_max_p.def_impl(_chooser_impl(np.max, _max_identity))
+reduce_max_p.def_abstract_eval(_reduce_shape("reduce_max"))
+_chooser_jvp(reduce_max_p)
+batching.reducer_batcher(reduce_max_p)
+def_lowering(reduce_max_p, _chooser_lowering("max", _max_identity))
+
+reduce_min_p = Primitive("reduce_min")
+reduce_min_p.def_impl(_chooser_impl(np.min, _min_identity))
+reduce_min_p.def_abstract_eval(_reduce_shape("reduce_min"))
+_chooser_jvp(reduce_min_p)
+batching.reducer_batcher(reduce_min_p)
+def_lowering(reduce_min_p, _chooser_lowering("min", _min_identity))
+
+
+def reduce_max(operand, axes):
+    operand = as_operand(operand)
+    axes = canonical_axes("reduce_max", axes, get_aval(operand).ndim)
+    return _checked_bind(reduce_max_p, operand, axes=axes)
+
+
+def reduce_min(operand, axes):
+    operand = as_operand(operand)
+    axes = canonical_axes("reduce_min", axes, get_aval(operand).ndim)
+    return _checked_bind(reduce_min_p, operand, axes=axes)
+
+
+# --- reduce_prod ---------------------------------------------------------------------
+# d prod(x) = sum_i t_i * prod_{j != i} x_j, where the product over j != i is
+# (exclusive cumprod from the left) * (exclusive cumprod from the right); no
+# division, so zeros in x are exact, and cumprod's own JVP makes it twice
+# (any number of times) differentiable.
+
+def _reduce_prod_jvp(primals, tangents, axes):
+    (x,), (t,) = primals, tangents
+    lax = _lax()
+    ans = reduce_prod_p.bind(x, axes=axes)
+    shape = get_aval(x).shape
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    if n == 0 or not axes:
+        return ans, (Zero(tangent_aval(get_aval(ans))) if n == 0 else t)
+    x_flat, t_flat = _reduced_axes_last(x, axes), _reduced_axes_last(t, axes)
+    last = len(shape) - len(axes)
+    left = _shift(cumprod(x_flat, last), last, 1, 1)
+    right = _shift(cumprod(x_flat, last, reverse=True), last, -1, 1)
+    others = lax.mul(left, right)
+    return ans, reduce_sum(lax.mul(t_flat, others), (last,))
+
+
+def _reduced_axes_last(x, axes):
+    """Transpose the reduced axes to the end and merge them into one axis."""
+    lax = _lax()
+    shape = get_aval(x).shape
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    moved = lax.transpose(x, kept + tuple(axes))
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    return lax.reshape(moved, tuple(shape[i] for i in kept) + (n,))
+
+
+reduce_prod_p = Primitive("reduce_prod")
+reduce_prod_p.def_impl(lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype))
+reduce_prod_p.def_abstract_eval(_reduce_shape("reduce_prod"))
+reduce_prod_p.jvp = _reduce_prod_jvp
+batching.reducer_batcher(reduce_prod_p)
+def_lowering(reduce_prod_p, "np.prod({0}, axis={axes}, dtype={0}.dtype)")
+
+
+def reduce_prod(operand, axes):
+    operand = as_operand(operand)
+    axes = canonical_axes("reduce_prod", axes, get_aval(operand).ndim)
+    return _checked_bind(reduce_prod_p, operand, axes=axes)
+
+
+# --- reduce_and, reduce_or, reduce_xor (booleans and integers, bitwise) -------------
+
+def _bitwise_reducer(name, ufunc):
+    p = Primitive(name, differentiable=False)
+    p.def_impl(lambda x, axes: ufunc.reduce(x, axis=axes))
+    p.def_abstract_eval(_reduce_shape(name, kinds="bui"))
+    defjvp_zero(p)
+    batching.reducer_batcher(p)
+    def_lowering(p, f"np.{ufunc.__name__}.reduce({{0}}, axis={{axes}})")
+    return p
+
+
+reduce_and_p = _bitwise_reducer("reduce_and", np.bitwise_and)
+reduce_or_p = _bitwise_reducer("reduce_or", np.bitwise_or)
+reduce_xor_p = _bitwise_reducer("reduce_xor", np.bitwise_xor)
+
+
+def reduce_and(operand, axes):
+    operand = as_operand(operand)
+    return _checked_bind(reduce_and_p, operand, axes=canonical_axes("reduce_and", axes, get_aval(operand).ndim))
+
+
+def reduce_or(operand, axes):
+    operand = as_operand(operand)
+    return _checked_bind(reduce_or_p, operand, axes=canonical_axes("reduce_or", axes, get_aval(operand).ndim))
+
+
+def reduce_xor(operand, axes):
+    operand = as_operand(operand)
+    return _checked_bind(reduce_xor_p, operand, axes=canonical_axes("reduce_xor", axes, get_aval(operand).ndim))
+
+
+# --- argmax, argmin --------------------------------------------------------------------
+# NaN counts as the largest and the smallest value (the first NaN wins), as in
+# NumPy and JAX; ties give the first index.
+
+def _arg_shape(name):
+    def rule(x, axis, index_dtype):
+        _check_axis(name, axis, x.ndim)
+        if not np.issubdtype(index_dtype, np.integer):
+            raise TypeError(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
+        if x.shape[axis] == 0:
+            raise ValueError(f"{name}: attempt to get the {name} of an empty sequence "
+                             f"(axis {axis} of shape {x.shape} has size 0)")
+        return ShapedArray(x.shape[:axis] + x.shape[axis + 1:], index_dtype)
+    return rule
+
+
+def _arg_reducer(name, np_fn):
+    p = Primitive(name, differentiable=False)
+    p.def_impl(lambda x, axis, index_dtype: np_fn(x, axis=axis).astype(index_dtype))
+    p.def_abstract_eval(_arg_shape(name))
+    defjvp_zero(p)
+    _axis_batcher(p)
+    def_lowering(p, lambda a, axis, index_dtype:
+                 f"np.{np_fn.__name__}({a[0]}, axis={axis}).astype(np.{np.dtype(index_dtype).name})")
+    return p
+
+
+argmax_p = _arg_reducer("argmax", np.argmax)
+argmin_p = _arg_reducer("argmin", np.argmin)
+
+
+def _arg_params(name, operand, axis, index_dtype):
+    ndim = get_aval(operand).ndim
+    axis = canonical_axes(name, int(axis), ndim)[0] if ndim else _bad_scalar_axis(name, axis)
+    return dict(axis=axis, index_dtype=np.dtype(index_dtype))
+
+
+def _bad_scalar_axis(name, axis):
+    raise ValueError(f"{name}: axis {axis} is out of bounds for a 0-d operand; "
+                     "reshape it to 1-d first")
+
+
+def argmax(operand, axis, index_dtype):
+    """Index of the largest element along ``axis`` (``jax.lax.argmax``)."""
+    operand = as_operand(operand)
+    return _checked_bind(argmax_p, operand, **_arg_params("argmax", operand, axis, index_dtype))
+
+
+def argmin(operand, axis, index_dtype):
+    """Index of the smallest element along ``axis`` (``jax.lax.argmin``)."""
+    operand = as_operand(operand)
+    return _checked_bind(argmin_p, operand, **_arg_params("argmin", operand, axis, index_dtype))
+
+
+# ----------------------------------------------------------------------------
+# Cumulative ops
+# ----------------------------------------------------------------------------
+
+def _cumulative_shape(name, float_only=False):
+    def rule(x, axis, reverse):
+        _check_axis(name, axis, x.ndim)
+        if float_only and not np.issubdtype(x.dtype, np.inexact):
+            raise TypeError(f"{name} requires a floating-point operand, got {x.dtype.name}; "
+                            "convert it first (e.g. x.astype(float))")
+        if x.dtype == np.bool_ and name != "cummax" and name != "cummin":
+            raise TypeError(f"{name} does not accept booleans; convert to an integer dtype")
+        return ShapedArray(x.shape, x.dtype)
+    return rule
+
+
+def _cumulative_impl(accumulate):
+    def impl(x, axis, reverse):
+        if reverse:
+            return np.flip(accumulate(np.flip(x, axis), axis), axis)
+        return accumulate(x, axis)
+    return impl
+
+
+def _cumulative_lowering(template):
+    """``template`` is a format string over the operand ``{x}`` and ``{axis}``."""
+    def lower(args, axis, reverse):
+        if not reverse:
+            return template.format(x=args[0], axis=axis)
+        inner = template.format(x=f"np.flip({args[0]}, {axis})", axis=axis)
+        return f"np.flip({inner}, {axis})"
+    return lower
+
+
+def _cumulative(name, accumulate, template, float_only=False):
+    p = Primitive(name)
+    p.def_impl(_cumulative_impl(accumulate))
+    p.def_abstract_eval(_cumulative_shape(name, float_only))
+    _axis_batcher(p)
+    def_lowering(p, _cumulative_lowering(template))
+    return p
+
+
+def _shift(x, axis: int, offset: int, fill):
+    """``x`` moved by ``offset`` positions along ``axis`` (right if positive),
+    the vacated positions filled with ``fill``: ``shift([a,b,c], 1) = [f,a,b]``.
+    One ``pad`` whose negative padding at the other end drops what falls off."""
+    aval = get_aval(x)
+    s = min(abs(offset), aval.shape[axis])
+    config = [(0, 0, 0)] * aval.ndim
+    config[axis] = (s, -s, 0) if offset > 0 else (-s, s, 0)
+    return _lax().pad(x, np.asarray(fill, aval.dtype), tuple(config))
+
+
+def _prefix_scan(combine, x, axis: int, reverse: bool, fill):
+    """Inclusive scan by doubling (Hillis-Steele): log2(n) rounds of
+    ``y = combine(shift(y, s), y)``.  Built from differentiable primitives, so
+    its JVP gives the JVP of a cumulative op, exact at zeros and ties."""
+    lax = _lax()
+    if reverse:
+        x = lax.rev(x, (axis,))
+    n, s = get_aval(x).shape[axis], 1
+    while s < n:
+        x = combine(_shift(x, axis, s, fill), x)
+        s *= 2
+    return lax.rev(x, (axis,)) if reverse else x
+
+
+def _scan_jvp(prim, combine, fill):
+    def jvp(primals, tangents, axis, reverse):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axis=axis, reverse=reverse)
+        scan = lambda y: [_prefix_scan(combine(), y, axis, reverse, fill)]
+        _, (t_out,) = ad.jvp_flat(scan, [x], [t])
+        return ans, t_out
+    prim.jvp = jvp
+
+
+def _logaddexp(a, b):
+    """log(exp(a) + exp(b)), stable; the shift m cancels mathematically, so it
+    carries no derivative (and -inf fill values give exact zeros)."""
+    lax = _lax()
+    m = lax.stop_gradient(lax.max(a, b))
+    return lax.add(m, lax.log(lax.add(lax.exp(lax.sub(a, m)), lax.exp(lax.sub(b, m)))))
+
+
+# --- cumsum (linear: its transpose is the cumsum in the other direction) -----------
+cumsum_p = _cumulative("cumsum", lambda x, axis: np.cumsum(x, axis, dtype=x.dtype),
+                       "np.cumsum({x}, axis={axis}, dtype={x}.dtype)")
+deflinear(cumsum_p, lambda ct, x, axis, reverse: [cumsum(ct, axis, not reverse)])
+
+cumprod_p = _cumulative("cumprod", lambda x, axis: np.cumprod(x, axis, dtype=x.dtype),
+                        "np.cumprod({x}, axis={axis}, dtype={x}.dtype)")
+_scan_jvp(cumprod_p, lambda: _lax().mul, 1)
+
+cummax_p = _cumulative("cummax", lambda x, axis: np.maximum.accumulate(x, axis),
+                       "np.maximum.accumulate({x}, axis={axis})")
+_scan_jvp(cummax_p, lambda: _lax().max, -np.inf)
+
+cummin_p = _cumulative("cummin", lambda x, axis: np.minimum.accumulate(x, axis),
+                       "np.minimum.accumulate({x}, axis={axis})")
+_scan_jvp(cummin_p, lambda: _lax().min, np.inf)
+
+cumlogsumexp_p = _cumulative("cumlogsumexp", lambda x, axis: np.logaddexp.accumulate(x, axis),
+                             "np.logaddexp.accumulate({x}, axis={axis})", float_only=True)
+_scan_jvp(cumlogsumexp_p, lambda: _logaddexp, -np.inf)
+
+
+def _cumulative_params(name, operand, axis, reverse):
+    ndim = get_aval(operand).ndim
+    if ndim == 0:
+        raise ValueError(f"{name}: operand is 0-d, it has no axis {axis} to accumulate "
+                         "along; reshape it to 1-d first")
+    return dict(axis=canonical_axes(name, int(axis), ndim)[0], reverse=bool(reverse))
+
+
+def cumsum(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative sum along ``axis`` (``jax.lax.cumsum``)."""
+    operand = as_operand(operand)
+    return _checked_bind(cumsum_p, operand, **_cumulative_params("cumsum", operand, axis, reverse))
+
+
+def cumprod(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative product along ``axis`` (``jax.lax.cumprod``)."""
+    operand = as_operand(operand)
+    return _checked_bind(cumprod_p, operand, **_cumulative_params("cumprod", operand, axis, reverse))
+
+
+def cummax(operand, axis: int = 0, reverse: bool = False):
+    """Running maximum along ``axis`` (``jax.lax.cummax``)."""
+    operand = as_operand(operand)
+    return _checked_bind(cummax_p, operand, **_cumulative_params("cummax", operand, axis, reverse))
+
+
+def cummin(operand, axis: int = 0, reverse: bool = False):
+    """Running minimum along ``axis`` (``jax.lax.cummin``)."""
+    operand = as_operand(operand)
+    return _checked_bind(cummin_p, operand, **_cumulative_params("cummin", operand, axis, reverse))
+
+
+def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
+    """Running log(sum(exp(x))) along ``axis``, computed stably (``jax.lax.cumlogsumexp``)."""
+    operand = as_operand(operand)
+    return _checked_bind(cumlogsumexp_p, operand, **_cumulative_params("cumlogsumexp", operand, axis, reverse))
