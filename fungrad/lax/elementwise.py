@@ -1,0 +1,1226 @@
+"""Elementwise primitives: one block per primitive with all of its rules.
+
+Conventions (shared by every elementwise primitive):
+* n-ary ops broadcast like NumPy (JAX's lax requires equal shapes; allowing
+  broadcasting here saves a broadcast equation per op and keeps batching
+  rules trivial).  Operands must share one dtype; Python scalars take the
+  dtype of the other operand (weak typing).  Dtype promotion is
+  ``fungrad.numpy``'s job, not lax's.
+* Each op accepts a class of dtypes (float-only ops such as ``exp`` reject
+  integers with a TypeError that says how to convert).
+* JVP rules are written with lax functions, so they can be differentiated
+  again to any order; transposes exist only for the ops that are linear in
+  some argument.  Values at non-differentiable points are JAX's:
+  ``abs'(0) = 1``, ``sign' = floor' = round' = 0``, ties of ``max``/``min``
+  split the tangent 0.5/0.5, ``clamp`` passes the tangent to ``x`` only
+  strictly inside ``(min, max)``.
+* Lowerings are NumPy expressions over the argument names.  The special
+  functions (erf, lgamma, ...) have no NumPy counterpart; their lowering calls
+  the pure-NumPy implementations in ``fungrad.lax._special_math``.
+
+The catalog reads as a table: ``_unary(name, impl, lowering, kind)`` then one
+line with the JVP rule.
+"""
+from __future__ import annotations
+
+import builtins
+import enum
+import math
+
+import numpy as np
+
+from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
+from fungrad.interpreters import ad, batching
+from fungrad.interpreters.ad import (defjvp, defjvp2, deflinear, defbilinear, defjvp_zero,
+                                     unbroadcast, is_undefined_primal, Zero, instantiate_zeros)
+from fungrad.lax import _special_math
+from fungrad.lax.utils import (def_lowering, as_operand, check_same_dtypes,
+                               broadcast_shapes)
+
+__all__ = [
+    # unary arithmetic and rounding
+    "neg", "sign", "floor", "ceil", "round", "RoundingMethod", "abs", "square",
+    "reciprocal", "integer_pow", "sqrt", "rsqrt", "cbrt", "is_finite",
+    # exponentials, logarithms, trigonometry
+    "exp", "exp2", "log", "log1p", "expm1", "logistic", "sin", "cos", "tan", "asin",
+    "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    # special functions
+    "erf", "erfc", "erf_inv", "lgamma", "digamma", "polygamma",
+    # complex parts
+    "real", "imag", "conj", "complex",
+    # binary arithmetic
+    "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter",
+    # comparisons, logic, bits
+    "eq", "ne", "lt", "le", "gt", "ge", "bitwise_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    # selection
+    "select_n", "select", "clamp",
+    # types and constants
+    "convert_element_type", "bitcast_convert_type", "iota", "broadcasted_iota",
+    "zeros_like_array", "stop_gradient",
+]
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _structural():
+    from fungrad.lax import structural  # late: structural imports this module
+    return structural
+
+
+# ----------------------------------------------------------------------------
+# Dtype classes and rule factories
+# ----------------------------------------------------------------------------
+
+class _Kind:
+    """A class of dtypes an op accepts (NumPy dtype kind letters: b=bool,
+    i=signed, u=unsigned, f=float, c=complex), with words for the error."""
+
+    def __init__(self, kinds, words, fix):
+        self.kinds, self.words, self.fix = kinds, words, fix
+
+    def check(self, name, *avals):
+        for a in avals:
+            if a.dtype.kind not in self.kinds:
+                raise TypeError(f"lax.{name} requires {self.words} arguments, got "
+                                f"{', '.join(v.dtype.name for v in avals)}. {self.fix}")
+
+
+_TO_FLOAT = ("Convert first, e.g. x.astype(float) or lax.convert_element_type(x, "
+             "np.float64); fungrad.numpy functions convert integers for you.")
+FLOAT = _Kind("f", "real floating-point", _TO_FLOAT)
+INEXACT = _Kind("fc", "floating-point or complex", _TO_FLOAT)
+NUMBER = _Kind("iufc", "numeric (non-boolean)",
+               "For booleans use bitwise_and/or/xor/not, or convert them to a number.")
+SIGNED = _Kind("ifc", "signed integer, floating-point or complex",
+               "Convert unsigned values first.")
+ANY = _Kind("biufc", "any", "")
+INT_OR_BOOL = _Kind("biu", "integer or boolean", "Compare or convert floats first.")
+INT = _Kind("iu", "integer", "Convert with lax.convert_element_type first.")
+COMPLEX = _Kind("c", "complex", "For real inputs there is nothing to take.")
+
+
+def _checked(name, kind, impl, same_dtype):
+    """``impl`` with the dtype checks of the shape rule.  Eager evaluation calls
+    impls without the shape rule, and NumPy would silently accept (and promote)
+    what lax rejects; a dtype-kind test per operand is cheap."""
+    kinds = kind.kinds
+
+    def checked(*args, **params):
+        first = None
+        for a in args:
+            dtype = getattr(a, "dtype", None)     # None: a Python scalar (weak)
+            if dtype is None:
+                continue
+            if dtype.kind not in kinds:
+                kind.check(name, *[get_aval(v) for v in args])
+            if same_dtype and first is not None and dtype != first:
+                check_same_dtypes(name, *[get_aval(v) for v in args])
+            first = dtype
+        return impl(*args, **params)
+    checked.__name__ = getattr(impl, "__name__", name)
+    return checked
+
+
+def _rule_checked(rule, impl):
+    """``impl`` preceded by the full shape rule (for ops with checks beyond dtypes)."""
+    def checked(*args, **params):
+        rule(*[get_aval(a) for a in args], **params)
+        return impl(*args, **params)
+    checked.__name__ = getattr(impl, "__name__", "impl")
+    return checked
+
+
+def _real_dtype(dtype):
+    return np.finfo(dtype).dtype if np.issubdtype(dtype, np.complexfloating) else dtype
+
+
+def _unary_rule(name, kind, out_dtype=None):
+    def rule(x, **params):
+        kind.check(name, x)
+        return ShapedArray(x.shape, x.dtype if out_dtype is None else out_dtype(x.dtype))
+    return rule
+
+
+def _nary_rule(name, kind, out_dtype=None):
+    """NumPy broadcasting of the shapes, one common dtype (ignoring weak scalars)."""
+    def rule(*avals, **params):
+        kind.check(name, *avals)
+        dtype = check_same_dtypes(name, *avals)
+        shape = broadcast_shapes(name, *(a.shape for a in avals))
+        return ShapedArray(shape, dtype if out_dtype is None else out_dtype(dtype))
+    return rule
+
+
+def _unary(name, impl, lowering, kind=NUMBER, out_dtype=None):
+    """A unary elementwise primitive with impl, shape rule, batching and lowering."""
+    p = Primitive(name)
+    p.def_impl(_checked(name, kind, impl, same_dtype=False))
+    p.def_abstract_eval(_unary_rule(name, kind, out_dtype))
+    batching.vectorized_batcher(p)
+    def_lowering(p, lowering)
+    return p
+
+
+def _nary(name, impl, lowering, kind=NUMBER, out_dtype=None):
+    """An n-ary elementwise primitive (NumPy broadcasting between operands)."""
+    p = Primitive(name)
+    p.def_impl(_checked(name, kind, impl, same_dtype=True))
+    p.def_abstract_eval(_nary_rule(name, kind, out_dtype))
+    batching.broadcasting_batcher(p)
+    def_lowering(p, lowering)
+    return p
+
+
+def _special_lowering(fn_name):
+    """Lowering that calls the pure-NumPy special function of the same name."""
+    def lower(args, **params):
+        call = ", ".join(args)
+        return f"__import__('fungrad.lax._special_math', fromlist=['_']).{fn_name}({call})"
+    return lower
+
+
+def _bool_out(dtype):
+    return np.dtype(np.bool_)
+
+
+def _operand(x):
+    return as_operand(x)
+
+
+def _is_python_scalar(x):
+    # exact types: NumPy scalars (np.float64 subclasses float) keep their dtype
+    return type(x) in _PY_SCALARS
+
+
+def _operands(*args):
+    """Give Python-scalar operands the dtype of the first array operand (weak
+    typing); arrays, tracers and NumPy scalars keep their dtypes."""
+    out = list(args)
+    like = None
+    scalars = []
+    for i, a in enumerate(args):
+        if type(a) in _PY_SCALARS:
+            scalars.append(i)
+            continue
+        if not isinstance(a, (np.ndarray, Tracer)):
+            out[i] = a = as_operand(a)
+        if like is None:
+            like = a
+    for i in scalars:
+        out[i] = as_operand(args[i], like=like)
+    return out
+
+
+def _const(like, value):
+    """A 0-d array of ``like``'s dtype (a constant in a rule)."""
+    return np.asarray(value, dtype=get_aval(like).dtype)
+
+
+def _brcast(x, *others):
+    """``x`` broadcast (NumPy rules) to the common shape of itself and ``others``."""
+    shape = broadcast_shapes("broadcast", get_aval(x).shape,
+                             *(get_aval(o).shape for o in others))
+    return _broadcast_to(x, shape)
+
+
+def _broadcast_to(x, shape):
+    aval = get_aval(x)
+    if aval.shape == tuple(shape):
+        return x
+    lead = len(shape) - aval.ndim
+    return _structural().broadcast_in_dim(x, tuple(shape), tuple(range(lead, len(shape))))
+
+
+def _zeros(x):
+    return _structural().full_like(x, 0)
+
+
+def _ones(x):
+    return _structural().full_like(x, 1)
+
+
+# ----------------------------------------------------------------------------
+# neg, sign, floor, ceil, round, is_finite
+# ----------------------------------------------------------------------------
+
+neg_p = _unary("neg", np.negative, "np.negative({0})")
+deflinear(neg_p, lambda ct, x: [neg(ct)])
+
+sign_p = _unary("sign", np.sign, "np.sign({0})")
+defjvp_zero(sign_p)
+
+floor_p = _unary("floor", np.floor, "np.floor({0})", FLOAT)
+defjvp_zero(floor_p)
+
+ceil_p = _unary("ceil", np.ceil, "np.ceil({0})", FLOAT)
+defjvp_zero(ceil_p)
+
+
+class RoundingMethod(enum.IntEnum):
+    """How ``lax.round`` breaks ties (``jax.lax.RoundingMethod``)."""
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def _round_impl(x, rounding_method):
+    if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
+        return np.rint(x)
+    truncated = np.trunc(x)
+    with np.errstate(invalid="ignore"):     # inf - inf: the inf is kept below
+        return np.where(np.abs(x - truncated) >= 0.5, truncated + np.sign(x), truncated)
+
+
+def _round_lowering(args, rounding_method):
+    if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
+        return f"np.rint({args[0]})"
+    return (f"(lambda x, t: np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t))"
+            f"({args[0]}, np.trunc({args[0]}))")
+
+
+round_p = _unary("round", _round_impl, _round_lowering, FLOAT)
+defjvp_zero(round_p)
+
+is_finite_p = _unary("is_finite", np.isfinite, "np.isfinite({0})", FLOAT, _bool_out)
+defjvp_zero(is_finite_p)
+
+
+def neg(x):
+    return neg_p.bind(_operand(x))
+
+
+def sign(x):
+    return sign_p.bind(_operand(x))
+
+
+def floor(x):
+    return floor_p.bind(_operand(x))
+
+
+def ceil(x):
+    return ceil_p.bind(_operand(x))
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001 (JAX's name)
+    """Round to the nearest integer; ties away from zero (default) or to even."""
+    method = RoundingMethod(int(rounding_method))
+    return round_p.bind(_operand(x), rounding_method=int(method))
+
+
+def is_finite(x):
+    return is_finite_p.bind(_operand(x))
+
+
+# ----------------------------------------------------------------------------
+# abs, square, integer_pow, reciprocal, sqrt, rsqrt, cbrt
+# ----------------------------------------------------------------------------
+
+def _abs_jvp(g, ans, x):
+    if np.issubdtype(get_aval(x).dtype, np.complexfloating):
+        # d|x| = Re(conj(x) dx) / |x|  (0/0 at x = 0 replaced by 0, as JAX)
+        safe = select_n(eq(ans, _const(ans, 0)), ans, _ones(ans))
+        return div(real(mul(conj(x), g)), safe)
+    return select_n(ge(x, _const(x, 0)), neg(g), g)     # abs'(0) = 1, as JAX
+
+
+abs_p = _unary("abs", np.abs, "np.abs({0})", SIGNED, _real_dtype)
+defjvp2(abs_p, _abs_jvp)
+
+square_p = _unary("square", np.square, "np.square({0})")
+defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
+
+
+def _integer_pow_rule(x, y):
+    NUMBER.check("integer_pow", x)
+    if not isinstance(y, (int, np.integer)) or isinstance(y, bool):
+        raise TypeError(f"lax.integer_pow: the exponent y must be a Python int, got {y!r}; "
+                        "for array exponents use lax.pow.")
+    if y < 0 and not np.issubdtype(x.dtype, np.inexact):
+        raise ValueError(f"lax.integer_pow: {x.dtype.name} to the negative power {y} is "
+                         "not an integer; convert the base to float first.")
+    return ShapedArray(x.shape, x.dtype)
+
+
+def _integer_pow_jvp(g, x, *, y):
+    if y == 0:
+        return _zeros(g)
+    if y == 1:
+        return g
+    return mul(g, mul(_const(x, y), integer_pow(x, y - 1)))
+
+
+def _integer_pow_impl(x, y):
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return np.power(x, y)
+
+
+integer_pow_p = Primitive("integer_pow")
+integer_pow_p.def_impl(_rule_checked(_integer_pow_rule, _integer_pow_impl))
+integer_pow_p.def_abstract_eval(_integer_pow_rule)
+defjvp(integer_pow_p, _integer_pow_jvp)
+batching.vectorized_batcher(integer_pow_p)
+def_lowering(integer_pow_p, "np.power({0}, {y})")
+
+sqrt_p = _unary("sqrt", np.sqrt, "np.sqrt({0})", INEXACT)
+defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)))
+
+rsqrt_p = _unary("rsqrt", lambda x: 1 / np.sqrt(x), "1 / np.sqrt({0})", INEXACT)
+defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))))
+
+cbrt_p = _unary("cbrt", np.cbrt, "np.cbrt({0})", FLOAT)
+defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
+
+
+def abs(x):  # noqa: A001 (JAX's name)
+    return abs_p.bind(_operand(x))
+
+
+def square(x):
+    return square_p.bind(_operand(x))
+
+
+def integer_pow(x, y):
+    """``x ** y`` for a static Python int ``y`` (exact repeated multiplication)."""
+    return integer_pow_p.bind(_operand(x), y=int(y) if not isinstance(y, bool) else y)
+
+
+def reciprocal(x):
+    """``1 / x`` (as in JAX, ``integer_pow(x, -1)``)."""
+    return integer_pow(x, -1)
+
+
+def sqrt(x):
+    return sqrt_p.bind(_operand(x))
+
+
+def rsqrt(x):
+    return rsqrt_p.bind(_operand(x))
+
+
+def cbrt(x):
+    return cbrt_p.bind(_operand(x))
+
+
+# ----------------------------------------------------------------------------
+# exp, exp2, log, log1p, expm1, logistic
+# ----------------------------------------------------------------------------
+
+exp_p = _unary("exp", np.exp, "np.exp({0})", INEXACT)
+defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
+
+exp2_p = _unary("exp2", np.exp2, "np.exp2({0})", INEXACT)
+defjvp2(exp2_p, lambda g, ans, x: mul(mul(g, _const(x, math.log(2))), ans))
+
+log_p = _unary("log", np.log, "np.log({0})", INEXACT)
+defjvp(log_p, lambda g, x: div(g, x))
+
+log1p_p = _unary("log1p", np.log1p, "np.log1p({0})", INEXACT)
+defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
+
+expm1_p = _unary("expm1", np.expm1, "np.expm1({0})", INEXACT)
+defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
+
+
+def _logistic_impl(x):
+    # exp of -|x| only: never overflows, full relative accuracy in both tails
+    e = np.exp(-np.abs(x))
+    return np.where(np.real(x) >= 0, 1 / (1 + e), e / (1 + e))
+
+
+logistic_p = _unary("logistic", _logistic_impl,
+                    "(lambda x, e: np.where(x >= 0, 1 / (1 + e), e / (1 + e)))"
+                    "({0}, np.exp(-np.abs({0})))", FLOAT)
+defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans))))
+
+
+def exp(x):
+    return exp_p.bind(_operand(x))
+
+
+def exp2(x):
+    return exp2_p.bind(_operand(x))
+
+
+def log(x):
+    return log_p.bind(_operand(x))
+
+
+def log1p(x):
+    return log1p_p.bind(_operand(x))
+
+
+def expm1(x):
+    return expm1_p.bind(_operand(x))
+
+
+def logistic(x):
+    """The sigmoid ``1 / (1 + exp(-x))``."""
+    return logistic_p.bind(_operand(x))
+
+
+# ----------------------------------------------------------------------------
+# Trigonometric and hyperbolic functions
+# ----------------------------------------------------------------------------
+
+def _one_minus_square(x):
+    return sub(_const(x, 1), square(x))
+
+
+sin_p = _unary("sin", np.sin, "np.sin({0})", INEXACT)
+defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+
+cos_p = _unary("cos", np.cos, "np.cos({0})", INEXACT)
+defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+
+tan_p = _unary("tan", np.tan, "np.tan({0})", INEXACT)
+defjvp2(tan_p, lambda g, ans, x: mul(g, add(_const(x, 1), square(ans))))
+
+asin_p = _unary("asin", np.arcsin, "np.arcsin({0})", INEXACT)
+defjvp(asin_p, lambda g, x: mul(g, rsqrt(_one_minus_square(x))))
+
+acos_p = _unary("acos", np.arccos, "np.arccos({0})", INEXACT)
+defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(_one_minus_square(x)))))
+
+atan_p = _unary("atan", np.arctan, "np.arctan({0})", INEXACT)
+defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
+
+sinh_p = _unary("sinh", np.sinh, "np.sinh({0})", INEXACT)
+defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
+
+cosh_p = _unary("cosh", np.cosh, "np.cosh({0})", INEXACT)
+defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
+
+tanh_p = _unary("tanh", np.tanh, "np.tanh({0})", INEXACT)
+# (1 + ans)(1 - ans) rather than 1 - ans^2: accurate where tanh is near +-1
+defjvp2(tanh_p, lambda g, ans, x: mul(mul(g, add(_const(ans, 1), ans)), sub(_const(ans, 1), ans)))
+
+asinh_p = _unary("asinh", np.arcsinh, "np.arcsinh({0})", INEXACT)
+defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
+
+acosh_p = _unary("acosh", np.arccosh, "np.arccosh({0})", INEXACT)
+defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
+
+atanh_p = _unary("atanh", np.arctanh, "np.arctanh({0})", INEXACT)
+defjvp(atanh_p, lambda g, x: div(div(g, add(_const(x, 1), x)), sub(_const(x, 1), x)))
+
+
+def sin(x):
+    return sin_p.bind(_operand(x))
+
+
+def cos(x):
+    return cos_p.bind(_operand(x))
+
+
+def tan(x):
+    return tan_p.bind(_operand(x))
+
+
+def asin(x):
+    return asin_p.bind(_operand(x))
+
+
+def acos(x):
+    return acos_p.bind(_operand(x))
+
+
+def atan(x):
+    return atan_p.bind(_operand(x))
+
+
+def sinh(x):
+    return sinh_p.bind(_operand(x))
+
+
+def cosh(x):
+    return cosh_p.bind(_operand(x))
+
+
+def tanh(x):
+    return tanh_p.bind(_operand(x))
+
+
+def asinh(x):
+    return asinh_p.bind(_operand(x))
+
+
+def acosh(x):
+    return acosh_p.bind(_operand(x))
+
+
+def atanh(x):
+    return atanh_p.bind(_operand(x))
+
+
+# ----------------------------------------------------------------------------
+# Special functions (pure-NumPy impls in _special_math)
+# ----------------------------------------------------------------------------
+
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+
+erf_p = _unary("erf", _special_math.erf, _special_lowering("erf"), FLOAT)
+defjvp(erf_p, lambda g, x: mul(g, mul(_const(x, _TWO_OVER_SQRT_PI), exp(neg(square(x))))))
+
+erfc_p = _unary("erfc", _special_math.erfc, _special_lowering("erfc"), FLOAT)
+defjvp(erfc_p, lambda g, x: mul(g, mul(_const(x, -_TWO_OVER_SQRT_PI), exp(neg(square(x))))))
+
+erf_inv_p = _unary("erf_inv", _special_math.erf_inv, _special_lowering("erf_inv"), FLOAT)
+defjvp2(erf_inv_p, lambda g, ans, x: mul(g, mul(_const(x, math.sqrt(math.pi) / 2),
+                                                 exp(square(ans)))))
+
+lgamma_p = _unary("lgamma", _special_math.lgamma, _special_lowering("lgamma"), FLOAT)
+defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
+
+digamma_p = _unary("digamma", _special_math.digamma, _special_lowering("digamma"), FLOAT)
+defjvp(digamma_p, lambda g, x: mul(g, polygamma(_ones(x), x)))
+
+
+def _polygamma_jvp_m(g, m, x):
+    raise TypeError("lax.polygamma: the derivative with respect to the order m is not "
+                    "defined (m is an integer); differentiate with respect to x only.")
+
+
+polygamma_p = _nary("polygamma", _special_math.polygamma, _special_lowering("polygamma"), FLOAT)
+defjvp(polygamma_p, _polygamma_jvp_m,
+       lambda g, m, x: mul(g, polygamma(add(m, _const(m, 1)), x)))
+
+
+def erf(x):
+    return erf_p.bind(_operand(x))
+
+
+def erfc(x):
+    return erfc_p.bind(_operand(x))
+
+
+def erf_inv(x):
+    return erf_inv_p.bind(_operand(x))
+
+
+def lgamma(x):
+    """log |Gamma(x)|."""
+    return lgamma_p.bind(_operand(x))
+
+
+def digamma(x):
+    """d/dx lgamma(x); nan at the poles 0, -1, -2, ..."""
+    return digamma_p.bind(_operand(x))
+
+
+def polygamma(m, x):
+    """The m-th derivative of digamma; ``m`` is a non-negative integer value of
+    ``x``'s float dtype (other values give nan)."""
+    return polygamma_p.bind(*_operands(m, x))
+
+
+# ----------------------------------------------------------------------------
+# Complex parts: real, imag, conj, complex (all linear)
+# ----------------------------------------------------------------------------
+
+real_p = _unary("real", np.real, "np.real({0})", COMPLEX, _real_dtype)
+imag_p = _unary("imag", np.imag, "np.imag({0})", COMPLEX, _real_dtype)
+conj_p = _unary("conj", np.conj, "np.conj({0})", INEXACT)
+
+
+def _complex_dtype(dtype):
+    return np.result_type(dtype, np.complex64)
+
+
+complex_p = _nary("complex", lambda x, y: x + 1j * y,
+                  "(np.asarray({0}) + 1j * np.asarray({1}))", FLOAT, _complex_dtype)
+
+deflinear(real_p, lambda ct, x: [complex(ct, _zeros(ct))])
+deflinear(imag_p, lambda ct, x: [complex(_zeros(ct), neg(ct))])
+deflinear(conj_p, lambda ct, x: [conj(ct) if np.issubdtype(x.aval.dtype, np.complexfloating)
+                                 else real(ct)])
+deflinear(complex_p, lambda ct, x, y: [
+    unbroadcast(real(ct), x.aval) if is_undefined_primal(x) else None,
+    unbroadcast(neg(imag(ct)), y.aval) if is_undefined_primal(y) else None])
+
+
+def real(x):
+    return real_p.bind(_operand(x))
+
+
+def imag(x):
+    return imag_p.bind(_operand(x))
+
+
+def conj(x):
+    return conj_p.bind(_operand(x))
+
+
+def complex(x, y):  # noqa: A001 (JAX's name)
+    """``x + 1j * y`` from two real arrays of one float dtype."""
+    return complex_p.bind(*_operands(x, y))
+
+
+# ----------------------------------------------------------------------------
+# add, sub, mul, div, rem
+# ----------------------------------------------------------------------------
+
+add_p = _nary("add", np.add, "np.add({0}, {1})", ANY)          # bool: logical or
+sub_p = _nary("sub", np.subtract, "np.subtract({0}, {1})", NUMBER)
+mul_p = _nary("mul", np.multiply, "np.multiply({0}, {1})", ANY)  # bool: logical and
+
+
+def _add_transpose(ct, x, y):
+    return [unbroadcast(ct, x.aval) if is_undefined_primal(x) else None,
+            unbroadcast(ct, y.aval) if is_undefined_primal(y) else None]
+
+
+def _sub_transpose(ct, x, y):
+    return [unbroadcast(ct, x.aval) if is_undefined_primal(x) else None,
+            unbroadcast(neg(ct), y.aval) if is_undefined_primal(y) else None]
+
+
+deflinear(add_p, _add_transpose)
+deflinear(sub_p, _sub_transpose)
+defbilinear(mul_p,
+            lambda ct, x, y: unbroadcast(mul(ct, y), x.aval),
+            lambda ct, x, y: unbroadcast(mul(x, ct), y.aval))
+
+
+def _div_impl(x, y):
+    if np.issubdtype(np.result_type(x, y), np.inexact):
+        return np.true_divide(x, y)
+    # integers: lax.div rounds towards zero (C semantics), as in JAX
+    with np.errstate(divide="ignore"):
+        rounded_down = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+        return np.floor_divide(x, y) + rounded_down.astype(np.result_type(x, y))
+
+
+def _div_lowering(args):
+    x, y = args
+    return (f"(np.true_divide({x}, {y}) if np.result_type({x}, {y}).kind in 'fc' else "
+            f"np.floor_divide({x}, {y}) + ((np.remainder({x}, {y}) != 0) & "
+            f"((np.asarray({x}) < 0) != (np.asarray({y}) < 0))).astype(np.result_type({x}, {y})))")
+
+
+def _div_transpose(ct, x, y):
+    if is_undefined_primal(y):
+        raise TypeError("div is linear only in its numerator")
+    return [unbroadcast(div(ct, y), x.aval), None]
+
+
+div_p = _nary("div", _div_impl, _div_lowering, NUMBER)
+defjvp2(div_p,
+        lambda g, ans, x, y: div(g, y),
+        # -g x / y^2 as -g (x / y) / y: y^2 would overflow for |y| > 1e154
+        lambda g, ans, x, y: neg(div(mul(g, ans), y)))
+div_p.transpose = _div_transpose
+div_p.linear = True
+
+
+def _rem_impl(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.fmod(x, y)
+
+
+rem_p = _nary("rem", _rem_impl, "np.fmod({0}, {1})", NUMBER)
+defjvp(rem_p,
+       lambda g, x, y: _brcast(g, y),
+       # d/dy fmod(x, y) = -trunc(x / y)
+       lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+
+
+def add(x, y):
+    return add_p.bind(*_operands(x, y))
+
+
+def sub(x, y):
+    return sub_p.bind(*_operands(x, y))
+
+
+def mul(x, y):
+    return mul_p.bind(*_operands(x, y))
+
+
+def div(x, y):
+    """``x / y``; integers round towards zero (unlike NumPy's ``//``)."""
+    return div_p.bind(*_operands(x, y))
+
+
+def rem(x, y):
+    """Remainder with the sign of the dividend (C ``fmod``), as ``lax.rem``."""
+    return rem_p.bind(*_operands(x, y))
+
+
+# ----------------------------------------------------------------------------
+# pow (float base; float or integer exponent)
+# ----------------------------------------------------------------------------
+
+def _pow_rule(x, y):
+    INEXACT.check("pow", x)
+    if np.issubdtype(y.dtype, np.integer):
+        out_dtype = x.dtype
+    elif y.dtype == x.dtype or y.weak_type:
+        out_dtype = x.dtype
+    else:
+        raise TypeError(f"lax.pow requires the exponent to have the base's dtype "
+                        f"({x.dtype.name}) or an integer dtype, got {y.dtype.name}. Convert "
+                        "it, or use fungrad.numpy.power which promotes dtypes.")
+    return ShapedArray(broadcast_shapes("pow", x.shape, y.shape), out_dtype)
+
+
+def _pow_impl(x, y):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = np.power(x, y)
+    return np.asarray(out).astype(np.asarray(x).dtype, copy=False)
+
+
+def _pow_jvp_base(g, ans, x, y):
+    if np.issubdtype(get_aval(y).dtype, np.integer):
+        y = convert_element_type(y, get_aval(x).dtype)
+        # y x^(y-1), with 0 for y = 0 even at x = 0 (as JAX)
+        jac = select_n(eq(y, _const(y, 0)),
+                       mul(y, pow(x, sub(y, _const(y, 1)))), _zeros(_brcast(x, y)))
+    else:
+        jac = mul(y, pow(x, sub(y, _const(y, 1))))
+    return mul(g, jac)
+
+
+def _pow_jvp_exponent(g, ans, x, y):
+    # log(x) x^y, with log(0) replaced by 0 so that x = 0 gives 0 (as JAX)
+    safe_x = select_n(eq(x, _const(x, 0)), x, _ones(x))
+    return mul(g, mul(log(safe_x), ans))
+
+
+pow_p = Primitive("pow")
+pow_p.def_impl(_rule_checked(_pow_rule, _pow_impl))
+pow_p.def_abstract_eval(_pow_rule)
+defjvp2(pow_p, _pow_jvp_base, _pow_jvp_exponent)
+batching.broadcasting_batcher(pow_p)
+def_lowering(pow_p, "np.asarray(np.power({0}, {1})).astype(np.asarray({0}).dtype)")
+
+
+def pow(x, y):  # noqa: A001 (JAX's name)
+    """``x ** y`` elementwise; ``x`` floating, ``y`` of x's dtype or an integer dtype."""
+    x = _operand(x)
+    if type(y) is builtins.float:
+        y = as_operand(y, like=x)
+    return pow_p.bind(x, _operand(y))
+
+
+# ----------------------------------------------------------------------------
+# max, min, atan2, nextafter
+# ----------------------------------------------------------------------------
+
+def _balanced_eq(x, z, y):
+    """1 where x == z != y, 0.5 where x == y == z (a tie), 0 elsewhere."""
+    dtype = get_aval(z).dtype
+    half_or_one = select_n(eq(y, z), np.asarray(1, dtype), np.asarray(0.5, dtype))
+    return select_n(eq(x, z), np.asarray(0, dtype), half_or_one)
+
+
+max_p = _nary("max", np.maximum, "np.maximum({0}, {1})", ANY)
+defjvp2(max_p,
+        lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+        lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+
+min_p = _nary("min", np.minimum, "np.minimum({0}, {1})", ANY)
+defjvp2(min_p,
+        lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+        lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+
+atan2_p = _nary("atan2", np.arctan2, "np.arctan2({0}, {1})", FLOAT)
+defjvp(atan2_p,
+       lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
+       lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
+
+nextafter_p = _nary("nextafter", np.nextafter, "np.nextafter({0}, {1})", FLOAT)
+# nextafter(x, y) differs from x by one ulp: its derivative is 1 in x, 0 in y
+defjvp(nextafter_p, lambda g, x, y: _brcast(g, y), None)
+
+
+def max(x, y):  # noqa: A001 (JAX's name)
+    """Elementwise maximum (NaN-propagating); ties share the derivative equally."""
+    return max_p.bind(*_operands(x, y))
+
+
+def min(x, y):  # noqa: A001 (JAX's name)
+    return min_p.bind(*_operands(x, y))
+
+
+def atan2(x, y):
+    """The angle of the point (y, x): ``atan(x / y)`` with the quadrant of the signs."""
+    return atan2_p.bind(*_operands(x, y))
+
+
+def nextafter(x1, x2):
+    return nextafter_p.bind(*_operands(x1, x2))
+
+
+# ----------------------------------------------------------------------------
+# Comparisons, logic and bit operations (piecewise constant: zero derivative)
+# ----------------------------------------------------------------------------
+
+def _comparison(name, np_name):
+    p = _nary(name, getattr(np, np_name), f"np.{np_name}({{0}}, {{1}})", ANY, _bool_out)
+    defjvp_zero(p)
+    return p
+
+
+eq_p = _comparison("eq", "equal")
+ne_p = _comparison("ne", "not_equal")
+lt_p = _comparison("lt", "less")
+le_p = _comparison("le", "less_equal")
+gt_p = _comparison("gt", "greater")
+ge_p = _comparison("ge", "greater_equal")
+
+not_p = _unary("not", np.invert, "np.invert({0})", INT_OR_BOOL)
+and_p = _nary("and", np.bitwise_and, "np.bitwise_and({0}, {1})", INT_OR_BOOL)
+or_p = _nary("or", np.bitwise_or, "np.bitwise_or({0}, {1})", INT_OR_BOOL)
+xor_p = _nary("xor", np.bitwise_xor, "np.bitwise_xor({0}, {1})", INT_OR_BOOL)
+
+
+def _unsigned_view_dtype(dtype):
+    return np.dtype(f"u{np.dtype(dtype).itemsize}")
+
+
+def _shift_right_logical_impl(x, y):
+    # shift the bit pattern as unsigned: zeros come in from the left
+    x, y = np.asarray(x), np.asarray(y)
+    unsigned = _unsigned_view_dtype(x.dtype)
+    return np.right_shift(x.view(unsigned), y.astype(unsigned)).astype(unsigned).view(x.dtype)
+
+
+shift_left_p = _nary("shift_left", np.left_shift, "np.left_shift({0}, {1})", INT)
+shift_right_arithmetic_p = _nary("shift_right_arithmetic", np.right_shift,
+                                 "np.right_shift({0}, {1})", INT)
+shift_right_logical_p = _nary(
+    "shift_right_logical", _shift_right_logical_impl,
+    "(lambda x, y, u: np.right_shift(x.view(u), y.astype(u)).astype(u).view(x.dtype))"
+    "(np.asarray({0}), np.asarray({1}), np.dtype('u%d' % np.asarray({0}).dtype.itemsize))",
+    INT)
+for _p in (not_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
+           shift_right_logical_p):
+    defjvp_zero(_p)
+
+
+# gcd is not in JAX's lax (jax.numpy.gcd loops with while_loop); one primitive
+# is simpler and faster here.  Not exported: fungrad.numpy.gcd/lcm use it.
+gcd_p = _nary("gcd", np.gcd, "np.gcd({0}, {1})", INT)
+defjvp_zero(gcd_p)
+
+
+def gcd(x, y):
+    """Greatest common divisor of |x| and |y| (integers)."""
+    return gcd_p.bind(*_operands(x, y))
+
+
+def eq(x, y):
+    return eq_p.bind(*_operands(x, y))
+
+
+def ne(x, y):
+    return ne_p.bind(*_operands(x, y))
+
+
+def lt(x, y):
+    return lt_p.bind(*_operands(x, y))
+
+
+def le(x, y):
+    return le_p.bind(*_operands(x, y))
+
+
+def gt(x, y):
+    return gt_p.bind(*_operands(x, y))
+
+
+def ge(x, y):
+    return ge_p.bind(*_operands(x, y))
+
+
+def bitwise_not(x):
+    """Logical not of booleans, bitwise not (``~x``) of integers."""
+    return not_p.bind(_operand(x))
+
+
+def bitwise_and(x, y):
+    return and_p.bind(*_operands(x, y))
+
+
+def bitwise_or(x, y):
+    return or_p.bind(*_operands(x, y))
+
+
+def bitwise_xor(x, y):
+    return xor_p.bind(*_operands(x, y))
+
+
+def shift_left(x, y):
+    """``x << y``; shifts of the bit width or more give 0 (as XLA)."""
+    return shift_left_p.bind(*_operands(x, y))
+
+
+def shift_right_arithmetic(x, y):
+    """``x >> y`` filling with the sign bit."""
+    return shift_right_arithmetic_p.bind(*_operands(x, y))
+
+
+def shift_right_logical(x, y):
+    """``x >> y`` filling with zeros (the bit pattern read as unsigned)."""
+    return shift_right_logical_p.bind(*_operands(x, y))
+
+
+# ----------------------------------------------------------------------------
+# select_n, clamp
+# ----------------------------------------------------------------------------
+
+def _select_n_impl(which, *cases):
+    if len(cases) == 1:
+        return np.broadcast_to(cases[0], np.broadcast_shapes(np.shape(which),
+                                                             np.shape(cases[0])))
+    if len(cases) == 2:
+        return np.where(which, cases[1], cases[0])
+    return np.select([which == i for i in range(1, len(cases))], cases[1:], default=cases[0])
+
+
+def _select_n_lowering(args):
+    which, cases = args[0], args[1:]
+    if len(cases) == 1:
+        return (f"np.broadcast_to({cases[0]}, np.broadcast_shapes(np.shape({which}), "
+                f"np.shape({cases[0]}))).copy()")
+    if len(cases) == 2:
+        return f"np.where({which}, {cases[1]}, {cases[0]})"
+    conds = ", ".join(f"np.equal({which}, {i})" for i in range(1, len(cases)))
+    return f"np.select([{conds}], [{', '.join(cases[1:])}], default={cases[0]})"
+
+
+def _select_n_rule(which, *cases):
+    if not cases:
+        raise TypeError("lax.select_n requires at least one case")
+    if which.dtype != np.bool_ and not np.issubdtype(which.dtype, np.integer):
+        raise TypeError(f"lax.select_n: `which` must be boolean or integer, got "
+                        f"{which.dtype.name}; compare it first (e.g. x > 0).")
+    if which.dtype == np.bool_ and len(cases) > 2:
+        raise TypeError(f"lax.select_n: a boolean `which` selects between at most 2 cases, "
+                        f"got {len(cases)}; use an integer `which`.")
+    dtype = check_same_dtypes("select_n", *cases)
+    shape = broadcast_shapes("select_n", which.shape, *(c.shape for c in cases))
+    return ShapedArray(shape, dtype)
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    case_ts = tangents[1:]
+    if all(type(t) is Zero for t in case_ts):
+        return out, Zero(ad.tangent_aval(get_aval(out)))
+    return out, select_n_p.bind(which, *[instantiate_zeros(t) for t in case_ts])
+
+
+def _select_n_transpose(ct, which, *cases):
+    if is_undefined_primal(which):
+        raise TypeError("select_n is not linear in its predicate `which`")
+    zeros = _zeros(ct)
+    cts = [None]
+    for i, case in enumerate(cases):
+        if not is_undefined_primal(case):
+            cts.append(None)
+            continue
+        picked = select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
+        cts.append(unbroadcast(picked, case.aval))
+    return cts
+
+
+select_n_p = Primitive("select_n")
+select_n_p.def_impl(_rule_checked(_select_n_rule, _select_n_impl))
+select_n_p.def_abstract_eval(_select_n_rule)
+select_n_p.jvp = _select_n_jvp
+select_n_p.transpose = _select_n_transpose
+select_n_p.linear = True
+batching.broadcasting_batcher(select_n_p)
+def_lowering(select_n_p, _select_n_lowering)
+
+
+def select_n(which, *cases):
+    """``cases[which]`` elementwise (``which``: bool for 2 cases, or int).
+    As JAX: ``select_n(pred, on_false, on_true)``."""
+    which = _operand(which)
+    return select_n_p.bind(which, *_operands(*cases))
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` else ``on_false`` (``jax.lax.select``)."""
+    return select_n(pred, on_false, on_true)
+
+
+clamp_p = _nary("clamp", lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi),
+                "np.minimum(np.maximum({1}, {0}), {2})", ANY)
+
+
+def _and(a, b):
+    return bitwise_and(a, b)
+
+
+# JAX's rule: x gets the tangent strictly inside (min, max); min where it is
+# above x (and below max); max where it is below x.  At ties nobody does.
+defjvp(clamp_p,
+       lambda g, lo, x, hi: select_n(_and(gt(lo, x), lt(lo, hi)),
+                                     _zeros(_brcast(g, x, hi)), _brcast(g, x, hi)),
+       lambda g, lo, x, hi: select_n(_and(gt(x, lo), lt(x, hi)),
+                                     _zeros(_brcast(g, lo, hi)), _brcast(g, lo, hi)),
+       lambda g, lo, x, hi: select_n(lt(hi, x), _zeros(_brcast(g, lo, x)), _brcast(g, lo, x)))
+
+
+def clamp(min, x, max):  # noqa: A002 (JAX's argument names)
+    """``x`` limited to ``[min, max]`` (JAX's argument order)."""
+    # Python-scalar bounds take the operand's dtype
+    like = next((v for v in (x, min, max) if not _is_python_scalar(v)), None)
+    return clamp_p.bind(*[as_operand(v, like=like) if _is_python_scalar(v) else as_operand(v)
+                          for v in (min, x, max)])
+
+
+# ----------------------------------------------------------------------------
+# convert_element_type, bitcast_convert_type
+# ----------------------------------------------------------------------------
+
+def _convert_impl(x, new_dtype):
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.asarray(x).astype(new_dtype, copy=False)
+
+
+def _convert_shape(x, new_dtype):
+    return ShapedArray(x.shape, new_dtype)
+
+
+def _convert_jvp(primals, tangents, new_dtype):
+    (x,), (t,) = primals, tangents
+    ans = convert_element_type_p.bind(x, new_dtype=new_dtype)
+    if type(t) is Zero or not np.issubdtype(new_dtype, np.inexact):
+        return ans, Zero(ad.tangent_aval(get_aval(ans)))
+    return ans, convert_element_type_p.bind(t, new_dtype=new_dtype)
+
+
+def _convert_transpose(ct, x, new_dtype):
+    old = x.aval.dtype
+    if np.issubdtype(new_dtype, np.complexfloating) and not np.issubdtype(old, np.complexfloating):
+        ct = real(ct)          # real -> complex embeds; its transpose takes the real part
+    return [convert_element_type_p.bind(ct, new_dtype=old)]
+
+
+convert_element_type_p = Primitive("convert_element_type")
+convert_element_type_p.def_impl(_convert_impl)
+convert_element_type_p.def_abstract_eval(_convert_shape)
+convert_element_type_p.jvp = _convert_jvp
+convert_element_type_p.transpose = _convert_transpose
+convert_element_type_p.linear = True
+batching.vectorized_batcher(convert_element_type_p)
+def_lowering(convert_element_type_p,
+             lambda a, new_dtype: f"np.asarray({a[0]}).astype(np.{new_dtype.name})")
+
+
+def convert_element_type(operand, new_dtype):
+    operand = as_operand(operand)
+    new_dtype = np.dtype(new_dtype)
+    if get_aval(operand).dtype == new_dtype:
+        return operand
+    return convert_element_type_p.bind(operand, new_dtype=new_dtype)
+
+
+def _bitcast_shape(x, new_dtype):
+    old, new = x.dtype.itemsize, new_dtype.itemsize
+    if old == new:
+        return ShapedArray(x.shape, new_dtype)
+    if old > new:
+        return ShapedArray(x.shape + (old // new,), new_dtype)
+    if not x.shape or x.shape[-1] != new // old:
+        raise TypeError(f"lax.bitcast_convert_type: {x.dtype.name} -> {new_dtype.name} "
+                        f"needs a last dimension of size {new // old}, got shape {x.shape}")
+    return ShapedArray(x.shape[:-1], new_dtype)
+
+
+def _bitcast_impl(x, new_dtype):
+    x = np.asarray(x)
+    # ravel: a contiguous 1-d view (or copy), whose dtype can change size
+    return np.ravel(x).view(new_dtype).reshape(_bitcast_shape(get_aval(x), new_dtype).shape)
+
+
+def _bitcast_batch(axis_size, vals, dims, new_dtype):
+    x = batching.moveaxis(vals[0], dims[0], 0)   # the last axis may change size
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), 0
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+bitcast_convert_type_p.def_impl(_rule_checked(_bitcast_shape, _bitcast_impl))
+bitcast_convert_type_p.def_abstract_eval(_bitcast_shape)
+defjvp_zero(bitcast_convert_type_p)
+bitcast_convert_type_p.batch = _bitcast_batch
+def_lowering(bitcast_convert_type_p, lambda a, new_dtype: (
+    f"(lambda x: np.ravel(x).view(np.{new_dtype.name}).reshape("
+    f"x.shape + (x.dtype.itemsize // {new_dtype.itemsize},) if x.dtype.itemsize > "
+    f"{new_dtype.itemsize} else x.shape[:-1] if x.dtype.itemsize < {new_dtype.itemsize} "
+    f"else x.shape))(np.asarray({a[0]}))"))
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """Reinterpret the bits of ``operand`` as ``new_dtype`` (no conversion).
+    A narrower type adds a trailing dimension, a wider one consumes it."""
+    return bitcast_convert_type_p.bind(_operand(operand), new_dtype=np.dtype(new_dtype))
+
+
+# ----------------------------------------------------------------------------
+# iota, zeros_like_array, stop_gradient
+# ----------------------------------------------------------------------------
+
+def _iota_impl(*, dtype, shape, dimension):
+    line = np.arange(shape[dimension], dtype=dtype)
+    expanded = [1] * len(shape)
+    expanded[dimension] = shape[dimension]
+    return np.broadcast_to(line.reshape(expanded), shape)
+
+
+def _iota_rule(*, dtype, shape, dimension):
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"lax.broadcasted_iota: dimension {dimension} is out of range "
+                         f"for shape {shape}")
+    if not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.inexact)):
+        raise TypeError(f"lax.iota: dtype must be numeric, got {np.dtype(dtype).name}")
+    return ShapedArray(shape, dtype)
+
+
+def _iota_lowering(args, dtype, shape, dimension):
+    expanded = tuple(n if i == dimension else 1 for i, n in enumerate(shape))
+    return (f"np.broadcast_to(np.arange({shape[dimension]}, dtype=np.{dtype.name})"
+            f".reshape({expanded}), {shape}).copy()")
+
+
+iota_p = Primitive("iota")
+iota_p.def_impl(_iota_impl)
+iota_p.def_abstract_eval(_iota_rule)
+defjvp_zero(iota_p)
+# iota has no operands, so vmap never maps it; the rule exists for completeness
+iota_p.batch = lambda axis_size, vals, dims, **params: (iota_p.bind(**params), None)
+def_lowering(iota_p, _iota_lowering)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    """An array of ``shape`` counting 0, 1, ... along ``dimension``."""
+    shape = tuple(int(n) for n in shape)
+    dimension = int(dimension)
+    if dimension < 0:
+        dimension += len(shape)
+    return iota_p.bind(dtype=np.dtype(dtype), shape=shape, dimension=dimension)
+
+
+def iota(dtype, size):
+    """``[0, 1, ..., size - 1]`` of ``dtype``."""
+    return broadcasted_iota(dtype, (int(size),), 0)
+
+
+def zeros_like_array(x):
+    """Zeros with the shape and dtype of ``x``."""
+    return _structural().full_like(x, 0)
+
+
+stop_gradient_p = _unary("stop_gradient", lambda x: x, "{0}", ANY)
+defjvp_zero(stop_gradient_p)
+
+
+def stop_gradient(x):
+    """``x`` with a zero derivative (applied to every leaf of a pytree)."""
+    from fungrad.tree_util import tree_map
+    return tree_map(lambda leaf: stop_gradient_p.bind(as_operand(leaf)), x)

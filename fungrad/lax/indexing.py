@@ -1,0 +1,1233 @@
+"""Indexing primitives: gather and scatter in NumPy's terms, dynamic slices.
+
+**Our gather/scatter are not XLA's.**  JAX's ``lax.gather``/``lax.scatter``
+take ``GatherDimensionNumbers``/``ScatterDimensionNumbers`` (XLA's general
+window gather).  fungrad targets NumPy, so its gather *is* NumPy indexing:
+
+    lax.gather(x, (slice(None), i, None, 2))       ==  x[:, i, None, 2]
+    lax.scatter_add(x, (i, j), u)                  ==  np.add.at(x.copy(), (i, j), u)
+
+The index is a NumPy index tuple of Python ints, slices (static bounds),
+``None``, ``Ellipsis`` and integer arrays (or traced integer arrays); the
+result follows NumPy's advanced-indexing rules exactly, including where the
+advanced-index dimensions land when slices separate them.  The primitives
+record the index statically as an *indexer* (a hashable tuple with one entry
+per index item) and take the integer arrays as operands:
+
+    ("int", i)                  a static integer, 0 <= i < size
+    ("slice", start, stop, step) a slice with normalised bounds (stop None:
+                                 "past the front" for a negative step)
+    ("array", k)                the k-th integer-array operand
+    ("none",)                   ``np.newaxis``
+
+Out-of-bounds indices, as JAX: negative array indices wrap once (``-1`` is the
+last element); then gather *clamps* into range (``mode="clip"``, the default)
+or returns ``fill_value`` (``mode="fill"``, NaN for floats by default), and
+scatters *drop* out-of-bounds updates (``mode="drop"``, the default) or clamp
+them (``mode="clip"``).  Static integer entries out of bounds raise IndexError
+at trace time (JAX would clamp them silently; a static out-of-bounds index is
+always a bug).
+
+Scatter updates must have exactly the shape of ``x[index]``; the public
+functions broadcast them first (NumPy assignment semantics).  Repeated
+indices accumulate in scatter_add/mul/min/max (``np.ufunc.at`` semantics); in
+``scatter`` (set) one of the duplicates wins and only that update receives a
+cotangent.
+
+Derivatives: gather is linear in the operand (transpose: scatter_add into
+zeros); scatter_add is linear in operand and updates (transpose: the
+cotangent and a gather of it); scatter (set) is linear in both, its update
+cotangent masked to the winning updates; scatter_mul is linear in the
+operand, and differentiable in the updates when indices are unique (as JAX);
+scatter_min/max split the tangent equally among tied winners, like
+``max``/``min``.  Batching adds the batch axis as one more index (a slice, or
+an ``arange`` array when indices are batched), never a Python loop.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
+from fungrad.interpreters import batching
+from fungrad.interpreters.ad import (Zero, instantiate_zeros, is_undefined_primal,
+                                     defjvp_zero, tangent_aval)
+from fungrad.lax.utils import def_lowering, as_operand
+from fungrad.lax import structural
+
+__all__ = [
+    "gather", "scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min",
+    "scatter_max", "dynamic_slice", "dynamic_update_slice", "dynamic_index_in_dim",
+    "dynamic_slice_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
+    "index_in_dim", "slice_in_dim",
+    "gather_p", "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p",
+    "scatter_max_p", "dynamic_slice_p", "dynamic_update_slice_p",
+]
+
+_SLICE_ALL = ("slice", 0, None, 1)   # stop None with step 1 never occurs otherwise
+
+
+# ----------------------------------------------------------------------------
+# Indexers: the static description of a NumPy index tuple
+# ----------------------------------------------------------------------------
+
+def _is_int_array_value(x) -> bool:
+    return np.issubdtype(get_aval(x).dtype, np.integer)
+
+
+def build_indexer(shape, index, who="indexing"):
+    """``(indexer, arrays)`` for the NumPy index ``index`` of an array of ``shape``.
+
+    ``index`` may contain ints, slices, None, one Ellipsis and integer arrays
+    or tracers (boolean masks must be converted with ``nonzero`` first).
+    """
+    items = index if isinstance(index, tuple) else (index,)
+    n_ellipsis = sum(1 for it in items if it is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError(f"{who}: an index can only have a single ellipsis ('...'), got {index!r}")
+    consuming = sum(1 for it in items if it is not None and it is not Ellipsis)
+    if consuming > len(shape):
+        raise IndexError(f"{who}: too many indices for an array of shape {shape}: "
+                         f"{consuming} were indexed")
+    indexer, arrays, dim = [], [], 0
+    for it in items:
+        if it is Ellipsis:
+            for _ in range(len(shape) - consuming):
+                indexer.append(_SLICE_ALL)
+                dim += 1
+        elif it is None:
+            indexer.append(("none",))
+        elif isinstance(it, slice):
+            indexer.append(_normalize_slice(it, shape[dim], who))
+            dim += 1
+        elif _is_static_int(it):
+            indexer.append(("int", _normalize_int(int(it), shape[dim], dim, who)))
+            dim += 1
+        else:
+            if not _is_int_array_value(it):
+                raise IndexError(f"{who}: index arrays must be integers, got "
+                                 f"{get_aval(it).dtype.name} (turn a boolean mask into "
+                                 "integer arrays with fungrad.numpy.nonzero first)")
+            indexer.append(("array", len(arrays)))
+            arrays.append(it if isinstance(it, (Tracer, np.ndarray)) else np.asarray(it))
+            dim += 1
+    indexer.extend([_SLICE_ALL] * (len(shape) - dim))
+    return tuple(indexer), arrays
+
+
+def _is_static_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _normalize_int(i, size, dim, who):
+    if not -size <= i < size:
+        raise IndexError(f"{who}: index {i} is out of bounds for axis {dim} with size {size}")
+    return i % size
+
+
+def _normalize_slice(s, size, who):
+    for part in (s.start, s.stop, s.step):
+        if part is not None and not _is_static_int(part):
+            raise IndexError(
+                f"{who}: slice bounds must be static integers or None, got {s!r}. "
+                "For a traced start use lax.dynamic_slice (a traced size is "
+                "impossible: shapes must be static).")
+    if s.step == 0:
+        raise ValueError(f"{who}: slice step cannot be zero")
+    start, stop, step = s.indices(size)
+    return ("slice", start, None if stop < 0 else stop, step)
+
+
+def _slice_length(entry, size=None):
+    _, start, stop, step = entry
+    if entry == _SLICE_ALL:
+        return size
+    return len(range(start, -1 if stop is None else stop, step))
+
+
+def _as_py_slice(entry):
+    _, start, stop, step = entry
+    return slice(None) if entry == _SLICE_ALL else slice(start, stop, step)
+
+
+def _array_dims(indexer):
+    """Operand dimension indexed by each array operand, in operand order."""
+    dims, dim = {}, 0
+    for e in indexer:
+        if e[0] == "array":
+            dims[e[1]] = dim
+        if e[0] != "none":
+            dim += 1
+    return [dims[k] for k in range(len(dims))]
+
+
+def output_layout(indexer, index_shapes, operand_shape):
+    """The origin of each output dimension and the output shape of ``x[indexer]``.
+
+    An origin is ``("adv", j)`` (j-th dim of the broadcast advanced indices) or
+    ``("basic", p)`` (the slice or None at position p of the indexer).  NumPy's
+    rule: advanced indices (arrays, and ints when arrays are present) that are
+    next to each other put their dims where they stand; separated ones (by a
+    slice or None) put them first.
+    """
+    has_arrays = any(e[0] == "array" for e in indexer)
+    adv_pos = [p for p, e in enumerate(indexer)
+               if e[0] == "array" or (has_arrays and e[0] == "int")]
+    adv_shape = tuple(np.broadcast_shapes(*index_shapes)) if has_arrays else ()
+    adv = [(("adv", j), n) for j, n in enumerate(adv_shape)]
+    basic, dim = [], 0
+    for p, e in enumerate(indexer):
+        if e[0] == "slice":
+            basic.append((p, (("basic", p), _slice_length(e, operand_shape[dim]))))
+        elif e[0] == "none":
+            basic.append((p, (("basic", p), 1)))
+        if e[0] != "none":
+            dim += 1
+    if not adv_pos:
+        dims = [d for _, d in basic]
+    elif adv_pos[-1] - adv_pos[0] + 1 == len(adv_pos):     # adjacent: in place
+        dims = ([d for p, d in basic if p < adv_pos[0]] + adv
+                + [d for p, d in basic if p > adv_pos[0]])
+    else:                                                   # separated: in front
+        dims = adv + [d for _, d in basic]
+    return [o for o, _ in dims], tuple(n for _, n in dims)
+
+
+def _check_indexer(who, operand, indexer, index_avals):
+    n_consuming = sum(1 for e in indexer if e[0] != "none")
+    if n_consuming != operand.ndim:
+        raise TypeError(f"{who}: the indexer {indexer} indexes {n_consuming} dimensions "
+                        f"but the operand has shape {operand.shape}")
+    for a in index_avals:
+        if not np.issubdtype(a.dtype, np.integer):
+            raise TypeError(f"{who}: index arrays must be integers, got {a.dtype.name}")
+    dim = 0
+    for e in indexer:
+        if e[0] == "int" and not 0 <= e[1] < operand.shape[dim]:
+            raise IndexError(f"{who}: index {e[1]} out of bounds for axis {dim} of "
+                             f"shape {operand.shape}")
+        dim += e[0] != "none"
+    try:
+        return output_layout(indexer, [a.shape for a in index_avals], operand.shape)
+    except ValueError:
+        raise IndexError(f"{who}: shape mismatch: index arrays of shapes "
+                         f"{[a.shape for a in index_avals]} could not be broadcast "
+                         "together") from None
+
+
+# ----------------------------------------------------------------------------
+# Index arithmetic shared by the NumPy implementations
+# ----------------------------------------------------------------------------
+
+def _wrapped(indices, shape, indexer):
+    """Index arrays with negative entries wrapped once (``-1`` -> ``size-1``)."""
+    out = []
+    for i, d in zip(indices, _array_dims(indexer)):
+        i = np.asarray(i)
+        out.append(np.where(i < 0, i + shape[d], i))
+    return out
+
+
+def _in_bounds(wrapped, shape, indexer):
+    """Per index array: which entries are inside their dimension."""
+    return [(w >= 0) & (w < shape[d]) for w, d in zip(wrapped, _array_dims(indexer))]
+
+
+def _numpy_index(indexer, arrays):
+    return tuple(arrays[e[1]] if e[0] == "array" else e[1] if e[0] == "int"
+                 else None if e[0] == "none" else _as_py_slice(e) for e in indexer)
+
+
+def _adv_mask_in_output(masks, indexer, index_shapes, operand_shape):
+    """The broadcast validity of the advanced indices, shaped to broadcast
+    against the output (advanced dims always form one block there)."""
+    layout, _ = output_layout(indexer, index_shapes, operand_shape)
+    valid = np.ones((), bool)
+    for m in masks:
+        valid = valid & m
+    adv_shape = tuple(np.broadcast_shapes(*index_shapes))
+    valid = np.broadcast_to(valid, adv_shape)
+    shape = [adv_shape[o[1]] if o[0] == "adv" else 1 for o in layout]
+    return valid.reshape(shape)
+
+
+def default_fill_value(dtype):
+    """JAX's fill for out-of-bounds gathers: NaN, the minimum int, or True."""
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.inexact):
+        return np.nan
+    if np.issubdtype(dtype, np.signedinteger):
+        return int(np.iinfo(dtype).min)
+    if np.issubdtype(dtype, np.unsignedinteger):
+        return int(np.iinfo(dtype).max)
+    return True
+
+
+def flat_positions(shape, indexer, indices, mode):
+    """Flat (C-order) operand positions of every element of ``x[indexer]``,
+    and for ``mode="drop"`` a mask of the in-bounds ones (else None).
+
+    Each operand dimension's coordinate is read off by indexing a zero-copy
+    broadcast ``arange`` view, so nothing operand-sized is allocated."""
+    wrapped = _wrapped(indices, shape, indexer)
+    drop = mode == "drop"
+    arr_dims = _array_dims(indexer)
+    ext = list(shape)
+    fixed = []
+    for w, d in zip(wrapped, arr_dims):
+        if drop:      # out-of-bounds entries point at an extra slot past the end
+            ext[d] = shape[d] + 1
+            fixed.append(np.where((w < 0) | (w >= shape[d]), shape[d], w))
+        else:
+            fixed.append(np.clip(w, 0, shape[d] - 1))
+    index = _numpy_index(indexer, fixed)
+    strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
+    positions, valid = np.zeros((), np.int64), None
+    for d, n in enumerate(ext):
+        axis = np.arange(n).reshape([n if k == d else 1 for k in range(len(ext))])
+        coord = np.broadcast_to(axis, ext)[index]
+        if drop and d in arr_dims:
+            ok = coord < shape[d]
+            valid = ok if valid is None else valid & ok
+            coord = np.minimum(coord, shape[d] - 1)
+        positions = positions + coord * strides[d]
+    return positions, valid
+
+
+# ----------------------------------------------------------------------------
+# gather: x[index]
+# ----------------------------------------------------------------------------
+
+def _gather_shape(operand, *indices, indexer, mode, fill_value):
+    if mode not in ("clip", "fill"):
+        raise ValueError(f"gather: mode must be 'clip' or 'fill', got {mode!r}")
+    _, shape = _check_indexer("gather", operand, indexer, indices)
+    return ShapedArray(shape, operand.dtype)
+
+
+def _gather_impl(operand, *indices, indexer, mode, fill_value):
+    operand = np.asarray(operand)
+    shape = operand.shape
+    dims = _array_dims(indexer)
+    wrapped = _wrapped(indices, shape, indexer)
+    fill = fill_value
+    if mode == "fill" and fill is None:
+        fill = default_fill_value(operand.dtype)
+    if any(shape[d] == 0 for d in dims):                   # nothing to gather from
+        _, out_shape = output_layout(indexer, [w.shape for w in wrapped], shape)
+        return np.full(out_shape, fill if mode == "fill" else 0, operand.dtype)
+    clipped = [np.minimum(np.maximum(w, 0), shape[d] - 1) for w, d in zip(wrapped, dims)]
+    out = operand[_numpy_index(indexer, clipped)]
+    if mode == "fill" and wrapped:
+        valid = _adv_mask_in_output(_in_bounds(wrapped, shape, indexer), indexer,
+                                    [w.shape for w in wrapped], shape)
+        out = np.where(valid, out, np.asarray(fill).astype(operand.dtype))
+    return out
+
+
+def _gather_jvp(primals, tangents, indexer, mode, fill_value):
+    operand, *indices = primals
+    out = gather_p.bind(operand, *indices, indexer=indexer, mode=mode, fill_value=fill_value)
+    t = tangents[0]
+    if type(t) is Zero:
+        return out, Zero(tangent_aval(get_aval(out)))
+    # filled positions do not depend on the operand: their tangent is 0
+    return out, gather_p.bind(t, *indices, indexer=indexer, mode=mode, fill_value=0)
+
+
+def _gather_transpose(ct, operand, *indices, indexer, mode, fill_value):
+    assert is_undefined_primal(operand) and not any(map(is_undefined_primal, indices))
+    zeros = structural.full(operand.aval.shape, 0, operand.aval.dtype)
+    ct_operand = scatter_add_p.bind(zeros, *indices, instantiate_zeros(ct), indexer=indexer,
+                                    mode="drop" if mode == "fill" else "clip",
+                                    unique_indices=False)
+    return [ct_operand] + [None] * len(indices)
+
+
+def _gather_batch(axis_size, vals, dims, indexer, mode, fill_value):
+    operand, *indices = vals
+    odim, *idims = dims
+    new = _batched_index(axis_size, operand, odim, indices, idims, indexer)
+    out = gather_p.bind(new.operand, *new.indices, indexer=new.indexer, mode=mode,
+                        fill_value=fill_value)
+    return _to_front(out, new), 0
+
+
+gather_p = Primitive("gather")
+gather_p.def_impl(_gather_impl)
+gather_p.def_abstract_eval(_gather_shape)
+gather_p.jvp = _gather_jvp
+gather_p.transpose = _gather_transpose
+gather_p.linear = True
+gather_p.batch = _gather_batch
+
+
+def gather(operand, index, *, mode=None, fill_value=None):
+    """``operand[index]`` with NumPy's semantics (see the module docstring;
+    this is *not* JAX's XLA-style ``lax.gather``).
+
+    mode: ``"clip"`` (default; also ``"promise_in_bounds"``) clamps
+    out-of-bounds array indices; ``"fill"`` (or ``"drop"``) returns
+    ``fill_value`` there (NaN for floats, the minimum for ints, by default).
+    """
+    operand = as_operand(operand)
+    indexer, arrays = build_indexer(get_aval(operand).shape, index, "lax.gather")
+    mode = _gather_mode(mode)
+    if fill_value is not None:
+        fill_value = np.asarray(fill_value).astype(get_aval(operand).dtype).item()
+    return structural.checked_bind(gather_p, operand, *arrays, indexer=indexer, mode=mode,
+                                   fill_value=fill_value)
+
+
+def _gather_mode(mode):
+    if mode in (None, "clip", "promise_in_bounds"):
+        return "clip"
+    if mode in ("fill", "drop"):
+        return "fill"
+    raise ValueError(f"gather: unknown mode {mode!r}; use 'clip', 'fill', 'drop' or "
+                     "'promise_in_bounds'")
+
+
+# ----------------------------------------------------------------------------
+# Batching: the batch axis becomes one more index
+# ----------------------------------------------------------------------------
+
+class _BatchedIndex:
+    """A batched operand and indices with an indexer that also indexes the
+    batch axis; ``to_new``/``from_new`` permute between the layout
+    ``(batch, per-example output dims...)`` and the layout the new indexer gives."""
+    __slots__ = ("operand", "indices", "indexer", "from_new", "to_new")
+
+
+def _shift_label(label, adv_shift):
+    kind, k = label
+    return (kind, k + 1) if kind == "basic" else (kind, k + adv_shift)
+
+
+def _batched_index(axis_size, operand, odim, indices, idims, indexer):
+    """Rewrite ``x[indexer]`` per example as one index of the batched operand.
+
+    Unbatched indices: the operand's batch axis is indexed by a leading full
+    slice.  Batched indices: every index array gets the batch axis in front,
+    and a batched operand is indexed by an ``arange(axis_size)`` array, so
+    example b reads only its own slice of the operand."""
+    per_op_shape = get_aval(operand).shape
+    if odim is not None:
+        per_op_shape = per_op_shape[:odim] + per_op_shape[odim + 1:]
+        operand = batching.moveaxis(operand, odim, 0)
+    per_shapes = [_unbatched_shape(i, d) for i, d in zip(indices, idims)]
+    per_layout, _ = output_layout(indexer, per_shapes, per_op_shape)
+    new = _BatchedIndex()
+    if all(d is None for d in idims):
+        assert odim is not None
+        new.indexer, new.indices = (_SLICE_ALL,) + indexer, list(indices)
+        batch_label, adv_shift = ("basic", 0), 0
+    else:
+        rank = max(len(s) for s in per_shapes)
+        new.indices = [i if d is None else _batch_first(i, d, rank) for i, d in zip(indices, idims)]
+        batch_label, adv_shift = ("adv", 0), 1
+        if odim is None:
+            new.indexer = indexer
+        else:
+            batch_index = np.arange(axis_size).reshape((axis_size,) + (1,) * rank)
+            new.indexer = (("array", len(indices)),) + indexer
+            new.indices.append(batch_index)
+    if odim is None:
+        # the basic labels of an unchanged indexer keep their positions
+        per_layout_new = [(k, p) if k == "basic" else (k, p + adv_shift) for k, p in per_layout]
+    else:
+        per_layout_new = [_shift_label(l, adv_shift) for l in per_layout]
+    new.operand = operand
+    new_layout, _ = output_layout(new.indexer, [get_aval(i).shape for i in new.indices],
+                                  get_aval(operand).shape)
+    target = [batch_label] + per_layout_new
+    new.from_new = tuple(new_layout.index(t) for t in target)
+    new.to_new = tuple(target.index(t) for t in new_layout)
+    return new
+
+
+def _unbatched_shape(x, d):
+    shape = get_aval(x).shape
+    return shape if d is None else shape[:d] + shape[d + 1:]
+
+
+def _batch_first(x, d, rank):
+    """A batched index array as ``(B, 1, ..., 1, *shape)`` of rank ``rank + 1``."""
+    x = batching.moveaxis(x, d, 0)
+    shape = get_aval(x).shape
+    return structural.reshape(x, shape[:1] + (1,) * (rank + 1 - len(shape)) + shape[1:])
+
+
+def _to_front(out, new):
+    return structural.transpose(out, new.from_new)
+
+
+# ----------------------------------------------------------------------------
+# scatters: x[index] = u, x[index] += u (np.add.at), *=, min, max
+# ----------------------------------------------------------------------------
+
+def _scatter_shape_rule(name):
+    def rule(operand, *args, indexer, mode, unique_indices):
+        *indices, updates = args
+        if mode not in ("clip", "drop"):
+            raise ValueError(f"{name}: mode must be 'clip' or 'drop', got {mode!r}")
+        _, shape = _check_indexer(name, operand, indexer, indices)
+        if updates.shape != shape:
+            raise TypeError(f"{name}: updates of shape {updates.shape} do not match the "
+                            f"shape {shape} of the indexed operand (broadcast them first)")
+        if updates.dtype != operand.dtype and not updates.weak_type:
+            raise TypeError(f"{name}: updates dtype {updates.dtype.name} differs from the "
+                            f"operand dtype {operand.dtype.name}; convert the updates")
+        return ShapedArray(operand.shape, operand.dtype)
+    return rule
+
+
+def _scatter_impl_for(ufunc):
+    """NumPy impl: ``ufunc.at`` (or assignment) at the flat operand positions."""
+    def impl(operand, *args, indexer, mode, unique_indices):
+        *indices, updates = args
+        out = np.array(operand, copy=True, order="C")   # C order: reshape(-1) is a view
+        if out.size == 0:
+            return out
+        positions, valid = flat_positions(out.shape, indexer, indices, mode)
+        updates = np.broadcast_to(np.asarray(updates, out.dtype), positions.shape)
+        if valid is not None:
+            valid = np.broadcast_to(valid, positions.shape)
+            positions, updates = positions[valid], updates[valid]
+        flat = out.reshape(-1)
+        if ufunc is None:
+            flat[positions] = updates
+        else:
+            ufunc.at(flat, positions, updates)
+        return out
+    return impl
+
+
+def _scatter_batch_for(prim):
+    def rule(axis_size, vals, dims, indexer, **params):
+        operand, *indices, updates = vals
+        odim, *idims, udim = dims
+        operand = batching.bdim_at_front(operand, odim, axis_size)
+        new = _batched_index(axis_size, operand, 0, indices, idims, indexer)
+        updates = batching.bdim_at_front(updates, udim, axis_size)
+        updates = structural.transpose(updates, new.to_new)
+        return prim.bind(new.operand, *new.indices, updates, indexer=new.indexer, **params), 0
+    prim.batch = rule
+
+
+def _gather_like(ct, indices, indexer, mode):
+    """``ct[index]`` as the scatter with this ``mode`` addressed it (dropped
+    updates read 0)."""
+    return gather_p.bind(ct, *indices, indexer=indexer,
+                         mode="fill" if mode == "drop" else "clip", fill_value=0)
+
+
+def _zeros(aval):
+    return structural.full(aval.shape, 0, aval.dtype)
+
+
+def _define_scatter(name, ufunc):
+    p = Primitive(name)
+    p.def_impl(_scatter_impl_for(ufunc))
+    p.def_abstract_eval(_scatter_shape_rule(name))
+    _scatter_batch_for(p)
+    return p
+
+
+# --- scatter_add: linear in the operand and the updates together ------------------
+
+scatter_add_p = _define_scatter("scatter_add", np.add)
+
+
+def _scatter_add_jvp(primals, tangents, **params):
+    operand, *indices, updates = primals
+    out = scatter_add_p.bind(*primals, **params)
+    t_op, t_upd = tangents[0], tangents[-1]
+    if type(t_op) is Zero and type(t_upd) is Zero:
+        return out, Zero(tangent_aval(get_aval(out)))
+    return out, scatter_add_p.bind(instantiate_zeros(t_op), *indices,
+                                   instantiate_zeros(t_upd), **params)
+
+
+def _scatter_add_transpose(ct, operand, *args, indexer, mode, unique_indices):
+    *indices, updates = args
+    ct_op = ct if is_undefined_primal(operand) else None
+    ct_upd = (_gather_like(ct, indices, indexer, mode)
+              if is_undefined_primal(updates) else None)
+    return [ct_op] + [None] * len(indices) + [ct_upd]
+
+
+scatter_add_p.jvp = _scatter_add_jvp
+scatter_add_p.transpose = _scatter_add_transpose
+scatter_add_p.linear = True
+
+
+# --- scatter (set): linear too; only the winning duplicate gets a cotangent ------
+
+scatter_p = _define_scatter("scatter", None)
+
+
+def _scatter_jvp(primals, tangents, **params):
+    operand, *indices, updates = primals
+    out = scatter_p.bind(*primals, **params)
+    t_op, t_upd = tangents[0], tangents[-1]
+    if type(t_op) is Zero and type(t_upd) is Zero:
+        return out, Zero(tangent_aval(get_aval(out)))
+    return out, scatter_p.bind(instantiate_zeros(t_op), *indices,
+                               instantiate_zeros(t_upd), **params)
+
+
+def _winning_updates(operand_shape, indices, updates_shape, indexer, mode):
+    """1 where an update is the one that landed (duplicates: one wins), else 0.
+
+    Each update scatters its own id; reading the ids back shows who won."""
+    from fungrad import lax
+    ids = np.arange(1, int(np.prod(updates_shape, dtype=np.int64)) + 1).reshape(updates_shape)
+    landed = scatter_p.bind(np.zeros(operand_shape, ids.dtype), *indices, ids,
+                            indexer=indexer, mode=mode, unique_indices=False)
+    return lax.eq(_gather_like(landed, indices, indexer, mode), ids)
+
+
+def _scatter_transpose(ct, operand, *args, indexer, mode, unique_indices):
+    from fungrad import lax
+    *indices, updates = args
+    params = dict(indexer=indexer, mode=mode, unique_indices=unique_indices)
+    ct_op = ct_upd = None
+    if is_undefined_primal(operand):
+        ct_op = scatter_p.bind(ct, *indices, _zeros(updates.aval), **params)
+    if is_undefined_primal(updates):
+        ct_upd = _gather_like(ct, indices, indexer, mode)
+        if not unique_indices:
+            won = _winning_updates(operand.aval.shape, indices, updates.aval.shape, indexer, mode)
+            ct_upd = lax.mul(ct_upd, lax.convert_element_type(won, updates.aval.dtype))
+    return [ct_op] + [None] * len(indices) + [ct_upd]
+
+
+scatter_p.jvp = _scatter_jvp
+scatter_p.transpose = _scatter_transpose
+scatter_p.linear = True
+
+
+# --- scatter_mul: linear in the operand; in the updates for unique indices --------
+
+scatter_mul_p = _define_scatter("scatter_mul", np.multiply)
+
+
+def _indices_unique(operand_shape, indices, indexer, mode) -> bool:
+    """Whether the (concrete) indices address distinct operand elements."""
+    if any(isinstance(i, Tracer) for i in indices):
+        return False
+    if int(np.prod(operand_shape, dtype=np.int64)) == 0:
+        return True
+    positions, valid = flat_positions(operand_shape, indexer, indices, mode)
+    if valid is not None:
+        positions = positions[np.broadcast_to(valid, positions.shape)]
+    return np.unique(positions).size == np.size(positions)
+
+
+def _scatter_mul_jvp(primals, tangents, indexer, mode, unique_indices):
+    from fungrad import lax
+    operand, *indices, updates = primals
+    params = dict(indexer=indexer, mode=mode, unique_indices=unique_indices)
+    out = scatter_mul_p.bind(*primals, **params)
+    t_op, t_upd = tangents[0], tangents[-1]
+    parts = []
+    if type(t_op) is not Zero:
+        parts.append(scatter_mul_p.bind(t_op, *indices, updates, **params))
+    if type(t_upd) is not Zero:
+        if not (unique_indices or _indices_unique(get_aval(operand).shape, indices, indexer, mode)):
+            raise NotImplementedError(
+                "scatter_mul (x.at[idx].multiply/divide) is differentiable with respect "
+                "to the updates only when the indices are unique, as in JAX; if they "
+                "are (and are traced, so this cannot be checked), pass "
+                "unique_indices=True")
+        zeros = structural.full(get_aval(operand).shape, 0, get_aval(t_upd).dtype)
+        spread = scatter_add_p.bind(zeros, *indices, t_upd, **params)
+        parts.append(lax.mul(operand, spread))
+    if not parts:
+        return out, Zero(tangent_aval(get_aval(out)))
+    return out, parts[0] if len(parts) == 1 else lax.add(*parts)
+
+
+def _scatter_mul_transpose(ct, operand, *args, indexer, mode, unique_indices):
+    *indices, updates = args
+    if is_undefined_primal(updates):
+        raise TypeError("scatter_mul is linear only in its operand, not its updates")
+    ct_op = scatter_mul_p.bind(ct, *indices, updates, indexer=indexer, mode=mode,
+                               unique_indices=unique_indices)
+    return [ct_op] + [None] * (len(indices) + 1)
+
+
+scatter_mul_p.jvp = _scatter_mul_jvp
+scatter_mul_p.transpose = _scatter_mul_transpose
+scatter_mul_p.linear = True
+
+
+# --- scatter_min / scatter_max: the tangent of a tie is the mean of the winners ----
+
+def _scatter_extremal_jvp(prim):
+    def jvp(primals, tangents, **params):
+        from fungrad import lax
+        operand, *indices, updates = primals
+        out = prim.bind(*primals, **params)
+        t_op, t_upd = tangents[0], tangents[-1]
+        if type(t_op) is Zero and type(t_upd) is Zero:
+            return out, Zero(tangent_aval(get_aval(out)))
+        dtype = get_aval(out).dtype
+        as_float = lambda m: lax.convert_element_type(m, dtype)
+        won_upd = as_float(lax.eq(updates, _gather_like(out, indices, params["indexer"],
+                                                         params["mode"])))
+        won_op = as_float(lax.eq(operand, out))
+        zeros = structural.full(get_aval(out).shape, 0, dtype)
+        count = lax.add(won_op, scatter_add_p.bind(zeros, *indices, won_upd, **params))
+        total = lax.add(lax.mul(won_op, instantiate_zeros(t_op)),
+                        scatter_add_p.bind(zeros, *indices,
+                                           lax.mul(won_upd, instantiate_zeros(t_upd)), **params))
+        return out, lax.div(total, count)
+    prim.jvp = jvp
+
+
+scatter_min_p = _define_scatter("scatter_min", np.minimum)
+scatter_max_p = _define_scatter("scatter_max", np.maximum)
+_scatter_extremal_jvp(scatter_min_p)
+_scatter_extremal_jvp(scatter_max_p)
+
+
+# --- public scatter functions -------------------------------------------------------
+
+def _scatter_mode(mode):
+    if mode in (None, "drop", "fill", "promise_in_bounds"):
+        return "drop"
+    if mode == "clip":
+        return "clip"
+    raise ValueError(f"scatter: unknown mode {mode!r}; use 'drop', 'clip', 'fill' or "
+                     "'promise_in_bounds'")
+
+
+def _broadcast_updates(updates, shape, who):
+    """Broadcast ``updates`` to ``shape`` as NumPy assignment does (leading
+    size-1 dimensions of the updates may be dropped)."""
+    ushape = get_aval(updates).shape
+    while len(ushape) > len(shape) and ushape[0] == 1:
+        ushape = ushape[1:]
+    try:
+        if np.broadcast_shapes(ushape, shape) != tuple(shape):
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"{who}: updates of shape {get_aval(updates).shape} cannot be "
+                         f"broadcast to the indexed shape {tuple(shape)}") from None
+    updates = structural.reshape(updates, ushape)
+    lead = len(shape) - len(ushape)
+    return structural.broadcast_in_dim(updates, tuple(shape),
+                                       tuple(range(lead, len(shape))))
+
+
+def _scatter_public(prim, who):
+    def fn(operand, index, updates, *, mode=None, unique_indices=False):
+        from fungrad import lax
+        operand = as_operand(operand)
+        aval = get_aval(operand)
+        indexer, arrays = build_indexer(aval.shape, index, f"lax.{who}")
+        _, shape = output_layout(indexer, [get_aval(a).shape for a in arrays], aval.shape)
+        updates = as_operand(updates, like=operand)
+        if get_aval(updates).dtype != aval.dtype:
+            updates = lax.convert_element_type(updates, aval.dtype)
+        updates = _broadcast_updates(updates, shape, f"lax.{who}")
+        return structural.checked_bind(prim, operand, *arrays, updates, indexer=indexer,
+                                       mode=_scatter_mode(mode),
+                                       unique_indices=bool(unique_indices))
+    fn.__name__ = who
+    fn.__doc__ = (f"``{who}`` at the NumPy index ``index`` (see the module docstring; "
+                  "not JAX's XLA-style signature). Updates broadcast to ``x[index]``; "
+                  "mode: 'drop' (default) drops out-of-bounds updates, 'clip' clamps.")
+    return fn
+
+
+scatter = _scatter_public(scatter_p, "scatter")
+scatter_add = _scatter_public(scatter_add_p, "scatter_add")
+scatter_mul = _scatter_public(scatter_mul_p, "scatter_mul")
+scatter_min = _scatter_public(scatter_min_p, "scatter_min")
+scatter_max = _scatter_public(scatter_max_p, "scatter_max")
+
+
+def scatter_sub(operand, index, updates, *, mode=None, unique_indices=False):
+    """``x[index] -= updates`` (a scatter_add of the negated updates)."""
+    from fungrad import lax
+    return scatter_add(operand, index, lax.neg(as_operand(updates, like=operand)),
+                       mode=mode, unique_indices=unique_indices)
+
+
+# ----------------------------------------------------------------------------
+# dynamic_slice / dynamic_update_slice: traced start indices, static sizes
+# ----------------------------------------------------------------------------
+# As JAX: a negative start counts from the end (when allowed), then the start
+# is clamped so that the whole window fits inside the operand.
+
+def _clamped_starts(starts, shape, sizes, allow_negative):
+    out = []
+    for s, n, k, neg in zip(starts, shape, sizes, allow_negative):
+        s = int(s)
+        s = s + n if neg and s < 0 else s
+        out.append(min(max(s, 0), n - k))
+    return out
+
+
+def _traced_clamped_starts(starts, shape, sizes, allow_negative):
+    """The same clamping for traced (e.g. batched) starts, as one gather each:
+    gather itself wraps a negative index once and clamps into [0, n), so
+    reading the table ``min(arange(n), n - k)`` at ``s`` gives the start."""
+    out = []
+    for s, n, k in zip(starts, shape, sizes):
+        dt = get_aval(s).dtype
+        if not isinstance(s, Tracer):       # known values: clamp right away
+            out.append(np.asarray(_clamped_starts_array(np.asarray(s), n, k)).astype(dt))
+            continue
+        table = np.minimum(np.arange(n), n - k).astype(dt)
+        out.append(gather_p.bind(table, s, indexer=(("array", 0),), mode="clip",
+                                 fill_value=None))
+    return out
+
+
+def _clamped_starts_array(s, n, k):
+    s = np.where(s < 0, s + n, s)
+    return np.clip(s, 0, n - k)
+
+
+def _check_starts(who, operand, starts, sizes):
+    if len(starts) != operand.ndim or len(sizes) != operand.ndim:
+        raise TypeError(f"{who}: an operand of shape {operand.shape} needs {operand.ndim} "
+                        f"start indices and sizes, got {len(starts)} and {len(sizes)}")
+    for s in starts:
+        if s.ndim != 0 or not np.issubdtype(s.dtype, np.integer):
+            raise TypeError(f"{who}: start indices must be integer scalars, got "
+                            f"{s.str_short()}")
+    for n, k in zip(operand.shape, sizes):
+        if not 0 <= k <= n:
+            raise TypeError(f"{who}: slice sizes {tuple(sizes)} must be within the operand "
+                            f"shape {operand.shape}")
+
+
+def _window_indices(starts, sizes, batched, axis_size):
+    """Index arrays ``start_d + arange(size_d)`` laid out for one all-array
+    gather/scatter; batched starts have shape (B,) and lead the result."""
+    from fungrad import lax
+    nd, arrays = len(sizes), []
+    for d, (s, k) in enumerate(zip(starts, sizes)):
+        ramp = np.arange(k).reshape([k if j == d else 1 for j in range(nd)])
+        if batched[d]:
+            s = structural.reshape(s, (axis_size,) + (1,) * nd)
+            ramp = ramp.astype(get_aval(s).dtype)[None]
+        else:
+            ramp = ramp.astype(get_aval(s).dtype)
+        arrays.append(lax.add(s, ramp))
+    return arrays
+
+
+def _ds_starts_batched(axis_size, operand, odim, starts, sdims, sizes, allow_negative):
+    """(operand with batch first, index arrays, indexer) for a batched window."""
+    shape = _unbatched_shape(operand, odim)
+    starts = [s if d is None else batching.moveaxis(s, d, 0) for s, d in zip(starts, sdims)]
+    starts = _traced_clamped_starts(starts, shape, sizes, allow_negative)
+    arrays = _window_indices(starts, sizes, [d is not None for d in sdims], axis_size)
+    if odim is not None:
+        operand = batching.moveaxis(operand, odim, 0)
+        arrays = [np.arange(axis_size).reshape((axis_size,) + (1,) * len(sizes))] + arrays
+    indexer = tuple(("array", k) for k in range(len(arrays)))
+    return operand, arrays, indexer
+
+
+# --- dynamic_slice ---------------------------------------------------------------
+
+def _dynamic_slice_shape(operand, *starts, slice_sizes, allow_negative):
+    _check_starts("lax.dynamic_slice", operand, starts, slice_sizes)
+    return ShapedArray(slice_sizes, operand.dtype)
+
+
+def _dynamic_slice_impl(operand, *starts, slice_sizes, allow_negative):
+    starts = _clamped_starts(starts, np.shape(operand), slice_sizes, allow_negative)
+    return np.asarray(operand)[tuple(slice(s, s + k) for s, k in zip(starts, slice_sizes))]
+
+
+def _dynamic_slice_jvp(primals, tangents, **params):
+    out = dynamic_slice_p.bind(*primals, **params)
+    if type(tangents[0]) is Zero:
+        return out, Zero(tangent_aval(get_aval(out)))
+    return out, dynamic_slice_p.bind(tangents[0], *primals[1:], **params)
+
+
+def _dynamic_slice_transpose(ct, operand, *starts, slice_sizes, allow_negative):
+    zeros = _zeros(operand.aval)
+    return [dynamic_update_slice_p.bind(zeros, instantiate_zeros(ct), *starts,
+                                        allow_negative=allow_negative)] + [None] * len(starts)
+
+
+def _dynamic_slice_batch(axis_size, vals, dims, slice_sizes, allow_negative):
+    operand, *starts = vals
+    odim, *sdims = dims
+    if all(d is None for d in sdims):
+        operand = batching.moveaxis(operand, odim, 0)
+        zero = np.zeros((), get_aval(starts[0]).dtype if starts else np.int64)
+        return dynamic_slice_p.bind(operand, zero, *starts,
+                                    slice_sizes=(axis_size,) + slice_sizes,
+                                    allow_negative=(False,) + allow_negative), 0
+    operand, arrays, indexer = _ds_starts_batched(axis_size, operand, odim, starts, sdims,
+                                                  slice_sizes, allow_negative)
+    return gather_p.bind(operand, *arrays, indexer=indexer, mode="clip", fill_value=None), 0
+
+
+def _clamp_src(start, x, d, k, neg):
+    wrapped = f"(int({start}) + {x}.shape[{d}] if int({start}) < 0 else int({start}))" if neg \
+        else f"int({start})"
+    return f"min(max({wrapped}, 0), {x}.shape[{d}] - {k})"
+
+
+def _dynamic_slice_lowering(args, slice_sizes, allow_negative):
+    x, starts = args[0], args[1:]
+    if not slice_sizes:
+        return f"{x}[()]"
+    parts = [f"(lambda _s: slice(_s, _s + {k}))({_clamp_src(s, x, d, k, neg)})"
+             for d, (s, k, neg) in enumerate(zip(starts, slice_sizes, allow_negative))]
+    return f"{x}[{', '.join(parts)},]"
+
+
+dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_slice_p.def_impl(_dynamic_slice_impl)
+dynamic_slice_p.def_abstract_eval(_dynamic_slice_shape)
+dynamic_slice_p.jvp = _dynamic_slice_jvp
+dynamic_slice_p.transpose = _dynamic_slice_transpose
+dynamic_slice_p.linear = True
+dynamic_slice_p.batch = _dynamic_slice_batch
+def_lowering(dynamic_slice_p, _dynamic_slice_lowering)
+
+
+def _start_list(who, start_indices, ndim):
+    """Start indices as a list of integer scalars (a 1-d array is split)."""
+    if isinstance(start_indices, (Tracer, np.ndarray)):
+        aval = get_aval(start_indices)
+        if aval.ndim != 1:
+            raise TypeError(f"{who}: start_indices must be a sequence of scalars or a "
+                            f"1-d array, got shape {aval.shape}")
+        start_indices = [structural.reshape(structural.slice(start_indices, (i,), (i + 1,)), ())
+                         for i in range(aval.shape[0])]
+    starts = [as_operand(s) for s in start_indices]
+    if len(starts) != ndim:
+        raise TypeError(f"{who}: an operand of rank {ndim} needs {ndim} start indices, "
+                        f"got {len(starts)}")
+    return starts
+
+
+def _negative_flags(allow_negative_indices, ndim):
+    if isinstance(allow_negative_indices, (bool, np.bool_)):
+        return (bool(allow_negative_indices),) * ndim
+    return tuple(bool(b) for b in allow_negative_indices)
+
+
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+    """``operand[s0:s0+k0, s1:s1+k1, ...]`` with traced starts and static sizes
+    (``jax.lax.dynamic_slice``); starts are clamped so the window fits."""
+    operand = as_operand(operand)
+    ndim = get_aval(operand).ndim
+    starts = _start_list("lax.dynamic_slice", start_indices, ndim)
+    return structural.checked_bind(
+        dynamic_slice_p, operand, *starts, slice_sizes=tuple(int(k) for k in slice_sizes),
+        allow_negative=_negative_flags(allow_negative_indices, ndim))
+
+
+# --- dynamic_update_slice -----------------------------------------------------------
+
+def _dus_shape(operand, update, *starts, allow_negative):
+    _check_starts("lax.dynamic_update_slice", operand, starts, update.shape
+                  if update.ndim == operand.ndim else (-1,))
+    if update.dtype != operand.dtype and not update.weak_type:
+        raise TypeError(f"lax.dynamic_update_slice: update dtype {update.dtype.name} differs "
+                        f"from the operand dtype {operand.dtype.name}")
+    return ShapedArray(operand.shape, operand.dtype)
+
+
+def _dus_impl(operand, update, *starts, allow_negative):
+    out = np.array(operand, copy=True)
+    update = np.asarray(update)
+    starts = _clamped_starts(starts, out.shape, update.shape, allow_negative)
+    out[tuple(slice(s, s + k) for s, k in zip(starts, update.shape))] = update
+    return out
+
+
+def _dus_jvp(primals, tangents, allow_negative):
+    out = dynamic_update_slice_p.bind(*primals, allow_negative=allow_negative)
+    t_op, t_upd = tangents[:2]
+    if type(t_op) is Zero and type(t_upd) is Zero:
+        return out, Zero(tangent_aval(get_aval(out)))
+    return out, dynamic_update_slice_p.bind(instantiate_zeros(t_op), instantiate_zeros(t_upd),
+                                            *primals[2:], allow_negative=allow_negative)
+
+
+def _dus_transpose(ct, operand, update, *starts, allow_negative):
+    sizes = update.aval.shape if is_undefined_primal(update) else get_aval(update).shape
+    ct_op = ct_upd = None
+    if is_undefined_primal(operand):
+        zeros = structural.full(sizes, 0, get_aval(ct).dtype)
+        ct_op = dynamic_update_slice_p.bind(ct, zeros, *starts, allow_negative=allow_negative)
+    if is_undefined_primal(update):
+        ct_upd = dynamic_slice_p.bind(ct, *starts, slice_sizes=sizes,
+                                      allow_negative=allow_negative)
+    return [ct_op, ct_upd] + [None] * len(starts)
+
+
+def _dus_batch(axis_size, vals, dims, allow_negative):
+    operand, update, *starts = vals
+    odim, udim, *sdims = dims
+    if all(d is None for d in sdims):
+        operand = batching.bdim_at_front(operand, odim, axis_size)
+        update = batching.bdim_at_front(update, udim, axis_size)
+        zero = np.zeros((), get_aval(starts[0]).dtype if starts else np.int64)
+        return dynamic_update_slice_p.bind(operand, update, zero, *starts,
+                                           allow_negative=(False,) + allow_negative), 0
+    sizes = _unbatched_shape(update, udim)
+    operand = batching.bdim_at_front(operand, odim, axis_size)
+    operand, arrays, indexer = _ds_starts_batched(axis_size, operand, 0, starts, sdims,
+                                                  sizes, allow_negative)
+    update = batching.bdim_at_front(update, udim, axis_size)
+    return scatter_p.bind(operand, *arrays, update, indexer=indexer, mode="clip",
+                          unique_indices=True), 0
+
+
+def _dus_lowering(args, allow_negative):
+    x, u, starts = args[0], args[1], args[2:]
+    if not starts:
+        return f"np.array({u}, copy=True)"
+    parts = [f"(lambda _s: slice(_s, _s + {u}.shape[{d}]))({_clamp_src(s, x, d, f'{u}.shape[{d}]', neg)})"
+             for d, (s, neg) in enumerate(zip(starts, allow_negative))]
+    return (f"(lambda _o: (_o.__setitem__(({', '.join(parts)},), {u}), _o)[1])"
+            f"(np.array({x}, copy=True))")
+
+
+dynamic_update_slice_p = Primitive("dynamic_update_slice")
+dynamic_update_slice_p.def_impl(_dus_impl)
+dynamic_update_slice_p.def_abstract_eval(_dus_shape)
+dynamic_update_slice_p.jvp = _dus_jvp
+dynamic_update_slice_p.transpose = _dus_transpose
+dynamic_update_slice_p.linear = True
+dynamic_update_slice_p.batch = _dus_batch
+def_lowering(dynamic_update_slice_p, _dus_lowering)
+
+
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+    """``operand`` with the window at ``start_indices`` replaced by ``update``
+    (``jax.lax.dynamic_update_slice``); starts are clamped so it fits."""
+    operand = as_operand(operand)
+    update = as_operand(update, like=operand)
+    ndim = get_aval(operand).ndim
+    if get_aval(update).ndim != ndim:
+        raise TypeError(f"lax.dynamic_update_slice: update of shape {get_aval(update).shape} "
+                        f"must have the rank of the operand {get_aval(operand).shape}")
+    starts = _start_list("lax.dynamic_update_slice", start_indices, ndim)
+    return structural.checked_bind(
+        dynamic_update_slice_p, operand, update, *starts,
+        allow_negative=_negative_flags(allow_negative_indices, ndim))
+
+
+# --- convenience wrappers (JAX's names) ---------------------------------------------
+
+def _axis(who, axis, ndim):
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{who}: axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
+                         allow_negative_indices=True):
+    """``operand[..., start:start+slice_size, ...]`` along ``axis``, traced start."""
+    operand = as_operand(operand)
+    shape = get_aval(operand).shape
+    axis = _axis("lax.dynamic_slice_in_dim", axis, len(shape))
+    dt = get_aval(as_operand(start_index)).dtype
+    starts = [start_index if d == axis else np.zeros((), dt) for d in range(len(shape))]
+    sizes = [slice_size if d == axis else n for d, n in enumerate(shape)]
+    return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *, allow_negative_indices=True):
+    """``operand[..., index, ...]`` along ``axis`` with a traced index."""
+    out = dynamic_slice_in_dim(operand, index, 1, axis,
+                               allow_negative_indices=allow_negative_indices)
+    return out if keepdims else structural.squeeze(out, (axis,))
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
+                                allow_negative_indices=True):
+    operand = as_operand(operand)
+    ndim = get_aval(operand).ndim
+    axis = _axis("lax.dynamic_update_slice_in_dim", axis, ndim)
+    dt = get_aval(as_operand(start_index)).dtype
+    starts = [start_index if d == axis else np.zeros((), dt) for d in range(ndim)]
+    return dynamic_update_slice(operand, update, starts,
+                                allow_negative_indices=allow_negative_indices)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_indices=True):
+    operand = as_operand(operand)
+    update = as_operand(update, like=operand)
+    ndim = get_aval(operand).ndim
+    axis = _axis("lax.dynamic_update_index_in_dim", axis, ndim)
+    if get_aval(update).ndim == ndim - 1:
+        update = structural.expand_dims(update, (axis,))
+    return dynamic_update_slice_in_dim(operand, update, index, axis,
+                                       allow_negative_indices=allow_negative_indices)
+
+
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    """``operand[..., start:limit:stride, ...]`` along ``axis`` (static bounds;
+    None and negative bounds as in Python)."""
+    operand = as_operand(operand)
+    shape = get_aval(operand).shape
+    axis = _axis("lax.slice_in_dim", axis, len(shape))
+    start, limit, _ = slice(start_index, limit_index).indices(shape[axis])
+    limit = max(limit, start)
+    starts = [start if d == axis else 0 for d in range(len(shape))]
+    limits = [limit if d == axis else n for d, n in enumerate(shape)]
+    strides = [stride if d == axis else 1 for d in range(len(shape))]
+    return structural.slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand, index, axis=0, keepdims=True):
+    """``operand[..., index, ...]`` along ``axis`` (static index, may be negative)."""
+    operand = as_operand(operand)
+    shape = get_aval(operand).shape
+    axis = _axis("lax.index_in_dim", axis, len(shape))
+    index = _normalize_int(int(index), shape[axis], axis, "lax.index_in_dim")
+    out = slice_in_dim(operand, index, index + 1, 1, axis)
+    return out if keepdims else structural.squeeze(out, (axis,))
+
+
+# ----------------------------------------------------------------------------
+# Lowerings of gather and scatter (NumPy source for jit)
+# ----------------------------------------------------------------------------
+
+def _index_src(x, arrays, indexer, fixed):
+    """Source of the NumPy index tuple; ``fixed(a, d)`` gives an array's source."""
+    dims, parts, dim = _array_dims(indexer), [], 0
+    for e in indexer:
+        if e[0] == "array":
+            parts.append(fixed(arrays[e[1]], dims[e[1]]))
+        elif e[0] == "int":
+            parts.append(str(e[1]))
+        elif e[0] == "none":
+            parts.append("None")
+        elif e == _SLICE_ALL:
+            parts.append(":")
+        else:
+            _, start, stop, step = e
+            parts.append(f"{start}:{'' if stop is None else stop}:{step}")
+        dim += e[0] != "none"
+    return f"np.s_[{', '.join(parts)},]" if parts else "()"
+
+
+def _wrap_src(a, x, d):
+    return f"np.where({a} < 0, {a} + {x}.shape[{d}], {a})"
+
+
+def _adv_block_position(indexer):
+    """(basic dims before, basic dims after) the advanced block of the output."""
+    layout, _ = output_layout(indexer, [(1,)] * len(_array_dims(indexer)),
+                              [1] * sum(e[0] != "none" for e in indexer))
+    first = next(i for i, o in enumerate(layout) if o[0] == "adv")
+    return first, sum(o[0] == "basic" for o in layout[first:])
+
+
+def _clip_src(x):
+    return lambda a, d: f"np.clip({_wrap_src(a, x, d)}, 0, {x}.shape[{d}] - 1)"
+
+
+def _valid_src(x, arrays, indexer):
+    """Source of the in-bounds mask of the index arrays, shaped to broadcast
+    against ``x[index]`` (the advanced dims form one block there)."""
+    ok = " & ".join(f"(({_wrap_src(a, x, d)} >= 0) & ({_wrap_src(a, x, d)} < {x}.shape[{d}]))"
+                    for a, d in zip(arrays, _array_dims(indexer)))
+    before, after = _adv_block_position(indexer)
+    shapes = ", ".join(f"np.shape({a})" for a in arrays)
+    return (f"(lambda _v: _v.reshape((1,) * {before} + _v.shape + (1,) * {after}))"
+            f"(np.broadcast_to({ok}, np.broadcast_shapes({shapes})))")
+
+
+def _gather_lowering(args, indexer, mode, fill_value):
+    x, arrays = args[0], args[1:]
+    gathered = f"{x}[{_index_src(x, arrays, indexer, _clip_src(x))}]"
+    if mode == "clip" or not arrays:
+        return gathered
+    fill = _literal_src(fill_value) if fill_value is not None else (
+        f"(np.nan if {x}.dtype.kind in 'fc' else np.iinfo({x}.dtype).min if "
+        f"{x}.dtype.kind == 'i' else np.iinfo({x}.dtype).max if {x}.dtype.kind == 'u' "
+        "else True)")
+    return (f"np.where({_valid_src(x, arrays, indexer)}, {gathered}, "
+            f"np.asarray({fill}).astype({x}.dtype))")
+
+
+def _literal_src(value):
+    """Source of a Python scalar; ``nan``/``inf`` are not names in generated code."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return f"float('{value}')"
+    return repr(value)
+
+
+def _positions_src(x, arrays, indexer, mode):
+    """Source of (flat positions, in-bounds mask) of ``x[index]`` (see flat_positions)."""
+    dims, nd = _array_dims(indexer), sum(e[0] != "none" for e in indexer)
+    drop = mode == "drop"
+    ext = "(" + "".join(f"{x}.shape[{d}]{' + 1' if drop and d in dims else ''}, "
+                        for d in range(nd)) + ")"
+
+    def fixed(a, d):
+        w = _wrap_src(a, x, d)
+        if drop:
+            return f"np.where(({w} < 0) | ({w} >= {x}.shape[{d}]), {x}.shape[{d}], {w})"
+        return f"np.clip({w}, 0, {x}.shape[{d}] - 1)"
+    index = _index_src(x, arrays, indexer, fixed)
+    coords = [f"np.broadcast_to(np.arange(_E[{d}]).reshape({tuple(-1 if k == d else 1 for k in range(nd))}), _E)[_I]"
+              for d in range(nd)]
+    pos = " + ".join(f"np.minimum({c}, {x}.shape[{d}] - 1) * int(np.prod({x}.shape[{d + 1}:]))"
+                     for d, c in enumerate(coords)) or "np.zeros((), np.int64)"
+    valid = " & ".join(f"({coords[d]} < {x}.shape[{d}])" for d in dims) if drop and dims else "True"
+    return f"(lambda _E, _I: ({pos}, {valid}))({ext}, {index})"
+
+
+# the value an out-of-bounds (dropped) update is replaced by: it changes nothing
+_IDENTITY_SRC = {
+    "add": "0", "multiply": "1",
+    "minimum": "(np.iinfo({x}.dtype).max if {x}.dtype.kind in 'iu' else "
+               "True if {x}.dtype.kind == 'b' else np.inf)",
+    "maximum": "(np.iinfo({x}.dtype).min if {x}.dtype.kind in 'iu' else "
+               "False if {x}.dtype.kind == 'b' else -np.inf)",
+}
+
+
+def _scatter_lowering_for(ufunc_name):
+    """``np.<ufunc>.at`` on a copy at the clamped index; dropped updates are
+    replaced by the ufunc's identity.  A dropping ``set`` has no identity, so
+    it writes through the flat positions of the in-bounds elements."""
+    def lower(args, indexer, mode, unique_indices):
+        x, arrays, u = args[0], args[1:-1], args[-1]
+        copy = f"np.array({x}, copy=True, order='C')"
+        if ufunc_name is None and mode == "drop" and arrays:
+            sel = "np.broadcast_to(_pv[1], _pv[0].shape)"
+            vals = f"np.broadcast_to({u}, _pv[0].shape)[{sel}]"
+            apply = f"_o.reshape(-1).__setitem__(_pv[0][{sel}], {vals})"
+            return (f"(lambda _o, _pv: ({apply}, _o)[1])({copy}, "
+                    f"{_positions_src(x, arrays, indexer, mode)}) if np.size({x}) else {copy}")
+        index = _index_src(x, arrays, indexer, _clip_src(x))
+        if ufunc_name is None:
+            return (f"(lambda _o: (_o.__setitem__({index}, {u}), _o)[1])({copy}) "
+                    f"if np.size({x}) else {copy}")
+        vals = u
+        if mode == "drop" and arrays:
+            identity = _IDENTITY_SRC[ufunc_name].format(x=x)
+            vals = f"np.where({_valid_src(x, arrays, indexer)}, {u}, {identity})"
+        return (f"(lambda _o: (np.{ufunc_name}.at(_o, {index}, {vals}), _o)[1])({copy}) "
+                f"if np.size({x}) else {copy}")
+    return lower
+
+
+def_lowering(gather_p, _gather_lowering)
+def_lowering(scatter_p, _scatter_lowering_for(None))
+def_lowering(scatter_add_p, _scatter_lowering_for("add"))
+def_lowering(scatter_mul_p, _scatter_lowering_for("multiply"))
+def_lowering(scatter_min_p, _scatter_lowering_for("minimum"))
+def_lowering(scatter_max_p, _scatter_lowering_for("maximum"))

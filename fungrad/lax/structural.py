@@ -1,0 +1,527 @@
+"""Structural primitives: they move, copy or reshape data without arithmetic.
+All are linear, so each has a transpose rule next to its JVP."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fungrad.core import Primitive, ShapedArray, get_aval
+from fungrad.interpreters import batching
+from fungrad.interpreters.ad import deflinear, is_undefined_primal
+from fungrad.lax.utils import def_lowering, as_operand, canonical_axes, check_same_dtypes
+
+__all__ = [
+    "broadcast_in_dim", "broadcast", "full", "full_like", "reshape", "transpose",
+    "squeeze", "expand_dims", "rev", "slice", "pad", "concatenate", "collapse",
+    "broadcast_to_rank",
+    "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p",
+    "slice_p", "pad_p", "concatenate_p",
+]
+
+_slice = slice   # this module defines lax.slice; keep Python's builtin at hand
+
+
+def checked_bind(prim, *args, **params):
+    """``prim.bind`` after running its shape rule, so that bad arguments raise
+    the rule's clear error eagerly too (evaluation calls the NumPy impl
+    directly, which would fail obscurely or silently)."""
+    prim.abstract_eval(*[get_aval(a) for a in args], **params)
+    return prim.bind(*args, **params)
+
+
+# --- broadcast_in_dim ----------------------------------------------------------
+# operand dim i goes to output dim broadcast_dimensions[i]; other dims are new.
+
+def _broadcast_in_dim_impl(x, shape, broadcast_dimensions):
+    expanded = np.reshape(x, _expanded_shape(np.shape(x), shape, broadcast_dimensions))
+    return np.broadcast_to(expanded, shape)
+
+
+def _expanded_shape(in_shape, shape, dims):
+    out = [1] * len(shape)
+    for i, d in enumerate(dims):
+        out[d] = in_shape[i]
+    return tuple(out)
+
+
+def _broadcast_in_dim_shape(x, shape, broadcast_dimensions):
+    if len(broadcast_dimensions) != x.ndim:
+        raise TypeError(f"broadcast_in_dim: operand of rank {x.ndim} needs {x.ndim} "
+                        f"broadcast_dimensions, got {broadcast_dimensions}")
+    for i, d in enumerate(broadcast_dimensions):
+        if not 0 <= d < len(shape) or x.shape[i] not in (1, shape[d]):
+            raise TypeError(f"broadcast_in_dim: operand shape {x.shape} cannot be "
+                            f"broadcast to {shape} with broadcast_dimensions="
+                            f"{broadcast_dimensions}")
+    if list(broadcast_dimensions) != sorted(broadcast_dimensions):
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions must be increasing, "
+                        f"got {broadcast_dimensions}")
+    return ShapedArray(shape, x.dtype)
+
+
+def _broadcast_in_dim_transpose(ct, x, shape, broadcast_dimensions):
+    from fungrad.lax.reductions import reduce_sum
+    new_dims = tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
+    ones = tuple(broadcast_dimensions[i] for i, n in enumerate(x.aval.shape)
+                 if n == 1 and shape[broadcast_dimensions[i]] != 1)
+    summed = reduce_sum(ct, tuple(sorted(new_dims + ones)))
+    return [reshape(summed, x.aval.shape) if ones else summed]
+
+
+def _broadcast_in_dim_batch(axis_size, vals, dims, shape, broadcast_dimensions):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return broadcast_in_dim(x, (axis_size,) + tuple(shape),
+                            (0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+
+
+broadcast_in_dim_p = Primitive("broadcast_in_dim")
+broadcast_in_dim_p.def_impl(_broadcast_in_dim_impl)
+broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_shape)
+deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+broadcast_in_dim_p.batch = _broadcast_in_dim_batch
+def_lowering(broadcast_in_dim_p, lambda a, shape, broadcast_dimensions:
+             f"np.broadcast_to(np.expand_dims({a[0]}, "
+             f"{_new_axes(shape, broadcast_dimensions)!r}), {shape!r})")
+
+
+def _new_axes(shape, broadcast_dimensions):
+    return tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    operand = as_operand(operand)
+    shape = tuple(int(s) for s in shape)
+    broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+    if get_aval(operand).shape == shape and broadcast_dimensions == tuple(range(len(shape))):
+        return operand
+    return checked_bind(broadcast_in_dim_p, operand, shape=shape,
+                                   broadcast_dimensions=broadcast_dimensions)
+
+
+def broadcast(operand, sizes):
+    """Add leading dimensions of the given sizes (``jax.lax.broadcast``)."""
+    aval = get_aval(operand)
+    sizes = tuple(sizes)
+    return broadcast_in_dim(operand, sizes + aval.shape,
+                            tuple(range(len(sizes), len(sizes) + aval.ndim)))
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (``jax.lax.full``)."""
+    dtype = np.dtype(dtype) if dtype is not None else get_aval(fill_value).dtype
+    value = fill_value if not isinstance(fill_value, (bool, int, float, complex)) else np.asarray(fill_value, dtype)
+    if get_aval(value).dtype != dtype:
+        from fungrad.lax.elementwise import convert_element_type
+        value = convert_element_type(value, dtype)
+    return broadcast_in_dim(value, tuple(shape), ())
+
+
+# --- reshape --------------------------------------------------------------------
+
+reshape_p = Primitive("reshape")
+reshape_p.def_impl(lambda x, new_sizes: np.reshape(x, new_sizes))
+
+
+def _reshape_shape(x, new_sizes):
+    if math.prod(new_sizes) != math.prod(x.shape):
+        raise TypeError(f"reshape: cannot reshape an array of shape {x.shape} "
+                        f"(size {x.size}) into shape {new_sizes}")
+    return ShapedArray(new_sizes, x.dtype)
+
+
+def _reshape_batch(axis_size, vals, dims, new_sizes):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return reshape(x, (axis_size,) + tuple(new_sizes)), 0
+
+
+reshape_p.def_abstract_eval(_reshape_shape)
+deflinear(reshape_p, lambda ct, x, new_sizes: [reshape(ct, x.aval.shape)])
+reshape_p.batch = _reshape_batch
+def_lowering(reshape_p, "np.reshape({0}, {new_sizes})")
+
+
+def reshape(operand, new_sizes, dimensions=None):
+    operand = as_operand(operand)
+    if dimensions is not None:
+        operand = transpose(operand, dimensions)
+    new_sizes = tuple(int(s) for s in new_sizes)
+    if get_aval(operand).shape == new_sizes:
+        return operand
+    return checked_bind(reshape_p, operand, new_sizes=new_sizes)
+
+
+# --- transpose -------------------------------------------------------------------
+
+transpose_p = Primitive("transpose")
+transpose_p.def_impl(lambda x, permutation: np.transpose(x, permutation))
+
+
+def _transpose_shape(x, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise TypeError(f"transpose: permutation {permutation} is not a permutation "
+                        f"of the axes of an array of rank {x.ndim}")
+    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype)
+
+
+def _transpose_batch(axis_size, vals, dims, permutation):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return transpose(x, (0,) + tuple(p + 1 for p in permutation)), 0
+
+
+transpose_p.def_abstract_eval(_transpose_shape)
+deflinear(transpose_p, lambda ct, x, permutation:
+          [transpose(ct, tuple(np.argsort(permutation).tolist()))])
+transpose_p.batch = _transpose_batch
+def_lowering(transpose_p, "np.transpose({0}, {permutation})")
+
+
+def transpose(operand, permutation):
+    operand = as_operand(operand)
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))):
+        return operand
+    return checked_bind(transpose_p, operand, permutation=permutation)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """An array like ``x`` (its shape and dtype unless given) filled with
+    ``fill_value`` (``jax.lax.full_like``)."""
+    aval = get_aval(x)
+    return full(aval.shape if shape is None else tuple(shape), fill_value,
+                aval.dtype if dtype is None else dtype)
+
+
+def collapse(operand, start_dimension, stop_dimension=None):
+    """Merge dimensions ``[start_dimension, stop_dimension)`` into one."""
+    shape = get_aval(operand).shape
+    ndim = len(shape)
+    stop = ndim if stop_dimension is None else stop_dimension
+    start, stop = (d + ndim if d < 0 else d for d in (start_dimension, stop))
+    if not 0 <= start <= stop <= ndim:
+        raise ValueError(f"lax.collapse: dimensions [{start_dimension}, {stop_dimension}) "
+                         f"are not a valid range for an array of rank {ndim}")
+    size = int(np.prod(shape[start:stop], dtype=np.int64))
+    return reshape(operand, shape[:start] + (size,) + shape[stop:])
+
+
+def broadcast_to_rank(x, rank):
+    """``x`` with leading size-1 dimensions added up to ``rank``."""
+    shape = get_aval(x).shape
+    if rank < len(shape):
+        raise ValueError(f"lax.broadcast_to_rank: rank {rank} is smaller than the "
+                         f"rank {len(shape)} of the operand {shape}")
+    return reshape(x, (1,) * (rank - len(shape)) + shape)
+
+
+def _shift_dims_batch(prim, param):
+    """Batching for ops with a tuple of dimensions: batch axis to the front."""
+    def rule(axis_size, vals, dims, **params):
+        (x,), (d,) = vals, dims
+        x = batching.moveaxis(x, d, 0)
+        params[param] = tuple(a + 1 for a in params[param])
+        return prim.bind(x, **params), 0
+    prim.batch = rule
+
+
+# --- squeeze, expand_dims ------------------------------------------------------------
+
+def _squeeze_shape(x, dimensions):
+    for d in dimensions:
+        if x.shape[d] != 1:
+            raise ValueError(f"lax.squeeze: dimension {d} of an array of shape "
+                             f"{x.shape} has size {x.shape[d]}, not 1; only size-1 "
+                             "dimensions can be squeezed")
+    return ShapedArray(tuple(n for i, n in enumerate(x.shape) if i not in dimensions),
+                       x.dtype)
+
+
+squeeze_p = Primitive("squeeze")
+squeeze_p.def_impl(lambda x, dimensions: np.squeeze(x, axis=dimensions))
+squeeze_p.def_abstract_eval(_squeeze_shape)
+deflinear(squeeze_p, lambda ct, x, dimensions: [reshape(ct, x.aval.shape)])
+_shift_dims_batch(squeeze_p, "dimensions")
+def_lowering(squeeze_p, "np.squeeze({0}, axis={dimensions})")
+
+
+def squeeze(array, dimensions):
+    """Remove the size-1 ``dimensions`` of ``array`` (``jax.lax.squeeze``)."""
+    array = as_operand(array)
+    dimensions = canonical_axes("lax.squeeze", dimensions, get_aval(array).ndim)
+    if not dimensions:
+        return array
+    return checked_bind(squeeze_p, array, dimensions=dimensions)
+
+
+def expand_dims(array, dimensions):
+    """Insert size-1 dimensions at the positions ``dimensions`` of the result
+    (negative positions count from the end of the result)."""
+    array = as_operand(array)
+    shape = get_aval(array).shape
+    dims = canonical_axes("lax.expand_dims", dimensions, len(shape) + len(tuple(dimensions)))
+    new_shape = list(shape)
+    for d in dims:
+        new_shape.insert(d, 1)
+    return reshape(array, tuple(new_shape))
+
+
+# --- rev -----------------------------------------------------------------------------
+
+rev_p = Primitive("rev")
+rev_p.def_impl(lambda x, dimensions: np.flip(x, axis=dimensions))
+rev_p.def_abstract_eval(lambda x, dimensions: ShapedArray(x.shape, x.dtype))
+deflinear(rev_p, lambda ct, x, dimensions: [rev(ct, dimensions)])
+_shift_dims_batch(rev_p, "dimensions")
+def_lowering(rev_p, "np.flip({0}, axis={dimensions})")
+
+
+def rev(operand, dimensions):
+    """Reverse ``operand`` along ``dimensions`` (``jax.lax.rev``)."""
+    operand = as_operand(operand)
+    dimensions = canonical_axes("lax.rev", dimensions, get_aval(operand).ndim)
+    if not dimensions:
+        return operand
+    return checked_bind(rev_p, operand, dimensions=dimensions)
+
+
+# --- slice ---------------------------------------------------------------------------
+# Static start/limit/stride per dimension, as Python's x[start:limit:stride] with
+# 0 <= start <= limit <= size.  Its transpose pads the cotangent with zeros.
+
+def _slice_sizes(start_indices, limit_indices, strides):
+    return tuple(max(0, -(-(l - s) // st)) for s, l, st in
+                 zip(start_indices, limit_indices, strides))
+
+
+def _slice_shape(x, start_indices, limit_indices, strides):
+    if not len(start_indices) == len(limit_indices) == len(strides) == x.ndim:
+        raise TypeError(f"lax.slice: an operand of rank {x.ndim} (shape {x.shape}) needs "
+                        f"{x.ndim} start and limit indices and strides, got "
+                        f"start_indices={start_indices}, limit_indices={limit_indices}, "
+                        f"strides={strides}")
+    for n, s, l, st in zip(x.shape, start_indices, limit_indices, strides):
+        if not 0 <= s <= l <= n or st < 1:
+            raise ValueError(f"lax.slice: start_indices={start_indices}, limit_indices="
+                             f"{limit_indices}, strides={strides} are invalid for shape "
+                             f"{x.shape}: need 0 <= start <= limit <= size and stride >= 1")
+    return ShapedArray(_slice_sizes(start_indices, limit_indices, strides), x.dtype)
+
+
+def _slice_impl(x, start_indices, limit_indices, strides):
+    return x[tuple(_slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
+
+
+def _slice_transpose(ct, x, start_indices, limit_indices, strides):
+    out_shape = _slice_sizes(start_indices, limit_indices, strides)
+    config = []
+    for n, s, st, m in zip(x.aval.shape, start_indices, strides, out_shape):
+        last = s + (m - 1) * st + 1 if m > 0 else s   # one past the last element taken
+        config.append((s, n - last, st - 1))
+    return [pad(ct, 0, tuple(config))]
+
+
+def _slice_batch(axis_size, vals, dims, start_indices, limit_indices, strides):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return slice_p.bind(x, start_indices=(0,) + start_indices,
+                        limit_indices=(axis_size,) + limit_indices,
+                        strides=(1,) + strides), 0
+
+
+def _slice_lowering(args, start_indices, limit_indices, strides):
+    parts = ", ".join(f"{s}:{l}:{st}" for s, l, st in zip(start_indices, limit_indices, strides))
+    return f"{args[0]}[{parts or '()'}]"
+
+
+slice_p = Primitive("slice")
+slice_p.def_impl(_slice_impl)
+slice_p.def_abstract_eval(_slice_shape)
+deflinear(slice_p, _slice_transpose)
+slice_p.batch = _slice_batch
+def_lowering(slice_p, _slice_lowering)
+
+
+def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (JAX's name)
+    """``operand[start:limit:stride, ...]`` with static bounds (``jax.lax.slice``)."""
+    operand = as_operand(operand)
+    shape = get_aval(operand).shape
+    start_indices = tuple(int(s) for s in start_indices)
+    limit_indices = tuple(int(s) for s in limit_indices)
+    strides = (1,) * len(start_indices) if strides is None else tuple(int(s) for s in strides)
+    if (start_indices == (0,) * len(shape) and limit_indices == shape
+            and strides == (1,) * len(shape)):
+        return operand
+    return checked_bind(slice_p, operand, start_indices=start_indices,
+                        limit_indices=limit_indices, strides=strides)
+
+
+# --- pad -----------------------------------------------------------------------------
+# padding_config has one (low, high, interior) triple per dimension, as in JAX:
+# ``interior`` values go between neighbouring elements, ``low``/``high`` at the
+# ends; negative low/high remove elements.  Linear in the operand and in the
+# padding value together, so the transpose gives a cotangent to both.
+
+def _padded_size(n, low, high, interior):
+    return low + high + n + max(n - 1, 0) * interior
+
+
+def _pad_shape(x, padding_value, padding_config):
+    if padding_value.ndim != 0:
+        raise TypeError(f"lax.pad: padding_value must be a scalar, got shape "
+                        f"{padding_value.shape}")
+    if padding_value.dtype != x.dtype and not padding_value.weak_type:
+        raise TypeError(f"lax.pad: padding_value dtype {padding_value.dtype.name} differs "
+                        f"from the operand dtype {x.dtype.name}; convert one of them")
+    if len(padding_config) != x.ndim or any(len(c) != 3 for c in padding_config):
+        raise TypeError(f"lax.pad: an operand of rank {x.ndim} needs {x.ndim} "
+                        f"(low, high, interior) triples, got {padding_config}")
+    shape = tuple(_padded_size(n, *c) for n, c in zip(x.shape, padding_config))
+    if any(c[2] < 0 for c in padding_config) or any(n < 0 for n in shape):
+        raise ValueError(f"lax.pad: padding_config {padding_config} is invalid for shape "
+                         f"{x.shape}: interior padding must be >= 0 and negative padding "
+                         f"may not remove more elements than there are (result {shape})")
+    return ShapedArray(shape, x.dtype)
+
+
+def _pad_impl(x, padding_value, padding_config):
+    x = np.asarray(x)
+    grown = tuple(_padded_size(n, max(lo, 0), max(hi, 0), it)
+                  for n, (lo, hi, it) in zip(x.shape, padding_config))
+    out = np.full(grown, padding_value, dtype=x.dtype)
+    place = tuple(_slice(max(lo, 0), max(lo, 0) + _padded_size(n, 0, 0, it), it + 1)
+                  for n, (lo, hi, it) in zip(x.shape, padding_config))
+    out[place] = x
+    crop = tuple(_slice(-min(lo, 0), g + min(hi, 0))
+                 for g, (lo, hi, _) in zip(grown, padding_config))
+    return out[crop]
+
+
+def _pad_transpose(ct, operand, padding_value, padding_config):
+    from fungrad.lax.reductions import reduce_sum
+    from fungrad.lax.elementwise import sub
+    low, high, interior = zip(*padding_config)
+    # undo the outer padding (negative padding comes back as zeros), then
+    # take every (interior + 1)-th element: these positions held the operand
+    unpadded = pad(ct, 0, tuple((-lo, -hi, 0) for lo, hi in zip(low, high)))
+    t_operand = slice(unpadded, (0,) * len(low), get_aval(unpadded).shape,
+                      tuple(i + 1 for i in interior))
+    t_padv = None
+    if is_undefined_primal(padding_value):
+        total = lambda v: reduce_sum(v, tuple(range(len(low))))
+        t_padv = sub(total(ct), total(t_operand))
+    return [t_operand if is_undefined_primal(operand) else None, t_padv]
+
+
+def _pad_batch(axis_size, vals, dims, padding_config):
+    from fungrad.lax.elementwise import add, mul
+    (x, padv), (dx, dp) = vals, dims
+    x = batching.bdim_at_front(x, dx, axis_size)
+    config = ((0, 0, 0),) + padding_config
+    if dp is None:
+        return pad_p.bind(x, padv, padding_config=config), 0
+    # a batched padding value: pad with zeros, then add padv where padding went
+    aval = get_aval(x)
+    padded = pad_p.bind(x, np.zeros((), aval.dtype), padding_config=config)
+    where_padding = _pad_impl(np.zeros(aval.shape[1:], aval.dtype),
+                              np.ones((), aval.dtype), padding_config)
+    padv = reshape(padv, (axis_size,) + (1,) * len(padding_config))
+    return add(padded, mul(where_padding, padv)), 0
+
+
+def _pad_lowering(args, padding_config):
+    # an expression: fill a padded buffer, place the operand, crop negative padding
+    x, v = args
+    grown = ", ".join(f"{max(lo, 0) + max(hi, 0)} + {x}.shape[{i}] + max({x}.shape[{i}] - 1, 0) * {it}"
+                      for i, (lo, hi, it) in enumerate(padding_config))
+    place = ", ".join(f"{max(lo, 0)}:{max(lo, 0)} + {x}.shape[{i}] + max({x}.shape[{i}] - 1, 0) * {it}:{it + 1}"
+                      for i, (lo, hi, it) in enumerate(padding_config))
+    crop = ", ".join(f"{-min(lo, 0)}:{'' if hi >= 0 else hi}" for lo, hi, _ in padding_config)
+    if not padding_config:
+        return f"np.array({x}, copy=True)"
+    return (f"(lambda _o: (_o.__setitem__(np.s_[{place},], {x}), _o)[1])"
+            f"(np.full(({grown},), {v}, dtype={x}.dtype))[{crop}]")
+
+
+pad_p = Primitive("pad")
+pad_p.def_impl(_pad_impl)
+pad_p.def_abstract_eval(_pad_shape)
+deflinear(pad_p, _pad_transpose)
+pad_p.batch = _pad_batch
+def_lowering(pad_p, _pad_lowering)
+
+
+def pad(operand, padding_value, padding_config):
+    """Pad ``operand`` with ``padding_value`` (``jax.lax.pad``): one
+    ``(low, high, interior)`` triple per dimension; negative low/high crop."""
+    operand = as_operand(operand)
+    padding_value = as_operand(padding_value, like=operand)
+    padding_config = tuple(tuple(int(v) for v in c) for c in padding_config)
+    if all(c == (0, 0, 0) for c in padding_config) and len(padding_config) == get_aval(operand).ndim:
+        return operand
+    return checked_bind(pad_p, operand, padding_value, padding_config=padding_config)
+
+
+# --- concatenate ---------------------------------------------------------------------
+
+def _concatenate_shape(*operands, dimension):
+    if not operands:
+        raise TypeError("lax.concatenate needs at least one operand")
+    first = operands[0]
+    dtype = check_same_dtypes("concatenate", *operands)
+    if not 0 <= dimension < first.ndim:
+        raise ValueError(f"lax.concatenate: dimension {dimension} is out of range for "
+                         f"operands of rank {first.ndim}")
+    for op in operands:
+        if op.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(op.shape, first.shape))
+                                        if i != dimension):
+            raise TypeError(f"lax.concatenate: operand shapes "
+                            f"{[o.shape for o in operands]} must agree except in "
+                            f"dimension {dimension}")
+    size = sum(op.shape[dimension] for op in operands)
+    return ShapedArray(first.shape[:dimension] + (size,) + first.shape[dimension + 1:], dtype)
+
+
+def _concatenate_transpose(ct, *operands, dimension):
+    shape = get_aval(ct).shape
+    cts, offset = [], 0
+    for op in operands:
+        size = (op.aval if is_undefined_primal(op) else get_aval(op)).shape[dimension]
+        if is_undefined_primal(op):
+            start = tuple(offset if i == dimension else 0 for i in range(len(shape)))
+            limit = tuple(offset + size if i == dimension else n for i, n in enumerate(shape))
+            cts.append(slice(ct, start, limit))
+        else:
+            cts.append(None)
+        offset += size
+    return cts
+
+
+def _concatenate_batch(axis_size, vals, dims, dimension):
+    vals = [batching.bdim_at_front(v, d, axis_size) for v, d in zip(vals, dims)]
+    return concatenate_p.bind(*vals, dimension=dimension + 1), 0
+
+
+concatenate_p = Primitive("concatenate")
+concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
+concatenate_p.def_abstract_eval(_concatenate_shape)
+deflinear(concatenate_p, _concatenate_transpose)
+concatenate_p.batch = _concatenate_batch
+def_lowering(concatenate_p, lambda args, dimension:
+             f"np.concatenate([{', '.join(args)}], axis={dimension})")
+
+
+def concatenate(operands, dimension):
+    """Join ``operands`` along ``dimension`` (``jax.lax.concatenate``)."""
+    operands = [as_operand(op) for op in operands]
+    if not operands:
+        raise ValueError("lax.concatenate needs at least one operand")
+    ndim = get_aval(operands[0]).ndim
+    if not -ndim <= dimension < ndim:
+        raise ValueError(f"lax.concatenate: dimension {dimension} is out of range for "
+                         f"operands of rank {ndim}")
+    if len(operands) == 1:
+        return operands[0]
+    return checked_bind(concatenate_p, *operands, dimension=dimension % ndim)

@@ -1,0 +1,1038 @@
+"""Elementwise math with NumPy's names, dtype promotion and broadcasting.
+
+Every function here gives the dtype NumPy 2 gives: the operands are converted
+to the dtypes of the inner loop NumPy itself would pick for the ufunc of the
+same name (``ufunc.resolve_dtypes``, which applies NEP 50: Python scalars are
+weak, ``int / int`` is float64, ``sin(int8)`` is float16, ``abs(int)`` stays
+int...), then the lax primitives run on them.  Combinations NumPy rejects
+(``subtract`` of booleans, ``bitwise_and`` of floats) raise its TypeError.
+
+NumPy's ``out=`` and ``where=`` keywords are rejected with an explanation:
+fungrad arrays are immutable.
+
+Derivatives at non-differentiable points are JAX's: ``maximum``/``minimum``/
+``clip`` ties split the gradient 0.5/0.5, ``abs'(0) = 1``, ``sign`` and the
+rounding functions have zero derivative.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from fungrad import lax
+from fungrad.core import Array, get_aval
+from fungrad.lax import elementwise as _ew
+from fungrad.numpy._dtypes import (is_weak, weak_python_type, dtype_of, asarray_operand,
+                                    result_type)
+
+__all__ = [
+    # arithmetic
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder",
+    "mod", "fmod", "divmod", "power", "pow", "float_power", "negative", "positive",
+    "abs", "absolute", "fabs", "sign", "square", "reciprocal", "sqrt", "cbrt",
+    # rounding
+    "floor", "ceil", "trunc", "rint", "fix", "round", "around", "modf",
+    # exponentials and logarithms
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp", "logaddexp2",
+    # trigonometry
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh",
+    "arcsinh", "arccosh", "arctanh", "asin", "acos", "atan", "atan2", "asinh", "acosh",
+    "atanh", "hypot", "deg2rad", "rad2deg", "degrees", "radians", "sinc",
+    # extrema and selection
+    "maximum", "minimum", "fmax", "fmin", "clip", "where",
+    # comparisons and logic
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "invert", "bitwise_invert",
+    "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift",
+    # floating-point classification and manipulation
+    "isfinite", "isinf", "isnan", "isposinf", "isneginf", "signbit", "copysign",
+    "heaviside", "nextafter", "ldexp", "frexp", "nan_to_num",
+    # integers
+    "gcd", "lcm",
+    # complex parts
+    "real", "imag", "conj", "conjugate", "angle",
+    # closeness
+    "isclose", "allclose", "array_equal", "array_equiv",
+]
+
+# ----------------------------------------------------------------------------
+# NumPy's dtype resolution and the ufunc keyword guard
+# ----------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=4096)
+def _resolve(ufunc, signature):
+    return ufunc.resolve_dtypes(signature)
+
+
+_ARRAY_TYPES = (np.ndarray, Array)
+_WEAK_SCALARS = (int, float, complex)
+
+
+def _signature_entry(x):
+    """What ``resolve_dtypes`` needs: a dtype, or the Python type of a weak scalar
+    (also of a tracer that jit made from a Python scalar)."""
+    kind = type(x)
+    if kind in _ARRAY_TYPES:            # the common case first: it is on every call
+        return x.dtype
+    if kind in _WEAK_SCALARS:
+        return kind
+    if is_weak(x):
+        weak = weak_python_type(x)
+        return np.dtype(np.bool_) if weak is bool else weak
+    return dtype_of(x)
+
+
+def _loop_dtypes(ufunc, args):
+    """The dtypes of the inner loop NumPy runs for ``ufunc(*args)``: inputs, then outputs."""
+    signature = tuple(map(_signature_entry, args))
+    if all(isinstance(entry, type) for entry in signature):
+        # only Python scalars: NumPy converts them to its default dtypes first
+        signature = tuple(dtype_of(a) for a in args)
+    try:
+        return _resolve(ufunc, signature + (None,) * ufunc.nout)
+    except TypeError as err:
+        kinds = ", ".join(getattr(s, "name", getattr(s, "__name__", str(s))) for s in signature)
+        raise TypeError(f"fungrad.numpy.{ufunc.__name__} is not defined for inputs of "
+                        f"type ({kinds}), as in NumPy: {err}") from None
+
+
+def _cast(x, dtype):
+    """``x`` as an operand of ``dtype`` (Python scalars become 0-d arrays)."""
+    kind = type(x)
+    if kind in _ARRAY_TYPES and x.dtype == dtype:
+        return x
+    if kind in (bool, int, float, complex):
+        return np.asarray(x, dtype=dtype)
+    x = asarray_operand(x)
+    return x if dtype_of(x) == dtype else lax.convert_element_type(x, dtype)
+
+
+def _args(ufunc, *args):
+    """``args`` converted to the input dtypes of NumPy's loop for ``ufunc``."""
+    dtypes = _loop_dtypes(ufunc, args)
+    return [_cast(a, d) for a, d in zip(args, dtypes)]
+
+
+def _out_dtype(ufunc, *args):
+    return np.dtype(_loop_dtypes(ufunc, args)[ufunc.nin])
+
+
+def _ufunc(fn):
+    """Reject NumPy's ``out=``/``where=`` keywords with the reason and the fix."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, where=True, **kwargs):
+        if out is not None:
+            raise TypeError(
+                f"fungrad.numpy.{name}: out= is not supported because fungrad arrays are "
+                f"immutable. Use the return value instead (y = fnp.{name}(...)); to update "
+                "part of an array use x.at[idx].set(value).")
+        if where is not True:
+            raise TypeError(
+                f"fungrad.numpy.{name}: where= is not supported (it leaves the masked "
+                "entries of out= untouched, and there is no out=). Compute everywhere and "
+                f"select: fnp.where(mask, fnp.{name}(...), fallback).")
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def _named(name, doc):
+    """Name a function made by a factory, then guard its keywords like ``_ufunc``."""
+    def decorate(fn):
+        fn.__name__ = fn.__qualname__ = name
+        fn.__doc__ = doc
+        return _ufunc(fn)
+    return decorate
+
+
+def _const(value, dtype):
+    return np.asarray(value, dtype=dtype)
+
+
+def _dtype(x):
+    return get_aval(x).dtype
+
+
+def _is_float(dtype):
+    return np.issubdtype(dtype, np.floating)
+
+
+def _is_complex(dtype):
+    return np.issubdtype(dtype, np.complexfloating)
+
+
+def _full_like(x, value, dtype):
+    return lax.full(get_aval(x).shape, value, dtype)
+
+
+def _full_broadcast(args, value, dtype):
+    """``value`` filling the broadcast shape of ``args``."""
+    return lax.full(np.broadcast_shapes(*(get_aval(a).shape for a in args)), value, dtype)
+
+
+def _to_bool(x):
+    """Truth value of each element (nonzero; NaN counts as true, as in NumPy)."""
+    x = asarray_operand(x)
+    if _dtype(x) == np.bool_:
+        return x
+    return lax.ne(x, _const(0, _dtype(x)))
+
+
+# ----------------------------------------------------------------------------
+# Arithmetic
+# ----------------------------------------------------------------------------
+
+@_ufunc
+def add(x, y, /):
+    return lax.add(*_args(np.add, x, y))        # booleans: logical or, as NumPy
+
+
+@_ufunc
+def subtract(x, y, /):
+    return lax.sub(*_args(np.subtract, x, y))
+
+
+@_ufunc
+def multiply(x, y, /):
+    return lax.mul(*_args(np.multiply, x, y))   # booleans: logical and
+
+
+@_ufunc
+def true_divide(x, y, /):
+    return lax.div(*_args(np.true_divide, x, y))
+
+
+divide = true_divide
+
+
+def _float_floor_divide(x, y):
+    """NumPy's float ``//``: from fmod, so that x == (x // y) * y + x % y closely."""
+    dtype = _dtype(x)
+    mod = lax.rem(x, y)
+    div = lax.div(lax.sub(x, mod), y)
+    wrong_side = lax.bitwise_and(lax.ne(mod, _const(0, dtype)),
+                                 lax.ne(lax.lt(y, _const(0, dtype)), lax.lt(mod, _const(0, dtype))))
+    div = lax.select(wrong_side, lax.sub(div, _const(1, dtype)), div)
+    # snap the quotient, which is within rounding of an integer, to it
+    snapped = lax.floor(div)
+    snapped = lax.select(lax.gt(lax.sub(div, snapped), _const(0.5, dtype)),
+                         lax.add(snapped, _const(1, dtype)), snapped)
+    return lax.select(lax.eq(y, _const(0, dtype)), lax.div(x, y), snapped)
+
+
+def _int_floor_divide(x, y):
+    """Integer ``//`` rounds down; lax.div rounds towards zero."""
+    quotient = lax.div(x, y)
+    if not np.issubdtype(_dtype(x), np.signedinteger):
+        return quotient
+    zero = _const(0, _dtype(x))
+    rounded_up = lax.bitwise_and(lax.ne(lax.lt(x, zero), lax.lt(y, zero)),
+                                 lax.ne(lax.rem(x, y), zero))
+    return lax.select(rounded_up, lax.sub(quotient, _const(1, _dtype(x))), quotient)
+
+
+def _floor_divide(x, y):
+    if np.issubdtype(_dtype(x), np.inexact):
+        return _float_floor_divide(x, y)
+    return _int_floor_divide(x, y)
+
+
+def _remainder(x, y):
+    """Python's ``%``: the sign of the divisor (lax.rem has the dividend's)."""
+    trunc_mod = lax.rem(x, y)
+    dtype = _dtype(trunc_mod)
+    if np.issubdtype(dtype, np.unsignedinteger):
+        return trunc_mod
+    zero = _const(0, dtype)
+    wrong_side = lax.bitwise_and(lax.ne(trunc_mod, zero),
+                                 lax.ne(lax.lt(trunc_mod, zero), lax.lt(y, zero)))
+    return lax.select(wrong_side, lax.add(trunc_mod, y), trunc_mod)
+
+
+@_ufunc
+def floor_divide(x, y, /):
+    return _floor_divide(*_args(np.floor_divide, x, y))
+
+
+@_ufunc
+def remainder(x, y, /):
+    return _remainder(*_args(np.remainder, x, y))
+
+
+mod = remainder
+
+
+@_ufunc
+def fmod(x, y, /):
+    return lax.rem(*_args(np.fmod, x, y))
+
+
+@_ufunc
+def divmod(x, y, /):  # noqa: A001 (NumPy's name)
+    x, y = _args(np.divmod, x, y)
+    return _floor_divide(x, y), _remainder(x, y)
+
+
+def _integer_power(x, y, bits):
+    """``x ** y`` for integer arrays by binary exponentiation over ``bits`` bits of y
+    (wrapping on overflow, as NumPy)."""
+    dtype = _dtype(x)
+    acc = _full_broadcast((x, y), 1, dtype)
+    for _ in range(bits):
+        bit_set = lax.ne(lax.bitwise_and(y, _const(1, _dtype(y))), _const(0, _dtype(y)))
+        acc = lax.select(bit_set, lax.mul(acc, x), acc)
+        x = lax.mul(x, x)
+        y = lax.shift_right_logical(y, _const(1, _dtype(y)))
+    return acc
+
+
+def _exponent_bits(y, dtype):
+    """How many bits of the exponent to visit: all of them for traced values."""
+    if isinstance(y, (int, np.ndarray, np.generic)) and not isinstance(y, bool):
+        y = np.asarray(y)
+        if y.size and np.any(y < 0):
+            raise ValueError("Integers to negative integer powers are not allowed "
+                             "(as in NumPy); use a float base, e.g. fnp.power(x * 1.0, y).")
+        return int(y.max()).bit_length() if y.size else 0
+    return np.iinfo(dtype).bits
+
+
+@_ufunc
+def power(x, y, /):
+    """``x ** y``; a Python-int exponent uses exact repeated multiplication
+    (``lax.integer_pow``), as ``jax.numpy.power``."""
+    dtypes = _loop_dtypes(np.power, (x, y))
+    out = np.dtype(dtypes[2])
+    if isinstance(y, int) and not isinstance(y, bool):
+        return lax.integer_pow(_cast(x, out), y)
+    x, y = _cast(x, dtypes[0]), _cast(y, dtypes[1])
+    if np.issubdtype(out, np.inexact):
+        return lax.pow(x, y)
+    return _integer_power(x, y, _exponent_bits(y, out))
+
+
+pow = power  # noqa: A001 (NumPy 2's alias)
+
+
+@_ufunc
+def float_power(x, y, /):
+    return lax.pow(*_args(np.float_power, x, y))
+
+
+@_ufunc
+def negative(x, /):
+    return lax.neg(*_args(np.negative, x))
+
+
+@_ufunc
+def positive(x, /):
+    return _args(np.positive, x)[0]
+
+
+@_ufunc
+def absolute(x, /):
+    (x,) = _args(np.absolute, x)
+    if _dtype(x) == np.bool_ or np.issubdtype(_dtype(x), np.unsignedinteger):
+        return x
+    return lax.abs(x)
+
+
+abs = absolute  # noqa: A001 (NumPy's alias)
+
+
+@_ufunc
+def fabs(x, /):
+    return lax.abs(*_args(np.fabs, x))
+
+
+@_ufunc
+def sign(x, /):
+    return lax.sign(*_args(np.sign, x))
+
+
+@_ufunc
+def square(x, /):
+    return lax.square(*_args(np.square, x))
+
+
+@_ufunc
+def reciprocal(x, /):
+    (x,) = _args(np.reciprocal, x)
+    if np.issubdtype(_dtype(x), np.inexact):
+        return lax.reciprocal(x)
+    return lax.div(_const(1, _dtype(x)), x)    # integer 1/x truncates, as NumPy
+
+
+# ----------------------------------------------------------------------------
+# Rounding
+# ----------------------------------------------------------------------------
+
+def _rounding(ufunc, float_op):
+    """floor/ceil/trunc: integers and booleans pass through (NumPy 2 keeps their dtype)."""
+    @_named(ufunc.__name__, f"Elementwise ``numpy.{ufunc.__name__}``.")
+    def fn(x, /):
+        (x,) = _args(ufunc, x)
+        return float_op(x) if np.issubdtype(_dtype(x), np.inexact) else x
+    return fn
+
+
+def _trunc(x):
+    return lax.select(lax.lt(x, _const(0, _dtype(x))), lax.ceil(x), lax.floor(x))
+
+
+floor = _rounding(np.floor, lax.floor)
+ceil = _rounding(np.ceil, lax.ceil)
+trunc = _rounding(np.trunc, _trunc)
+
+
+@_ufunc
+def rint(x, /):
+    return lax.round(*_args(np.rint, x), rounding_method=lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+@_ufunc
+def fix(x, /):
+    """Round towards zero (``numpy.fix``; integers keep their dtype)."""
+    x = asarray_operand(x)
+    return _trunc(x) if np.issubdtype(_dtype(x), np.inexact) else x
+
+
+def _round_integers(x, decimals):
+    """Integers to a multiple of 10**-decimals, ties to even (as NumPy)."""
+    if decimals >= 0:
+        return x
+    dtype = _dtype(x)
+    factor = _const(10 ** -decimals, dtype)
+    quotient = _int_floor_divide(x, factor)
+    twice_rest = lax.mul(_const(2, dtype), lax.sub(x, lax.mul(quotient, factor)))
+    odd = lax.ne(_remainder(quotient, _const(2, dtype)), _const(0, dtype))
+    up = lax.bitwise_or(lax.gt(twice_rest, factor),
+                        lax.bitwise_and(lax.eq(twice_rest, factor), odd))
+    return lax.mul(lax.select(up, lax.add(quotient, _const(1, dtype)), quotient), factor)
+
+
+@_ufunc
+def round(a, decimals=0):  # noqa: A001 (NumPy's name)
+    """Round to ``decimals`` decimal places, ties to even (``numpy.round``)."""
+    a = asarray_operand(a)
+    decimals = int(decimals)
+    dtype = _dtype(a)
+    if dtype == np.bool_:
+        a, dtype = lax.convert_element_type(a, np.float16), np.dtype(np.float16)
+    if not np.issubdtype(dtype, np.inexact):
+        return _round_integers(a, decimals)
+    even = lax.RoundingMethod.TO_NEAREST_EVEN
+    if decimals == 0:
+        return lax.round(a, even)
+    if decimals > 0:
+        factor = _const(10.0 ** decimals, dtype)
+        return lax.div(lax.round(lax.mul(a, factor), even), factor)
+    factor = _const(10.0 ** -decimals, dtype)
+    return lax.mul(lax.round(lax.div(a, factor), even), factor)
+
+
+around = round
+
+
+@_ufunc
+def modf(x, /):
+    """(fractional part, integral part), both with the sign of x."""
+    (x,) = _args(np.modf, x)
+    whole = _trunc(x)
+    frac = copysign(lax.sub(x, whole), x)             # -0.0 for negative integers
+    # +-inf has fractional part +-0 (inf - inf would be nan)
+    infinite = lax.eq(lax.abs(x), _const(np.inf, _dtype(x)))
+    return lax.select(infinite, copysign(_full_like(x, 0, _dtype(x)), x), frac), whole
+
+
+# ----------------------------------------------------------------------------
+# Exponentials and logarithms
+# ----------------------------------------------------------------------------
+
+def _transcendental(ufunc, lax_fn, name=None):
+    """A one-argument float function: integer inputs are promoted as NumPy does."""
+    @_named(name or ufunc.__name__, f"Elementwise ``numpy.{ufunc.__name__}``.")
+    def fn(x, /):
+        return lax_fn(*_args(ufunc, x))
+    return fn
+
+
+exp = _transcendental(np.exp, lax.exp)
+exp2 = _transcendental(np.exp2, lax.exp2)
+expm1 = _transcendental(np.expm1, lax.expm1)
+log = _transcendental(np.log, lax.log)
+log1p = _transcendental(np.log1p, lax.log1p)
+
+
+@_ufunc
+def log2(x, /):
+    (x,) = _args(np.log2, x)
+    return lax.div(lax.log(x), _const(math.log(2), _dtype(x)))
+
+
+@_ufunc
+def log10(x, /):
+    (x,) = _args(np.log10, x)
+    return lax.div(lax.log(x), _const(math.log(10), _dtype(x)))
+
+
+def _logaddexp(x, y, exp_fn, log1p_of_exp):
+    """max + log1p(exp(-|x - y|)), written with selects so that every branch is
+    smooth: at x == y both inputs get half of the gradient, at every order."""
+    x_larger = lax.gt(x, y)
+    larger = lax.select(x_larger, x, y)
+    gap = lax.select(x_larger, lax.sub(y, x), lax.sub(x, y))      # <= 0
+    out = lax.add(larger, log1p_of_exp(gap))
+    # inf - inf (both infinite with one sign) gives nan: the answer is x + y
+    return lax.select(lax.ne(gap, gap), lax.add(x, y), out)
+
+
+@_ufunc
+def logaddexp(x, y, /):
+    """log(exp(x) + exp(y)) without overflow."""
+    x, y = _args(np.logaddexp, x, y)
+    return _logaddexp(x, y, lax.exp, lambda d: lax.log1p(lax.exp(d)))
+
+
+@_ufunc
+def logaddexp2(x, y, /):
+    """log2(2**x + 2**y) without overflow."""
+    x, y = _args(np.logaddexp2, x, y)
+    inv_ln2 = _const(1 / math.log(2), _dtype(x))
+    return _logaddexp(x, y, lax.exp2, lambda d: lax.mul(lax.log1p(lax.exp2(d)), inv_ln2))
+
+
+# ----------------------------------------------------------------------------
+# Trigonometry
+# ----------------------------------------------------------------------------
+
+sin = _transcendental(np.sin, lax.sin)
+cos = _transcendental(np.cos, lax.cos)
+tan = _transcendental(np.tan, lax.tan)
+arcsin = _transcendental(np.arcsin, lax.asin)
+arccos = _transcendental(np.arccos, lax.acos)
+arctan = _transcendental(np.arctan, lax.atan)
+sinh = _transcendental(np.sinh, lax.sinh)
+cosh = _transcendental(np.cosh, lax.cosh)
+tanh = _transcendental(np.tanh, lax.tanh)
+arcsinh = _transcendental(np.arcsinh, lax.asinh)
+arccosh = _transcendental(np.arccosh, lax.acosh)
+arctanh = _transcendental(np.arctanh, lax.atanh)
+sqrt = _transcendental(np.sqrt, lax.sqrt)
+cbrt = _transcendental(np.cbrt, lax.cbrt)
+# NumPy 2 names (array API)
+asin = _transcendental(np.arcsin, lax.asin, "asin")
+acos = _transcendental(np.arccos, lax.acos, "acos")
+atan = _transcendental(np.arctan, lax.atan, "atan")
+asinh = _transcendental(np.arcsinh, lax.asinh, "asinh")
+acosh = _transcendental(np.arccosh, lax.acosh, "acosh")
+atanh = _transcendental(np.arctanh, lax.atanh, "atanh")
+
+
+@_ufunc
+def arctan2(x1, x2, /):
+    return lax.atan2(*_args(np.arctan2, x1, x2))
+
+
+atan2 = arctan2
+
+
+@_ufunc
+def hypot(x1, x2, /):
+    """sqrt(x1**2 + x2**2) without overflow: big * sqrt(1 + (small/big)**2)."""
+    x1, x2 = _args(np.hypot, x1, x2)
+    dtype = _dtype(x1)
+    a, b = lax.abs(x1), lax.abs(x2)
+    a_larger = lax.ge(a, b)
+    big, small = lax.select(a_larger, a, b), lax.select(a_larger, b, a)
+    zero = lax.bitwise_and(lax.eq(big, _const(0, dtype)), lax.eq(small, _const(0, dtype)))
+    safe_big = lax.select(zero, lax.add(big, _const(1, dtype)), big)
+    ratio = lax.div(small, safe_big)
+    out = lax.mul(big, lax.sqrt(lax.add(_const(1, dtype), lax.square(ratio))))
+    infinite = lax.bitwise_or(lax.eq(a, _const(np.inf, dtype)), lax.eq(b, _const(np.inf, dtype)))
+    return lax.select(infinite, _full_like(out, np.inf, dtype), lax.select(zero, big, out))
+
+
+def _ratio_in(dtype, numerator, denominator):
+    """numerator / denominator computed in ``dtype`` (as NumPy's loops do: their
+    float32 constant is 180.0f / pi_f, not the rounded double; float16 loops
+    compute in float32)."""
+    work = np.float32 if dtype == np.float16 else dtype
+    ratio = np.divide(np.asarray(numerator, work), np.asarray(denominator, work))
+    return ratio.astype(dtype)
+
+
+@_ufunc
+def deg2rad(x, /):
+    (x,) = _args(np.deg2rad, x)
+    return lax.mul(x, _ratio_in(_dtype(x), np.pi, 180))
+
+
+@_ufunc
+def rad2deg(x, /):
+    (x,) = _args(np.rad2deg, x)
+    return lax.mul(x, _ratio_in(_dtype(x), 180, np.pi))
+
+
+radians = deg2rad
+degrees = rad2deg
+
+
+def _sinc_taylor(z):
+    """sinc near 0 by its Taylor series in (pi z)^2: smooth, exact at every order."""
+    dtype = _dtype(z)
+    u = lax.square(lax.mul(z, _const(math.pi, dtype)))
+    coeffs = [(-1) ** k / math.factorial(2 * k + 1) for k in range(7)]   # of u^k
+    total = lax.add(lax.mul(u, _const(coeffs[6], dtype)), _const(coeffs[5], dtype))
+    for c in reversed(coeffs[:5]):      # Horner
+        total = lax.add(lax.mul(total, u), _const(c, dtype))
+    return total
+
+
+@_ufunc
+def sinc(x, /):
+    """sin(pi x) / (pi x), 1 at 0; all derivatives are right at 0 too."""
+    x = asarray_operand(x)
+    dtype = result_type(x, 1.0)
+    x = _cast(x, dtype)
+    near_zero = lax.lt(lax.abs(x), _const(1e-3 if dtype == np.float64 else 1e-2, dtype))
+    safe = lax.select(near_zero, _full_like(x, 1, dtype), x)
+    pi_x = lax.mul(safe, _const(math.pi, dtype))
+    return lax.select(near_zero, _sinc_taylor(x), lax.div(lax.sin(pi_x), pi_x))
+
+
+# ----------------------------------------------------------------------------
+# Extrema and selection
+# ----------------------------------------------------------------------------
+
+@_ufunc
+def maximum(x, y, /):
+    """Elementwise maximum, NaN-propagating; ties share the gradient equally."""
+    return lax.max(*_args(np.maximum, x, y))
+
+
+@_ufunc
+def minimum(x, y, /):
+    return lax.min(*_args(np.minimum, x, y))
+
+
+def _nan_ignoring(extremum, x, y):
+    if not np.issubdtype(_dtype(x), np.inexact):
+        return extremum(x, y)
+    out = extremum(x, y)
+    out = lax.select(lax.ne(x, x), y, out)
+    return lax.select(lax.ne(y, y), x, out)
+
+
+@_ufunc
+def fmax(x, y, /):
+    """Elementwise maximum ignoring NaN (NaN only where both are NaN)."""
+    return _nan_ignoring(lax.max, *_args(np.fmax, x, y))
+
+
+@_ufunc
+def fmin(x, y, /):
+    return _nan_ignoring(lax.min, *_args(np.fmin, x, y))
+
+
+_NO_VALUE = object()
+
+
+@_ufunc
+def clip(a, a_min=_NO_VALUE, a_max=_NO_VALUE, /, *, min=None, max=None):  # noqa: A002
+    """``a`` limited to ``[min, max]`` (either may be None); NumPy 2's signature,
+    with the bounds positional or as ``min=``/``max=`` (or ``a_min=``/``a_max=``).
+    Computed as ``minimum(max, maximum(min, a))``, so a value equal to a bound
+    shares its gradient with the bound, as ``jax.numpy.clip``."""
+    lo = _pick_bound("min", a_min, min)
+    hi = _pick_bound("max", a_max, max)
+    bounds = [b for b in (lo, hi) if b is not None]
+    dtype = result_type(a, *bounds)
+    out = _cast(a, dtype)
+    if lo is not None:
+        out = lax.max(_cast(lo, dtype), out)
+    if hi is not None:
+        out = lax.min(_cast(hi, dtype), out)
+    return out
+
+
+def _pick_bound(name, positional, keyword):
+    if positional is not _NO_VALUE and keyword is not None:
+        raise TypeError(f"fungrad.numpy.clip: got the {name} bound both positionally (a_{name}) "
+                        f"and as {name}=; pass it once.")
+    return keyword if positional is _NO_VALUE else positional
+
+
+def _clip_legacy_keywords(fn):
+    """Accept NumPy 1's ``a_min=``/``a_max=`` keywords as well."""
+    @functools.wraps(fn)
+    def wrapper(a, *args, a_min=_NO_VALUE, a_max=_NO_VALUE, **kwargs):
+        if a_min is not _NO_VALUE or a_max is not _NO_VALUE:
+            if args:
+                raise TypeError("fungrad.numpy.clip: mixing positional bounds with "
+                                "a_min=/a_max= keywords; use min=/max=.")
+            args = (a_min, a_max)
+        return fn(a, *args, **kwargs)
+    return wrapper
+
+
+clip = _clip_legacy_keywords(clip)
+
+
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """``x`` where ``condition`` else ``y`` (NumPy broadcasting and promotion).
+    With only ``condition``: the indices of its nonzero entries (``nonzero``)."""
+    if x is None and y is None:
+        from fungrad.numpy._indexing import nonzero   # late: another module's function
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise TypeError("fungrad.numpy.where takes either one argument (condition) or "
+                        "three (condition, x, y); got two.")
+    if size is not None or fill_value is not None:
+        raise TypeError("fungrad.numpy.where: size= and fill_value= apply only to the "
+                        "one-argument form.")
+    dtype = result_type(x, y)
+    return lax.select(_to_bool(condition), _cast(x, dtype), _cast(y, dtype))
+
+
+# ----------------------------------------------------------------------------
+# Comparisons and logic
+# ----------------------------------------------------------------------------
+
+def _binary(ufunc, lax_fn):
+    @_named(ufunc.__name__, f"Elementwise ``numpy.{ufunc.__name__}``.")
+    def fn(x, y, /):
+        return lax_fn(*_args(ufunc, x, y))
+    return fn
+
+
+def _out_of_range_int(x, other):
+    """+-inf if ``x`` is a Python int outside the range of ``other``'s integer dtype."""
+    if not isinstance(x, int) or isinstance(x, bool) or is_weak(other):
+        return None
+    dtype = dtype_of(other)
+    if not np.issubdtype(dtype, np.integer):
+        return None
+    info = np.iinfo(dtype)
+    return np.inf if x > info.max else -np.inf if x < info.min else None
+
+
+def _comparison(ufunc, lax_fn):
+    @_named(ufunc.__name__, f"Elementwise ``numpy.{ufunc.__name__}`` (boolean result).")
+    def fn(x, y, /):
+        # NumPy 2 compares integers with Python ints beyond their range exactly:
+        # the answer is the same for every element, as if the int were +-inf
+        x_inf, y_inf = _out_of_range_int(x, y), _out_of_range_int(y, x)
+        if x_inf is not None or y_inf is not None:
+            array = asarray_operand(y if x_inf is not None else x)
+            answer = (ufunc(x_inf, 0.0) if x_inf is not None else ufunc(0.0, y_inf))
+            return _full_like(array, bool(answer), np.bool_)
+        return lax_fn(*_args(ufunc, x, y))
+    return fn
+
+
+equal = _comparison(np.equal, lax.eq)
+not_equal = _comparison(np.not_equal, lax.ne)
+less = _comparison(np.less, lax.lt)
+less_equal = _comparison(np.less_equal, lax.le)
+greater = _comparison(np.greater, lax.gt)
+greater_equal = _comparison(np.greater_equal, lax.ge)
+bitwise_and = _binary(np.bitwise_and, lax.bitwise_and)
+bitwise_or = _binary(np.bitwise_or, lax.bitwise_or)
+bitwise_xor = _binary(np.bitwise_xor, lax.bitwise_xor)
+left_shift = _binary(np.left_shift, lax.shift_left)
+bitwise_left_shift = left_shift
+
+
+@_ufunc
+def right_shift(x, y, /):
+    """``x >> y``: sign-filling for signed integers, zero-filling for unsigned."""
+    x, y = _args(np.right_shift, x, y)
+    if np.issubdtype(_dtype(x), np.unsignedinteger):
+        return lax.shift_right_logical(x, y)
+    return lax.shift_right_arithmetic(x, y)
+
+
+bitwise_right_shift = right_shift
+
+
+@_ufunc
+def invert(x, /):
+    return lax.bitwise_not(*_args(np.invert, x))
+
+
+bitwise_not = bitwise_invert = invert
+
+
+def _logical(ufunc, lax_fn):
+    @_named(ufunc.__name__, f"Elementwise ``numpy.{ufunc.__name__}`` of the truth values.")
+    def fn(x, y, /):
+        _loop_dtypes(ufunc, (x, y))            # NumPy's checks on the input types
+        return lax_fn(_to_bool(x), _to_bool(y))
+    return fn
+
+
+logical_and = _logical(np.logical_and, lax.bitwise_and)
+logical_or = _logical(np.logical_or, lax.bitwise_or)
+logical_xor = _logical(np.logical_xor, lax.bitwise_xor)
+
+
+@_ufunc
+def logical_not(x, /):
+    _loop_dtypes(np.logical_not, (x,))
+    return lax.bitwise_not(_to_bool(x))
+
+
+# ----------------------------------------------------------------------------
+# Floating-point classification and manipulation
+# ----------------------------------------------------------------------------
+
+def _classify(ufunc, float_test):
+    """isfinite & co.: integers and booleans are always finite, never inf/nan."""
+    @_named(ufunc.__name__, f"Elementwise ``numpy.{ufunc.__name__}``.")
+    def fn(x, /):
+        x = asarray_operand(x)
+        _loop_dtypes(ufunc, (x,))
+        dtype = _dtype(x)
+        if _is_complex(dtype):
+            return _complex_test(ufunc, x)
+        if not np.issubdtype(dtype, np.inexact):
+            return _full_like(x, ufunc is np.isfinite, np.bool_)
+        return float_test(x)
+    return fn
+
+
+def _complex_test(ufunc, z):
+    re, im = lax.real(z), lax.imag(z)
+    if ufunc is np.isfinite:
+        return lax.bitwise_and(lax.is_finite(re), lax.is_finite(im))
+    tests = {np.isinf: lambda v: lax.eq(lax.abs(v), _const(np.inf, _dtype(v))),
+             np.isnan: lambda v: lax.ne(v, v)}
+    return lax.bitwise_or(tests[ufunc](re), tests[ufunc](im))
+
+
+isfinite = _classify(np.isfinite, lax.is_finite)
+isinf = _classify(np.isinf, lambda x: lax.eq(lax.abs(x), _const(np.inf, _dtype(x))))
+isnan = _classify(np.isnan, lambda x: lax.ne(x, x))
+
+
+def isposinf(x, /):
+    x = asarray_operand(x)
+    if not np.issubdtype(_dtype(x), np.inexact):
+        return _full_like(x, False, np.bool_)
+    return lax.eq(x, _const(np.inf, _dtype(x)))
+
+
+def isneginf(x, /):
+    x = asarray_operand(x)
+    if not np.issubdtype(_dtype(x), np.inexact):
+        return _full_like(x, False, np.bool_)
+    return lax.eq(x, _const(-np.inf, _dtype(x)))
+
+
+_SAME_WIDTH_INT = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _signbit(x):
+    """The sign bit of a float (true for -0.0 and for NaNs with it set)."""
+    dtype = _dtype(x)
+    bits = lax.bitcast_convert_type(x, _SAME_WIDTH_INT[dtype.itemsize])
+    return lax.lt(bits, _const(0, _dtype(bits)))
+
+
+@_ufunc
+def signbit(x, /):
+    return _signbit(*_args(np.signbit, x))
+
+
+@_ufunc
+def copysign(x1, x2, /):
+    """|x1| with the sign (bit) of x2."""
+    x1, x2 = _args(np.copysign, x1, x2)
+    magnitude = lax.abs(x1)
+    return lax.select(_signbit(x2), lax.neg(magnitude), magnitude)
+
+
+@_ufunc
+def heaviside(x1, x2, /):
+    """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0 (NaN stays NaN)."""
+    x1, x2 = _args(np.heaviside, x1, x2)
+    dtype = _dtype(x1)
+    zero = _const(0, dtype)
+    step = lax.select(lax.lt(x1, zero), _full_broadcast((x1, x2), 0, dtype),
+                      lax.select(lax.gt(x1, zero), _full_broadcast((x1, x2), 1, dtype), x2))
+    return lax.select(lax.ne(x1, x1), _full_broadcast((x1, x2), np.nan, dtype), step)
+
+
+@_ufunc
+def nextafter(x1, x2, /):
+    return lax.nextafter(*_args(np.nextafter, x1, x2))
+
+
+def _times_power_of_two(x, exponent):
+    """x * 2**exponent (float exponent of integral value) in two halves, so that
+    neither factor overflows when the product does not."""
+    dtype = _dtype(x)
+    half = lax.floor(lax.mul(exponent, _const(0.5, dtype)))
+    return lax.mul(lax.mul(x, lax.exp2(half)), lax.exp2(lax.sub(exponent, half)))
+
+
+@_ufunc
+def ldexp(x1, x2, /):
+    """x1 * 2**x2 (x2 an integer)."""
+    x1, x2 = _args(np.ldexp, x1, x2)
+    return _times_power_of_two(x1, lax.convert_element_type(x2, _dtype(x1)))
+
+
+@_ufunc
+def frexp(x, /):
+    """(mantissa, exponent) with x = mantissa * 2**exponent, 0.5 <= |mantissa| < 1;
+    the mantissa's derivative is 2**-exponent."""
+    (x,) = _args(np.frexp, x)
+    dtype = _dtype(x)
+    magnitude = lax.abs(x)
+    regular = lax.bitwise_and(lax.is_finite(x), lax.ne(magnitude, _const(0, dtype)))
+    safe = lax.stop_gradient(lax.select(regular, magnitude, _full_like(x, 1, dtype)))
+    exponent = lax.add(lax.floor(lax.div(lax.log(safe), _const(math.log(2), dtype))),
+                       _const(1, dtype))
+    for _ in range(2):   # log2 may be off by one next to powers of two: fix it
+        scaled = _times_power_of_two(safe, lax.neg(exponent))
+        exponent = lax.select(lax.ge(scaled, _const(1, dtype)), lax.add(exponent, _const(1, dtype)),
+                              lax.select(lax.lt(scaled, _const(0.5, dtype)),
+                                         lax.sub(exponent, _const(1, dtype)), exponent))
+    exponent = lax.select(regular, exponent, _full_like(x, 0, dtype))
+    mantissa = _times_power_of_two(x, lax.neg(exponent))
+    return mantissa, lax.convert_element_type(exponent, np.int32)
+
+
+@_ufunc
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NaN -> ``nan``, +inf -> ``posinf`` (default: the largest float),
+    -inf -> ``neginf`` (default: the most negative float)."""
+    x = asarray_operand(x)
+    dtype = _dtype(x)
+    if _is_complex(dtype):
+        parts = [nan_to_num(p, nan=nan, posinf=posinf, neginf=neginf)
+                 for p in (lax.real(x), lax.imag(x))]
+        return lax.complex(*parts)
+    if not np.issubdtype(dtype, np.inexact):
+        return x
+    info = np.finfo(dtype)
+    fills = [(lax.ne(x, x), nan), (lax.eq(x, _const(np.inf, dtype)), info.max if posinf is None else posinf),
+             (lax.eq(x, _const(-np.inf, dtype)), info.min if neginf is None else neginf)]
+    for mask, value in fills:
+        x = lax.select(mask, _full_like(x, value, dtype), x)
+    return x
+
+
+# ----------------------------------------------------------------------------
+# Integers: gcd, lcm (no derivatives)
+# ----------------------------------------------------------------------------
+
+@_ufunc
+def gcd(x1, x2, /):
+    """Greatest common divisor of |x1| and |x2| (0 for gcd(0, 0))."""
+    return _ew.gcd(*_args(np.gcd, x1, x2))
+
+
+@_ufunc
+def lcm(x1, x2, /):
+    """Least common multiple of |x1| and |x2| (0 if either is 0)."""
+    x1, x2 = _args(np.lcm, x1, x2)
+    dtype = _dtype(x1)
+    divisor = _ew.gcd(x1, x2)
+    zero = lax.eq(divisor, _const(0, dtype))
+    safe = lax.select(zero, _full_like(divisor, 1, dtype), divisor)
+    multiple = lax.mul(lax.div(x1, safe), x2)
+    if np.issubdtype(dtype, np.signedinteger):
+        multiple = lax.abs(multiple)
+    return lax.select(zero, _full_like(multiple, 0, dtype), multiple)
+
+
+# ----------------------------------------------------------------------------
+# Complex parts
+# ----------------------------------------------------------------------------
+
+def real(val, /):
+    """The real part (the array itself for real input, as NumPy)."""
+    val = asarray_operand(val)
+    return lax.real(val) if _is_complex(_dtype(val)) else val
+
+
+def imag(val, /):
+    """The imaginary part (zeros of the same dtype for real input, as NumPy)."""
+    val = asarray_operand(val)
+    if _is_complex(_dtype(val)):
+        return lax.imag(val)
+    return _full_like(val, 0, _dtype(val))
+
+
+@_ufunc
+def conjugate(x, /):
+    (x,) = _args(np.conjugate, x)
+    return lax.conj(x) if _is_complex(_dtype(x)) else x
+
+
+conj = conjugate
+
+
+def angle(z, deg=False):
+    """The argument of complex z (atan2(imag, real)); in degrees with ``deg``."""
+    z = asarray_operand(z)
+    dtype = _dtype(z)
+    if _is_complex(dtype):
+        out = lax.atan2(lax.imag(z), lax.real(z))
+    else:
+        _, z = _args(np.arctan2, 0, z)         # NumPy: arctan2(0, z)
+        out = lax.atan2(_full_like(z, 0, _dtype(z)), z)
+    return lax.mul(out, _const(180 / math.pi, _dtype(out))) if deg else out
+
+
+# ----------------------------------------------------------------------------
+# Closeness and equality of whole arrays
+# ----------------------------------------------------------------------------
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|a - b| <= atol + rtol * |b| elementwise, with NumPy's rules for inf and NaN."""
+    b_dtype = result_type(b, 1.0)
+    b = _cast(b, b_dtype)
+    within = less_equal(absolute(subtract(a, b)), add(atol, multiply(rtol, absolute(b))))
+    result = logical_or(logical_and(within, isfinite(b)), equal(a, b))
+    if equal_nan:
+        result = logical_or(result, logical_and(isnan(a), isnan(b)))
+    return result
+
+
+def _all(x):
+    x = asarray_operand(x)
+    return lax.reduce_and(x, tuple(range(get_aval(x).ndim)))
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element is close (a 0-d boolean array, traceable)."""
+    return _all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """Same shape and equal elements (a 0-d boolean array)."""
+    a1, a2 = asarray_operand(a1), asarray_operand(a2)
+    if get_aval(a1).shape != get_aval(a2).shape:
+        return np.asarray(False)
+    same = equal(a1, a2)
+    if equal_nan:
+        same = logical_or(same, logical_and(isnan(a1), isnan(a2)))
+    return _all(same)
+
+
+def array_equiv(a1, a2):
+    """Equal elements after broadcasting (False if the shapes do not broadcast)."""
+    a1, a2 = asarray_operand(a1), asarray_operand(a2)
+    try:
+        np.broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape)
+    except ValueError:
+        return np.asarray(False)
+    return _all(equal(a1, a2))
