@@ -25,6 +25,7 @@ raises ``UnexpectedTracerError`` naming where its transformation was started.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import sys
 import threading
@@ -85,7 +86,7 @@ class ShapedArray:
         self.weak_type = bool(weak_type)
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.shape))
 
     def str_short(self) -> str:
         dt = _SHORT_DTYPE.get(self.dtype.name, self.dtype.name)
@@ -580,6 +581,13 @@ class Array(np.ndarray):
     @property
     def at(self):
         return _numpy_api()._at_helper(self)
+
+    def __getitem__(self, idx):
+        # NumPy indexing, unless the index is traced (e.g. a closed-over array
+        # indexed inside jit): then it must go through fungrad's gather.
+        if isinstance(idx, Tracer) or (type(idx) is tuple and any(isinstance(i, Tracer) for i in idx)):
+            return _numpy_api()._getitem(self, idx)
+        return np.ndarray.__getitem__(self, idx)
 
     def __reduce__(self):  # pickle as a plain ndarray
         return np.asarray(self).copy().__reduce__()

@@ -92,8 +92,9 @@ def export(fun, *example_args, path: str | None = None, name: str | None = None)
     closed = jitted.lower(*example_args).jaxpr
     opt = optimize(closed)
     body = codegen.lower_jaxpr(opt.jaxpr, "_compiled")
+    body, helpers = _embed_helper_modules(body)
     out_tree = tree_structure(fun(*example_args))
-    _check_free_names(body, len(opt.consts))
+    _check_free_names(body, len(opt.consts), helpers)
     const_names = [f"_k{i}" for i in range(len(opt.consts))]
     outs = [f"_r[{i}]" for i in range(out_tree.num_leaves)]
     lines = [
@@ -102,6 +103,7 @@ def export(fun, *example_args, path: str | None = None, name: str | None = None)
         "Argument shapes/dtypes: " + ", ".join(
             f"{np.shape(x)}:{np.asarray(x).dtype}" for x in leaves) + '"""',
         "import numpy as np", "",
+        *helpers,
         *[_const_source(n, c) for n, c in zip(const_names, opt.consts)], "",
         body,
         f"def {name}(*args):",
@@ -115,10 +117,37 @@ def export(fun, *example_args, path: str | None = None, name: str | None = None)
     return source
 
 
-def _check_free_names(source: str, n_consts: int):
+_HELPER_IMPORT = re.compile(r"__import__\('(fungrad\.[\w.]+)', fromlist=\['_'\]\)")
+# fungrad modules whose code needs only NumPy and the standard library, and so
+# may be copied into an exported module (special functions' pure-NumPy code)
+_EMBEDDABLE = {"fungrad.lax._special_math"}
+
+
+def _embed_helper_modules(body: str):
+    """Replace imports of pure-NumPy fungrad helper modules by a copy of their source."""
+    import importlib
+    import inspect
+    helpers = []
+    for module_name in sorted(set(_HELPER_IMPORT.findall(body))):
+        if module_name not in _EMBEDDABLE:
+            raise TypeError(f"export: the generated code needs {module_name}, which needs "
+                            "fungrad; this function cannot be exported as NumPy-only code")
+        alias = "_" + module_name.rsplit(".", 1)[-1].lstrip("_")
+        source = inspect.getsource(importlib.import_module(module_name))
+        helpers += [f"{alias} = type(np)({module_name!r})",
+                    f"exec({source!r}, {alias}.__dict__)", ""]
+        body = body.replace(f"__import__('{module_name}', fromlist=['_'])", alias)
+    return body, helpers
+
+
+def _check_free_names(source: str, n_consts: int, helpers=()):
+    if "__import__" in source:
+        raise TypeError("export: the generated code imports a fungrad module; this "
+                        "function cannot be exported as NumPy-only code")
     code = compile(source, "<export>", "exec")
     fn_code = next(c for c in code.co_consts if hasattr(c, "co_names"))
-    allowed = {"np"} | {f"_k{i}" for i in range(n_consts)} | set(dir(builtins))
+    embedded = {line.split(" = ", 1)[0] for line in helpers if " = type(np)(" in line}
+    allowed = {"np"} | embedded | {f"_k{i}" for i in range(n_consts)} | set(dir(builtins))
     missing = sorted(set(fn_code.co_names) - allowed - _attribute_names(fn_code))
     if missing:
         raise TypeError(f"export: the generated code needs {missing}, which are not NumPy; "

@@ -71,7 +71,9 @@ def _axpy(a, xs, ys):
 
 
 def _inner(xs, ys) -> float:
-    return float(sum(np.vdot(np.asarray(x), np.asarray(y)).real
+    """Real part of the bilinear pairing sum(x*y) (JAX's convention for complex
+    transposes: no conjugation)."""
+    return float(sum(np.sum(np.asarray(x) * np.asarray(y)).real
                      for x, y in zip(xs, ys) if _is_float(x) and _is_float(y)))
 
 

@@ -231,3 +231,17 @@ def test_export_standalone_module(tmp_path):
             "print(loss_grad.loss_grad({'w': np.ones((3, 2)), 'b': np.zeros(2)}, np.ones((2, 3)))[0])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert float(out.stdout) > 0
+
+
+def test_export_embeds_pure_numpy_special_functions(tmp_path):
+    import importlib.util
+    f = lambda x: fnp.sum(fungrad.lax.erf(x) * fungrad.lax.lgamma(x + 2.0))
+    x = np.linspace(0.1, 2.0, 5)
+    path = tmp_path / "special.py"
+    src = fungrad.export(fungrad.grad(f), x, path=path, name="g")
+    assert "fungrad" not in src.replace("'fungrad.lax._special_math'", "").split('"""', 2)[2] \
+        or "__import__" not in src
+    spec = importlib.util.spec_from_file_location("special", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    np.testing.assert_allclose(module.g(x), fungrad.grad(f)(x), rtol=1e-13)

@@ -92,6 +92,7 @@ def as_operand(x, like=None):
     everything else is returned unchanged (tracers) or as an ndarray."""
     if isinstance(x, (Tracer, np.ndarray)):
         return x
-    if isinstance(x, (bool, int, float, complex)) and like is not None:
+    if type(x) in (bool, int, float, complex) and like is not None:
+        # exact types: np.float64 subclasses float but is strongly typed
         return np.asarray(x, dtype=get_aval(like).dtype)
     return np.asarray(x)
