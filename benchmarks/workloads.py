@@ -10,6 +10,7 @@ import numpy as np
 
 import fungrad
 import fungrad.numpy as fnp
+from fungrad.examples import ARM_FRACTIONS, ARM_LENGTHS, robot_arm
 
 try:
     import autograd
@@ -215,38 +216,24 @@ def make_per_example():
 # Jacobian of the 3-joint robot arm (150 x 3)
 # ----------------------------------------------------------------------------
 
-_LENGTHS = np.array([1.0, 0.8, 0.5])
-_FRAC = np.linspace(0.0, 1.0, 26)[1:]
-
-
-def arm(m, theta):
-    angles = m.cumsum(theta)
-    base_x, base_y, pts = 0.0, 0.0, []
-    for i in range(3):
-        dx, dy = _LENGTHS[i] * m.cos(angles[i]), _LENGTHS[i] * m.sin(angles[i])
-        pts.append(m.stack([base_x + _FRAC * dx, base_y + _FRAC * dy], axis=1))
-        base_x, base_y = base_x + dx, base_y + dy
-    return m.concatenate(pts).reshape(-1)
-
-
 def arm_jacobian_numpy(theta):
     a = np.cumsum(theta)
-    dx = -_LENGTHS * np.sin(a)            # d(link_i x)/d(angle_i)
-    dy = _LENGTHS * np.cos(a)
+    dx = -ARM_LENGTHS * np.sin(a)            # d(link_i x)/d(angle_i)
+    dy = ARM_LENGTHS * np.cos(a)
     jac = np.zeros((3, 25, 2, 3))
     for i in range(3):                    # point block i
         for j in range(3):                # joint j moves links >= j
             bx = sum(dx[l] for l in range(j, i))
             by = sum(dy[l] for l in range(j, i))
             if j <= i:
-                jac[i, :, 0, j] = bx + _FRAC * dx[i]
-                jac[i, :, 1, j] = by + _FRAC * dy[i]
+                jac[i, :, 0, j] = bx + ARM_FRACTIONS * dx[i]
+                jac[i, :, 1, j] = by + ARM_FRACTIONS * dy[i]
     return jac.reshape(150, 3)
 
 
 def make_arm_jacobian():
     theta = np.array([0.3, -0.5, 1.1])
-    f = lambda t: arm(fnp, t)
+    f = robot_arm
     return "Jacobian of the 3-joint arm (150 x 3)", {
         "numpy (analytic)": lambda: arm_jacobian_numpy(theta),
         "fungrad jacfwd": (lambda j=fungrad.jacfwd(f): j(theta)),

@@ -11,17 +11,7 @@ import numpy as np
 
 import fungrad
 import fungrad.numpy as fnp
-
-
-def seed_f(x):
-    u = x ** 2 + fnp.exp(x ** 2)
-    return fnp.sqrt(u) + fnp.cos(u)
-
-
-def seed_f_prime(x):
-    """Closed form: f'(x) = 2x(1+exp(x²))·[1/(2·sqrt(x²+exp(x²))) − sin(x²+exp(x²))]."""
-    u = x ** 2 + np.exp(x ** 2)
-    return 2 * x * (1 + np.exp(x ** 2)) * (1 / (2 * np.sqrt(u)) - np.sin(u))
+from fungrad.examples import seed_f, seed_f_prime
 
 
 def section(title):

@@ -10,21 +10,12 @@ import fungrad
 import fungrad.numpy as fnp
 from fungrad import grad, jvp, vjp, jacfwd, jacrev, hessian, linearize, value_and_grad
 from fungrad.test_util import check_grads
+from fungrad.examples import seed_f, seed_f_prime, robot_arm
 
 
 # ----------------------------------------------------------------------------
 # Seed examples
 # ----------------------------------------------------------------------------
-
-def seed_f(x):
-    u = x ** 2 + fnp.exp(x ** 2)
-    return fnp.sqrt(u) + fnp.cos(u)
-
-
-def seed_f_prime(x):
-    u = x ** 2 + np.exp(x ** 2)
-    return 2 * x * (1 + np.exp(x ** 2)) * (1 / (2 * np.sqrt(u)) - np.sin(u))
-
 
 @pytest.mark.parametrize("x", [-1.3, -0.2, 0.0, 0.7, 1.5])
 def test_seed1_closed_form_both_modes(x):
@@ -115,19 +106,6 @@ def test_seed7_sum_sin_times_x():
     v = np.array([1.0, 2.0, -1.0])
     np.testing.assert_allclose(jvp(f, (x,), (v,))[1], np.dot(np.cos(x) * x + np.sin(x), v),
                                rtol=1e-14)
-
-
-def robot_arm(theta):
-    """3 joint angles -> 150 outputs: (x, y) of 75 points spread along a planar arm."""
-    lengths = np.array([1.0, 0.8, 0.5])
-    angles = fnp.cumsum(theta)
-    frac = np.linspace(0.0, 1.0, 26)[1:]          # 25 points per link
-    base_x, base_y, points = 0.0, 0.0, []
-    for i in range(3):
-        dx, dy = lengths[i] * fnp.cos(angles[i]), lengths[i] * fnp.sin(angles[i])
-        points.append(fnp.stack([base_x + frac * dx, base_y + frac * dy], axis=1))
-        base_x, base_y = base_x + dx, base_y + dy
-    return fnp.concatenate(points).reshape(-1)
 
 
 def test_seed8_robot_arm_jacobian_fwd_equals_rev():

@@ -51,7 +51,7 @@ from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import (Zero, instantiate_zeros, is_undefined_primal,
                                      defjvp_zero, tangent_aval)
-from fungrad.lax.utils import def_lowering, as_operand
+from fungrad.lax.utils import checked_bind, def_lowering, as_operand
 from fungrad.lax import structural
 
 __all__ = [
@@ -374,7 +374,7 @@ def gather(operand, index, *, mode=None, fill_value=None):
     mode = _gather_mode(mode)
     if fill_value is not None:
         fill_value = np.asarray(fill_value).astype(get_aval(operand).dtype).item()
-    return structural.checked_bind(gather_p, operand, *arrays, indexer=indexer, mode=mode,
+    return checked_bind(gather_p, operand, *arrays, indexer=indexer, mode=mode,
                                    fill_value=fill_value)
 
 
@@ -732,7 +732,7 @@ def _scatter_public(prim, who):
         if get_aval(updates).dtype != aval.dtype:
             updates = lax.convert_element_type(updates, aval.dtype)
         updates = _broadcast_updates(updates, shape, f"lax.{who}")
-        return structural.checked_bind(prim, operand, *arrays, updates, indexer=indexer,
+        return checked_bind(prim, operand, *arrays, updates, indexer=indexer,
                                        mode=_scatter_mode(mode),
                                        unique_indices=bool(unique_indices))
     fn.__name__ = who
@@ -927,7 +927,7 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
     operand = as_operand(operand)
     ndim = get_aval(operand).ndim
     starts = _start_list("lax.dynamic_slice", start_indices, ndim)
-    return structural.checked_bind(
+    return checked_bind(
         dynamic_slice_p, operand, *starts, slice_sizes=tuple(int(k) for k in slice_sizes),
         allow_negative=_negative_flags(allow_negative_indices, ndim))
 
@@ -1020,7 +1020,7 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
         raise TypeError(f"lax.dynamic_update_slice: update of shape {get_aval(update).shape} "
                         f"must have the rank of the operand {get_aval(operand).shape}")
     starts = _start_list("lax.dynamic_update_slice", start_indices, ndim)
-    return structural.checked_bind(
+    return checked_bind(
         dynamic_update_slice_p, operand, update, *starts,
         allow_negative=_negative_flags(allow_negative_indices, ndim))
 

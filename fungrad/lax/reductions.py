@@ -19,7 +19,7 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
-from fungrad.lax.utils import def_lowering, as_operand, canonical_axes
+from fungrad.lax.utils import checked_bind, def_lowering, as_operand, canonical_axes
 
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
            "reduce_or", "reduce_xor", "argmax", "argmin", "cumsum", "cumprod",
@@ -32,13 +32,6 @@ __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and"
 def _lax():
     from fungrad import lax  # late: the package imports this module
     return lax
-
-
-def _checked_bind(prim, *args, **params):
-    """Bind after running the shape rule, so that eager calls reject bad
-    arguments with the same message as staged ones (evaluation skips it)."""
-    prim.abstract_eval(*[get_aval(a) for a in args], **params)
-    return prim.bind(*args, **params)
 
 
 # ----------------------------------------------------------------------------
@@ -108,7 +101,7 @@ def_lowering(reduce_sum_p, "np.sum({0}, axis={axes}, dtype={0}.dtype)")
 def reduce_sum(operand, axes):
     operand = as_operand(operand)
     axes = canonical_axes("reduce_sum", axes, get_aval(operand).ndim)
-    return _checked_bind(reduce_sum_p, operand, axes=axes)
+    return checked_bind(reduce_sum_p, operand, axes=axes)
 
 
 # --- reduce_max, reduce_min --------------------------------------------------------
@@ -186,13 +179,13 @@ def_lowering(reduce_min_p, _chooser_lowering("min", _min_identity))
 def reduce_max(operand, axes):
     operand = as_operand(operand)
     axes = canonical_axes("reduce_max", axes, get_aval(operand).ndim)
-    return _checked_bind(reduce_max_p, operand, axes=axes)
+    return checked_bind(reduce_max_p, operand, axes=axes)
 
 
 def reduce_min(operand, axes):
     operand = as_operand(operand)
     axes = canonical_axes("reduce_min", axes, get_aval(operand).ndim)
-    return _checked_bind(reduce_min_p, operand, axes=axes)
+    return checked_bind(reduce_min_p, operand, axes=axes)
 
 
 # --- reduce_prod ---------------------------------------------------------------------
@@ -238,7 +231,7 @@ def_lowering(reduce_prod_p, "np.prod({0}, axis={axes}, dtype={0}.dtype)")
 def reduce_prod(operand, axes):
     operand = as_operand(operand)
     axes = canonical_axes("reduce_prod", axes, get_aval(operand).ndim)
-    return _checked_bind(reduce_prod_p, operand, axes=axes)
+    return checked_bind(reduce_prod_p, operand, axes=axes)
 
 
 # --- reduce_and, reduce_or, reduce_xor (booleans and integers, bitwise) -------------
@@ -260,17 +253,17 @@ reduce_xor_p = _bitwise_reducer("reduce_xor", np.bitwise_xor)
 
 def reduce_and(operand, axes):
     operand = as_operand(operand)
-    return _checked_bind(reduce_and_p, operand, axes=canonical_axes("reduce_and", axes, get_aval(operand).ndim))
+    return checked_bind(reduce_and_p, operand, axes=canonical_axes("reduce_and", axes, get_aval(operand).ndim))
 
 
 def reduce_or(operand, axes):
     operand = as_operand(operand)
-    return _checked_bind(reduce_or_p, operand, axes=canonical_axes("reduce_or", axes, get_aval(operand).ndim))
+    return checked_bind(reduce_or_p, operand, axes=canonical_axes("reduce_or", axes, get_aval(operand).ndim))
 
 
 def reduce_xor(operand, axes):
     operand = as_operand(operand)
-    return _checked_bind(reduce_xor_p, operand, axes=canonical_axes("reduce_xor", axes, get_aval(operand).ndim))
+    return checked_bind(reduce_xor_p, operand, axes=canonical_axes("reduce_xor", axes, get_aval(operand).ndim))
 
 
 # --- argmax, argmin --------------------------------------------------------------------
@@ -318,13 +311,13 @@ def _bad_scalar_axis(name, axis):
 def argmax(operand, axis, index_dtype):
     """Index of the largest element along ``axis`` (``jax.lax.argmax``)."""
     operand = as_operand(operand)
-    return _checked_bind(argmax_p, operand, **_arg_params("argmax", operand, axis, index_dtype))
+    return checked_bind(argmax_p, operand, **_arg_params("argmax", operand, axis, index_dtype))
 
 
 def argmin(operand, axis, index_dtype):
     """Index of the smallest element along ``axis`` (``jax.lax.argmin``)."""
     operand = as_operand(operand)
-    return _checked_bind(argmin_p, operand, **_arg_params("argmin", operand, axis, index_dtype))
+    return checked_bind(argmin_p, operand, **_arg_params("argmin", operand, axis, index_dtype))
 
 
 # ----------------------------------------------------------------------------
@@ -446,28 +439,28 @@ def _cumulative_params(name, operand, axis, reverse):
 def cumsum(operand, axis: int = 0, reverse: bool = False):
     """Cumulative sum along ``axis`` (``jax.lax.cumsum``)."""
     operand = as_operand(operand)
-    return _checked_bind(cumsum_p, operand, **_cumulative_params("cumsum", operand, axis, reverse))
+    return checked_bind(cumsum_p, operand, **_cumulative_params("cumsum", operand, axis, reverse))
 
 
 def cumprod(operand, axis: int = 0, reverse: bool = False):
     """Cumulative product along ``axis`` (``jax.lax.cumprod``)."""
     operand = as_operand(operand)
-    return _checked_bind(cumprod_p, operand, **_cumulative_params("cumprod", operand, axis, reverse))
+    return checked_bind(cumprod_p, operand, **_cumulative_params("cumprod", operand, axis, reverse))
 
 
 def cummax(operand, axis: int = 0, reverse: bool = False):
     """Running maximum along ``axis`` (``jax.lax.cummax``)."""
     operand = as_operand(operand)
-    return _checked_bind(cummax_p, operand, **_cumulative_params("cummax", operand, axis, reverse))
+    return checked_bind(cummax_p, operand, **_cumulative_params("cummax", operand, axis, reverse))
 
 
 def cummin(operand, axis: int = 0, reverse: bool = False):
     """Running minimum along ``axis`` (``jax.lax.cummin``)."""
     operand = as_operand(operand)
-    return _checked_bind(cummin_p, operand, **_cumulative_params("cummin", operand, axis, reverse))
+    return checked_bind(cummin_p, operand, **_cumulative_params("cummin", operand, axis, reverse))
 
 
 def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
     """Running log(sum(exp(x))) along ``axis``, computed stably (``jax.lax.cumlogsumexp``)."""
     operand = as_operand(operand)
-    return _checked_bind(cumlogsumexp_p, operand, **_cumulative_params("cumlogsumexp", operand, axis, reverse))
+    return checked_bind(cumlogsumexp_p, operand, **_cumulative_params("cumlogsumexp", operand, axis, reverse))

@@ -17,7 +17,7 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, defjvp_zero, tangent_aval, is_undefined_primal
-from fungrad.lax.utils import def_lowering, as_operand
+from fungrad.lax.utils import checked_bind, def_lowering, as_operand
 
 __all__ = ["sort", "sort_key_val", "top_k", "take_along_axis", "put_along_axis_add",
            "searchsorted", "sort_p", "top_k_p", "take_along_axis_p", "put_along_axis_add_p",
@@ -27,13 +27,6 @@ __all__ = ["sort", "sort_key_val", "top_k", "take_along_axis", "put_along_axis_a
 def _lax():
     from fungrad import lax  # late: the package imports this module
     return lax
-
-
-def _checked_bind(prim, *args, **params):
-    """Bind after running the shape rule, so that eager calls reject bad
-    arguments with the same message as staged ones (evaluation skips it)."""
-    prim.abstract_eval(*[get_aval(a) for a in args], **params)
-    return prim.bind(*args, **params)
 
 
 def _check_dimension(name: str, dimension, ndim: int) -> None:
@@ -105,7 +98,7 @@ def take_along_axis(arr, indices, axis: int):
     """``np.take_along_axis`` for indices shaped like ``arr`` except along ``axis``."""
     arr, indices = as_operand(arr), as_operand(indices)
     axis = _canonical_dimension("take_along_axis", axis, get_aval(arr).ndim)
-    return _checked_bind(take_along_axis_p, arr, indices, axis=axis)
+    return checked_bind(take_along_axis_p, arr, indices, axis=axis)
 
 
 # --- put_along_axis_add (scatter-add along one axis; linear in the updates) -------
@@ -164,7 +157,7 @@ def put_along_axis_add(updates, indices, axis: int, operand_shape):
     updates, indices = as_operand(updates), as_operand(indices)
     operand_shape = tuple(int(n) for n in operand_shape)
     axis = _canonical_dimension("put_along_axis_add", axis, len(operand_shape))
-    return _checked_bind(put_along_axis_add_p, updates, indices, axis=axis, operand_shape=operand_shape)
+    return checked_bind(put_along_axis_add_p, updates, indices, axis=axis, operand_shape=operand_shape)
 
 
 # --- sort --------------------------------------------------------------------------
@@ -239,7 +232,7 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
     dimension = _canonical_dimension("sort", dimension, get_aval(operands[0]).ndim)
     if single and num_keys != 1:
         raise ValueError(f"lax.sort: num_keys={num_keys} but only one operand was given")
-    outs = _checked_bind(sort_p, *operands, dimension=dimension, is_stable=bool(is_stable),
+    outs = checked_bind(sort_p, *operands, dimension=dimension, is_stable=bool(is_stable),
                        num_keys=int(num_keys))
     return outs[0] if single else tuple(outs)
 
@@ -303,7 +296,7 @@ def_lowering(top_k_p, lambda a, k: (
 def top_k(operand, k: int):
     """``(values, indices)`` of the ``k`` largest entries along the last axis."""
     operand = as_operand(operand)
-    return tuple(_checked_bind(top_k_p, operand, k=int(k)))
+    return tuple(checked_bind(top_k_p, operand, k=int(k)))
 
 
 # --- searchsorted ------------------------------------------------------------------
@@ -352,4 +345,4 @@ def_lowering(searchsorted_p, "np.asarray(np.searchsorted({0}, {1}, side={side}),
 def searchsorted(sorted_arr, query, side: str = "left"):
     """Indices where ``query`` would be inserted into the sorted 1-d ``sorted_arr``
     to keep it sorted (``np.searchsorted``); int64."""
-    return _checked_bind(searchsorted_p, as_operand(sorted_arr), as_operand(query), side=side)
+    return checked_bind(searchsorted_p, as_operand(sorted_arr), as_operand(query), side=side)

@@ -9,7 +9,7 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import deflinear, is_undefined_primal
-from fungrad.lax.utils import def_lowering, as_operand, canonical_axes, check_same_dtypes
+from fungrad.lax.utils import checked_bind, def_lowering, as_operand, canonical_axes, check_same_dtypes
 
 __all__ = [
     "broadcast_in_dim", "broadcast", "full", "full_like", "reshape", "transpose",
@@ -20,14 +20,6 @@ __all__ = [
 ]
 
 _slice = slice   # this module defines lax.slice; keep Python's builtin at hand
-
-
-def checked_bind(prim, *args, **params):
-    """``prim.bind`` after running its shape rule, so that bad arguments raise
-    the rule's clear error eagerly too (evaluation calls the NumPy impl
-    directly, which would fail obscurely or silently)."""
-    prim.abstract_eval(*[get_aval(a) for a in args], **params)
-    return prim.bind(*args, **params)
 
 
 # --- broadcast_in_dim ----------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 
-__all__ = ["def_lowering", "unary_shape_rule", "binary_shape_rule", "broadcast_shapes",
+__all__ = ["checked_bind", "def_lowering", "unary_shape_rule", "binary_shape_rule", "broadcast_shapes",
            "check_same_dtypes", "canonical_axes", "as_operand", "aval_of"]
 
 
@@ -32,6 +32,15 @@ def def_lowering(prim: Primitive, template: str | Callable, typed: bool = False)
     else:
         prim.lower = template
     prim.lower_typed = typed
+
+
+def checked_bind(prim: Primitive, *args, **params):
+    """``prim.bind`` after running its shape rule, so that bad arguments raise the
+    rule's clear error eagerly too.  (Evaluation calls the NumPy impl directly,
+    skipping the rule for speed, so public lax functions whose impl would fail
+    obscurely or silently on bad params bind through this.)"""
+    prim.abstract_eval(*[get_aval(a) for a in args], **params)
+    return prim.bind(*args, **params)
 
 
 def aval_of(x) -> ShapedArray:
