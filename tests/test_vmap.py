@@ -165,3 +165,55 @@ def test_out_axes_none_for_batched_output():
 def test_unknown_axis_name_names_bound_axes():
     with pytest.raises(NameError, match=r"'j'.*\['i'\]"):
         vmap(lambda x: lax.psum(x, "j"), axis_name="i")(np.ones(3))
+
+
+# ----------------------------------------------------------------------------
+# Random compositions: vmap of grad / jvp / vjp equals a loop
+# ----------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_OPS = {
+    "sin": lambda a, b: fnp.sin(a), "tanh": lambda a, b: fnp.tanh(a),
+    "mul": lambda a, b: a * b, "add": lambda a, b: a + b, "sub": lambda a, b: a - b,
+    "exp_neg_sq": lambda a, b: fnp.exp(-a * a), "sum_bcast": lambda a, b: a + fnp.sum(b),
+    "max": lambda a, b: fnp.maximum(a, b * 0.5), "cumsum": lambda a, b: fnp.cumsum(a),
+    "flip": lambda a, b: a[::-1] * b, "dot": lambda a, b: a * fnp.dot(a, b),
+}
+
+
+def _program(ops):
+    def f(x, y):
+        vals = [x, y]
+        for name, i, j in ops:
+            vals.append(_OPS[name](vals[i % len(vals)], vals[j % len(vals)]))
+        return fnp.sum(vals[-1] ** 2) + fnp.sum(vals[-2])
+    return f
+
+
+_programs = st.lists(st.tuples(st.sampled_from(sorted(_OPS)), st.integers(0, 9),
+                               st.integers(0, 9)), min_size=1, max_size=6)
+
+
+@settings(max_examples=12)
+@given(_programs, st.integers(0, 2**31 - 1))
+def test_vmap_of_autodiff_of_random_programs(ops, seed):
+    f = _program(ops)
+    rng = np.random.default_rng(seed)
+    xs, ys, ts = (rng.uniform(-1, 1, size=(3, 4)) for _ in range(3))
+    g = vmap(grad(f, argnums=(0, 1)))(xs, ys)
+    for k in range(3):
+        want = grad(f, argnums=(0, 1))(xs[k], ys[k])
+        np.testing.assert_allclose(g[0][k], want[0], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(g[1][k], want[1], rtol=1e-10, atol=1e-12)
+    out, tan = vmap(lambda x, y, t: jvp(f, (x, y), (t, t)))(xs, ys, ts)
+    for k in range(3):
+        w_out, w_tan = jvp(f, (xs[k], ys[k]), (ts[k], ts[k]))
+        np.testing.assert_allclose(tan[k], w_tan, rtol=1e-10, atol=1e-12)
+    cts = vmap(lambda x, y, u: vjp(f, x, y)[1](u))(xs, ys, ts[:, 0])
+    for k in range(3):
+        want = vjp(f, xs[k], ys[k])[1](ts[k, 0])
+        np.testing.assert_allclose(cts[0][k], want[0], rtol=1e-10, atol=1e-12)
+    # and jit of the batched gradient equals it too
+    gj = fungrad.jit(vmap(grad(f, argnums=(0, 1))))(xs, ys)
+    np.testing.assert_allclose(gj[0], g[0], rtol=1e-12, atol=1e-14)
