@@ -1,0 +1,1125 @@
+"""Products and linear algebra: ``dot_general`` and the matrix decompositions.
+
+Every primitive has all of its rules right after it.  Conventions:
+
+* Matrices are the last two axes; any leading axes are batch axes, handled
+  natively by the NumPy impls (``np.matmul`` and ``np.linalg`` broadcast over
+  them), so batching rules only move the vmapped axis to the front (or fold it
+  into a free dimension, which is cheaper, where the op allows it).
+* JVP rules are written with lax functions (``dot_general``,
+  ``triangular_solve``, ``linear_solve``, masks multiplied in as constants),
+  so every decomposition can be differentiated again by re-tracing.
+* The decompositions are real-only (float32/float64): their JVP formulas are
+  written for real matrices, so complex inputs raise a TypeError rather than
+  give silently wrong derivatives.  ``dot_general`` takes any dtype.
+* Derivative formulas that divide by eigenvalue / singular value gaps
+  (``eigh``, ``svd``) assume distinct values, as JAX's do: with repeated
+  values the derivative of the vectors is undefined and comes out inf/nan.
+* Failures follow JAX, not NumPy: a non-positive-definite ``cholesky`` gives
+  NaNs and a singular ``triangular_solve``/``linear_solve`` gives inf/nan
+  instead of raising ``LinAlgError`` (under ``vmap`` one bad matrix must not
+  abort the whole batch).
+
+Lowering: ``dot_general`` lowers to transposes/reshapes around one
+``np.matmul``; most decompositions to one ``np.linalg`` call.  The ones whose
+impl is several NumPy steps (lu, triangular_solve, cholesky's NaN fallback,
+linear_solve, adjugate, lu_pivots_to_permutation) lower to a call of their
+pure-NumPy impl through the generated module's ``_impl`` table.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import operator
+
+import numpy as np
+
+from fungrad.core import Primitive, ShapedArray, get_aval
+from fungrad.interpreters import batching
+from fungrad.interpreters.ad import (Zero, defbilinear, defjvp, defjvp2, defjvp_zero,
+                                     tangent_aval)
+from fungrad.lax.elementwise import add, sub, mul, div, neg, convert_element_type
+from fungrad.lax.reductions import reduce_sum
+from fungrad.lax.structural import reshape, transpose
+from fungrad.lax.utils import as_operand, def_lowering
+
+__all__ = ["dot_general", "dot", "batch_matmul", "cholesky", "triangular_solve", "lu",
+           "lu_pivots_to_permutation", "qr", "eigh", "svd"]
+
+def _bind(prim, *args, **params):
+    """``prim.bind`` after running its shape rule: evaluation calls impls
+    directly, so this is where bad input gets the rule's clear error eagerly."""
+    prim.abstract_eval(*[get_aval(a) for a in args], **params)
+    return prim.bind(*args, **params)
+
+
+def _lower_to_impl(prim):
+    """Lower a primitive whose impl is several NumPy steps to a call of that
+    impl through the generated module's ``_impl`` table (pure NumPy code)."""
+    def lower(args, **params):
+        kw = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
+        return f"_impl[{prim.name!r}]({', '.join(args)}{kw})"
+    prim.lower = lower
+
+
+# ============================================================================
+# dot_general
+# ============================================================================
+# dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch));
+# the output has the batch dims, then lhs's free dims, then rhs's free dims,
+# each group in increasing axis order (as JAX).
+
+def _free_dims(ndim, contract, batch):
+    return tuple(i for i in range(ndim) if i not in contract and i not in batch)
+
+
+def _canonical_dimension_numbers(dimension_numbers, lhs_ndim, rhs_ndim):
+    try:
+        return _canonical_dimension_numbers_cached(dimension_numbers, lhs_ndim, rhs_ndim)
+    except TypeError:  # unhashable (lists): canonicalise without the cache
+        return _canonical_dimension_numbers_cached.__wrapped__(
+            dimension_numbers, lhs_ndim, rhs_ndim)
+
+
+@functools.lru_cache(maxsize=512)
+def _canonical_dimension_numbers_cached(dimension_numbers, lhs_ndim, rhs_ndim):
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+        dims = [tuple(operator.index(i) for i in d) for d in (lc, rc, lb, rb)]
+    except (TypeError, ValueError):
+        raise TypeError("dot_general: dimension_numbers must be ((lhs_contracting, "
+                        "rhs_contracting), (lhs_batch, rhs_batch)), tuples of ints; got "
+                        f"{dimension_numbers!r}") from None
+    ndims = (lhs_ndim, rhs_ndim, lhs_ndim, rhs_ndim)
+    dims = [tuple(i % n if -n <= i < n else i for i in d) for d, n in zip(dims, ndims)]
+    return (dims[0], dims[1]), (dims[2], dims[3])
+
+
+def _dot_general_shape(lhs, rhs, *, dimension_numbers, preferred_element_type):
+    shape = _dot_general_out_shape(lhs.shape, lhs.dtype, rhs.shape, rhs.dtype,
+                                   dimension_numbers)
+    dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    return ShapedArray(shape, dtype)
+
+
+@functools.lru_cache(maxsize=1024)
+def _dot_general_out_shape(lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, dimension_numbers):
+    """The output shape; raises TypeError naming the shapes on bad input."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    shapes = f"lhs shape {lhs_shape} and rhs shape {rhs_shape}"
+    if lhs_dtype != rhs_dtype:
+        raise TypeError(f"dot_general requires operands of the same dtype, got "
+                        f"{lhs_dtype.name} and {rhs_dtype.name}. Convert one with "
+                        "lax.convert_element_type, or use fungrad.numpy (matmul, dot, "
+                        "einsum), which promotes dtypes as NumPy does.")
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError(f"dot_general: lhs and rhs need as many contracting dims and as "
+                        f"many batch dims as each other, got {dimension_numbers}")
+    for side, shape, dims in (("lhs", lhs_shape, lc + lb), ("rhs", rhs_shape, rc + rb)):
+        if any(not 0 <= d < len(shape) for d in dims) or len(set(dims)) != len(dims):
+            raise TypeError(f"dot_general: {side} contracting/batch dims {dims} must be "
+                            f"distinct axes of its shape {shape} ({shapes})")
+    for what, ld, rd in (("contracting", lc, rc), ("batch", lb, rb)):
+        if any(lhs_shape[i] != rhs_shape[j] for i, j in zip(ld, rd)):
+            raise TypeError(f"dot_general: {what} dims must have equal sizes, got "
+                            f"lhs dims {ld} and rhs dims {rd} for {shapes}")
+    return (tuple(lhs_shape[i] for i in lb)
+            + tuple(lhs_shape[i] for i in _free_dims(len(lhs_shape), lc, lb))
+            + tuple(rhs_shape[i] for i in _free_dims(len(rhs_shape), rc, rb)))
+
+
+def _is_matmul_layout(lhs_ndim, rhs_ndim, dimension_numbers):
+    """True if np.matmul(lhs, rhs) is exactly this dot_general: a plain (1-D or
+    2-D) product, or a stack of matrices with the batch dims leading."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    if not lb:
+        return lhs_ndim in (1, 2) and rhs_ndim in (1, 2) and lc == (lhs_ndim - 1,) and rc == (0,)
+    nb = len(lb)
+    return (lhs_ndim == rhs_ndim == nb + 2 and lb == rb == tuple(range(nb))
+            and lc == (nb + 1,) and rc == (nb,))
+
+
+def _dot_general_numpy(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
+    # Canonical form (batch, free, contract) @ (batch, contract, free), then one
+    # BLAS-backed np.matmul on 2-D or 3-D views (no einsum loops).
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    if _is_matmul_layout(lhs.ndim, rhs.ndim, dimension_numbers):
+        out = np.matmul(lhs, rhs)
+    else:
+        out = _dot_general_by_matmul(lhs, rhs, dimension_numbers)
+    if preferred_element_type is not None:
+        out = out.astype(preferred_element_type, copy=False)
+    return out
+
+
+def _dot_general_by_matmul(lhs, rhs, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
+    size = lambda x, dims: math.prod(x.shape[i] for i in dims)
+    batch, m, k, n = size(lhs, lb), size(lhs, lf), size(lhs, lc), size(rhs, rf)
+    a = np.transpose(lhs, lb + lf + lc)
+    b = np.transpose(rhs, rb + rc + rf)
+    if lb:
+        out = np.matmul(a.reshape(batch, m, k), b.reshape(batch, k, n))
+    else:
+        out = np.matmul(a.reshape(m, k), b.reshape(k, n))
+    out_shape = tuple(lhs.shape[i] for i in lb + lf) + tuple(rhs.shape[i] for i in rf)
+    return out.reshape(out_shape)
+
+
+def _dot_transpose_lhs(ct, x, y, *, dimension_numbers, preferred_element_type,
+                       swap_ans=False):
+    """Cotangent of ``x`` in ``dot_general(x, y)``: contract ``ct`` with ``y``
+    over y's free dims, then put the result's axes back in x's order."""
+    (xc, yc), (xb, yb) = dimension_numbers
+    x_ndim, y_aval = x.aval.ndim, get_aval(y)
+    x_kept, y_kept = _free_dims(x_ndim, xc, xb), _free_dims(y_aval.ndim, yc, yb)
+    nb = len(xb)
+    y_start = nb if swap_ans else nb + len(x_kept)
+    ans_y = tuple(range(y_start, y_start + len(y_kept)))
+    ct = convert_element_type(ct, y_aval.dtype)
+    res = dot_general(ct, y, ((ans_y, y_kept), (tuple(range(nb)), yb)))
+    # res axes: x's batch dims, x's free dims, then x's contracting dims in the
+    # order of the matching y axes.
+    xc_by_y = [xc[i] for i in np.argsort(yc)]
+    layout = list(xb) + list(x_kept) + xc_by_y
+    res = transpose(res, tuple(int(i) for i in np.argsort(layout)))
+    return convert_element_type(res, x.aval.dtype)
+
+
+def _dot_transpose_rhs(ct, x, y, *, dimension_numbers, preferred_element_type):
+    (xc, yc), (xb, yb) = dimension_numbers
+    swapped = ((yc, xc), (yb, xb))
+    return _dot_transpose_lhs(ct, y, x, dimension_numbers=swapped,
+                              preferred_element_type=preferred_element_type, swap_ans=True)
+
+
+def _dot_general_batch(axis_size, vals, dims, *, dimension_numbers, preferred_element_type):
+    # No data movement: the vmapped axis becomes a batch dim (both mapped) or a
+    # free dim (one side mapped) of a bigger dot_general.
+    (lhs, rhs), (ld, rd) = vals, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    up = lambda axes, d: tuple(a + (a >= d) for a in axes) if d is not None else axes
+    lc2, lb2, rc2, rb2 = up(lc, ld), up(lb, ld), up(rc, rd), up(rb, rd)
+    params = dict(preferred_element_type=preferred_element_type)
+    if ld is not None and rd is not None:
+        dn = ((lc2, rc2), ((ld,) + lb2, (rd,) + rb2))
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), 0
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lc2, rc2), (lb2, rb2)), **params)
+    if ld is not None:
+        lf = _free_dims(get_aval(lhs).ndim, lc2, lb2)
+        return out, len(lb) + lf.index(ld)
+    lf_count = get_aval(lhs).ndim - len(lc) - len(lb)
+    rf = _free_dims(get_aval(rhs).ndim, rc2, rb2)
+    return out, len(lb) + lf_count + rf.index(rd)
+
+
+def _dot_general_lower(args, in_avals, *, dimension_numbers, preferred_element_type):
+    # The impl's canonical form as one expression: transposed views (free when
+    # they only swap the last two axes: BLAS reads them transposed), reshapes
+    # only where axes must merge, and one np.matmul.
+    lhs, rhs = in_avals
+    cast = ("" if preferred_element_type is None
+            else f".astype(np.{preferred_element_type.name})")
+    if _is_matmul_layout(lhs.ndim, rhs.ndim, dimension_numbers):
+        return f"np.matmul({args[0]}, {args[1]}){cast}"
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
+    size = lambda aval, dims: int(np.prod([aval.shape[i] for i in dims], dtype=np.int64))
+    batch = (size(lhs, lb),) if lb else ()
+    m, k, n = size(lhs, lf), size(lhs, lc), size(rhs, rf)
+    a = _canonical_operand(args[0], lhs, lb + lf + lc, batch + (m, k))
+    b = _canonical_operand(args[1], rhs, rb + rc + rf, batch + (k, n))
+    out_shape = (tuple(lhs.shape[i] for i in lb + lf) + tuple(rhs.shape[i] for i in rf))
+    expr = f"np.matmul({a}, {b})"
+    if out_shape != batch + (m, n):
+        expr = f"np.reshape({expr}, {out_shape!r})"
+    return expr + cast
+
+
+def _canonical_operand(name, aval, perm, shape):
+    expr = name
+    if perm != tuple(range(aval.ndim)):
+        expr = f"np.transpose({expr}, {perm!r})"
+    if tuple(aval.shape[i] for i in perm) != shape:
+        expr = f"np.reshape({expr}, {shape!r})"
+    return expr
+
+
+dot_general_p = Primitive("dot_general")
+dot_general_p.def_impl(_dot_general_numpy)
+dot_general_p.def_abstract_eval(_dot_general_shape)
+defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
+dot_general_p.batch = _dot_general_batch
+def_lowering(dot_general_p, _dot_general_lower, typed=True)
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """General tensor contraction (``jax.lax.dot_general``).
+
+    ``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch,
+    rhs_batch))``; the result has the batch dims, then lhs's free dims, then
+    rhs's free dims.  ``precision`` is accepted for JAX compatibility (NumPy
+    always computes at the operands' precision).
+    """
+    lhs, rhs = as_operand(lhs), as_operand(rhs)
+    dn = _canonical_dimension_numbers(dimension_numbers, lhs.ndim, rhs.ndim)
+    # the shape rule (cached) runs here too: evaluation skips it
+    _dot_general_out_shape(lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, dn)
+    pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
+    if pet is not None and pet == lhs.dtype:
+        pet = None
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector/matrix product (``jax.lax.dot``): contracts the last axis of
+    ``lhs`` with the first axis of ``rhs`` (operands of rank 1 or 2)."""
+    lhs, rhs = as_operand(lhs), as_operand(rhs)
+    ln, rn = get_aval(lhs).ndim, get_aval(rhs).ndim
+    if ln not in (1, 2) or rn not in (1, 2):
+        raise TypeError(f"lax.dot takes operands of rank 1 or 2, got shapes "
+                        f"{get_aval(lhs).shape} and {get_aval(rhs).shape}; use "
+                        "lax.dot_general or fungrad.numpy.matmul for stacks of matrices.")
+    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision,
+                       preferred_element_type)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+    """Batched matrix product: ``lhs`` (..., m, k) @ ``rhs`` (..., k, n) with the
+    same leading (batch) shape."""
+    lhs, rhs = as_operand(lhs), as_operand(rhs)
+    la, ra = get_aval(lhs), get_aval(rhs)
+    if la.ndim < 2 or la.ndim != ra.ndim or la.shape[:-2] != ra.shape[:-2]:
+        raise TypeError(f"batch_matmul needs operands of equal rank >= 2 with equal "
+                        f"batch dims, got shapes {la.shape} and {ra.shape}")
+    batch = tuple(range(la.ndim - 2))
+    return dot_general(lhs, rhs, (((la.ndim - 1,), (la.ndim - 2,)), (batch, batch)),
+                       precision)
+
+
+# ============================================================================
+# Matrix helpers for the rules below (lax ops only, so they re-trace)
+# ============================================================================
+
+def _shape(x):
+    return get_aval(x).shape
+
+
+def _mT(x):
+    """Swap the last two axes."""
+    nd = len(_shape(x))
+    return transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _mm(a, b):
+    """Matrix product of stacks with equal leading dims; either operand may be
+    a plain 2-D matrix (a constant), which is then shared by the whole stack."""
+    an, bn = len(_shape(a)), len(_shape(b))
+    if an == bn:
+        batch = tuple(range(an - 2))
+        return dot_general(a, b, (((an - 1,), (bn - 2,)), (batch, batch)))
+    if bn == 2:
+        return dot_general(a, b, (((an - 1,), (0,)), ((), ())))
+    out = dot_general(a, b, (((1,), (bn - 2,)), ((), ())))  # (m, batch..., n)
+    return transpose(out, tuple(range(1, bn - 1)) + (0, bn - 1))
+
+
+def _mask(x, make):
+    """``x`` times the constant 0/1 matrix ``make(m, n)`` over its last two axes."""
+    m, n = _shape(x)[-2:]
+    return mul(x, make(m, n).astype(get_aval(x).dtype))
+
+
+def _tril(x, k=0):
+    return _mask(x, lambda m, n: np.tril(np.ones((m, n)), k))
+
+
+def _triu(x, k=0):
+    return _mask(x, lambda m, n: np.triu(np.ones((m, n)), k))
+
+
+def _eye(n, dtype):
+    return np.eye(n, dtype=dtype)
+
+
+def _diag_part(x):
+    """Diagonal of a stack of square matrices: (..., n, n) -> (..., n)."""
+    nd = len(_shape(x))
+    return reduce_sum(_mask(x, lambda m, n: np.eye(m, n)), (nd - 1,))
+
+
+def _as_row(v):
+    """(..., n) -> (..., 1, n)."""
+    s = _shape(v)
+    return reshape(v, s[:-1] + (1, s[-1]))
+
+
+def _as_col(v):
+    """(..., n) -> (..., n, 1)."""
+    return reshape(v, _shape(v) + (1,))
+
+
+def _symmetric_from_triangle(t, lower):
+    """The symmetric matrix an impl that reads only one triangle of ``t`` sees."""
+    if lower:
+        return add(_tril(t), _mT(_tril(t, -1)))
+    return add(_triu(t), _mT(_triu(t, 1)))
+
+
+def _check_square_float(name, x, square=True):
+    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
+        kind = "square matrices" if square else "matrices"
+        raise ValueError(f"{name} expects {kind} (an array of shape (..., m, "
+                         f"{'m' if square else 'n'})), got shape {x.shape}")
+    if x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"{name} supports float32/float64 matrices, got {x.dtype.name}; "
+                        "convert the input (e.g. x.astype(float)). Complex matrices "
+                        "are not supported.")
+
+
+def _batch_at_front(prim):
+    """Batching rule of a one-operand primitive that batches over leading axes."""
+    def rule(axis_size, vals, dims, **params):
+        (x,), (d,) = vals, dims
+        out = prim.bind(batching.moveaxis(x, d, 0), **params)
+        return out, ([0] * len(out) if prim.multiple_results else 0)
+    prim.batch = rule
+
+
+def _symmetrize(x):
+    return mul(add(x, _mT(x)), np.asarray(0.5, get_aval(x).dtype))
+
+
+# ============================================================================
+# triangular_solve
+# ============================================================================
+# left_side: solve op(a) @ x = b; else x @ op(a) = b, where op(a) is a, a.T
+# (transpose_a) or conj(a) (conjugate_a; real matrices: no-op).  Only the
+# `lower`/upper triangle of a is read; unit_diagonal: its diagonal is taken as 1.
+
+def _effective_triangle(a, lower, unit_diagonal):
+    tri = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        idx = np.arange(a.shape[-1])
+        tri[..., idx, idx] = 1
+    return tri
+
+
+def _substitution_solve(t, b, lower):
+    """Solve t @ x = b for triangular t row by row; zero diagonals give inf/nan
+    (the fallback for singular matrices, where np.linalg.solve raises)."""
+    x = np.zeros(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:],
+                 np.result_type(t, b))
+    m = t.shape[-1]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in (range(m) if lower else range(m - 1, -1, -1)):
+            partial = np.matmul(t[..., i:i + 1, :], x)[..., 0, :]
+            x[..., i, :] = (b[..., i, :] - partial) / t[..., i, i, None]
+    return x
+
+
+def _solve_or_substitute(t, b, lower):
+    try:
+        return np.linalg.solve(t, b)
+    except np.linalg.LinAlgError:
+        return _substitution_solve(t, b, lower)
+
+
+def _triangular_solve_numpy(a, b, left_side=False, lower=False, transpose_a=False,
+                            conjugate_a=False, unit_diagonal=False):
+    a, b = np.asarray(a), np.asarray(b)
+    t = _effective_triangle(a, lower, unit_diagonal)
+    if conjugate_a:
+        t = np.conj(t)
+    if transpose_a:
+        t = np.swapaxes(t, -1, -2)
+    op_lower = lower != transpose_a
+    if left_side:
+        return _solve_or_substitute(t, b, op_lower)
+    # x @ t = b  <=>  t.T @ x.T = b.T
+    xt = _solve_or_substitute(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2), not op_lower)
+    return np.swapaxes(xt, -1, -2)
+
+
+def _triangular_solve_shape(a, b, *, left_side, lower, transpose_a, conjugate_a,
+                            unit_diagonal):
+    _check_square_float("triangular_solve (argument a)", a)
+    if b.dtype != a.dtype:
+        raise TypeError(f"triangular_solve requires a and b of the same dtype, got "
+                        f"{a.dtype.name} and {b.dtype.name}")
+    if b.ndim != a.ndim or b.shape[:-2] != a.shape[:-2]:
+        raise ValueError(f"triangular_solve: b must have the same batch dims as a; got "
+                         f"a {a.shape} and b {b.shape} (b is (..., m, n) for "
+                         "left_side=True, (..., n, m) otherwise)")
+    axis = -2 if left_side else -1
+    if b.shape[axis] != a.shape[-1]:
+        raise ValueError(f"triangular_solve: a {a.shape} and b {b.shape} are "
+                         f"incompatible for left_side={left_side} (b's axis {axis} "
+                         f"must have size {a.shape[-1]})")
+    return ShapedArray(b.shape, b.dtype)
+
+
+def _triangular_solve_jvp_a(g_a, ans, a, b, *, left_side, lower, transpose_a,
+                            conjugate_a, unit_diagonal):
+    # d x = -op(a)^{-1} op(da) x (left side) or -x op(da) op(a)^{-1} (right side),
+    # with da restricted to the triangle the impl reads.
+    params = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
+                  conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+    k = 1 if unit_diagonal else 0
+    g_a = neg(_tril(g_a, -k) if lower else _triu(g_a, k))
+    g_a = _mT(g_a) if transpose_a else g_a
+    m, n = _shape(b)[-2:]
+    solve = lambda rhs: triangular_solve_p.bind(a, rhs, **params)
+    if left_side:  # order the two products whichever way is cheaper
+        return solve(_mm(g_a, ans)) if m > n else _mm(solve(g_a), ans)
+    return solve(_mm(ans, g_a)) if m < n else _mm(ans, solve(g_a))
+
+
+def _triangular_solve_jvp_b(g_b, ans, a, b, **params):
+    return triangular_solve_p.bind(a, g_b, **params)
+
+
+def _triangular_solve_transpose(ct, a, b, *, left_side, lower, transpose_a, conjugate_a,
+                                unit_diagonal):
+    # linear in b only: the transpose solves with op(a) transposed
+    ct_b = triangular_solve_p.bind(a, ct, left_side=left_side, lower=lower,
+                                   transpose_a=not transpose_a, conjugate_a=conjugate_a,
+                                   unit_diagonal=unit_diagonal)
+    return [None, ct_b]
+
+
+def _triangular_solve_batch(axis_size, vals, dims, **params):
+    (a, b), (ad, bd) = vals, dims
+    if ad is None:
+        # a shared by the batch: fold the batch into b's independent columns
+        # (left side) or rows (right side) and solve once.
+        shape = _shape(b)
+        nb = len(shape) - 3
+        if params["left_side"]:
+            b = batching.moveaxis(b, bd, nb + 2)              # (..., m, n, B)
+            s = _shape(b)
+            x = triangular_solve_p.bind(a, reshape(b, s[:nb] + (s[-3], s[-2] * axis_size)),
+                                        **params)
+            return reshape(x, s), nb + 2
+        b = batching.moveaxis(b, bd, nb)                      # (..., B, n, m)
+        s = _shape(b)
+        x = triangular_solve_p.bind(a, reshape(b, s[:nb] + (axis_size * s[-2], s[-1])), **params)
+        return reshape(x, s), nb
+    a = batching.moveaxis(a, ad, 0)
+    b = batching.bdim_at_front(b, bd, axis_size)
+    return triangular_solve_p.bind(a, b, **params), 0
+
+
+triangular_solve_p = Primitive("triangular_solve")
+triangular_solve_p.def_impl(_triangular_solve_numpy)
+triangular_solve_p.def_abstract_eval(_triangular_solve_shape)
+defjvp2(triangular_solve_p, _triangular_solve_jvp_a, _triangular_solve_jvp_b)
+triangular_solve_p.transpose = _triangular_solve_transpose
+triangular_solve_p.linear = True   # in b (a is never an undefined primal)
+triangular_solve_p.batch = _triangular_solve_batch
+_lower_to_impl(triangular_solve_p)
+
+
+def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
+                     conjugate_a=False, unit_diagonal=False):
+    """Solve ``op(a) @ x = b`` (left_side) or ``x @ op(a) = b`` for triangular
+    ``a`` (``jax.lax.linalg.triangular_solve``).  ``a``: (..., m, m); ``b``:
+    (..., m, n) if left_side else (..., n, m), with the same batch dims."""
+    a, b = as_operand(a), as_operand(b)
+    return _bind(triangular_solve_p, a, b, left_side=bool(left_side), lower=bool(lower),
+                 transpose_a=bool(transpose_a), conjugate_a=bool(conjugate_a),
+                 unit_diagonal=bool(unit_diagonal))
+
+
+# ============================================================================
+# cholesky
+# ============================================================================
+
+def _cholesky_numpy(a):
+    """Lower Cholesky factor reading the lower triangle; NaNs for a matrix of the
+    stack that is not positive definite (JAX's behaviour), not an exception."""
+    a = np.asarray(a)
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        pass
+    n = a.shape[-1]
+    flat = a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)), n, n))
+    out = np.full(flat.shape, np.nan, a.dtype)
+    for i, mat in enumerate(flat):  # error path only: find the bad members
+        try:
+            out[i] = np.linalg.cholesky(mat)
+        except np.linalg.LinAlgError:
+            pass
+    return out.reshape(a.shape)
+
+
+def _cholesky_shape(a):
+    _check_square_float("cholesky", a)
+    return ShapedArray(a.shape, a.dtype)
+
+
+def _cholesky_jvp(g, L, a):
+    # dL = L Φ(L⁻¹ dA L⁻ᵀ), Φ: lower triangle with the diagonal halved; dA is the
+    # symmetric matrix the impl reads (its lower triangle mirrored).
+    g = _symmetric_from_triangle(g, lower=True)
+    tmp = triangular_solve(L, g, left_side=True, lower=True)
+    tmp = triangular_solve(L, tmp, left_side=False, lower=True, transpose_a=True)
+    phi = _mask(tmp, lambda m, n: np.tril(np.ones((m, n)), -1) + 0.5 * np.eye(m, n))
+    return _mm(L, phi)
+
+
+cholesky_p = Primitive("cholesky")
+cholesky_p.def_impl(_cholesky_numpy)
+cholesky_p.def_abstract_eval(_cholesky_shape)
+defjvp2(cholesky_p, _cholesky_jvp)
+_batch_at_front(cholesky_p)
+_lower_to_impl(cholesky_p)
+
+
+def cholesky(x, *, symmetrize_input=True):
+    """Lower Cholesky factor of symmetric positive-definite ``x`` (..., n, n)
+    (``jax.lax.linalg.cholesky``); NaNs where ``x`` is not positive definite."""
+    x = as_operand(x)
+    if symmetrize_input:
+        _check_square_float("cholesky", get_aval(x))
+        x = _symmetrize(x)
+    return _bind(cholesky_p, x)
+
+
+# ============================================================================
+# lu, lu_pivots_to_permutation, permutation_matrix
+# ============================================================================
+
+_LU_BLOCK = 48
+
+
+def _lu_numpy(a):
+    """Partial-pivoting LU of a stack of (m, n) matrices: (lu, pivots, permutation)
+    with ``a[..., permutation, :] == L @ U`` (L unit lower, U upper, packed in lu).
+
+    Blocked right-looking LU: a Python loop over the min(m, n) columns (never
+    over the batch), the trailing updates done by BLAS matmuls.
+    """
+    a = np.asarray(a)
+    *batch, m, n = a.shape
+    k = min(m, n)
+    lu = a.reshape((int(np.prod(batch, dtype=np.int64)), m, n)).copy()
+    perm = np.tile(np.arange(m, dtype=np.int32), (lu.shape[0], 1))
+    pivots = np.zeros((lu.shape[0], k), np.int32)
+    for j0 in range(0, k, _LU_BLOCK):
+        j1 = min(j0 + _LU_BLOCK, k)
+        _lu_panel(lu, perm, pivots, j0, j1)
+        if j1 < n:
+            l11 = np.tril(lu[:, j0:j1, j0:j1], -1) + np.eye(j1 - j0, dtype=lu.dtype)
+            lu[:, j0:j1, j1:] = np.linalg.solve(l11, lu[:, j0:j1, j1:])
+            lu[:, j1:, j1:] -= np.matmul(lu[:, j1:, j0:j1], lu[:, j0:j1, j1:])
+    return [lu.reshape(a.shape), pivots.reshape(tuple(batch) + (k,)),
+            perm.reshape(tuple(batch) + (m,))]
+
+
+def _lu_panel(lu, perm, pivots, j0, j1):
+    """Unblocked LU of columns j0:j1 (in place), swapping whole rows."""
+    members = np.arange(lu.shape[0])
+    for j in range(j0, j1):
+        p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+        pivots[:, j] = p
+        for arr in (lu, perm):
+            row = arr[members, j].copy()
+            arr[members, j] = arr[members, p]
+            arr[members, p] = row
+        pivot = lu[:, j, j]
+        # a zero pivot means the column below is zero too: leave it (as LAPACK)
+        safe = np.where(pivot == 0, 1, pivot)
+        lu[:, j + 1:, j] /= safe[:, None]
+        lu[:, j + 1:, j + 1:j1] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:j1]
+
+
+def _lu_shape(a):
+    _check_square_float("lu", a, square=False)
+    *batch, m, n = a.shape
+    batch = tuple(batch)
+    return [ShapedArray(a.shape, a.dtype), ShapedArray(batch + (min(m, n),), np.int32),
+            ShapedArray(batch + (m,), np.int32)]
+
+
+def _lu_jvp(primals, tangents):
+    # From L U = P A:  L⁻¹ (P dA) U⁻¹ = L⁻¹dL + dU U⁻¹, strictly lower + upper
+    # parts, so dL = L tril(X, -1) and dU = triu(X) U with X = L⁻¹ P dA U⁻¹.
+    (a,), (a_dot,) = primals, tangents
+    lu_, pivots, perm = lu_p.bind(a)
+    int_zeros = [Zero(tangent_aval(get_aval(pivots))), Zero(tangent_aval(get_aval(perm)))]
+    if type(a_dot) is Zero:
+        return [lu_, pivots, perm], [Zero(tangent_aval(get_aval(lu_)))] + int_zeros
+    m, n = _shape(a)[-2:]
+    k, dtype = min(m, n), get_aval(a).dtype
+    # L: (m, m) unit lower, U: (n, n) upper (rows/cols beyond k padded with I)
+    L = add(_mm(_tril(lu_, -1), np.eye(n, m, dtype=dtype)), _eye(m, dtype))
+    u_pad = np.diag(np.arange(n) >= k).astype(dtype)
+    U = add(_mm(np.eye(n, m, dtype=dtype), _triu(lu_)), u_pad)
+    x = _mm(permutation_matrix(perm, dtype), a_dot)
+    la = triangular_solve(L, x, left_side=True, lower=True, unit_diagonal=True)
+    lau = triangular_solve(U, la, left_side=False, lower=False)
+    lu_dot = add(_mm(L, _tril(lau, -1)), _mm(_triu(lau), U))
+    return [lu_, pivots, perm], [lu_dot] + int_zeros
+
+
+lu_p = Primitive("lu", multiple_results=True)
+lu_p.def_impl(_lu_numpy)
+lu_p.def_abstract_eval(_lu_shape)
+lu_p.jvp = _lu_jvp
+_batch_at_front(lu_p)
+_lower_to_impl(lu_p)
+
+
+def lu(x):
+    """LU decomposition with partial pivoting (``jax.lax.linalg.lu``).
+
+    Returns ``(lu, pivots, permutation)``: ``lu`` packs the unit-lower L (below
+    the diagonal) and U; ``pivots`` (int32, (..., min(m, n))) are the row swaps;
+    ``permutation`` (int32, (..., m)) satisfies ``x[..., permutation, :] == L @ U``.
+    """
+    return tuple(_bind(lu_p, as_operand(x)))
+
+
+def _lu_pivots_to_permutation_numpy(pivots, permutation_size):
+    pivots = np.asarray(pivots)
+    batch, k = pivots.shape[:-1], pivots.shape[-1]
+    flat = pivots.reshape((int(np.prod(batch, dtype=np.int64)), k))
+    perm = np.tile(np.arange(permutation_size, dtype=np.int32), (flat.shape[0], 1))
+    members = np.arange(flat.shape[0])
+    for j in range(k):  # apply the swaps in order
+        p = flat[:, j]
+        row = perm[members, j].copy()
+        perm[members, j] = perm[members, p]
+        perm[members, p] = row
+    return perm.reshape(batch + (permutation_size,))
+
+
+def _lu_pivots_to_permutation_shape(pivots, *, permutation_size):
+    if not np.issubdtype(pivots.dtype, np.integer) or pivots.ndim < 1:
+        raise TypeError(f"lu_pivots_to_permutation expects an integer array of pivots "
+                        f"(..., k), got {pivots.str_short()}")
+    if pivots.shape[-1] > permutation_size:
+        raise ValueError(f"lu_pivots_to_permutation: {pivots.shape[-1]} pivots do not fit "
+                         f"a permutation of size {permutation_size}")
+    return ShapedArray(pivots.shape[:-1] + (permutation_size,), np.int32)
+
+
+lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation", differentiable=False)
+lu_pivots_to_permutation_p.def_impl(_lu_pivots_to_permutation_numpy)
+lu_pivots_to_permutation_p.def_abstract_eval(_lu_pivots_to_permutation_shape)
+defjvp_zero(lu_pivots_to_permutation_p)
+_batch_at_front(lu_pivots_to_permutation_p)
+_lower_to_impl(lu_pivots_to_permutation_p)
+
+
+def lu_pivots_to_permutation(pivots, permutation_size):
+    """The permutation (int32, (..., permutation_size)) that the row swaps
+    ``pivots`` (as returned by ``lu``) perform."""
+    return _bind(lu_pivots_to_permutation_p, as_operand(pivots),
+                 permutation_size=int(permutation_size))
+
+
+# permutation_matrix: the 0/1 matrix P with P[i, perm[i]] = 1, so that P @ x ==
+# x[perm].  The lu JVP uses it to permute tangent rows with a dot_general (a
+# linear, transposable op) instead of a gather.
+
+def _permutation_matrix_numpy(permutation, dtype):
+    permutation = np.asarray(permutation)
+    n = permutation.shape[-1]
+    return (permutation[..., :, None] == np.arange(n)).astype(dtype)
+
+
+def _permutation_matrix_shape(permutation, *, dtype):
+    if not np.issubdtype(permutation.dtype, np.integer) or permutation.ndim < 1:
+        raise TypeError(f"permutation_matrix expects an integer array (..., n), got "
+                        f"{permutation.str_short()}")
+    n = permutation.shape[-1]
+    return ShapedArray(permutation.shape + (n,), dtype)
+
+
+permutation_matrix_p = Primitive("permutation_matrix", differentiable=False)
+permutation_matrix_p.def_impl(_permutation_matrix_numpy)
+permutation_matrix_p.def_abstract_eval(_permutation_matrix_shape)
+defjvp_zero(permutation_matrix_p)
+_batch_at_front(permutation_matrix_p)
+def_lowering(permutation_matrix_p, lambda a, dtype:
+             f"(np.asarray({a[0]})[..., :, None] == np.arange(np.shape({a[0]})[-1]))"
+             f".astype(np.{dtype.name})")
+
+
+def permutation_matrix(permutation, dtype=np.float64):
+    """0/1 matrices P (..., n, n) with ``P @ x == x[..., permutation, :]``."""
+    return _bind(permutation_matrix_p, as_operand(permutation), dtype=np.dtype(dtype))
+
+
+# ============================================================================
+# qr
+# ============================================================================
+
+def _qr_numpy(a, full_matrices):
+    q, r = np.linalg.qr(np.asarray(a), mode="complete" if full_matrices else "reduced")
+    return [q, r]
+
+
+def _qr_shape(a, *, full_matrices):
+    _check_square_float("qr", a, square=False)
+    *batch, m, n = a.shape
+    batch = tuple(batch)
+    k = m if full_matrices else min(m, n)
+    return [ShapedArray(batch + (m, k), a.dtype), ShapedArray(batch + (k, n), a.dtype)]
+
+
+def _qr_jvp(primals, tangents, *, full_matrices):
+    # Reduced QR with m >= n (JAX's formula): with C = Qᵀ dA R⁻¹,
+    # dQ = Q (Ω - C) + dA R⁻¹ and dR = (C - Ω) R, Ω = tril(C,-1) - tril(C,-1)ᵀ.
+    (a,), (dx,) = primals, tangents
+    q, r = qr_p.bind(a, full_matrices=full_matrices)
+    m, n = _shape(a)[-2:]
+    if m < n or (full_matrices and m > n):
+        raise NotImplementedError(
+            f"The derivative of qr is implemented for reduced decompositions of "
+            f"matrices with m >= n (got a {m}x{n} matrix, full_matrices="
+            f"{full_matrices}). Use full_matrices=False / mode='reduced' on a tall "
+            "or square matrix.")
+    dx_rinv = triangular_solve(r, dx)  # dA R⁻¹ (right side, upper)
+    c = _mm(_mT(q), dx_rinv)
+    c_lower = _tril(c, -1)
+    omega = sub(c_lower, _mT(c_lower))
+    dq = add(_mm(q, sub(omega, c)), dx_rinv)
+    dr = _mm(sub(c, omega), r)
+    return [q, r], [dq, dr]
+
+
+qr_p = Primitive("qr", multiple_results=True)
+qr_p.def_impl(_qr_numpy)
+qr_p.def_abstract_eval(_qr_shape)
+qr_p.jvp = _qr_jvp
+_batch_at_front(qr_p)
+def_lowering(qr_p, lambda a, full_matrices:
+             f"tuple(np.linalg.qr({a[0]}, mode={'complete' if full_matrices else 'reduced'!r}))")
+
+
+def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
+    """QR decomposition ``x = q @ r`` (``jax.lax.linalg.qr``); returns ``(q, r)``.
+    The derivative is defined for the reduced case with m >= n."""
+    if pivoting:
+        raise NotImplementedError("qr with pivoting=True is not supported")
+    return tuple(_bind(qr_p, as_operand(x), full_matrices=bool(full_matrices)))
+
+
+# ============================================================================
+# eigh
+# ============================================================================
+
+def _eigh_numpy(a, lower):
+    w, v = np.linalg.eigh(np.asarray(a), UPLO="L" if lower else "U")
+    return [v, w]
+
+
+def _eigh_shape(a, *, lower):
+    _check_square_float("eigh", a)
+    return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-1], a.dtype)]
+
+
+def _eigh_jvp(primals, tangents, *, lower):
+    # With M = Vᵀ dA V (dA: the symmetric matrix the impl reads):
+    # dw = diag(M), dV = V (F ∘ M), F_ij = 1/(w_j - w_i) off the diagonal, 0 on it.
+    # Assumes distinct eigenvalues (repeated ones give inf/nan, as in JAX).
+    (a,), (a_dot,) = primals, tangents
+    v, w = eigh_p.bind(a, lower=lower)
+    a_dot = _symmetric_from_triangle(a_dot, lower)
+    n, dtype = _shape(a)[-1], get_aval(a).dtype
+    vt_adot_v = _mm(_mT(v), _mm(a_dot, v))
+    eye = _eye(n, dtype)
+    f = sub(div(np.asarray(1, dtype), add(sub(_as_row(w), _as_col(w)), eye)), eye)
+    dv = _mm(v, mul(f, vt_adot_v))
+    dw = _diag_part(vt_adot_v)
+    return [v, w], [dv, dw]
+
+
+eigh_p = Primitive("eigh", multiple_results=True)
+eigh_p.def_impl(_eigh_numpy)
+eigh_p.def_abstract_eval(_eigh_shape)
+eigh_p.jvp = _eigh_jvp
+_batch_at_front(eigh_p)
+def_lowering(eigh_p, lambda a, lower:
+             f"tuple(np.linalg.eigh({a[0]}, UPLO={'L' if lower else 'U'!r}))[::-1]")
+
+
+def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
+         subset_by_index=None):
+    """Eigendecomposition of symmetric ``x`` (``jax.lax.linalg.eigh``): returns
+    ``(v, w)`` with eigenvectors as the columns of ``v`` and ascending
+    eigenvalues ``w``.  Derivatives assume distinct eigenvalues."""
+    if subset_by_index is not None:
+        raise NotImplementedError("eigh: subset_by_index is not supported")
+    x = as_operand(x)
+    if symmetrize_input:
+        _check_square_float("eigh", get_aval(x))
+        x = _symmetrize(x)
+    return tuple(_bind(eigh_p, x, lower=bool(lower)))
+
+
+# ============================================================================
+# svd
+# ============================================================================
+
+def _svd_numpy(a, full_matrices, compute_uv):
+    if not compute_uv:
+        return [np.linalg.svd(np.asarray(a), compute_uv=False)]
+    u, s, vh = np.linalg.svd(np.asarray(a), full_matrices=full_matrices)
+    return [u, s, vh]
+
+
+def _svd_shape(a, *, full_matrices, compute_uv):
+    _check_square_float("svd", a, square=False)
+    *batch, m, n = a.shape
+    batch, k = tuple(batch), min(m, n)
+    s = ShapedArray(batch + (k,), a.dtype)
+    if not compute_uv:
+        return [s]
+    ku, kv = (m, n) if full_matrices else (k, k)
+    return [ShapedArray(batch + (m, ku), a.dtype), s, ShapedArray(batch + (kv, n), a.dtype)]
+
+
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
+    # With dS = Uᵀ dA V (reduced factors): ds = diag(dS);
+    # dU = U (F ∘ (dS S + S dSᵀ)) (+ the part of dA V outside span(U) when m > n),
+    # dV = V (F ∘ (S dS + dSᵀ S)) (+ likewise when n > m), F_ij = 1/(s_j² - s_i²).
+    # Assumes distinct, nonzero singular values.
+    (a,), (da,) = primals, tangents
+    outs = svd_p.bind(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    m, n = _shape(a)[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError(
+            f"The derivative of svd with full_matrices=True is implemented for square "
+            f"matrices only (got {m}x{n}); use full_matrices=False.")
+    u, s, vh = (outs if compute_uv else
+                svd_p.bind(a, full_matrices=False, compute_uv=True))
+    v = _mT(vh)
+    ds_mat = _mm(_mT(u), _mm(da, v))
+    ds = _diag_part(ds_mat)
+    if not compute_uv:
+        return outs, [ds]
+    k, dtype = min(m, n), get_aval(a).dtype
+    s_row, s_col, eye = _as_row(s), _as_col(s), _eye(k, dtype)
+    s_diffs = mul(add(s_row, s_col), sub(s_row, s_col))
+    f = sub(div(np.asarray(1, dtype), add(s_diffs, eye)), eye)
+    dss, sds = mul(s_row, ds_mat), mul(s_col, ds_mat)
+    du = _mm(u, mul(f, add(dss, _mT(dss))))
+    dv = _mm(v, mul(f, add(sds, _mT(sds))))
+    if m > n:
+        dav = _mm(da, v)
+        du = add(du, div(sub(dav, _mm(u, _mm(_mT(u), dav))), s_row))
+    if n > m:
+        dau = _mm(_mT(da), u)
+        dv = add(dv, div(sub(dau, _mm(v, _mm(vh, dau))), s_row))
+    return outs, [du, ds, _mT(dv)]
+
+
+svd_p = Primitive("svd", multiple_results=True)
+svd_p.def_impl(_svd_numpy)
+svd_p.def_abstract_eval(_svd_shape)
+svd_p.jvp = _svd_jvp
+_batch_at_front(svd_p)
+def_lowering(svd_p, lambda a, full_matrices, compute_uv:
+             f"tuple(np.linalg.svd({a[0]}, full_matrices={full_matrices}))" if compute_uv
+             else f"(np.linalg.svd({a[0]}, compute_uv=False),)")
+
+
+def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
+    """Singular value decomposition (``jax.lax.linalg.svd``): ``(u, s, vh)`` with
+    ``x = u @ diag(s) @ vh`` and descending ``s``, or just ``s``.  Derivatives
+    of u and vh need full_matrices=False (or square x) and distinct singular values."""
+    if subset_by_index is not None:
+        raise NotImplementedError("svd: subset_by_index is not supported")
+    outs = _bind(svd_p, as_operand(x), full_matrices=bool(full_matrices),
+                 compute_uv=bool(compute_uv))
+    return tuple(outs) if compute_uv else outs[0]
+
+
+# ============================================================================
+# Helper primitives for fungrad.numpy.linalg (not JAX lax names)
+# ============================================================================
+
+# --- linear_solve: x = a⁻¹ b, b of shape (..., n, k) -------------------------------
+# A dedicated primitive (one LAPACK gesv call) rather than lu + two triangular
+# solves: its JVP  dx = a⁻¹ (db - da x)  uses linear_solve itself, so it is
+# differentiable to any order, and it is linear in b with transpose
+# ct_b = a⁻ᵀ ct.
+
+def _linear_solve_numpy(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:  # singular: inf/nan as JAX, not an exception
+        lu_, _, perm = _lu_numpy(a)
+        pb = np.take_along_axis(b, perm[..., :, None].astype(np.intp), axis=-2)
+        y = _substitution_solve(_effective_triangle(lu_, True, True), pb, True)
+        return _substitution_solve(np.triu(lu_), y, False)
+
+
+def _linear_solve_shape(a, b):
+    _check_square_float("solve", a)
+    if b.dtype != a.dtype or b.ndim != a.ndim or b.shape[:-1] != a.shape[:-1]:
+        raise ValueError(f"linear_solve: b must be (..., n, k) with a's dtype and batch "
+                         f"dims for a of shape {a.shape}; got b {b.str_short()}")
+    return ShapedArray(b.shape, b.dtype)
+
+
+def _linear_solve_jvp(primals, tangents):
+    (a, b), (da, db) = primals, tangents
+    x = linear_solve_p.bind(a, b)
+    if type(da) is Zero and type(db) is Zero:
+        return x, Zero(tangent_aval(get_aval(x)))
+    rhs = db if type(da) is Zero else (
+        neg(_mm(da, x)) if type(db) is Zero else sub(db, _mm(da, x)))
+    return x, linear_solve_p.bind(a, rhs)
+
+
+def _linear_solve_batch(axis_size, vals, dims):
+    (a, b), (ad, bd) = vals, dims
+    if ad is None:  # a shared: the batch becomes extra right-hand-side columns
+        b = batching.moveaxis(b, bd, len(_shape(b)) - 1)
+        s = _shape(b)
+        x = linear_solve_p.bind(a, reshape(b, s[:-2] + (s[-2] * axis_size,)))
+        return reshape(x, s), len(s) - 1
+    a = batching.moveaxis(a, ad, 0)
+    return linear_solve_p.bind(a, batching.bdim_at_front(b, bd, axis_size)), 0
+
+
+linear_solve_p = Primitive("linear_solve")
+linear_solve_p.def_impl(_linear_solve_numpy)
+linear_solve_p.def_abstract_eval(_linear_solve_shape)
+linear_solve_p.jvp = _linear_solve_jvp
+linear_solve_p.transpose = lambda ct, a, b: [None, linear_solve_p.bind(_mT(a), ct)]
+linear_solve_p.linear = True   # in b
+linear_solve_p.batch = _linear_solve_batch
+_lower_to_impl(linear_solve_p)
+
+
+def linear_solve(a, b):
+    """``a⁻¹ b`` for a (..., n, n) and b (..., n, k) with the same batch dims."""
+    return _bind(linear_solve_p, as_operand(a), as_operand(b))
+
+
+# --- det and adjugate ------------------------------------------------------------------
+# d det(A) = tr(adj(A) dA).  The adjugate is finite for every matrix (it is a
+# polynomial in A), so the gradient of det is finite at singular matrices too,
+# where det(A) A⁻¹ would be 0 * inf.  The adjugate's own derivative,
+# d adj = (tr(adj dA) adj - adj dA adj) / det, holds for nonsingular A.
+
+def _square_shape_rule(name, out):
+    """Shape rule of a primitive of one stack of square float matrices."""
+    def rule(a):
+        _check_square_float(name, a)
+        return out(a)
+    return rule
+
+
+det_p = Primitive("det")
+det_p.def_impl(lambda a: np.linalg.det(np.asarray(a)))
+det_p.def_abstract_eval(_square_shape_rule("det", lambda a: ShapedArray(a.shape[:-2], a.dtype)))
+defjvp(det_p, lambda g, a: reduce_sum(mul(g, _mT(adjugate(a))), (-2, -1)))
+_batch_at_front(det_p)
+def_lowering(det_p, "np.linalg.det({0})")
+
+
+def det(a):
+    return _bind(det_p, as_operand(a))
+
+
+def _adjugate_numpy(a):
+    """adj(A) = det(U) det(Vᵀ) V diag(prod_{j≠i} s_j) Uᵀ from A = U S Vᵀ: exact
+    for singular matrices too (no division)."""
+    a = np.asarray(a)
+    n = a.shape[-1]
+    if n == 0:
+        return a.copy()
+    u, s, vh = np.linalg.svd(a)
+    ones = np.ones(s.shape[:-1] + (1,), s.dtype)
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    scaled_v = np.swapaxes(vh, -1, -2) * (before * after)[..., None, :]
+    return (sign[..., None, None] * np.matmul(scaled_v, np.swapaxes(u, -1, -2))).astype(a.dtype)
+
+
+def _adjugate_jvp(g, adj, a):
+    trace_term = reduce_sum(mul(g, _mT(adj)), (-2, -1))
+    num = sub(mul(adj, _as_col(_as_col(trace_term))), _mm(adj, _mm(g, adj)))
+    return div(num, _as_col(_as_col(det(a))))
+
+
+adjugate_p = Primitive("adjugate")
+adjugate_p.def_impl(_adjugate_numpy)
+adjugate_p.def_abstract_eval(_square_shape_rule("adjugate", lambda a: ShapedArray(a.shape, a.dtype)))
+defjvp2(adjugate_p, _adjugate_jvp)
+_batch_at_front(adjugate_p)
+_lower_to_impl(adjugate_p)
+
+
+def adjugate(a):
+    """The adjugate (classical adjoint) adj(A) = det(A) A⁻¹, finite for every A."""
+    return _bind(adjugate_p, as_operand(a))
+
+
+# --- slogdet: [sign, log|det|] ---------------------------------------------------------------
+
+def _slogdet_jvp(primals, tangents):
+    (a,), (g,) = primals, tangents
+    sign, logdet = slogdet_p.bind(a)
+    n, dtype = _shape(a)[-1], get_aval(a).dtype
+    a_inv = linear_solve(a, np.broadcast_to(_eye(n, dtype), _shape(a)))
+    d_logdet = reduce_sum(mul(g, _mT(a_inv)), (-2, -1))  # tr(A⁻¹ dA)
+    return [sign, logdet], [Zero(tangent_aval(get_aval(sign))), d_logdet]
+
+
+slogdet_p = Primitive("slogdet", multiple_results=True)
+slogdet_p.def_impl(lambda a: list(np.linalg.slogdet(np.asarray(a))))
+slogdet_p.def_abstract_eval(_square_shape_rule(
+    "slogdet", lambda a: [ShapedArray(a.shape[:-2], a.dtype)] * 2))
+slogdet_p.jvp = _slogdet_jvp
+_batch_at_front(slogdet_p)
+def_lowering(slogdet_p, "tuple(np.linalg.slogdet({0}))")
+
+
+def slogdet(a):
+    """``(sign, log|det|)`` of square matrices (..., n, n)."""
+    return tuple(_bind(slogdet_p, as_operand(a)))
+
+
+# --- pinv ---------------------------------------------------------------------------------
+# Its JVP (Golub & Pereyra, constant rank) uses pinv itself:
+# dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P.
+
+def _pinv_shape(a, *, rtol):
+    _check_square_float("pinv", a, square=False)
+    return ShapedArray(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
+
+
+def _pinv_jvp(g, p, a, *, rtol):
+    m, n = _shape(a)[-2:]
+    dtype = get_aval(a).dtype
+    gt = _mT(g)
+    first = neg(_mm(p, _mm(g, p)))
+    second = _mm(_mm(p, _mT(p)), _mm(gt, sub(_eye(m, dtype), _mm(a, p))))
+    third = _mm(sub(_eye(n, dtype), _mm(p, a)), _mm(gt, _mm(_mT(p), p)))
+    return add(add(first, second), third)
+
+
+pinv_p = Primitive("pinv")
+pinv_p.def_impl(lambda a, rtol: np.linalg.pinv(np.asarray(a), rcond=rtol))
+pinv_p.def_abstract_eval(_pinv_shape)
+defjvp2(pinv_p, _pinv_jvp)
+_batch_at_front(pinv_p)
+def_lowering(pinv_p, "np.linalg.pinv({0}, rcond={rtol})")
+
+
+def pinv(a, rtol):
+    """Moore-Penrose pseudo-inverse; singular values below ``rtol * max(s)`` are
+    treated as zero.  The derivative assumes the rank is locally constant."""
+    return _bind(pinv_p, as_operand(a), rtol=float(rtol))

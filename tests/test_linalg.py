@@ -1,0 +1,410 @@
+"""Focused tests for products and linear algebra (fungrad/lax/linalg.py,
+fungrad/numpy/_products.py, fungrad/numpy/linalg.py): closed-form
+derivatives, einsum against NumPy over a table of subscripts, error messages,
+JAX's conventions, second-order derivatives of decompositions, lowering."""
+import numpy as np
+import pytest
+
+import fungrad
+import fungrad.numpy as fnp
+from fungrad import lax
+from fungrad.interpreters import codegen
+from fungrad.test_util import check_grads
+
+LA = fnp.linalg
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def well_conditioned(n, *batch, seed=0):
+    return rand(*batch, n, n, seed=seed) + (n + 1) * np.eye(n)
+
+
+def spd(n, *batch, seed=0):
+    x = rand(*batch, n, n, seed=seed)
+    return x @ np.swapaxes(x, -1, -2) + n * np.eye(n)
+
+
+def spread_symmetric(n, seed=0):
+    q, _ = np.linalg.qr(rand(n, n, seed=seed))
+    return (q * (np.arange(n) - n / 2.0)) @ q.T
+
+
+# ----------------------------------------------------------------------------
+# Closed-form derivatives
+# ----------------------------------------------------------------------------
+
+def test_grad_det_is_det_times_inverse_transpose():
+    a = well_conditioned(4, seed=1)
+    want = np.linalg.det(a) * np.linalg.inv(a).T
+    np.testing.assert_allclose(fungrad.grad(LA.det)(a), want, rtol=1e-10)
+
+
+def test_grad_logabsdet_is_inverse_transpose():
+    a = well_conditioned(4, seed=2)
+    a[0] *= -1                                       # a negative determinant
+    assert np.linalg.det(a) < 0
+    g = fungrad.grad(lambda x: LA.slogdet(x).logabsdet)(a)
+    np.testing.assert_allclose(g, np.linalg.inv(a).T, rtol=1e-10, atol=1e-12)
+    sign, _ = LA.slogdet(a)
+    assert sign == np.sign(np.linalg.det(a))
+
+
+def test_grad_trace_of_inverse():
+    # d tr(A⁻¹) = -tr(A⁻¹ dA A⁻¹)  =>  ∇ = -(A⁻²)ᵀ
+    a = well_conditioned(3, seed=3)
+    inv = np.linalg.inv(a)
+    g = fungrad.grad(lambda x: fnp.trace(LA.inv(x)))(a)
+    np.testing.assert_allclose(g, -(inv @ inv).T, rtol=1e-10)
+
+
+def test_grad_of_solve_matches_closed_form():
+    a, b = well_conditioned(3, seed=4), rand(3, seed=5)
+    x = np.linalg.solve(a, b)
+    ga, gb = fungrad.grad(lambda a, b: fnp.sum(LA.solve(a, b)), argnums=(0, 1))(a, b)
+    lam = np.linalg.solve(a.T, np.ones(3))
+    np.testing.assert_allclose(gb, lam, rtol=1e-10)
+    np.testing.assert_allclose(ga, -np.outer(lam, x), rtol=1e-10)
+
+
+def test_det_of_singular_matrix_has_finite_value_and_gradient():
+    rank_n_minus_1 = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    assert abs(float(LA.det(rank_n_minus_1))) < 1e-12
+    g = fungrad.grad(LA.det)(rank_n_minus_1)
+    assert np.all(np.isfinite(g))
+    # the gradient is the transposed adjugate (cofactor matrix)
+    cof = np.array([[np.linalg.det(np.delete(np.delete(rank_n_minus_1, i, 0), j, 1)) * (-1) ** (i + j)
+                     for j in range(3)] for i in range(3)])
+    np.testing.assert_allclose(g, cof, atol=1e-10)
+    rank_1 = np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 2.0])
+    np.testing.assert_allclose(fungrad.grad(LA.det)(rank_1), np.zeros((3, 3)), atol=1e-10)
+
+
+def test_det_hessian_matches_finite_differences():
+    a = well_conditioned(3, seed=6)
+    check_grads(LA.det, (a,), order=2)
+    h = fungrad.hessian(LA.det)(a)
+    assert h.shape == (3, 3, 3, 3)
+    # d²det/dA_ij dA_kl is the signed (n-2)-minor: zero when i == k or j == l
+    np.testing.assert_allclose(h[0, 1, 0, 2], 0.0, atol=1e-10)
+
+
+# ----------------------------------------------------------------------------
+# einsum against NumPy
+# ----------------------------------------------------------------------------
+
+EINSUM_TABLE = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]), ("ii", [(3, 3)]),
+    ("ii->i", [(3, 3)]), ("ij->ji", [(2, 3)]), ("ij->", [(2, 3)]), ("i,i", [(3,), (3,)]),
+    ("i,j", [(2,), (3,)]), ("i,j->", [(2,), (3,)]), ("bij,bjk->bik", [(5, 2, 3), (5, 3, 4)]),
+    ("...ij,...jk->...ik", [(5, 2, 3), (3, 4)]), ("...ij,...jk", [(1, 2, 3), (5, 3, 4)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]), ("abc,cd,bd->a", [(2, 3, 4), (4, 5), (3, 5)]),
+    ("iij->ij", [(2, 2, 3)]), ("i...i", [(2, 3, 2)]), ("...", [(2, 3)]),
+    ("ij,ij->", [(2, 1), (1, 3)]), ("ij,ij->ij", [(2, 3), (2, 3)]),
+    ("ijk,ikl,ilm->ijm", [(2, 3, 4), (2, 4, 5), (2, 5, 3)]),
+    ("ab,bc,cd,de,ef->af", [(2, 3), (3, 9), (9, 2), (2, 7), (7, 2)]),
+    ("i,i,i->", [(4,), (4,), (4,)]), ("ijk,jkl", [(2, 3, 4), (3, 4, 5)]), ("aA", [(2, 3)]),
+    ("Aa", [(2, 3)]), ("ii,jj->ij", [(3, 3), (2, 2)]), ("iji->j", [(2, 3, 2)]),
+    ("i,->i", [(3,), ()]), (",", [(), ()]), ("ij,kl->ijkl", [(2, 3), (1, 2)]),
+    ("...i,...i->...", [(2, 1, 3), (4, 3)]), ("i...,i...->...", [(3, 2), (3, 2)]),
+    ("ab,ab,ab->b", [(0, 2), (0, 2), (0, 2)]), ("ij,jk->ik", [(2, 0), (0, 3)]),
+    ("ijkl->lkji", [(1, 2, 3, 4)]), ("ii...->...", [(3, 3, 2)]), ("ba,ac,cb->", [(2, 3), (3, 4), (4, 2)]),
+]
+
+
+@pytest.mark.parametrize("optimize", ["auto", False, True, "optimal"])
+@pytest.mark.parametrize("spec,shapes", EINSUM_TABLE, ids=[s for s, _ in EINSUM_TABLE])
+def test_einsum_matches_numpy(spec, shapes, optimize):
+    ops = [rand(*s, seed=i) for i, s in enumerate(shapes)]
+    got = fnp.einsum(spec, *ops, optimize=optimize)
+    want = np.einsum(spec, *ops)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("spec,shapes", EINSUM_TABLE[:24], ids=[s for s, _ in EINSUM_TABLE[:24]])
+def test_einsum_grads(spec, shapes):
+    ops = [rand(*s, seed=i) for i, s in enumerate(shapes)]
+    check_grads(lambda *o: fnp.einsum(spec, *o), tuple(ops), order=1)
+
+
+def test_einsum_interleaved_and_explicit_path():
+    a, b, c = rand(2, 3), rand(3, 4, seed=1), rand(4, 5, seed=2)
+    np.testing.assert_allclose(fnp.einsum(a, [0, 1], b, [1, 2], [0, 2]), a @ b)
+    np.testing.assert_allclose(fnp.einsum(a, [Ellipsis, 1], np.ones(3), [1]), a.sum(1))
+    path = ["einsum_path", (1, 2), (0, 1)]
+    np.testing.assert_allclose(fnp.einsum("ij,jk,kl", a, b, c, optimize=path), a @ b @ c)
+
+
+def test_einsum_greedy_order_contracts_the_cheap_pair_first():
+    a, b, c = rand(2, 30), rand(30, 40), rand(40, 2)
+    path, _ = fnp.einsum_path("ab,bc,cd->ad", a, b, c)
+    assert path == ["einsum_path", (1, 2), (0, 1)]
+    jaxpr = fungrad.make_jaxpr(lambda *o: fnp.einsum("ab,bc,cd->ad", *o))(a, b, c)
+    prims = [e.primitive.name for e in jaxpr.eqns]
+    assert prims == ["dot_general", "dot_general"]
+    assert jaxpr.eqns[0].outvars[0].aval.shape == (30, 2)
+
+
+def test_einsum_trace_uses_no_dense_mask():
+    jaxpr = fungrad.make_jaxpr(lambda x: fnp.einsum("ii", x))(rand(3, 3))
+    assert "dot_general" not in {e.primitive.name for e in jaxpr.eqns}
+
+
+@pytest.mark.parametrize("spec,shapes,match", [
+    ("ij,jk", [(2, 3), (4, 5)], "inconsistent sizes"),
+    ("ij", [(2,)], "rank 1"),
+    ("ij->k", [(2, 3)], "does not appear"),
+    ("i$", [(2, 2)], "invalid subscript"),
+    ("ij,j", [(2, 3)], "operands were given"),
+    ("ij->ii", [(2, 3)], "repeated"),
+    ("...i->i", [(2, 3)], r"add '\.\.\.'"),
+])
+def test_einsum_errors(spec, shapes, match):
+    with pytest.raises(ValueError, match=match):
+        fnp.einsum(spec, *[rand(*s) for s in shapes])
+
+
+# ----------------------------------------------------------------------------
+# matmul and friends: NumPy semantics and errors
+# ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sa,sb", [((2, 3), (4, 5)), ((3,), (4,)), ((2, 3), (4,)),
+                                   ((5, 2, 3), (4, 3, 2))])
+def test_matmul_shape_errors_name_both_shapes(sa, sb):
+    with pytest.raises(ValueError) as err:
+        fnp.matmul(rand(*sa), rand(*sb))
+    assert str(sa) in str(err.value) and str(sb) in str(err.value)
+
+
+def test_matmul_scalar_operand_error():
+    with pytest.raises(ValueError, match="scalar"):
+        fnp.matmul(2.0, rand(3))
+
+
+def test_matmul_operator_on_tracers_and_promotion():
+    a, b = rand(2, 3), np.arange(3)
+    out = fungrad.jit(lambda x, y: x @ y)(a, b)
+    np.testing.assert_allclose(out, a @ b)
+    assert fnp.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.int8)).dtype == np.float32
+    assert fnp.matmul(np.ones((2, 2), np.int32), np.ones((2,), np.int32)).dtype == np.int32
+
+
+def test_matmul_with_shared_matrix_is_one_dot_general():
+    jaxpr = fungrad.make_jaxpr(fnp.matmul)(rand(5, 2, 3), rand(3, 4))
+    assert [e.primitive.name for e in jaxpr.eqns] == ["dot_general"]
+
+
+def test_dot_inner_tensordot_errors():
+    with pytest.raises(ValueError, match=r"\(2, 3\) and \(4,\) not aligned"):
+        fnp.dot(rand(2, 3), rand(4))
+    with pytest.raises(ValueError, match="not aligned"):
+        fnp.inner(rand(2, 3), rand(2, 4))
+    with pytest.raises(ValueError, match="shape mismatch"):
+        fnp.tensordot(rand(2, 3), rand(2, 3), 1)
+    with pytest.raises(ValueError, match="different sizes"):
+        fnp.vdot(rand(2, 3), rand(5))
+    with pytest.raises(ValueError, match="dimension must be 2 or 3"):
+        fnp.cross(rand(4), rand(4))
+
+
+def test_dot_general_errors():
+    with pytest.raises(TypeError, match="same dtype"):
+        lax.dot_general(np.ones((2, 3), np.float32), np.ones((3, 2)), (((1,), (0,)), ((), ())))
+    with pytest.raises(TypeError, match="contracting dims must have equal sizes"):
+        lax.dot_general(rand(2, 3), rand(4, 2), (((1,), (0,)), ((), ())))
+    with pytest.raises(TypeError, match="dimension_numbers"):
+        lax.dot_general(rand(2, 3), rand(3, 2), ((1,), (0,)))
+    with pytest.raises(TypeError, match="distinct axes"):
+        lax.dot_general(rand(2, 3), rand(3, 2), (((5,), (0,)), ((), ())))
+
+
+def test_dot_general_preferred_element_type_and_ints():
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)
+    out = lax.dot_general(a, b, (((1,), (0,)), ((), ())), preferred_element_type=np.float64)
+    assert out.dtype == np.float64
+    g = fungrad.grad(lambda x: fnp.sum(lax.dot(x, b, preferred_element_type=np.float64)))(a)
+    assert g.dtype == np.float32
+    i = np.arange(6, dtype=np.int32).reshape(2, 3)
+    np.testing.assert_array_equal(lax.dot(i, i.T), i @ i.T)
+
+
+def test_vmap_of_dot_general_folds_the_batch_into_one_matmul():
+    a, b = rand(4, 2, 3), rand(3, 5)
+    f = fungrad.vmap(lambda x: lax.dot(x, b))
+    jaxpr = fungrad.make_jaxpr(f)(a)
+    assert [e.primitive.name for e in jaxpr.eqns] == ["dot_general"]
+    np.testing.assert_allclose(f(a), a @ b)
+    x, ys = rand(2, 3), rand(3, 4, 5)
+    g = fungrad.vmap(lambda y: lax.dot(x, y), in_axes=1)
+    np.testing.assert_allclose(g(ys), np.stack([x @ ys[:, i] for i in range(4)]))
+
+
+def test_dot_general_lowering_matches_impl_for_many_layouts():
+    layouts = [
+        ((3, 4), (4, 2), (((1,), (0,)), ((), ()))),
+        ((4, 3), (2, 4), (((0,), (1,)), ((), ()))),
+        ((3, 2, 4), (4, 5, 2), (((2,), (0,)), ((1,), (2,)))),
+        ((2, 3, 4, 5), (5, 2, 4), (((3,), (0,)), ((0, 2), (1, 2)))),
+        ((3, 4, 2), (2, 5, 4), (((1, 2), (2, 0)), ((), ()))),
+        ((3,), (2,), (((), ()), ((), ()))),
+        ((4,), (4,), (((0,), (0,)), ((), ()))),
+    ]
+    for sa, sb, dn in layouts:
+        a, b = rand(*sa), rand(*sb, seed=1)
+        closed = fungrad.make_jaxpr(lambda x, y: lax.dot_general(x, y, dn))(a, b)
+        compiled = codegen.compile_jaxpr(closed.jaxpr)
+        assert "einsum" not in compiled.source and "np.matmul" in compiled.source
+        np.testing.assert_allclose(compiled.fn(a, b)[0], lax.dot_general(a, b, dn), rtol=1e-12)
+
+
+def test_multi_dot_picks_the_cheap_order():
+    a, b, c = rand(10, 100), rand(100, 5, seed=1), rand(5, 50, seed=2)
+    jaxpr = fungrad.make_jaxpr(lambda *m: LA.multi_dot(m))(a, b, c)
+    first = jaxpr.eqns[0]
+    assert first.primitive.name == "dot_general" and first.outvars[0].aval.shape == (10, 5)
+    np.testing.assert_allclose(LA.multi_dot([a, b, c]), a @ b @ c, rtol=1e-10)
+
+
+# ----------------------------------------------------------------------------
+# Decompositions: JAX conventions, errors, second-order derivatives
+# ----------------------------------------------------------------------------
+
+def test_output_conventions_follow_jax():
+    a = rand(4, 3)
+    lu_, pivots, perm = lax.linalg.lu(a)
+    assert pivots.dtype == np.int32 and perm.dtype == np.int32
+    assert pivots.shape == (3,) and perm.shape == (4,)
+    v, w = lax.linalg.eigh(spd(3))
+    assert v.shape == (3, 3) and w.shape == (3,)
+    u, s, vh = lax.linalg.svd(a)
+    assert (u.shape, s.shape, vh.shape) == ((4, 4), (3,), (3, 3))
+    q, r = lax.linalg.qr(a)                         # full_matrices=True by default, as JAX
+    assert q.shape == (4, 4) and r.shape == (4, 3)
+    res = LA.eigh(spd(3))
+    assert res.eigenvalues.shape == (3,) and res.eigenvectors.shape == (3, 3)
+
+
+def test_failures_give_nan_or_inf_like_jax_not_exceptions():
+    bad = np.stack([spd(3), -np.eye(3)])
+    chol = LA.cholesky(bad)
+    assert np.all(np.isfinite(chol[0])) and np.all(np.isnan(chol[1]))
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    assert not np.all(np.isfinite(LA.solve(singular, np.ones(2))))
+    assert not np.all(np.isfinite(LA.inv(singular)))
+    tri = np.array([[1.0, 0.0], [2.0, 0.0]])
+    out = lax.linalg.triangular_solve(tri, np.ones((2, 1)), left_side=True, lower=True)
+    assert out[0, 0] == 1.0 and not np.isfinite(out[1, 0])
+
+
+def test_decomposition_input_errors():
+    with pytest.raises(ValueError, match="square"):
+        LA.cholesky(rand(2, 3))
+    with pytest.raises(ValueError, match="square"):
+        LA.det(rand(3))
+    with pytest.raises(TypeError, match="float32/float64"):
+        lax.linalg.cholesky(np.eye(2, dtype=np.complex128))
+    with pytest.raises(ValueError, match="incompatible"):
+        lax.linalg.triangular_solve(np.eye(3), rand(2, 2), left_side=True)
+    with pytest.raises(ValueError, match="mode"):
+        LA.qr(rand(3, 3), mode="raw")
+    with pytest.raises(ValueError, match="incompatible"):
+        LA.solve(np.eye(3), rand(4))
+    with pytest.raises(TypeError, match="integer"):
+        LA.matrix_power(np.eye(2), 1.5)
+
+
+def test_unimplemented_derivatives_say_so():
+    with pytest.raises(NotImplementedError, match="m >= n"):
+        fungrad.jvp(lambda x: lax.linalg.qr(x, full_matrices=False)[1], (rand(2, 3),),
+                    (rand(2, 3),))
+    with pytest.raises(NotImplementedError, match="full_matrices=False"):
+        fungrad.jvp(lambda x: lax.linalg.svd(x)[1], (rand(3, 2),), (rand(3, 2),))
+
+
+def _weighted(x, seed):
+    return fnp.sum(np.random.default_rng(seed).uniform(0.5, 1.5, x.shape) * x * x)
+
+
+SECOND_ORDER = {
+    "cholesky_logdet": (lambda a: fnp.sum(fnp.log(fnp.diagonal(LA.cholesky(a)))), spd(3, seed=7)),
+    "cholesky_entries": (lambda a: _weighted(LA.cholesky(a), 1), spd(3, 2, seed=8)),
+    "eigh_vectors": (lambda a: (lambda w, v: _weighted(v, 2) + fnp.sum(w ** 3))(*LA.eigh(a)),
+                     spread_symmetric(4, seed=9)),
+    "svd_tall": (lambda a: (lambda u, s, vh: _weighted(u, 3) + _weighted(vh, 4) + fnp.sum(s ** 2))(
+        *LA.svd(a, full_matrices=False)), rand(4, 3, seed=10)),
+    "svd_wide": (lambda a: (lambda u, s, vh: _weighted(u, 5) + _weighted(vh, 6))(
+        *LA.svd(a, full_matrices=False)), rand(2, 4, seed=11)),
+    "svdvals": (lambda a: fnp.sum(fnp.sin(LA.svdvals(a))), rand(3, 3, seed=12)),
+    "qr": (lambda a: (lambda q, r: _weighted(q, 7) + _weighted(r, 8))(*LA.qr(a)), rand(4, 3, seed=13)),
+    "lu": (lambda a: _weighted(lax.linalg.lu(a)[0], 9), well_conditioned(3, seed=14)[::-1]),
+    "lu_wide": (lambda a: _weighted(lax.linalg.lu(a)[0], 10), rand(2, 3, seed=15) + np.eye(2, 3) * 4),
+    "triangular_solve": (lambda a: _weighted(lax.linalg.triangular_solve(
+        a, np.ones((3, 2)), left_side=True, lower=False, transpose_a=True), 11),
+        well_conditioned(3, seed=16)),
+    "slogdet": (lambda a: LA.slogdet(a).logabsdet, well_conditioned(3, seed=17)),
+    "pinv": (lambda a: _weighted(LA.pinv(a), 12), rand(3, 2, seed=18)),
+    "solve_and_inv": (lambda a: fnp.sum(LA.solve(a, np.arange(3.0)) ** 2) + fnp.trace(LA.inv(a)),
+                      well_conditioned(3, seed=19)),
+    "norm_nuc": (lambda a: LA.norm(a, "nuc"), rand(3, 4, seed=20)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER))
+def test_second_order_derivatives_against_finite_differences(name):
+    f, a = SECOND_ORDER[name]
+    check_grads(f, (a,), order=2, rtol=1e-4, atol=1e-5)
+
+
+def test_hessian_of_eigenvalue_sum_of_squares():
+    # sum(w²) = ||A_sym||_F², whose Hessian is known exactly
+    a = spread_symmetric(3, seed=21)
+    h = fungrad.hessian(lambda x: fnp.sum(LA.eigvalsh(x) ** 2))(a)
+    sym = lambda t: (t + t.T) / 2
+    e = np.zeros((3, 3))
+    e[0, 1] = 1.0
+    np.testing.assert_allclose(np.tensordot(h, e, 2), 2 * sym(sym(e)), atol=1e-8)
+
+
+def test_lu_blocked_path_and_batches():
+    a = rand(2, 130, 110, seed=22)
+    lu_, piv, perm = lax.linalg.lu(a)
+    k = 110
+    low = np.tril(lu_, -1)[..., :, :k] + np.eye(130, k)
+    up = np.triu(lu_)[..., :k, :]
+    np.testing.assert_allclose(low @ up, np.take_along_axis(a, perm[..., :, None], -2), atol=1e-10)
+    np.testing.assert_array_equal(lax.linalg.lu_pivots_to_permutation(piv, 130), perm)
+
+
+def test_vmap_of_triangular_solve_with_shared_matrix_needs_no_broadcast():
+    a = well_conditioned(3, seed=23)
+    bs = rand(5, 3, 2, seed=24)
+    f = fungrad.vmap(lambda b: lax.linalg.triangular_solve(a, b, left_side=True, lower=True))
+    jaxpr = fungrad.make_jaxpr(f)(bs)
+    assert "broadcast_in_dim" not in {e.primitive.name for e in jaxpr.eqns}
+    want = np.stack([np.linalg.solve(np.tril(a), b) for b in bs])
+    np.testing.assert_allclose(f(bs), want, rtol=1e-10)
+
+
+def test_lstsq_conventions():
+    a, b = rand(5, 3, seed=25), rand(5, seed=26)
+    x, resid, rank, s = LA.lstsq(a, b)
+    xn, rn, rankn, sn = np.linalg.lstsq(a, b, rcond=None)
+    np.testing.assert_allclose(x, xn, rtol=1e-10)
+    assert resid.shape == () and rank == rankn
+    np.testing.assert_allclose(resid, rn[0], rtol=1e-10)
+    _, resid_np, _, _ = LA.lstsq(a, b, numpy_resid=True)
+    assert resid_np.shape == (1,)
+    low_rank = np.outer(rand(5), rand(3, seed=1))
+    _, resid_np, rank, _ = LA.lstsq(low_rank, b, numpy_resid=True)
+    assert rank == 1 and resid_np.shape == (0,)
+
+
+def test_norm_errors_and_defaults():
+    with pytest.raises(ValueError, match="invalid norm order"):
+        LA.norm(rand(3, 3), 3)
+    with pytest.raises(ValueError, match="improper number of dimensions"):
+        LA.norm(rand(2, 2, 2), 1)
+    np.testing.assert_allclose(LA.norm(rand(2, 2, 2)), np.linalg.norm(rand(2, 2, 2)))
