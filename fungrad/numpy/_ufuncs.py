@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from fungrad import lax
+from fungrad import core, lax
 from fungrad.core import Array, get_aval
 from fungrad.lax import elementwise as _ew
 from fungrad.numpy._dtypes import (is_weak, weak_python_type, dtype_of, asarray_operand,
@@ -110,8 +110,71 @@ def _cast(x, dtype):
     return x if dtype_of(x) == dtype else lax.convert_element_type(x, dtype)
 
 
+_NATIVE_LOOPS: dict = {}     # (ufunc, dtype, nargs) -> NumPy's loop takes dtype as is
+
+
+def _native_loop(ufunc, dtype, nargs) -> bool:
+    key = (ufunc, dtype, nargs)
+    hit = _NATIVE_LOOPS.get(key)
+    if hit is None:
+        try:
+            loop = _resolve(ufunc, (dtype,) * nargs + (None,) * ufunc.nout)
+            hit = all(d == dtype for d in loop[:nargs])
+        except TypeError:
+            hit = False
+        _NATIVE_LOOPS[key] = hit
+    return hit
+
+
+_EVAL = core.EVAL_TRACE
+_SCALAR_TYPES = (float, int)
+
+
+def _eager(ufunc, args):
+    """NumPy's own ufunc, when nothing is being traced and NumPy's loop takes the
+    arguments as they are (arrays of one dtype, or Python floats/ints of one
+    type); else None.  This is what binding the primitive would do (its impl is
+    the same ufunc), minus the dispatch: eager calls on small arrays cost little
+    more than NumPy's."""
+    if core._tls.trace is not _EVAL:
+        return None
+    first = args[0]
+    kind = type(first)
+    if kind is np.ndarray or kind is Array:
+        dtype = first.dtype
+        if len(args) == 1:
+            vals = (first.view(np.ndarray),) if kind is Array else args
+        else:
+            for a in args:
+                if type(a) not in _ARRAY_TYPES or a.dtype != dtype:
+                    return None
+            vals = [a.view(np.ndarray) if type(a) is Array else a for a in args]
+        native = _NATIVE_LOOPS.get((ufunc, dtype, len(args)))
+        if native is None:
+            native = _native_loop(ufunc, dtype, len(args))
+        if not native:
+            return None
+        out = ufunc(*vals)
+    elif kind in _SCALAR_TYPES and all(type(a) is kind for a in args):
+        out = ufunc(*args)
+    else:
+        return None
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+    out = out.view(Array)
+    out.setflags(write=False)
+    return out
+
+
 def _args(ufunc, *args):
     """``args`` converted to the input dtypes of NumPy's loop for ``ufunc``."""
+    # Fast path (the common eager case): arrays of one dtype the loop takes as is.
+    first = args[0]
+    if type(first) in _ARRAY_TYPES:
+        dtype = first.dtype
+        if all(type(a) in _ARRAY_TYPES and a.dtype == dtype for a in args) and \
+                _native_loop(ufunc, dtype, len(args)):
+            return args
     dtypes = _loop_dtypes(ufunc, args)
     return [_cast(a, d) for a, d in zip(args, dtypes)]
 
@@ -188,21 +251,33 @@ def _to_bool(x):
 
 @_ufunc
 def add(x, y, /):
+    out = _eager(np.add, (x, y))
+    if out is not None:
+        return out
     return lax.add(*_args(np.add, x, y))        # booleans: logical or, as NumPy
 
 
 @_ufunc
 def subtract(x, y, /):
+    out = _eager(np.subtract, (x, y))
+    if out is not None:
+        return out
     return lax.sub(*_args(np.subtract, x, y))
 
 
 @_ufunc
 def multiply(x, y, /):
+    out = _eager(np.multiply, (x, y))
+    if out is not None:
+        return out
     return lax.mul(*_args(np.multiply, x, y))   # booleans: logical and
 
 
 @_ufunc
 def true_divide(x, y, /):
+    out = _eager(np.true_divide, (x, y))
+    if out is not None:
+        return out
     return lax.div(*_args(np.true_divide, x, y))
 
 
@@ -325,6 +400,9 @@ def float_power(x, y, /):
 
 @_ufunc
 def negative(x, /):
+    out = _eager(np.negative, (x,))
+    if out is not None:
+        return out
     return lax.neg(*_args(np.negative, x))
 
 
@@ -457,7 +535,8 @@ def _transcendental(ufunc, lax_fn, name=None):
     """A one-argument float function: integer inputs are promoted as NumPy does."""
     @_named(name or ufunc.__name__, f"Elementwise ``numpy.{ufunc.__name__}``.")
     def fn(x, /):
-        return lax_fn(*_args(ufunc, x))
+        out = _eager(ufunc, (x,))
+        return lax_fn(*_args(ufunc, x)) if out is None else out
     return fn
 
 
@@ -724,6 +803,9 @@ def _out_of_range_int(x, other):
 def _comparison(ufunc, lax_fn):
     @_named(ufunc.__name__, f"Elementwise ``numpy.{ufunc.__name__}`` (boolean result).")
     def fn(x, y, /):
+        out = _eager(ufunc, (x, y))
+        if out is not None:
+            return out
         # NumPy 2 compares integers with Python ints beyond their range exactly:
         # the answer is the same for every element, as if the int were +-inf
         x_inf, y_inf = _out_of_range_int(x, y), _out_of_range_int(y, x)
