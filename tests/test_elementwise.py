@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from fungrad.core import get_aval
 import pytest
 
 import fungrad
@@ -576,7 +578,10 @@ LOWERING_INPUTS = [
 def test_lowering_matches_impl(name, args, params):
     prim = primitives[name]
     names = [f"a{i}" for i in range(len(args))]
-    source = prim.lower(names, **params)
+    if prim.lower_typed:
+        source = prim.lower(names, [get_aval(a) for a in args], **params)
+    else:
+        source = prim.lower(names, **params)
     with np.errstate(all="ignore"):
         lowered = eval(source, {"np": np}, dict(zip(names, args)))  # noqa: S307 (test of codegen)
         want = prim.impl(*args, **params)

@@ -97,6 +97,18 @@ def _ufunc_of(expr: str):
     return None
 
 
+_SCALAR_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/"}
+_SIMPLE_BINARY = re.compile(r"^np\.(add|subtract|multiply|true_divide)\((-?[\w.]+), (-?[\w.]+)\)$")
+
+
+def _scalar_operator(expr: str) -> str:
+    """``np.multiply(a, b)`` -> ``a * b`` for 0-d results: on NumPy scalars the
+    operator takes NumPy's scalar fast path (same IEEE result, ~10x cheaper
+    than entering the ufunc machinery); on arrays it is the same ufunc call."""
+    m = _SIMPLE_BINARY.match(expr)
+    return f"{m.group(2)} {_SCALAR_OPERATORS[m.group(1)]} {m.group(3)}" if m else expr
+
+
 def _last_uses(jaxpr: Jaxpr) -> dict:
     last = {}
     for i, eqn in enumerate(jaxpr.eqns):
@@ -139,6 +151,8 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool) -> list
                 expr = f"{expr[:-1]}, out={names(dead[0])})"
             if out_aval.ndim > 0:
                 fresh.add(eqn.outvars[0])
+        if not eqn.primitive.multiple_results and eqn.outvars[0].aval.ndim == 0:
+            expr = _scalar_operator(expr)
         target = out_names[0] if not eqn.primitive.multiple_results else (
             ", ".join(out_names) + ("," if len(out_names) == 1 else ""))
         lines.append(f"    {target} = {expr}")

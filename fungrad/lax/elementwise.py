@@ -359,7 +359,7 @@ integer_pow_p.def_impl(_rule_checked(_integer_pow_rule, _integer_pow_impl))
 integer_pow_p.def_abstract_eval(_integer_pow_rule)
 defjvp(integer_pow_p, _integer_pow_jvp)
 batching.vectorized_batcher(integer_pow_p)
-def_lowering(integer_pow_p, "np.power({0}, {y})")
+def_lowering(integer_pow_p, lambda a, y: f"np.square({a[0]})" if y == 2 else f"np.power({a[0]}, {y})")
 
 sqrt_p = _unary("sqrt", np.sqrt, "np.sqrt({0})", INEXACT)
 defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)))
@@ -690,10 +690,12 @@ def _div_impl(x, y):
         return np.floor_divide(x, y) + rounded_down.astype(np.result_type(x, y))
 
 
-def _div_lowering(args):
+def _div_lowering(args, in_avals):
     x, y = args
-    return (f"(np.true_divide({x}, {y}) if np.result_type({x}, {y}).kind in 'fc' else "
-            f"np.floor_divide({x}, {y}) + ((np.remainder({x}, {y}) != 0) & "
+    if in_avals[0].dtype.kind in "fc":
+        return f"np.true_divide({x}, {y})"
+    # integers: round towards zero (C / XLA semantics), not NumPy's floor
+    return (f"(np.floor_divide({x}, {y}) + ((np.remainder({x}, {y}) != 0) & "
             f"((np.asarray({x}) < 0) != (np.asarray({y}) < 0))).astype(np.result_type({x}, {y})))")
 
 
@@ -704,6 +706,7 @@ def _div_transpose(ct, x, y):
 
 
 div_p = _nary("div", _div_impl, _div_lowering, NUMBER)
+def_lowering(div_p, _div_lowering, typed=True)
 defjvp2(div_p,
         lambda g, ans, x, y: div(g, y),
         # -g x / y^2 as -g (x / y) / y: y^2 would overflow for |y| > 1e154
