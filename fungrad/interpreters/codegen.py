@@ -127,6 +127,11 @@ def _lower_eqn(eqn, args) -> str:
     return _impl_call(prim, args, eqn.params)
 
 
+# Below this many elements a fresh allocation is cheaper than passing out=
+# (keyword handling in the ufunc call), and the memory saved is negligible.
+_REUSE_MIN_SIZE = 1024
+
+
 def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool) -> list[str]:
     """Append one line per equation of the flat ``jaxpr``; return the output names.
 
@@ -147,7 +152,7 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool) -> list
             out_aval = eqn.outvars[0].aval
             dead = [a for a in eqn.inputs if a in fresh and last.get(a) == i and a not in keep
                     and a.aval == out_aval]
-            if dead and out_aval.ndim > 0:
+            if dead and out_aval.size >= _REUSE_MIN_SIZE:
                 expr = f"{expr[:-1]}, out={names(dead[0])})"
             if out_aval.ndim > 0:
                 fresh.add(eqn.outvars[0])

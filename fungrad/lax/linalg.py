@@ -231,7 +231,9 @@ def _dot_general_lower(args, in_avals, *, dimension_numbers, preferred_element_t
     a = _canonical_operand(args[0], lhs, lb + lf + lc, batch + (m, k))
     b = _canonical_operand(args[1], rhs, rb + rc + rf, batch + (k, n))
     out_shape = (tuple(lhs.shape[i] for i in lb + lf) + tuple(rhs.shape[i] for i in rf))
-    expr = f"np.matmul({a}, {b})"
+    # a contraction of size 1 is an outer product: broadcasting multiply beats
+    # a batched matmul of (m, 1) x (1, n) blocks (per-example gradients)
+    expr = f"np.multiply({a}, {b})" if k == 1 and batch else f"np.matmul({a}, {b})"
     if out_shape != batch + (m, n):
         expr = f"np.reshape({expr}, {out_shape!r})"
     return expr + cast
