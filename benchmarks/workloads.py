@@ -249,7 +249,19 @@ def make_hvp():
     v = np.random.default_rng(1).normal(size=w3.shape)
     loss = lambda w: _mlp_loss(fnp, params[:-1] + [(w, params[-1][1])], x, onehot)
     hvp = lambda w, v: fungrad.jvp(fungrad.grad(loss), (w,), (v,))[1]
+
+    def hvp_numpy(w, v):
+        h = x
+        for wi, bi in params[:-1]:
+            h = np.tanh(h @ wi + bi)
+        logits = h @ w + params[-1][1]
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        dlogits = h @ v
+        dp = p * (dlogits - np.sum(p * dlogits, axis=1, keepdims=True))
+        return h.T @ dp / x.shape[0]
     return "HVP of the MLP loss w.r.t. W3 (forward-over-reverse)", {
+        "numpy (hand-written HVP)": lambda: hvp_numpy(w3, v),
         "fungrad eval of loss": lambda: loss(w3),
         "fungrad hvp": lambda: hvp(w3, v),
         "fungrad jit(hvp)": (lambda j=fungrad.jit(hvp): j(w3, v)),
@@ -258,3 +270,44 @@ def make_hvp():
 
 WORKLOADS = [make_dispatch_sin, make_dispatch_add, make_seed_grad, make_chain_grad,
              make_mlp_grad, make_mlp_eval_vs_grad, make_hvp, make_per_example, make_arm_jacobian]
+
+
+# ----------------------------------------------------------------------------
+# One-shot measurements: cold jit and peak memory
+# ----------------------------------------------------------------------------
+
+def cold_jit_seconds(repeats: int = 5) -> float:
+    """Median time of trace + compile + first call of jit(grad(MLP loss))."""
+    import statistics
+    import time
+    params, x, onehot = mlp_setup()
+    times = []
+    for _ in range(repeats):
+        loss = lambda p: _mlp_loss(fnp, p, x, onehot)    # a new function: nothing cached
+        t0 = time.perf_counter()
+        fungrad.jit(fungrad.grad(loss))(params)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def peak_memory_bytes() -> dict:
+    """Peak traced allocation (tracemalloc) of one MLP loss+grad per implementation."""
+    import tracemalloc
+    params, x, onehot = mlp_setup()
+    jitted = fungrad.jit(fungrad.value_and_grad(lambda p: _mlp_loss(fnp, p, x, onehot)))
+    jitted(params)
+    impls = {"numpy": lambda: _mlp_loss_and_grad_numpy(params, x, onehot),
+             "fungrad": lambda: fungrad.value_and_grad(
+                 lambda p: _mlp_loss(fnp, p, x, onehot))(params),
+             "fungrad jit": lambda: jitted(params)}
+    if autograd:
+        impls["autograd"] = lambda: autograd.value_and_grad(
+            lambda p: _mlp_loss(anp, p, x, onehot))(params)
+    peaks = {}
+    for name, fn in impls.items():
+        fn()
+        tracemalloc.start()
+        fn()
+        peaks[name] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peaks
