@@ -246,3 +246,23 @@ def test_export_embeds_pure_numpy_special_functions(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     np.testing.assert_allclose(module.g(x), fungrad.grad(f)(x), rtol=1e-13)
+
+
+@pytest.mark.parametrize("f", [
+    lambda a, b: (a @ b.T).T @ a,
+    lambda a, b: fnp.einsum("ij,kj->ik", a, b).T,
+    lambda a, b: fnp.swapaxes(fnp.einsum("bij,bkj->bik", a[None] * 1.0, b[None] + 0.0), 1, 2),
+    lambda a, b: fnp.tanh(a.T @ b) @ (b.T @ a).T,
+])
+def test_fold_transposes_preserves_values(f):
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    g = lambda a, b: fnp.sum(f(a, b) ** 2)
+    for fun in (f, grad(g, argnums=(0, 1))):
+        closed = fungrad.make_jaxpr(fun)(a, b)
+        flat = passes.inline_calls(closed)
+        want = codegen.compile_closed(flat).fn(*flat.consts, a, b)
+        folded = codegen.compile_jaxpr(passes.dce(passes.fold_transposes(flat.jaxpr)),
+                                       consts=flat.consts)
+        for x, y in zip(folded.fn(*flat.consts, a, b), want):
+            np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-14)

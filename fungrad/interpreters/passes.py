@@ -10,12 +10,14 @@ Each pass is a function ``Jaxpr -> Jaxpr`` that keeps the jaxpr's meaning
   computed once, at compile time, and become literals;
 * ``cse``: common-subexpression elimination (same primitive, params, inputs;
   inputs of commutative primitives in any order);
+* ``fold_transposes``: transposes of ``dot_general`` operands and results are
+  folded into its dimension numbers (or an operand swap);
 * ``dce``: dead-code elimination (``partial_eval.dce_jaxpr``).
 
 * ``inline_calls``: nested ``jit`` calls are spliced into the enclosing jaxpr,
   so the other passes (and code generation) see one flat program.
 
-``optimize`` runs inline_calls, fold_constants, simplify, cse, dce.
+``optimize`` runs inline_calls, fold_constants, simplify, cse, fold_transposes, dce.
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ import numpy as np
 from fungrad.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from fungrad.interpreters.partial_eval import dce_jaxpr
 
-__all__ = ["optimize", "inline_calls", "simplify", "fold_constants", "cse", "dce"]
+__all__ = ["optimize", "inline_calls", "simplify", "fold_constants", "cse", "fold_transposes",
+           "dce"]
 
 
 def _is_literal(atom, value, filled=None) -> bool:
@@ -88,6 +91,79 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
             producer[v] = eqn
         eqns.append(eqn)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
+
+
+def _fold_operand_transpose(dims, perm, ndim):
+    """dot_general dimension numbers on ``transpose(a, perm)`` rewritten for ``a``,
+    or None when that would reorder the free dimensions of the result."""
+    contract, batch = dims
+    free = [j for j in range(ndim) if j not in contract and j not in batch]
+    mapped_free = [perm[j] for j in free]
+    if mapped_free != sorted(mapped_free):
+        return None
+    return tuple(perm[d] for d in contract), tuple(perm[d] for d in batch)
+
+
+def _fold_output_transpose(eqn, perm, lhs_ndim, rhs_ndim):
+    """``transpose(dot_general(x, y))`` as ``dot_general(y, x)`` when the
+    transpose just puts y's free dimensions before x's; else None."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    nb = len(lb)
+    n_lf = lhs_ndim - len(lc) - nb
+    n_rf = rhs_ndim - len(rc) - nb
+    swapped = (tuple(range(nb)) + tuple(range(nb + n_lf, nb + n_lf + n_rf))
+               + tuple(range(nb, nb + n_lf)))
+    if tuple(perm) != swapped:
+        return None
+    params = dict(eqn.params, dimension_numbers=((rc, lc), (rb, lb)))
+    return JaxprEqn(eqn.primitive, eqn.inputs[::-1], params, eqn.outvars)
+
+
+def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
+    """Fold transposes into ``dot_general``: of an operand (the dimension numbers
+    say which axes to contract, so no copy is needed) and of the result (swap
+    the operands).  The dead transposes are left to ``dce``."""
+    producer = {v: e for e in jaxpr.eqns for v in e.outvars}
+    uses: dict = {}
+    for e in jaxpr.eqns:
+        for a in e.inputs:
+            if isinstance(a, Var):
+                uses[a] = uses.get(a, 0) + 1
+    for v in jaxpr.outvars:
+        if isinstance(v, Var):
+            uses[v] = uses.get(v, 0) + 1
+    eqns = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "dot_general":
+            eqn = _fold_operands(eqn, producer)
+        elif eqn.primitive.name == "transpose":
+            dot = producer.get(eqn.inputs[0])
+            if dot is not None and dot.primitive.name == "dot_general" and \
+                    uses.get(eqn.inputs[0]) == 1:
+                new = _fold_output_transpose(dot, eqn.params["permutation"],
+                                             dot.inputs[0].aval.ndim, dot.inputs[1].aval.ndim)
+                if new is not None:
+                    eqn = JaxprEqn(new.primitive, new.inputs, new.params, eqn.outvars)
+        eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+
+
+def _fold_operands(eqn, producer):
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    inputs = list(eqn.inputs)
+    dims = [[lc, lb], [rc, rb]]
+    for i, operand in enumerate(inputs):
+        src = producer.get(operand)
+        if src is None or src.primitive.name != "transpose":
+            continue
+        folded = _fold_operand_transpose(dims[i], src.params["permutation"], operand.aval.ndim)
+        if folded is not None:
+            inputs[i] = src.inputs[0]
+            dims[i] = list(folded)
+    if inputs == list(eqn.inputs):
+        return eqn
+    params = dict(eqn.params, dimension_numbers=((dims[0][0], dims[1][0]), (dims[0][1], dims[1][1])))
+    return JaxprEqn(eqn.primitive, inputs, params, eqn.outvars)
 
 
 def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
@@ -175,4 +251,5 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
 def optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
     """All passes, in order; returns a new ClosedJaxpr (constants may be added)."""
     flat = inline_calls(closed)
-    return ClosedJaxpr(dce(cse(simplify(fold_constants(flat.jaxpr)))), flat.consts)
+    return ClosedJaxpr(dce(fold_transposes(cse(simplify(fold_constants(flat.jaxpr))))),
+                       flat.consts)
