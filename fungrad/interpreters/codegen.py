@@ -138,10 +138,12 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool) -> list
     Buffer reuse: an elementwise ufunc whose input is a temporary that dies at
     this equation (produced by an earlier ufunc, so it is a fresh array we own,
     never a view of a caller's array), with the output's shape and dtype,
-    writes into it with ``out=`` instead of allocating.
+    writes into it with ``out=`` instead of allocating; other large temporaries
+    are deleted after their last use so that peak memory stays as in eager code.
     """
     last = _last_uses(jaxpr)
     keep = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    params = set(jaxpr.invars) | set(jaxpr.constvars)
     fresh: set = set()      # temporaries holding arrays created by a ufunc
     for i, eqn in enumerate(jaxpr.eqns):
         args = [names(a) for a in eqn.inputs]
@@ -152,7 +154,9 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool) -> list
             out_aval = eqn.outvars[0].aval
             dead = [a for a in eqn.inputs if a in fresh and last.get(a) == i and a not in keep
                     and a.aval == out_aval]
-            if dead and out_aval.size >= _REUSE_MIN_SIZE:
+            # (generalized ufuncs such as matmul create fresh arrays but must not
+            # write into their own inputs)
+            if dead and out_aval.size >= _REUSE_MIN_SIZE and ufunc.signature is None:
                 expr = f"{expr[:-1]}, out={names(dead[0])})"
             if out_aval.ndim > 0:
                 fresh.add(eqn.outvars[0])
@@ -161,6 +165,11 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool) -> list
         target = out_names[0] if not eqn.primitive.multiple_results else (
             ", ".join(out_names) + ("," if len(out_names) == 1 else ""))
         lines.append(f"    {target} = {expr}")
+        # drop large temporaries at their last use, as eager Python would
+        dead = sorted({names(a) for a in eqn.inputs if isinstance(a, Var) and last.get(a) == i
+                       and a not in keep and a not in params and a.aval.size >= _REUSE_MIN_SIZE})
+        if dead and reuse_buffers:
+            lines.append(f"    del {', '.join(dead)}")
     return [names(v) for v in jaxpr.outvars]
 
 

@@ -491,8 +491,9 @@ cosh_p = _unary("cosh", np.cosh, "np.cosh({0})", INEXACT)
 defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 
 tanh_p = _unary("tanh", np.tanh, "np.tanh({0})", INEXACT)
-# (1 + ans)(1 - ans) rather than 1 - ans^2: accurate where tanh is near +-1
-defjvp2(tanh_p, lambda g, ans, x: mul(mul(g, add(_const(ans, 1), ans)), sub(_const(ans, 1), ans)))
+# (1 + ans)(1 - ans) rather than 1 - ans^2: accurate where tanh is near +-1.  The
+# factor is formed before it meets the tangent, so linearize keeps one residual.
+defjvp2(tanh_p, lambda g, ans, x: mul(g, mul(add(_const(ans, 1), ans), sub(_const(ans, 1), ans))))
 
 asinh_p = _unary("asinh", np.arcsinh, "np.arcsinh({0})", INEXACT)
 defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
@@ -501,7 +502,7 @@ acosh_p = _unary("acosh", np.arccosh, "np.arccosh({0})", INEXACT)
 defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
 
 atanh_p = _unary("atanh", np.arctanh, "np.arctanh({0})", INEXACT)
-defjvp(atanh_p, lambda g, x: div(div(g, add(_const(x, 1), x)), sub(_const(x, 1), x)))
+defjvp(atanh_p, lambda g, x: div(g, mul(add(_const(x, 1), x), sub(_const(x, 1), x))))
 
 
 def sin(x):
