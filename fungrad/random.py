@@ -1,0 +1,583 @@
+"""``fungrad.random``: stateless, counter-based pseudo-random numbers (``jax.random``).
+
+A *key* is a ``uint32`` array of shape ``(2,)``: JAX's legacy ``PRNGKey``
+representation. ``key(seed)`` returns that same representation (JAX's new-style
+typed keys are not modelled). Keys are plain arrays, so they pass through
+``jit``, ``vmap`` (a batch of keys is a ``(n, 2)`` array) and pytrees unchanged.
+
+Every sampler is a pure function of its key: the same key gives the same
+numbers, and a key must be ``split`` (or ``fold_in``-ed) to get fresh ones.
+Bits come from the Threefry-2x32 block cipher (20 rounds, Salmon et al. 2011)
+written with ``fungrad.lax`` uint32 operations, so every function here is
+jittable and vmappable. ``PRNGKey``, ``split``, ``fold_in`` and ``bits`` follow
+JAX's legacy (non-"partitionable") Threefry scheme and reproduce its bits;
+the float samplers use their own bits-to-float conversion (53 random bits per
+float64), so ``uniform`` and friends do not reproduce JAX's exact streams.
+"""
+import math
+from operator import index as _as_index
+
+import numpy as np
+
+import fungrad.lax as lax
+import fungrad.numpy as fnp
+from fungrad.core import Tracer, get_aval
+
+__all__ = [
+    "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits",
+    "threefry_2x32", "uniform", "normal", "bernoulli", "categorical", "randint",
+    "permutation", "choice", "truncated_normal", "gumbel", "multivariate_normal",
+    "exponential", "laplace", "logistic", "rademacher",
+]
+
+# ----------------------------------------------------------------------------
+# Threefry-2x32
+# ----------------------------------------------------------------------------
+
+# Rotation distances of Threefry-2x32 (Salmon et al., Table 4); rounds use the
+# first group of four, then the second, alternating.
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+# Threefish key-schedule parity constant: the third key word is k0 ^ k1 ^ this.
+_KEY_PARITY = np.uint32(0x1BD11BDA)
+
+
+def _u32(value):
+    return np.uint32(value)
+
+
+def _rotate_left(x, distance):
+    """32-bit rotation, built from two logical shifts (no rotate primitive)."""
+    return lax.bitwise_or(lax.shift_left(x, _u32(distance)),
+                          lax.shift_right_logical(x, _u32(32 - distance)))
+
+
+def _threefry_rounds(k0, k1, x0, x1):
+    """Encrypt the word pairs ``(x0, x1)`` under key ``(k0, k1)``: 20 rounds.
+
+    All arguments are uint32 and broadcast together; additions wrap mod 2**32.
+    A key injection follows every four rounds (five injections in all).
+    """
+    key_schedule = (k0, k1, lax.bitwise_xor(lax.bitwise_xor(k0, k1), _KEY_PARITY))
+    x0 = lax.add(x0, key_schedule[0])
+    x1 = lax.add(x1, key_schedule[1])
+    for injection in range(1, 6):
+        for distance in _ROTATIONS[(injection - 1) % 2]:
+            x0 = lax.add(x0, x1)
+            x1 = lax.bitwise_xor(_rotate_left(x1, distance), x0)
+        x0 = lax.add(x0, key_schedule[injection % 3])
+        x1 = lax.add(lax.add(x1, key_schedule[(injection + 1) % 3]), _u32(injection))
+    return x0, x1
+
+
+def threefry_2x32(key, count):
+    """Threefry-2x32 of the uint32 array ``count`` under ``key``: same shape.
+
+    As JAX: the flattened counts (padded with one zero to even length) are cut
+    into two halves that form the word pairs; the outputs are concatenated.
+    """
+    key = _check_key(key, "threefry_2x32")
+    count = lax.convert_element_type(count, np.uint32)
+    shape = tuple(get_aval(count).shape)
+    size = math.prod(shape)
+    flat = fnp.ravel(count)
+    if size % 2:
+        flat = lax.concatenate([flat, np.zeros(1, np.uint32)], 0)
+    half = flat.shape[0] // 2
+    k0, k1 = _key_words(key)
+    y0, y1 = _threefry_rounds(k0, k1, flat[:half], flat[half:])
+    out = lax.concatenate([y0, y1], 0)
+    return fnp.reshape(out[:size], shape)
+
+
+def _key_words(key):
+    return (lax.index_in_dim(key, 0, keepdims=False),
+            lax.index_in_dim(key, 1, keepdims=False))
+
+
+def _random_words(key, count):
+    """``count`` independent uint32 words from ``key`` (a 1-d array)."""
+    return threefry_2x32(key, lax.iota(np.uint32, count))
+
+
+# ----------------------------------------------------------------------------
+# keys
+# ----------------------------------------------------------------------------
+
+def _is_key(x):
+    if not isinstance(x, (Tracer, np.ndarray)):
+        return False
+    aval = get_aval(x)
+    return tuple(aval.shape) == (2,) and aval.dtype == np.uint32
+
+
+def _check_key(key, caller, name="key"):
+    """Keys are uint32 arrays of shape (2,); say how to make one otherwise."""
+    if _is_key(key):
+        return key
+    if isinstance(key, (Tracer, np.ndarray)):
+        aval = get_aval(key)
+        got = f"an array of shape {tuple(aval.shape)} and dtype {aval.dtype}"
+        if tuple(aval.shape)[-1:] == (2,) and aval.dtype == np.uint32:
+            got += " (a batch of keys: map over it with fungrad.vmap)"
+    else:
+        got = f"{type(key).__name__} {key!r}"
+    raise TypeError(
+        f"fungrad.random.{caller}: argument `{name}` must be a PRNG key, a uint32 "
+        f"array of shape (2,); got {got}. Make one with "
+        f"`fungrad.random.PRNGKey(0)` and get fresh keys with "
+        f"`fungrad.random.split(key)`.")
+
+
+def PRNGKey(seed):
+    """A key from an integer seed (JAX's legacy key): ``[seed >> 32, seed & 0xFFFFFFFF]``.
+
+    ``seed`` is a Python int in the int64 range or an integer scalar array
+    (which may be traced). 32-bit seeds give a zero high word, as in JAX.
+    """
+    if isinstance(seed, (bool, np.bool_)) or not _is_integer_scalar(seed):
+        raise TypeError(
+            f"fungrad.random.PRNGKey: `seed` must be an integer scalar, got "
+            f"{type(seed).__name__} {seed!r}; e.g. fungrad.random.PRNGKey(0).")
+    if isinstance(seed, int):
+        if not -2**63 <= seed < 2**64:
+            raise OverflowError(
+                f"fungrad.random.PRNGKey: seed {seed} does not fit in 64 bits.")
+        seed %= 2**64
+        return fnp.asarray(np.array([seed >> 32, seed & 0xFFFFFFFF], np.uint32))
+    seed = fnp.asarray(seed)
+    if seed.dtype.itemsize <= 4:
+        high = np.zeros((), np.uint32)
+        low = lax.convert_element_type(seed, np.uint32)
+    else:
+        wide = lax.convert_element_type(seed, np.uint64)
+        high = lax.convert_element_type(lax.shift_right_logical(wide, np.uint64(32)), np.uint32)
+        low = lax.convert_element_type(lax.bitwise_and(wide, np.uint64(0xFFFFFFFF)), np.uint32)
+    return fnp.stack([high, low])
+
+
+def _is_integer_scalar(x):
+    if isinstance(x, int):
+        return True
+    if isinstance(x, (Tracer, np.ndarray, np.generic)):
+        aval = get_aval(x)
+        return aval.shape == () and np.issubdtype(aval.dtype, np.integer)
+    return False
+
+
+def key(seed):
+    """Same as ``PRNGKey``: fungrad has only the raw uint32 key representation."""
+    return PRNGKey(seed)
+
+
+def key_data(keys):
+    """The raw uint32 words of a key (the key itself here)."""
+    return keys
+
+
+def wrap_key_data(key_bits):
+    """A key from its raw uint32 words (checked, then returned as is)."""
+    return _check_key(fnp.asarray(key_bits), "wrap_key_data", "key_bits")
+
+
+def split(key, num=2):
+    """``num`` new keys (shape ``(num, 2)``; ``num`` may be a shape tuple)."""
+    key = _check_key(key, "split")
+    shape = _shape_tuple(num, "split", "num")
+    count = math.prod(shape)
+    words = _random_words(key, 2 * count)
+    return fnp.reshape(words, (*shape, 2))
+
+
+def fold_in(key, data):
+    """A new key that depends on ``key`` and the integer ``data`` (e.g. a step)."""
+    key = _check_key(key, "fold_in")
+    data = lax.convert_element_type(fnp.asarray(data), np.uint32)
+    if get_aval(data).shape != ():
+        raise ValueError(f"fungrad.random.fold_in: `data` must be a scalar, "
+                         f"got shape {get_aval(data).shape}.")
+    return threefry_2x32(key, fnp.stack([np.zeros((), np.uint32), data]))
+
+
+def bits(key, shape=(), dtype=np.uint32):
+    """Uniformly random unsigned integers: uint8/16/32 use one word each, uint64 two.
+
+    uint32 and uint64 match JAX's legacy ``random_bits`` bit for bit.
+    """
+    key = _check_key(key, "bits")
+    shape = _shape_tuple(shape, "bits", "shape")
+    dtype = np.dtype(dtype)
+    if dtype.kind != "u":
+        raise TypeError(f"fungrad.random.bits: `dtype` must be an unsigned "
+                        f"integer type such as uint32, got {dtype}.")
+    size = math.prod(shape)
+    if dtype.itemsize == 8:
+        high, low = _word_pairs(key, size)
+        words = lax.bitwise_or(
+            lax.shift_left(lax.convert_element_type(high, dtype), np.uint64(32)),
+            lax.convert_element_type(low, dtype))
+    else:
+        words = lax.convert_element_type(_random_words(key, size), dtype)
+    return fnp.reshape(words, shape)
+
+
+def _word_pairs(key, size):
+    """Two independent uint32 words per sample: first and second half of a stream."""
+    words = _random_words(key, 2 * size)
+    return words[:size], words[size:]
+
+
+def _shape_tuple(shape, caller, name):
+    if shape is None:
+        return ()
+    try:
+        if isinstance(shape, (tuple, list)):
+            return tuple(_as_index(n) for n in shape)
+        return (_as_index(shape),)
+    except TypeError:
+        raise TypeError(f"fungrad.random.{caller}: `{name}` must be an int or a "
+                        f"tuple of ints (static, not traced), got {shape!r}.") from None
+
+
+# ----------------------------------------------------------------------------
+# continuous distributions
+# ----------------------------------------------------------------------------
+
+def _float_dtype(dtype, caller):
+    dtype = np.dtype(dtype)
+    if dtype not in (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16)):
+        raise TypeError(f"fungrad.random.{caller}: `dtype` must be float16, float32 "
+                        f"or float64, got {dtype}.")
+    return dtype
+
+
+def _unit_interval(key, shape, dtype):
+    """Uniform floats on [0, 1) with every value a multiple of 2**-mantissa.
+
+    float64 takes 53 bits from two words ((27 + 26) high bits, as NumPy's
+    Mersenne Twister does); float32/16 take the top 24/11 bits of one word.
+    The products and sums are exact, so no rounding can reach 1.0.
+    """
+    size = math.prod(shape)
+    if dtype == np.float64:
+        high, low = _word_pairs(key, size)
+        high = lax.convert_element_type(lax.shift_right_logical(high, _u32(5)), np.float64)
+        low = lax.convert_element_type(lax.shift_right_logical(low, _u32(6)), np.float64)
+        unit = (high * 2.0**26 + low) * 2.0**-53
+    else:
+        kept_bits = np.finfo(dtype).nmant + 1
+        top = lax.shift_right_logical(_random_words(key, size), _u32(32 - kept_bits))
+        unit = lax.convert_element_type(top, np.float32) * np.float32(2.0**-kept_bits)
+    return fnp.reshape(lax.convert_element_type(unit, dtype), shape)
+
+
+def uniform(key, shape=(), dtype=np.float64, minval=0.0, maxval=1.0):
+    """Uniform samples on ``[minval, maxval)`` (bounds broadcast to ``shape``)."""
+    key = _check_key(key, "uniform")
+    shape = _shape_tuple(shape, "uniform", "shape")
+    dtype = _float_dtype(dtype, "uniform")
+    minval = lax.convert_element_type(fnp.asarray(minval), dtype)
+    maxval = lax.convert_element_type(fnp.asarray(maxval), dtype)
+    _check_broadcastable("uniform", shape, minval, maxval)
+    unit = _unit_interval(key, shape, dtype)
+    # Rounding in minval + width * unit can land on maxval or below minval; keep
+    # the result inside the interval (as JAX does).
+    samples = minval + (maxval - minval) * unit
+    below_max = lax.nextafter(maxval, fnp.full_like(maxval, -np.inf))
+    return fnp.minimum(fnp.maximum(samples, minval), fnp.maximum(below_max, minval))
+
+
+def _check_broadcastable(caller, shape, *params):
+    for param in params:
+        param_shape = tuple(get_aval(param).shape)
+        try:
+            result = np.broadcast_shapes(shape, param_shape)
+        except ValueError:
+            result = None
+        if result != shape:
+            raise ValueError(
+                f"fungrad.random.{caller}: a parameter of shape {param_shape} does "
+                f"not broadcast to the requested shape {shape}; pass shape="
+                f"{np.broadcast_shapes(shape, param_shape) if result else param_shape}"
+                f" or parameters that fit it.")
+
+
+def _param_shape(caller, shape, *params):
+    """``shape`` if given, else the broadcast shape of the parameters (as JAX)."""
+    if shape is None:
+        return np.broadcast_shapes(*(tuple(get_aval(p).shape) for p in params))
+    shape = _shape_tuple(shape, caller, "shape")
+    _check_broadcastable(caller, shape, *params)
+    return shape
+
+
+def normal(key, shape=(), dtype=np.float64):
+    """Standard normal samples, by the inverse CDF: sqrt(2) * erfinv(U(-1, 1))."""
+    key = _check_key(key, "normal")
+    dtype = _float_dtype(dtype, "normal")
+    # The open lower bound keeps erf_inv finite (erf_inv(-1) = -inf).
+    lowest = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
+    u = uniform(key, shape, dtype, minval=lowest, maxval=1.0)
+    return np.array(math.sqrt(2), dtype) * lax.erf_inv(u)
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=np.float64):
+    """Standard normal samples conditioned on ``lower < x < upper`` (inverse CDF)."""
+    key = _check_key(key, "truncated_normal")
+    dtype = _float_dtype(dtype, "truncated_normal")
+    lower = lax.convert_element_type(fnp.asarray(lower), dtype)
+    upper = lax.convert_element_type(fnp.asarray(upper), dtype)
+    shape = _param_shape("truncated_normal", shape, lower, upper)
+    sqrt2 = np.array(math.sqrt(2), dtype)
+    cdf_lower, cdf_upper = lax.erf(lower / sqrt2), lax.erf(upper / sqrt2)
+    u = uniform(key, shape, dtype, minval=cdf_lower, maxval=cdf_upper)
+    samples = sqrt2 * lax.erf_inv(u)
+    # erf saturates in the far tails; clip so the bounds always hold (as JAX).
+    lower = lax.stop_gradient(lower)
+    upper = lax.stop_gradient(upper)
+    return fnp.clip(samples, lax.nextafter(lower, fnp.full_like(lower, np.inf)),
+                    lax.nextafter(upper, fnp.full_like(upper, -np.inf)))
+
+
+def gumbel(key, shape=(), dtype=np.float64):
+    """Standard Gumbel samples: -log(-log U), U on [tiny, 1)."""
+    key = _check_key(key, "gumbel")
+    dtype = _float_dtype(dtype, "gumbel")
+    u = uniform(key, shape, dtype, minval=np.finfo(dtype).tiny, maxval=1.0)
+    return -fnp.log(-fnp.log(u))
+
+
+def exponential(key, shape=(), dtype=np.float64):
+    """Standard exponential samples: -log(1 - U)."""
+    key = _check_key(key, "exponential")
+    dtype = _float_dtype(dtype, "exponential")
+    return -fnp.log1p(-uniform(key, shape, dtype))
+
+
+def laplace(key, shape=(), dtype=np.float64):
+    """Standard Laplace samples: sign(U) * log(1 - |U|), U on (-1, 1)."""
+    key = _check_key(key, "laplace")
+    dtype = _float_dtype(dtype, "laplace")
+    lowest = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
+    u = uniform(key, shape, dtype, minval=lowest, maxval=1.0)
+    return fnp.sign(u) * fnp.log1p(-fnp.abs(u))
+
+
+def logistic(key, shape=(), dtype=np.float64):
+    """Standard logistic samples: log(U / (1 - U)), U on (0, 1)."""
+    key = _check_key(key, "logistic")
+    dtype = _float_dtype(dtype, "logistic")
+    u = uniform(key, shape, dtype, minval=np.finfo(dtype).tiny, maxval=1.0)
+    return fnp.log(u) - fnp.log1p(-u)
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=np.float64, method="cholesky"):
+    """Samples of N(mean, cov): ``mean + factor @ z`` with ``factor @ factor.T = cov``.
+
+    ``mean`` is ``(..., n)`` and ``cov`` ``(..., n, n)``; ``shape`` is the batch
+    shape (default: the broadcast of their batch shapes); the result has shape
+    ``shape + (n,)``. ``method`` is 'cholesky' (cov must be positive definite),
+    'eigh' or 'svd' (both accept positive semi-definite cov).
+    """
+    key = _check_key(key, "multivariate_normal")
+    dtype = _float_dtype(dtype, "multivariate_normal")
+    mean = lax.convert_element_type(fnp.asarray(mean), dtype)
+    cov = lax.convert_element_type(fnp.asarray(cov), dtype)
+    mean_shape, cov_shape = tuple(get_aval(mean).shape), tuple(get_aval(cov).shape)
+    if (len(mean_shape) < 1 or len(cov_shape) < 2 or cov_shape[-1] != cov_shape[-2]
+            or cov_shape[-1] != mean_shape[-1]):
+        raise ValueError(
+            f"fungrad.random.multivariate_normal: `mean` must have shape (..., n) and "
+            f"`cov` shape (..., n, n); got mean {mean_shape} and cov {cov_shape}.")
+    batch = np.broadcast_shapes(mean_shape[:-1], cov_shape[:-2])
+    shape = batch if shape is None else _shape_tuple(shape, "multivariate_normal", "shape")
+    if np.broadcast_shapes(shape, batch) != shape:
+        raise ValueError(f"fungrad.random.multivariate_normal: batch shape {batch} of "
+                         f"mean and cov does not broadcast to shape={shape}.")
+    factor = _covariance_factor(cov, method)
+    z = normal(key, (*shape, mean_shape[-1]), dtype)
+    return mean + fnp.einsum("...ij,...j->...i", factor, z)
+
+
+def _covariance_factor(cov, method):
+    if method == "cholesky":
+        return fnp.linalg.cholesky(cov)
+    if method == "eigh":
+        eigenvalues, eigenvectors = fnp.linalg.eigh(cov)
+        return eigenvectors * fnp.sqrt(fnp.maximum(eigenvalues, 0.0))[..., None, :]
+    if method == "svd":
+        left, singular_values, _ = fnp.linalg.svd(cov)
+        return left * fnp.sqrt(singular_values)[..., None, :]
+    raise ValueError(f"fungrad.random.multivariate_normal: `method` must be "
+                     f"'cholesky', 'eigh' or 'svd', got {method!r}.")
+
+
+# ----------------------------------------------------------------------------
+# discrete distributions
+# ----------------------------------------------------------------------------
+
+def bernoulli(key, p=0.5, shape=None):
+    """Booleans that are True with probability ``p`` (shape defaults to p's)."""
+    key = _check_key(key, "bernoulli")
+    p = fnp.asarray(p)
+    if not np.issubdtype(p.dtype, np.floating):
+        p = lax.convert_element_type(p, np.float64)
+    shape = _param_shape("bernoulli", shape, p)
+    return uniform(key, shape, p.dtype) < p
+
+
+def rademacher(key, shape=(), dtype=np.int64):
+    """Random signs, -1 or +1 with equal probability."""
+    key = _check_key(key, "rademacher")
+    heads = bernoulli(key, 0.5, _shape_tuple(shape, "rademacher", "shape"))
+    return lax.convert_element_type(2 * lax.convert_element_type(heads, np.int64) - 1, dtype)
+
+
+def randint(key, shape, minval, maxval, dtype=np.int64):
+    """Integers uniform on ``[minval, maxval)``; ``maxval <= minval`` gives ``minval``.
+
+    Each sample is a random 64-bit word reduced modulo the span (bias below
+    span / 2**64, far below anything measurable).
+    """
+    key = _check_key(key, "randint")
+    shape = _shape_tuple(shape, "randint", "shape")
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        raise TypeError(f"fungrad.random.randint: `dtype` must be an integer type, "
+                        f"got {dtype}.")
+    minval, maxval = _integer_bounds(minval, maxval, dtype)
+    _check_broadcastable("randint", shape, minval, maxval)
+    # Unsigned 64-bit arithmetic wraps, so the span of any pair is exact.
+    low = lax.convert_element_type(minval, np.uint64)
+    span = lax.convert_element_type(maxval, np.uint64) - low
+    span = fnp.where(maxval <= minval, np.uint64(1), span)
+    offset = lax.rem(bits(key, shape, np.uint64), fnp.broadcast_to(span, shape))
+    return lax.convert_element_type(lax.convert_element_type(low + offset, np.int64), dtype)
+
+
+def _integer_bounds(minval, maxval, dtype):
+    """Bounds as int64 arrays, clipped to the range of ``dtype`` (maxval exclusive)."""
+    info = np.iinfo(dtype)
+    bounds = []
+    for name, value in (("minval", minval), ("maxval", maxval)):
+        if isinstance(value, int):
+            value = min(max(value, info.min, -2**63), info.max + 1, 2**63 - 1)
+        value = fnp.asarray(value)
+        if not np.issubdtype(value.dtype, np.integer):
+            raise TypeError(f"fungrad.random.randint: `{name}` must be an integer, "
+                            f"got dtype {value.dtype}.")
+        bounds.append(lax.convert_element_type(value, np.int64))
+    return bounds
+
+
+def categorical(key, logits, axis=-1, shape=None):
+    """Indices drawn with probabilities softmax(logits) along ``axis`` (Gumbel-max).
+
+    ``shape`` (default: ``logits.shape`` without ``axis``) must end with that
+    batch shape; leading extra dimensions draw independent samples.
+    """
+    key = _check_key(key, "categorical")
+    logits = fnp.asarray(logits)
+    if not np.issubdtype(logits.dtype, np.floating):
+        logits = lax.convert_element_type(logits, np.float64)
+    ndim = logits.ndim
+    if ndim == 0:
+        raise ValueError("fungrad.random.categorical: `logits` must have at least "
+                         "one dimension (the categories).")
+    axis = _normalize_axis(axis, ndim, "categorical")
+    batch_shape = logits.shape[:axis] + logits.shape[axis + 1:]
+    shape = batch_shape if shape is None else _shape_tuple(shape, "categorical", "shape")
+    if np.broadcast_shapes(shape, batch_shape) != shape:
+        raise ValueError(f"fungrad.random.categorical: the batch shape {batch_shape} "
+                         f"of logits does not broadcast to shape={shape}.")
+    prefix = shape[:len(shape) - len(batch_shape)]
+    trailing = shape[len(prefix):]
+    noise_shape = (*prefix, *trailing[:axis], logits.shape[axis], *trailing[axis:])
+    noise = gumbel(key, noise_shape, logits.dtype)
+    logits = fnp.reshape(logits, (1,) * len(prefix) + logits.shape)
+    return fnp.argmax(noise + logits, axis=len(prefix) + axis)
+
+
+def _normalize_axis(axis, ndim, caller):
+    axis = _as_index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"fungrad.random.{caller}: axis {axis} is out of bounds for "
+                         f"an array of {ndim} dimensions.")
+    return axis % ndim
+
+
+def permutation(key, x, axis=0, independent=False):
+    """A random permutation of ``arange(x)`` (int ``x``) or of ``x`` along ``axis``.
+
+    Implemented as an argsort of 53-bit random keys, so ties (which would bias
+    a stable sort) are vanishingly rare. ``independent=True`` permutes every
+    1-d slice along ``axis`` separately.
+    """
+    key = _check_key(key, "permutation")
+    if _is_integer_scalar(x) and not isinstance(x, Tracer):
+        return _random_order(key, _as_index(x))
+    x = fnp.asarray(x)
+    if x.ndim == 0:
+        raise TypeError("fungrad.random.permutation: `x` must be an int or an array "
+                        "with at least one dimension, got a 0-d array.")
+    axis = _normalize_axis(axis, x.ndim, "permutation")
+    if independent:
+        order = fnp.argsort(uniform(key, x.shape), axis=axis)
+        return fnp.take_along_axis(x, order, axis=axis)
+    return fnp.take(x, _random_order(key, x.shape[axis]), axis=axis)
+
+
+def _random_order(key, n):
+    return fnp.argsort(uniform(key, (n,)))
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0):
+    """Random draws from ``arange(a)`` (int ``a``) or from ``a`` along ``axis``.
+
+    With ``p``, entry i is drawn with probability ``p[i] / sum(p)``. Without
+    replacement the draws are distinct: a permutation prefix, or with ``p`` the
+    top entries of ``log p + Gumbel noise`` (sampling without replacement).
+    """
+    key = _check_key(key, "choice")
+    shape = _shape_tuple(shape, "choice", "shape")
+    if _is_integer_scalar(a) and not isinstance(a, Tracer):
+        n, a = _as_index(a), None
+    else:
+        a = fnp.asarray(a)
+        if a.ndim == 0:
+            raise ValueError("fungrad.random.choice: `a` must be an int or an array "
+                             "with at least one dimension.")
+        axis = _normalize_axis(axis, a.ndim, "choice")
+        n = a.shape[axis]
+    size = math.prod(shape)
+    if n <= 0 and size > 0:
+        raise ValueError("fungrad.random.choice: cannot draw from an empty population.")
+    if not replace and size > n:
+        raise ValueError(f"fungrad.random.choice: cannot take {size} distinct draws "
+                         f"from a population of {n} without replacement; use "
+                         f"replace=True or a smaller shape.")
+    indices = fnp.reshape(_choice_indices(key, n, size, replace, p), shape)
+    return indices if a is None else fnp.take(a, indices, axis=axis)
+
+
+def _choice_indices(key, n, size, replace, p):
+    """``size`` indices into ``range(n)``, as a flat array."""
+    if p is None:
+        if replace:
+            return randint(key, (size,), 0, n)
+        return _random_order(key, n)[:size]
+    p = fnp.asarray(p)
+    if not np.issubdtype(p.dtype, np.floating):
+        p = lax.convert_element_type(p, np.float64)
+    if p.shape != (n,):
+        raise ValueError(f"fungrad.random.choice: `p` must have shape ({n},), one "
+                         f"probability per entry, got shape {p.shape}.")
+    if replace:
+        # Inverse CDF: the first cumulative weight >= r, r on (0, total].
+        cumulative = fnp.cumsum(p)
+        r = cumulative[-1] * (1 - uniform(key, (size,), p.dtype))
+        return fnp.searchsorted(cumulative, r)
+    # log 0 = -inf ranks zero-probability entries last (without a log(0) warning)
+    positive = p > 0
+    log_p = fnp.where(positive, fnp.log(fnp.where(positive, p, 1.0)), -np.inf)
+    scores = gumbel(key, (n,), p.dtype) + log_p
+    return fnp.argsort(-scores)[:size]
