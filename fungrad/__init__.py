@@ -7,6 +7,6 @@ from fungrad.jit import jit
 from fungrad.export import export
 from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError
 from fungrad import numpy
-from fungrad import random, optim
+from fungrad import random, optim, nn, scipy
 
 __version__ = "0.1.0"

@@ -1,0 +1,230 @@
+"""``fungrad.scipy.special``: the ``jax.scipy.special`` functions, built on
+``fungrad.numpy`` and ``fungrad.lax`` (so all of them are differentiable to any
+order, vmappable and jittable).
+
+Functions: ``logsumexp``, ``softmax``, ``log_softmax``, ``expit``, ``logit``,
+``erf``, ``erfc``, ``erfinv``, ``gammaln``, ``digamma``, ``xlogy``,
+``xlog1py``, ``entr``, ``ndtr``, ``log_ndtr``.
+
+Deviations from JAX (which uses ``custom_jvp`` rules that fungrad lacks):
+
+* ``xlogy(0, y)`` / ``xlog1py(0, y)``: derivative in ``x`` is ``log(y)`` /
+  ``log1p(y)`` as in JAX, except where that is not finite (``y <= 0`` /
+  ``y <= -1``): there it is 0 (JAX: ``-inf`` or ``nan``).
+* ``entr'(0)`` is 0 (JAX: ``+inf``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fungrad import lax
+import fungrad.numpy as fnp
+
+__all__ = ["logsumexp", "softmax", "log_softmax", "expit", "logit", "erf", "erfc",
+           "erfinv", "gammaln", "digamma", "xlogy", "xlog1py", "entr", "ndtr",
+           "log_ndtr"]
+
+
+def _promote_inexact(*args):
+    """Arrays of one common floating dtype (integers and bools become float64),
+    keeping NumPy 2's weak treatment of Python scalars."""
+    dtype = fnp.result_type(*args)
+    if not np.issubdtype(dtype, np.inexact):
+        dtype = np.dtype(np.float64)
+    return [fnp.asarray(a, dtype=dtype) for a in args]
+
+
+# ----------------------------------------------------------------------------
+# Log-sum-exp and softmax
+# ----------------------------------------------------------------------------
+
+def _stopped_max(a, axis, where):
+    """max of ``a`` over ``axis`` (kept dims) as a constant for autodiff; a
+    non-finite max (all entries -inf, or an inf) becomes 0 so that ``a - max``
+    never computes ``inf - inf``."""
+    a_max = fnp.max(a, axis=axis, keepdims=True, where=where, initial=-np.inf)
+    a_max = fnp.where(fnp.isfinite(a_max), a_max, 0)
+    return lax.stop_gradient(a_max)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    """log(sum(b * exp(a))) over ``axis`` without overflow.
+
+    The max over ``axis`` is subtracted before ``exp`` (and held constant for
+    autodiff, so gradients at entries equal to ``-inf`` are 0 and finite).
+    With ``b`` the sum may be negative: ``return_sign=True`` returns
+    ``(log|sum|, sign)``; otherwise a negative sum gives nan, as in JAX.
+    """
+    if b is None:
+        (a,) = _promote_inexact(a)
+    else:
+        a, b = _promote_inexact(a, b)
+        a, b = fnp.broadcast_arrays(a, b)
+    a_max = _stopped_max(a, axis, where)
+    scaled = fnp.exp(a - a_max)
+    if b is not None:
+        scaled = scaled * b
+    total = fnp.sum(scaled, axis=axis, keepdims=keepdims, where=where)
+    sign = fnp.sign(total)
+    a_max = a_max if keepdims else fnp.squeeze(a_max, axis=axis)
+    out = fnp.log(fnp.abs(total)) + a_max
+    if return_sign:
+        return out, sign
+    if b is not None:
+        out = fnp.where(sign < 0, np.nan, out)
+    return out
+
+
+def log_softmax(x, axis=-1, where=None):
+    """x - logsumexp(x) along ``axis``, stable for large |x|; entries outside
+    ``where`` are -inf."""
+    (x,) = _promote_inexact(x)
+    x_max = _stopped_max(x, axis, where)
+    shifted = x - x_max
+    if where is not None:
+        shifted = fnp.where(where, shifted, -np.inf)
+    shifted_lse = fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True, where=where))
+    out = shifted - shifted_lse
+    return out if where is None else fnp.where(where, out, -np.inf)
+
+
+def softmax(x, axis=None, where=None):
+    """exp(x) / sum(exp(x)) along ``axis`` (``None``: all axes, as
+    ``jax.scipy.special.softmax``); entries outside ``where`` are 0."""
+    (x,) = _promote_inexact(x)
+    x_max = _stopped_max(x, axis, where)
+    shifted = x - x_max
+    if where is not None:
+        shifted = fnp.where(where, shifted, -np.inf)
+    unnormalized = fnp.exp(shifted)
+    out = unnormalized / fnp.sum(unnormalized, axis=axis, keepdims=True, where=where)
+    return out if where is None else fnp.where(where, out, 0)
+
+
+# ----------------------------------------------------------------------------
+# Logistic, error and gamma functions
+# ----------------------------------------------------------------------------
+
+def expit(x):
+    """The logistic sigmoid 1 / (1 + exp(-x))."""
+    (x,) = _promote_inexact(x)
+    return lax.logistic(x)
+
+
+def logit(x):
+    """log(x / (1 - x)), the inverse of ``expit``."""
+    (x,) = _promote_inexact(x)
+    return fnp.log(x / (1 - x))
+
+
+def erf(x):
+    (x,) = _promote_inexact(x)
+    return lax.erf(x)
+
+
+def erfc(x):
+    (x,) = _promote_inexact(x)
+    return lax.erfc(x)
+
+
+def erfinv(x):
+    (x,) = _promote_inexact(x)
+    return lax.erf_inv(x)
+
+
+def gammaln(x):
+    """log|Γ(x)|."""
+    (x,) = _promote_inexact(x)
+    return lax.lgamma(x)
+
+
+def digamma(x):
+    (x,) = _promote_inexact(x)
+    return lax.digamma(x)
+
+
+_SQRT_HALF = math.sqrt(0.5)
+
+
+def ndtr(x):
+    """The standard normal CDF Φ(x) = erfc(-x/√2) / 2."""
+    (x,) = _promote_inexact(x)
+    return 0.5 * lax.erfc(-x * _SQRT_HALF)
+
+
+# Below this, erfc's result underflows towards 0 and its log loses accuracy,
+# so log Φ(x) is taken from the asymptotic series instead.
+_LOG_NDTR_SERIES_BELOW = -20.0
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _log_ndtr_asymptotic(x):
+    """log Φ(x) for x << 0: -x²/2 - log(-x) - log√(2π) + log(Σ_k (-1)^k (2k-1)!!/x^{2k}).
+    Eight terms give double precision for x <= -20."""
+    inv_x2 = 1 / (x * x)
+    series, term = 1.0, 1.0
+    for k in range(1, 9):
+        term = term * (-(2 * k - 1)) * inv_x2
+        series = series + term
+    return -0.5 * x * x - fnp.log(-x) - _HALF_LOG_2PI + fnp.log(series)
+
+
+def log_ndtr(x):
+    """log Φ(x), accurate in both tails (x from -1e150 to +inf)."""
+    (x,) = _promote_inexact(x)
+    in_left_tail = x < _LOG_NDTR_SERIES_BELOW
+    # each branch gets inputs on which it is finite, so that gradients of the
+    # discarded branch are finite too (0 · finite, never 0 · inf)
+    tail_x = fnp.where(in_left_tail, x, _LOG_NDTR_SERIES_BELOW - 1)
+    body_x = fnp.where(in_left_tail, 0.0, x)
+    # for x > 0: log(1 - Φ(-x)) keeps the tiny deficit that log(Φ(x)) rounds to 0
+    positive = body_x > 0
+    upper = fnp.log1p(-0.5 * lax.erfc(fnp.abs(body_x) * _SQRT_HALF))
+    lower = fnp.log(0.5 * lax.erfc(-fnp.minimum(body_x, 0.0) * _SQRT_HALF))
+    body = fnp.where(positive, upper, lower)
+    return fnp.where(in_left_tail, _log_ndtr_asymptotic(tail_x), body)
+
+
+# ----------------------------------------------------------------------------
+# x·log(y) and entropy, with 0·log(0) = 0
+# ----------------------------------------------------------------------------
+
+def _times_log_defined_at_zero(x, y, log_fn, y_ok):
+    """x · log_fn(y), with value 0 wherever x == 0 (even if log_fn(y) is -inf or
+    nan). At x == 0 the derivative in x stays log_fn(y) (JAX's convention),
+    carried by the zero-valued term (x - stop_gradient(x)) · log_fn(y)."""
+    x_is_zero = x == 0
+    # double where: the discarded branch must see inputs where it is finite, so
+    # that its zero cotangent does not turn into 0 · inf = nan
+    y_for_product = fnp.where(x_is_zero, 1.0, y)
+    product = x * log_fn(y_for_product)
+    y_for_slope = fnp.where(y_ok(y), y, 1.0)
+    slope_at_zero = fnp.where(y_ok(y), log_fn(y_for_slope), 0.0)
+    zero_with_slope = (x - lax.stop_gradient(x)) * slope_at_zero
+    return fnp.where(x_is_zero, zero_with_slope, product)
+
+
+def xlogy(x, y):
+    """x · log(y), defined as 0 where x == 0."""
+    x, y = _promote_inexact(x, y)
+    x, y = fnp.broadcast_arrays(x, y)
+    return _times_log_defined_at_zero(x, y, fnp.log, lambda v: v > 0)
+
+
+def xlog1py(x, y):
+    """x · log1p(y), defined as 0 where x == 0."""
+    x, y = _promote_inexact(x, y)
+    x, y = fnp.broadcast_arrays(x, y)
+    return _times_log_defined_at_zero(x, y, fnp.log1p, lambda v: v > -1)
+
+
+def entr(x):
+    """Elementwise entropy: -x·log(x) for x > 0, 0 at 0, -inf for x < 0."""
+    (x,) = _promote_inexact(x)
+    positive = x > 0
+    safe_x = fnp.where(positive, x, 1.0)
+    inside = -safe_x * fnp.log(safe_x)
+    outside = fnp.where(x == 0, fnp.zeros_like(x), fnp.full_like(x, -np.inf))
+    return fnp.where(positive, inside, outside)
