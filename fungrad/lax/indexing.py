@@ -538,14 +538,18 @@ def _define_scatter(name, ufunc):
 scatter_add_p = _define_scatter("scatter_add", np.add)
 
 
-def _scatter_add_jvp(primals, tangents, **params):
-    operand, *indices, updates = primals
-    out = scatter_add_p.bind(*primals, **params)
-    t_op, t_upd = tangents[0], tangents[-1]
-    if type(t_op) is Zero and type(t_upd) is Zero:
-        return out, Zero(tangent_aval(get_aval(out)))
-    return out, scatter_add_p.bind(instantiate_zeros(t_op), *indices,
-                                   instantiate_zeros(t_upd), **params)
+def _linear_scatter_jvp(prim):
+    """scatter_add and scatter (set) are linear in (operand, updates) together:
+    the tangent is the same scatter of the tangents."""
+    def jvp(primals, tangents, **params):
+        operand, *indices, updates = primals
+        out = prim.bind(*primals, **params)
+        t_op, t_upd = tangents[0], tangents[-1]
+        if type(t_op) is Zero and type(t_upd) is Zero:
+            return out, Zero(tangent_aval(get_aval(out)))
+        return out, prim.bind(instantiate_zeros(t_op), *indices,
+                              instantiate_zeros(t_upd), **params)
+    return jvp
 
 
 def _scatter_add_transpose(ct, operand, *args, indexer, mode, unique_indices):
@@ -556,7 +560,7 @@ def _scatter_add_transpose(ct, operand, *args, indexer, mode, unique_indices):
     return [ct_op] + [None] * len(indices) + [ct_upd]
 
 
-scatter_add_p.jvp = _scatter_add_jvp
+scatter_add_p.jvp = _linear_scatter_jvp(scatter_add_p)
 scatter_add_p.transpose = _scatter_add_transpose
 scatter_add_p.linear = True
 
@@ -564,16 +568,6 @@ scatter_add_p.linear = True
 # --- scatter (set): linear too; only the winning duplicate gets a cotangent ------
 
 scatter_p = _define_scatter("scatter", None)
-
-
-def _scatter_jvp(primals, tangents, **params):
-    operand, *indices, updates = primals
-    out = scatter_p.bind(*primals, **params)
-    t_op, t_upd = tangents[0], tangents[-1]
-    if type(t_op) is Zero and type(t_upd) is Zero:
-        return out, Zero(tangent_aval(get_aval(out)))
-    return out, scatter_p.bind(instantiate_zeros(t_op), *indices,
-                               instantiate_zeros(t_upd), **params)
 
 
 def _winning_updates(operand_shape, indices, updates_shape, indexer, mode):
@@ -602,7 +596,7 @@ def _scatter_transpose(ct, operand, *args, indexer, mode, unique_indices):
     return [ct_op] + [None] * len(indices) + [ct_upd]
 
 
-scatter_p.jvp = _scatter_jvp
+scatter_p.jvp = _linear_scatter_jvp(scatter_p)
 scatter_p.transpose = _scatter_transpose
 scatter_p.linear = True
 
