@@ -103,16 +103,20 @@ def unbroadcast(x, aval: ShapedArray):
 # ----------------------------------------------------------------------------
 
 class JVPTracer(Tracer):
-    __slots__ = ("primal", "tangent")
+    __slots__ = ("primal", "tangent", "_aval")
 
     def __init__(self, trace, primal, tangent):
         self._trace = trace
         self.primal = primal
         self.tangent = tangent
+        self._aval = None
 
     @property
     def aval(self):
-        return get_aval(self.primal)
+        aval = self._aval
+        if aval is None:       # computed once: fungrad.numpy asks for dtypes often
+            aval = self._aval = get_aval(self.primal)
+        return aval
 
     def _concrete_value(self):
         p = self.primal
@@ -149,8 +153,12 @@ class JVPTrace(Trace):
         if prim.jvp is None:
             raise TypeError(f"Differentiation rule for primitive '{prim.name}' is "
                             "not implemented (no JVP rule registered).")
-        with set_current_trace(self.parent):
+        prev = core._tls.trace
+        core._tls.trace = self.parent
+        try:
             out, t_out = prim.jvp(primals, tangents, **params)
+        finally:
+            core._tls.trace = prev
         if prim.multiple_results:
             return [self.pure(o, t) for o, t in zip(out, t_out)]
         return self.pure(out, t_out)

@@ -52,6 +52,9 @@ def unary_shape_rule(x: ShapedArray, **params) -> ShapedArray:
 
 
 def broadcast_shapes(name: str, *shapes) -> tuple:
+    first = shapes[0]
+    if all(s == first for s in shapes):      # the common case, without NumPy's machinery
+        return tuple(first)
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from fungrad import core, lax
-from fungrad.core import Array, get_aval
+from fungrad.core import Array, Tracer, get_aval
 from fungrad.lax import elementwise as _ew
 from fungrad.numpy._dtypes import (is_weak, weak_python_type, dtype_of, asarray_operand,
                                     result_type)
@@ -168,12 +168,12 @@ def _eager(ufunc, args):
 
 def _args(ufunc, *args):
     """``args`` converted to the input dtypes of NumPy's loop for ``ufunc``."""
-    # Fast path (the common eager case): arrays of one dtype the loop takes as is.
+    # Fast path: arrays or (strongly typed) tracers of one dtype the loop takes as is.
     first = args[0]
-    if type(first) in _ARRAY_TYPES:
+    if type(first) in _ARRAY_TYPES or isinstance(first, Tracer):
         dtype = first.dtype
-        if all(type(a) in _ARRAY_TYPES and a.dtype == dtype for a in args) and \
-                _native_loop(ufunc, dtype, len(args)):
+        if all((type(a) in _ARRAY_TYPES or isinstance(a, Tracer) and not a.aval.weak_type)
+               and a.dtype == dtype for a in args) and _native_loop(ufunc, dtype, len(args)):
             return args
     dtypes = _loop_dtypes(ufunc, args)
     return [_cast(a, d) for a, d in zip(args, dtypes)]
