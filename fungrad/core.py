@@ -360,6 +360,7 @@ class Primitive:
         # higher-order primitives: split into known/unknown under partial eval
         self.partial_eval: Callable | None = None
         self.inline = False       # codegen inlines the ``jaxpr`` param
+        self.emit_block = None    # control flow: emits a Python block (codegen.Block)
         primitives[name] = self
 
     def __repr__(self):

@@ -91,8 +91,9 @@ def export(fun, *example_args, path: str | None = None, name: str | None = None)
     leaves, in_tree = tree_flatten((example_args, {}))
     closed = jitted.lower(*example_args).jaxpr
     opt = optimize(closed)
-    body = codegen.lower_jaxpr(opt.jaxpr, "_compiled")
+    body, block_consts = codegen.lower_jaxpr_and_consts(opt.jaxpr, "_compiled")
     body, helpers = _embed_helper_modules(body)
+    helpers += [_const_source(n, c) for n, c in block_consts.items()]
     out_tree = tree_structure(fun(*example_args))
     _check_free_names(body, len(opt.consts), helpers)
     const_names = [f"_k{i}" for i in range(len(opt.consts))]
@@ -146,7 +147,8 @@ def _check_free_names(source: str, n_consts: int, helpers=()):
                         "function cannot be exported as NumPy-only code")
     code = compile(source, "<export>", "exec")
     fn_code = next(c for c in code.co_consts if hasattr(c, "co_names"))
-    embedded = {line.split(" = ", 1)[0] for line in helpers if " = type(np)(" in line}
+    embedded = {line.split(" = ", 1)[0] for line in helpers
+                if " = type(np)(" in line or " = np.frombuffer(" in line}
     allowed = {"np"} | embedded | {f"_k{i}" for i in range(n_consts)} | set(dir(builtins))
     missing = sorted(set(fn_code.co_names) - allowed - _attribute_names(fn_code))
     if missing:

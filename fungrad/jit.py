@@ -269,7 +269,8 @@ class Jitted:
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return dyn_args, dyn_kwargs, tuple(statics), nums
 
-    def __call__(self, *args, **kwargs):
+    def _entry(self, args, kwargs):
+        """(cache entry, flat arguments) for a call, tracing on a cache miss."""
         if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
             # fast path: positional array/scalar arguments, no pytrees, no statics
             leaves, in_tree, statics, nums = args, len(args), (), ()
@@ -280,6 +281,10 @@ class Jitted:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(args, kwargs, nums, leaves, key)
+        return entry, leaves
+
+    def __call__(self, *args, **kwargs):
+        entry, leaves = self._entry(args, kwargs)
         if core._tls.trace is core.EVAL_TRACE and entry.cacheable:
             if entry.scalar_args:     # Python scalars -> NumPy values for the code
                 leaves = [np.asarray(x) if type(x) in _PY_SCALARS else x for x in leaves]
@@ -335,10 +340,7 @@ class Jitted:
         self._last_key = key
 
     def lower(self, *args, **kwargs) -> Lowered:
-        dyn_args, dyn_kwargs, statics, nums = self._split(args, kwargs)
-        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        key = (in_tree, tuple(map(_signature, leaves)), statics)
-        entry = self._cache.get(key) or self._trace(args, kwargs, nums, leaves, key)
+        entry, _ = self._entry(args, kwargs)
         return Lowered(entry.closed, compiled(entry.closed).source)
 
 

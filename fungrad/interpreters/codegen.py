@@ -38,6 +38,12 @@ class _Names:
     def __init__(self):
         self.names: dict[Var, str] = {}
         self.count = 0
+        self.consts: dict[str, object] = {}   # constants of nested blocks: _b0, _b1, ...
+
+    def const(self, value) -> str:
+        name = f"_b{len(self.consts)}"
+        self.consts[name] = value
+        return name
 
     def new(self, v: Var) -> str:
         while True:
@@ -132,7 +138,32 @@ def _lower_eqn(eqn, args) -> str:
 _REUSE_MIN_SIZE = 1024
 
 
-def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool) -> list[str]:
+class Block:
+    """What a primitive's ``emit_block`` rule gets: emit nested jaxprs as indented
+    Python blocks (``if``/``for``/``while`` bodies) into the same function."""
+
+    def __init__(self, names: _Names, lines: list, reuse_buffers: bool, indent: str):
+        self.names, self.lines, self.reuse_buffers, self.indent = names, lines, reuse_buffers, indent
+
+    def line(self, text: str, extra_indent: str = ""):
+        self.lines.append(f"{self.indent}{extra_indent}{text}")
+
+    def body(self, closed: ClosedJaxpr, in_names, extra_indent: str = "    ") -> list[str]:
+        """Emit ``closed`` with its inputs bound to ``in_names``; returns its outputs."""
+        jaxpr = closed.jaxpr
+        for v, c in zip(jaxpr.constvars, closed.consts):
+            self.names.names[v] = self.names.const(c)
+        for v, n in zip(jaxpr.invars, in_names):
+            self.names.names[v] = n
+        outs = _emit_jaxpr(jaxpr, self.names, self.lines, self.reuse_buffers,
+                           self.indent + extra_indent)
+        if not jaxpr.eqns and not outs:
+            self.line("pass", extra_indent)
+        return outs
+
+
+def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
+                indent: str = "    ") -> list[str]:
     """Append one line per equation of the flat ``jaxpr``; return the output names.
 
     Buffer reuse: an elementwise ufunc whose input is a temporary that dies at
@@ -148,6 +179,10 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool) -> list
     for i, eqn in enumerate(jaxpr.eqns):
         args = [names(a) for a in eqn.inputs]
         out_names = [names.new(v) for v in eqn.outvars]
+        if eqn.primitive.emit_block is not None:      # control flow: a Python block
+            eqn.primitive.emit_block(Block(names, lines, reuse_buffers, indent), eqn, args,
+                                     out_names)
+            continue
         expr = _lower_eqn(eqn, args)
         ufunc = _ufunc_of(expr) if not eqn.primitive.multiple_results else None
         if ufunc is not None and reuse_buffers:
@@ -164,24 +199,29 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool) -> list
             expr = _scalar_operator(expr)
         target = out_names[0] if not eqn.primitive.multiple_results else (
             ", ".join(out_names) + ("," if len(out_names) == 1 else ""))
-        lines.append(f"    {target} = {expr}")
+        lines.append(f"{indent}{target} = {expr}")
         # drop large temporaries at their last use, as eager Python would
         dead = sorted({names(a) for a in eqn.inputs if isinstance(a, Var) and last.get(a) == i
                        and a not in keep and a not in params and a.aval.size >= _REUSE_MIN_SIZE})
         if dead and reuse_buffers:
-            lines.append(f"    del {', '.join(dead)}")
+            lines.append(f"{indent}del {', '.join(dead)}")
     return [names(v) for v in jaxpr.outvars]
 
 
 def lower_jaxpr(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True) -> str:
     """Python source of ``def name(consts..., args...)`` for a flat jaxpr
     (nested calls already inlined by ``passes.inline_calls``)."""
+    return lower_jaxpr_and_consts(jaxpr, name, reuse_buffers)[0]
+
+
+def lower_jaxpr_and_consts(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True):
+    """The source and the constants of nested blocks it refers to (``_b0``, ...)."""
     names = _Names()
     params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
     lines = [f"def {name}({', '.join(params)}):"]
     outs = _emit_jaxpr(jaxpr, names, lines, reuse_buffers)
     lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", names.consts
 
 
 def _unbound_axis(name):
@@ -203,9 +243,9 @@ class CompiledFunction:
 def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
                   reuse_buffers: bool = True) -> CompiledFunction:
     """Lower and compile a flat ``jaxpr`` (compile/exec once)."""
-    source = lower_jaxpr(jaxpr, name, reuse_buffers)
+    source, block_consts = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers)
     namespace = {"np": np, "_impl": {n: p.impl for n, p in core.primitives.items()},
-                 "_unbound_axis": _unbound_axis}
+                 "_unbound_axis": _unbound_axis, **block_consts}
     code = compile(source, f"<fungrad.jit {name}>", "exec")
     exec(code, namespace)
     return CompiledFunction(namespace[name], source, jaxpr, consts)
