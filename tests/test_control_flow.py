@@ -84,3 +84,64 @@ def test_export_of_a_program_with_cond(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.g(0.5) == 2.0 and module.g(-0.5) == -1.0
+
+
+# ----------------------------------------------------------------------------
+# scan, fori_loop, map
+# ----------------------------------------------------------------------------
+
+def _seed5_python(theta):
+    x = 1.0
+    for _ in range(50):
+        x = x + theta * fnp.sin(x)
+    return (x - 2.0) ** 2
+
+
+def _seed5_scan(theta):
+    x, _ = lax.scan(lambda x, _: (x + theta * fnp.sin(x), None), 1.0, None, length=50)
+    return (x - 2.0) ** 2
+
+
+def _seed5_fori(theta):
+    return (lax.fori_loop(0, 50, lambda i, x: x + theta * fnp.sin(x), 1.0) - 2.0) ** 2
+
+
+def test_seed5_python_loop_fori_loop_and_scan_agree():
+    for f in (_seed5_scan, _seed5_fori):
+        np.testing.assert_allclose(f(0.1), _seed5_python(0.1), rtol=1e-14)
+        np.testing.assert_allclose(grad(f)(0.1), grad(_seed5_python)(0.1), rtol=1e-13)
+        np.testing.assert_allclose(jit(grad(f))(0.1), grad(_seed5_python)(0.1), rtol=1e-13)
+        check_grads(f, (0.1,), order=2)
+
+
+def test_scan_is_a_real_loop_in_generated_code():
+    src = jit(grad(_seed5_scan)).lower(0.1).source()
+    assert src.count("for ") == 2          # forward loop and the reversed backward loop
+    assert len(src.splitlines()) < 60      # not unrolled: 50 steps would be hundreds of lines
+
+
+def test_scan_pytree_carry_reverse_and_vmap():
+    def f(w, xs):
+        (h, n), ys = lax.scan(lambda c, x: ((fnp.tanh(c[0] * w + x), c[1] + 1), c[0] * 2.0),
+                              (0.0, 0), xs, reverse=True)
+        return h + fnp.sum(ys), n
+    xs = np.array([0.1, -0.3, 0.5])
+    h, n = f(0.7, xs)
+    c, ys = 0.0, []
+    for x in xs[::-1]:
+        ys.append(c * 2.0)
+        c = np.tanh(c * 0.7 + x)
+    np.testing.assert_allclose(h, c + sum(ys), rtol=1e-14)
+    assert n == 3
+    ws = np.array([0.2, 0.7])
+    np.testing.assert_allclose(vmap(lambda w: grad(lambda v: f(v, xs)[0])(w))(ws),
+                               [grad(lambda v: f(v, xs)[0])(w) for w in ws], rtol=1e-13)
+
+
+def test_scan_carry_change_and_length_errors():
+    with pytest.raises(TypeError, match=r"carry leaf 0 from f64\[\] to f64\[2\]"):
+        lax.scan(lambda c, x: (c * np.ones(2), x), 0.0, np.ones(3))
+    with pytest.raises(ValueError, match="scan length"):
+        lax.scan(lambda c, x: (c, x), 0.0, (np.ones(3), np.ones(4)))
+    with pytest.raises(fungrad.ConcretizationTypeError, match="while_loop"):
+        jit(lambda n: lax.fori_loop(0, n, lambda i, x: x + 1.0, 0.0))(3)

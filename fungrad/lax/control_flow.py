@@ -30,7 +30,7 @@ from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.partial_eval import partial_eval_jaxpr
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["cond", "switch", "cond_p"]
+__all__ = ["cond", "switch", "scan", "fori_loop", "map", "cond_p", "scan_p"]
 
 
 def _jit():
@@ -131,7 +131,7 @@ cond_p.def_abstract_eval(_cond_abstract_eval)
 
 def _cached(kind, branches, extra, build):
     # derived branch tuples are cached on the first branch's identity plus the rest
-    return _jit()._cached(kind, branches[0], (tuple(map(id, branches[1:])), extra), build)
+    return _jit()._cached(kind, branches[0], (tuple(id(b) for b in branches[1:]), extra), build)
 
 
 def _cond_jvp(primals, tangents, branches):
@@ -316,3 +316,340 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     if pred_aval.dtype != np.bool_:
         pred = lax.ne(pred, np.zeros((), pred_aval.dtype))
     return _switch(pred, [false_fun, true_fun], operands, "cond", ["false_fun", "true_fun"])
+
+
+# ----------------------------------------------------------------------------
+# scan: a loop carrying state, consuming and producing stacked arrays
+# ----------------------------------------------------------------------------
+# scan_p(*consts, *init, *xs, body, num_consts, num_carry, length, reverse)
+#   body : (consts, carry, x slices) -> (carry, y slices)
+# Rules: eval (a Python loop over the compiled body), JVP (with a fixpoint over
+# which carries have nonzero tangents), partial eval (known scan now; unknown
+# scan staged, consuming the per-iteration residuals as stacked xs), transpose
+# (a scan running the other way, accumulating the consts' cotangents in the
+# carry), vmap (carries batched), lowering (a real ``for`` loop).
+
+scan_p = Primitive("scan", multiple_results=True)
+
+
+def _split3(seq, num_consts, num_carry):
+    return (list(seq[:num_consts]), list(seq[num_consts:num_consts + num_carry]),
+            list(seq[num_consts + num_carry:]))
+
+
+def _stack_ys(ys_per_iter, y_avals, length):
+    if length == 0:
+        return [np.zeros((0,) + a.shape, a.dtype) for a in y_avals]
+    return [np.stack([np.asarray(it[k]) for it in ys_per_iter]) for k in range(len(y_avals))]
+
+
+def _scan_impl(*args, body, num_consts, num_carry, length, reverse):
+    comp = _jit().compiled(body)
+    consts, carry, xs = _split3(args, num_consts, num_carry)
+    order = range(length - 1, -1, -1) if reverse else range(length)
+    ys = []
+    for i in order:
+        out = comp.fn(*comp.consts, *consts, *carry, *[x[i] for x in xs])
+        carry, y = list(out[:num_carry]), out[num_carry:]
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    return [np.asarray(c) for c in carry] + _stack_ys(ys, body.out_avals[num_carry:], length)
+
+
+def _scan_abstract_eval(*avals, body, num_consts, num_carry, length, reverse):
+    _, carry, xs = _split3(avals, num_consts, num_carry)
+    for i, (a, b) in enumerate(zip(carry, body.out_avals[:num_carry])):
+        if a.strip_weak_type() != b.strip_weak_type():
+            raise TypeError(f"scan: the body changes carry leaf {i} from {a.str_short()} to "
+                            f"{b.str_short()}; the carry must keep its shape and dtype")
+    for i, x in enumerate(xs):
+        if not x.shape or x.shape[0] != length:
+            raise ValueError(f"scan: xs leaf {i} has shape {x.shape}, expected a leading "
+                             f"axis of length {length}")
+    ys = [ShapedArray((length,) + a.shape, a.dtype) for a in body.out_avals[num_carry:]]
+    return list(body.out_avals[:num_carry]) + ys
+
+
+scan_p.def_impl(_scan_impl)
+scan_p.def_abstract_eval(_scan_abstract_eval)
+
+
+def _scan_jvp(primals, tangents, body, num_consts, num_carry, length, reverse):
+    nz = [type(t) is not Zero for t in tangents]
+    nz_consts, nz_carry, nz_xs = _split3(nz, num_consts, num_carry)
+    for _ in range(num_carry + 1):          # fixpoint: a carry's tangent may become nonzero
+        jvp_body, out_nz = _cached("scan_jvp", (body,), (tuple(nz_consts), tuple(nz_carry),
+                                                          tuple(nz_xs)),
+                                   lambda: _jvp_scan_body(body, num_consts, num_carry,
+                                                          nz_consts, nz_carry, nz_xs))
+        new = [a or b for a, b in zip(nz_carry, out_nz[:num_carry])]
+        if new == nz_carry:
+            break
+        nz_carry = new
+    consts, carry, xs = _split3(primals, num_consts, num_carry)
+    t_consts, t_carry, t_xs = _split3(tangents, num_consts, num_carry)
+    t_carry = [ad.instantiate_zeros(t) if n else None for t, n in zip(t_carry, nz_carry)]
+    pick = lambda ts, flags: [t for t, f in zip(ts, flags) if f]
+    args = (consts + pick(t_consts, nz_consts) + carry + pick(t_carry, nz_carry)
+            + xs + pick(t_xs, nz_xs))
+    outs = scan_p.bind(*args, body=jvp_body, num_consts=num_consts + sum(nz_consts),
+                       num_carry=num_carry + sum(nz_carry), length=length, reverse=reverse)
+    n_ct = sum(nz_carry)
+    carry_out, ct_out, rest = outs[:num_carry], outs[num_carry:num_carry + n_ct], outs[num_carry + n_ct:]
+    y_avals = body.out_avals[num_carry:]
+    ys, yts = rest[:len(y_avals)], iter(rest[len(y_avals):])
+    it = iter(ct_out)
+    t_carry_out = [next(it) if n else Zero(ad.tangent_aval(a))
+                   for n, a in zip(nz_carry, body.out_avals[:num_carry])]
+    t_ys = [next(yts) if ad.is_float(a.dtype) else Zero(ad.tangent_aval(a)) for a in y_avals]
+    return carry_out + ys, t_carry_out + t_ys
+
+
+def _jvp_scan_body(body, num_consts, num_carry, nz_consts, nz_carry, nz_xs):
+    """Body of the JVP scan: (consts, const tangents), (carry, carry tangents),
+    (xs, xs tangents) -> (carry, carry tangents), (ys, float ys' tangents)."""
+    avals = list(body.in_avals)
+    c_av, k_av, x_av = _split3(avals, num_consts, num_carry)
+    t = lambda avs, flags: [ad.tangent_aval(a) for a, f in zip(avs, flags) if f]
+    in_avals = c_av + t(c_av, nz_consts) + k_av + t(k_av, nz_carry) + x_av + t(x_av, nz_xs)
+    out_nz_box = []
+
+    def fn(*xs):
+        it = iter(xs)
+        take = lambda n: [next(it) for _ in range(n)]
+        primal, tang = [], []
+        for avs, flags in ((c_av, nz_consts), (k_av, nz_carry), (x_av, nz_xs)):
+            p = take(len(avs))
+            ts = take(sum(flags))
+            tit = iter(ts)
+            primal += p
+            tang += [next(tit) if f else Zero(ad.tangent_aval(a)) for a, f in zip(avs, flags)]
+        outs, out_ts = ad.jvp_flat(lambda *a: eval_jaxpr(body.jaxpr, body.consts, *a), primal, tang)
+        out_nz_box[:] = [type(o) is not Zero for o in out_ts]
+        carry_t = [ad.instantiate_zeros(o) for o, f in zip(out_ts[:num_carry], nz_carry) if f]
+        ys_t = [ad.instantiate_zeros(o) for o, a in zip(out_ts[num_carry:], body.out_avals[num_carry:])
+                if ad.is_float(a.dtype)]
+        return outs[:num_carry] + carry_t + outs[num_carry:] + ys_t
+    return _jit()._stage(fn, in_avals), tuple(out_nz_box)
+
+
+scan_p.jvp = _scan_jvp
+
+
+def _scan_partial_eval(trace, args, body, num_consts, num_carry, length, reverse):
+    own = lambda x: isinstance(x, StagingTracer) and x._trace is trace
+    unknowns = [own(x) for x in args]
+    u_consts, u_carry, u_xs = _split3(unknowns, num_consts, num_carry)
+    for _ in range(num_carry + 1):          # fixpoint: an unknown carry stays unknown
+        split = _cached("scan_pe", (body,), (tuple(u_consts), tuple(u_carry), tuple(u_xs)),
+                        lambda: _split_scan_body(body, num_consts, num_carry,
+                                                 u_consts, u_carry, u_xs))
+        out_u = split[2]
+        new = [a or b for a, b in zip(u_carry, out_u[:num_carry])]
+        if new == u_carry:
+            break
+        u_carry = new
+    known_body, unknown_body, out_u, num_res = split
+    consts, carry, xs = _split3(args, num_consts, num_carry)
+    k = lambda vals, flags: [v for v, f in zip(vals, flags) if not f]
+    u = lambda vals, flags: [v for v, f in zip(vals, flags) if f]
+    known_outs = bind_on(trace.parent, scan_p, k(consts, u_consts) + k(carry, u_carry) + k(xs, u_xs),
+                         dict(body=known_body, num_consts=num_consts - sum(u_consts),
+                              num_carry=num_carry - sum(u_carry), length=length, reverse=reverse))
+    residuals = known_outs[len(known_outs) - num_res:] if num_res else []
+    known_outs = known_outs[:len(known_outs) - num_res] if num_res else known_outs
+    staged = trace.stage(scan_p, u(consts, u_consts) + u(carry, u_carry) + list(residuals)
+                         + u(xs, u_xs),
+                         dict(body=unknown_body, num_consts=sum(u_consts), num_carry=sum(u_carry),
+                              length=length, reverse=reverse))
+    ko, so = iter(known_outs), iter(staged)
+    return [next(so) if f else next(ko) for f in out_u]
+
+
+def _split_scan_body(body, num_consts, num_carry, u_consts, u_carry, u_xs):
+    """Known body: (k consts, k carry, k xs) -> (k carry, k ys, residuals);
+    unknown body: (u consts, u carry, residuals, u xs) -> (u carry, u ys)."""
+    unknowns = list(u_consts) + list(u_carry) + list(u_xs)
+    inst = list(u_carry) + [False] * (len(body.out_avals) - num_carry)
+    known, unknown, out_u, num_res = partial_eval_jaxpr(body, unknowns, instantiate=inst)
+    # carries must be unknown on both sides or neither: force agreement
+    out_u = [a or b for a, b in zip(out_u, inst)]
+    n_u_in = sum(unknowns)
+    n_uc, n_ucarry = sum(u_consts), sum(u_carry)
+    res_avals = list(unknown.in_avals[:num_res])
+    u_in_avals = list(unknown.in_avals[num_res:])
+    # reorder the unknown body's inputs from (res, consts, carry, xs) to (consts, carry, res, xs)
+    order_avals = u_in_avals[:n_uc + n_ucarry] + res_avals + u_in_avals[n_uc + n_ucarry:]
+    picks = (list(range(n_uc + n_ucarry, n_uc + n_ucarry + num_res))
+             + list(range(n_uc + n_ucarry)) + list(range(n_uc + n_ucarry + num_res, len(order_avals))))
+    unknown = _select_inputs(unknown, order_avals, picks)
+    return known, unknown, tuple(out_u), num_res
+
+
+scan_p.partial_eval = _scan_partial_eval
+
+
+def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse):
+    consts, carry, xs = _split3(args, num_consts, num_carry)
+    lin = ad.is_undefined_primal
+    if any(not lin(c) for c in consts):
+        raise TypeError("scan transpose: the consts of a linear scan must all be linear")
+    # a carry whose initial value is known here is an instantiated zero tangent
+    # (see _scan_jvp): it gets a cotangent like the others, which is dropped
+    x_lin = tuple(lin(x) for x in xs)
+    res = [x for x in xs if not lin(x)]
+    t_body = _cached("scan_t", (body,), x_lin,
+                     lambda: _transpose_scan_body(body, num_consts, num_carry, x_lin))
+    ct_carry, ct_ys = cts[:num_carry], cts[num_carry:]
+    ct_consts0 = [ad.zeros_like_aval(c.aval) for c in consts]
+    ct_carry = [ad.instantiate_zeros(c) for c in ct_carry]
+    ct_ys = [ad.instantiate_zeros(c) for c in ct_ys]
+    outs = scan_p.bind(*ct_consts0, *ct_carry, *res, *ct_ys, body=t_body, num_consts=0,
+                       num_carry=num_consts + num_carry, length=length, reverse=not reverse)
+    ct_c, ct_k, ct_x = outs[:num_consts], outs[num_consts:num_consts + num_carry], \
+        iter(outs[num_consts + num_carry:])
+    ct_k = [c if lin(k) else None for c, k in zip(ct_k, carry)]
+    return list(ct_c) + ct_k + [next(ct_x) if f else None for f in x_lin]
+
+
+def _transpose_scan_body(body, num_consts, num_carry, x_lin):
+    """(ct consts acc, ct carry), (res x slices, ct y slices) ->
+    (ct consts acc + this step's, ct carry in), ct of the linear x slices."""
+    jaxpr = body.jaxpr
+    c_v, k_v, x_v = _split3(jaxpr.invars, num_consts, num_carry)
+    res_v = [v for v, f in zip(x_v, x_lin) if not f]
+    lin_x_v = [v for v, f in zip(x_v, x_lin) if f]
+    as_linear = core.Jaxpr(jaxpr.constvars + res_v, c_v + k_v + lin_x_v, jaxpr.eqns, jaxpr.outvars)
+    n_res = len(res_v)
+
+    def fn(*xs):
+        acc, ct_carry = xs[:num_consts], xs[num_consts:num_consts + num_carry]
+        res, ct_ys = xs[num_consts + num_carry:num_consts + num_carry + n_res], \
+            xs[num_consts + num_carry + n_res:]
+        cts_in = ad.backward_pass(as_linear, list(body.consts) + list(res),
+                                  list(ct_carry) + list(ct_ys))
+        cts_in = [ad.instantiate_zeros(c) for c in cts_in]
+        new_acc = [ad.add_tangents(a, c) for a, c in zip(acc, cts_in[:num_consts])]
+        return new_acc + cts_in[num_consts:]
+    avals = ([v.aval for v in c_v] + [v.aval for v in k_v] + [v.aval for v in res_v]
+             + [ad.tangent_aval(a) for a in body.out_avals[num_carry:]])
+    return _jit()._stage(fn, avals)
+
+
+scan_p.transpose = _scan_transpose
+scan_p.linear = True
+
+
+def _scan_batch(axis_size, vals, dims, body, num_consts, num_carry, length, reverse):
+    consts, carry, xs = _split3(vals, num_consts, num_carry)
+    c_d, k_d, x_d = _split3(dims, num_consts, num_carry)
+    consts = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(consts, c_d)]
+    carry = [batching.bdim_at_front(v, d, axis_size) for v, d in zip(carry, k_d)]   # all batched
+    xs = [v if d is None else batching.moveaxis(v, d, 1) for v, d in zip(xs, x_d)]
+    in_dims = (tuple(None if d is None else 0 for d in c_d) + (0,) * num_carry
+               + tuple(None if d is None else 0 for d in x_d))
+    b_body = _cached("scan_batch", (body,), (in_dims, axis_size),
+                     lambda: _jit()._batch_jaxpr(body, in_dims, axis_size))
+    outs = scan_p.bind(*consts, *carry, *xs, body=b_body, num_consts=num_consts,
+                       num_carry=num_carry, length=length, reverse=reverse)
+    return outs, [0] * num_carry + [1] * (len(outs) - num_carry)
+
+
+scan_p.batch = _scan_batch
+
+
+def _scan_emit(block, eqn, args, out_names):
+    p = eqn.params
+    body, nc, nk, length = p["body"], p["num_consts"], p["num_carry"], p["length"]
+    consts, carry, xs = _split3(args, nc, nk)
+    carry_names, ys_names = out_names[:nk], out_names[nk:]
+    i = block.names.new(core.Var(ShapedArray((), np.int64)))
+    for c, n in zip(carry_names, carry):
+        block.line(f"{c} = {n}")
+    lists = [f"{y}_list" for y in ys_names]
+    for l in lists:
+        block.line(f"{l} = []")
+    rng = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
+    block.line(f"for {i} in {rng}:")
+    outs = block.body(body, list(consts) + carry_names + [f"{x}[{i}]" for x in xs])
+    # ys first: a y may be the incoming carry; then all carries at once (they may swap)
+    for l, o in zip(lists, outs[nk:]):
+        block.line(f"{l}.append({o})", "    ")
+    if nk:
+        block.line(f"{', '.join(carry_names)}, = {', '.join(outs[:nk])},", "    ")
+    for y, l, a in zip(ys_names, lists, body.out_avals[nk:]):
+        rev = "[::-1]" if p["reverse"] else ""
+        block.line(f"{y} = np.stack({l}{rev}) if {l} else "
+                   f"np.zeros((0,) + {a.shape!r}, np.{a.dtype.name})")
+
+
+scan_p.emit_block = _scan_emit
+
+
+def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
+         unroll: int = 1):
+    """``jax.lax.scan``: ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``;
+    returns ``(final carry, stacked ys)``.  ``unroll`` is accepted and ignored
+    (the generated code is a Python ``for`` loop either way)."""
+    init_leaves, init_tree = tree_flatten(init)
+    xs_leaves, xs_tree = tree_flatten(xs)
+    lengths = {np.shape(x)[0] if np.ndim(x) else None for x in xs_leaves}
+    if None in lengths:
+        raise ValueError("scan: every leaf of xs needs a leading axis to scan over")
+    if length is not None:
+        lengths.add(int(length))
+    if len(lengths) > 1:
+        raise ValueError(f"scan: xs leaves and length disagree on the scan length: "
+                         f"{sorted(lengths)} (shapes {[np.shape(x) for x in xs_leaves]})")
+    if not lengths:
+        raise ValueError("scan: give xs or length")
+    n = lengths.pop()
+    init_leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in init_leaves]
+    xs_leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in xs_leaves]
+    carry_avals = [get_aval(x).strip_weak_type() for x in init_leaves]
+    x_avals = [ShapedArray(get_aval(x).shape[1:], get_aval(x).dtype) for x in xs_leaves]
+    y_tree_box = []
+
+    def flat(*leaves):
+        carry = tree_unflatten(init_tree, list(leaves[:len(carry_avals)]))
+        x = tree_unflatten(xs_tree, list(leaves[len(carry_avals):]))
+        out = f(carry, x)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError("scan: the body must return a pair (carry, y)")
+        c_leaves, c_tree = tree_flatten(out[0])
+        if c_tree != init_tree:
+            raise TypeError(f"scan: the body returns a carry with structure {c_tree}, "
+                            f"but the initial carry has structure {init_tree}")
+        y_leaves, y_tree = tree_flatten(out[1])
+        y_tree_box.append(y_tree)
+        as_val = lambda v: v if isinstance(v, Tracer) else np.asarray(v)
+        return [as_val(v) for v in c_leaves] + [as_val(v) for v in y_leaves]
+    jaxpr, consts = core.trace_to_jaxpr(flat, carry_avals + x_avals)
+    closed, hoisted = _jit()._closure_convert(jaxpr, consts)
+    for i, (a, b) in enumerate(zip(carry_avals, closed.out_avals)):
+        if a != b.strip_weak_type():
+            raise TypeError(f"scan: the body changes carry leaf {i} from {a.str_short()} to "
+                            f"{b.str_short()}; the carry must keep its shape and dtype")
+    outs = scan_p.bind(*hoisted, *init_leaves, *xs_leaves, body=closed, num_consts=len(hoisted),
+                       num_carry=len(carry_avals), length=n, reverse=bool(reverse))
+    k = len(carry_avals)
+    return tree_unflatten(init_tree, outs[:k]), tree_unflatten(y_tree_box[0], outs[k:])
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val):
+    """``jax.lax.fori_loop`` with concrete bounds: a ``scan`` over ``range(lower, upper)``."""
+    try:
+        lo, hi = int(lower), int(upper)
+    except (TypeError, core.ConcretizationTypeError):
+        raise core.ConcretizationTypeError(
+            "fori_loop: traced loop bounds need lax.while_loop, which fungrad does not "
+            "have yet; pass Python ints (e.g. mark them static in jit)") from None
+    idx = np.arange(lo, max(lo, hi), dtype=np.int64)
+    carry, _ = scan(lambda c, i: (body_fun(i, c), None), init_val, idx)
+    return carry
+
+
+def map(f: Callable, xs):  # noqa: A001 (JAX's name)
+    """``jax.lax.map``: ``f`` over the leading axis of ``xs``, as a scan."""
+    return scan(lambda c, x: (c, f(x)), None, xs)[1]

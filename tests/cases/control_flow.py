@@ -43,3 +43,48 @@ CASES = [
          [Arg((), low=-1, high=1, avoid=(0.0,), diff=False), Arg("vec"), Arg("same")],
          prims=("cond",)),
 ]
+
+
+def _cumulative(xs):
+    return lax.scan(lambda c, x: (c * 0.5 + fnp.sin(x), c * x), fnp.zeros(xs.shape[1:]), xs)
+
+
+def _cumulative_ref(xs):
+    c, ys = np.zeros(xs.shape[1:]), []
+    for x in xs:
+        ys.append(c * x)
+        c = c * 0.5 + np.sin(x)
+    return c, (np.stack(ys) if ys else np.zeros((0,) + xs.shape[1:]))
+
+
+def _rnn(w, xs):
+    h, hs = lax.scan(lambda h, x: (fnp.tanh(h @ w + x), h), fnp.zeros(w.shape[0]), xs, reverse=True)
+    return fnp.sum(h ** 2) + fnp.sum(hs)
+
+
+def _rnn_ref(w, xs):
+    h, hs = np.zeros(w.shape[0]), []
+    for x in xs[::-1]:
+        hs.append(h)
+        h = np.tanh(h @ w + x)
+    return np.sum(h ** 2) + (np.sum(hs) if hs else 0.0)
+
+
+def _fori(x):
+    return lax.fori_loop(0, 5, lambda i, v: v * 0.9 + fnp.cos(v) * i, x)
+
+
+def _fori_ref(x):
+    for i in range(5):
+        x = x * 0.9 + np.cos(x) * i
+    return x
+
+
+CASES += [
+    Case("scan_cumulative", _cumulative, _cumulative_ref, [Arg((4, 3))], prims=("scan",)),
+    Case("scan_rnn_reverse", _rnn, _rnn_ref, [Arg((3, 3), low=-0.5, high=0.5), Arg((4, 3))],
+         prims=("scan",)),
+    Case("fori_loop", _fori, _fori_ref, [Arg("any")], prims=("scan",)),
+    Case("lax_map", lambda xs: lax.map(lambda x: fnp.sum(fnp.sin(x) * x), xs),
+         lambda xs: np.sum(np.sin(xs) * xs, axis=1), [Arg((3, 4))], prims=("scan",)),
+]
