@@ -268,8 +268,48 @@ def make_hvp():
     }
 
 
+def _rnn_setup(seed=0, hidden=64, inputs=32, batch=32, steps=100):
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(hidden, hidden)) / np.sqrt(hidden)
+    U = rng.normal(size=(inputs, hidden)) / np.sqrt(inputs)
+    xs = rng.normal(size=(steps, batch, inputs))
+    return W, U, xs
+
+
+def _rnn_loss(W, U, xs):
+    from fungrad import lax
+    h0 = fnp.zeros((xs.shape[1], W.shape[0]))
+    h, _ = lax.scan(lambda h, x: (fnp.tanh(h @ W + x @ U), None), h0, xs)
+    return fnp.sum(h ** 2)
+
+
+def _rnn_grad_numpy(W, U, xs):
+    """Hand-written backpropagation through time."""
+    hs = [np.zeros((xs.shape[1], W.shape[0]))]
+    for x in xs:
+        hs.append(np.tanh(hs[-1] @ W + x @ U))
+    dh = 2 * hs[-1]
+    dW, dU = np.zeros_like(W), np.zeros_like(U)
+    for t in range(len(xs) - 1, -1, -1):
+        dz = dh * (1 - hs[t + 1] ** 2)
+        dW += hs[t].T @ dz
+        dU += xs[t].T @ dz
+        dh = dz @ W.T
+    return dW, dU
+
+
+def make_rnn():
+    W, U, xs = _rnn_setup()
+    g = fungrad.jit(fungrad.grad(_rnn_loss, argnums=(0, 1)))
+    return "RNN (hidden 64, input 32, batch 32, 100 steps): grad via lax.scan", {
+        "numpy (hand-written BPTT)": lambda: _rnn_grad_numpy(W, U, xs),
+        "fungrad grad (eager)": (lambda e=fungrad.grad(_rnn_loss, argnums=(0, 1)): e(W, U, xs)),
+        "fungrad jit(grad)": lambda: g(W, U, xs),
+    }
+
+
 WORKLOADS = [make_dispatch_sin, make_dispatch_add, make_seed_grad, make_chain_grad,
-             make_mlp_grad, make_mlp_eval_vs_grad, make_hvp, make_per_example, make_arm_jacobian]
+             make_mlp_grad, make_mlp_eval_vs_grad, make_hvp, make_per_example, make_arm_jacobian, make_rnn]
 
 
 # ----------------------------------------------------------------------------

@@ -269,6 +269,8 @@ def _pp_param(value, namer) -> str:
         return np.dtype(value).name
     if isinstance(value, tuple):
         return "(" + ", ".join(_pp_param(v, namer) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if callable(value) and hasattr(value, "__name__"):
+        return value.__name__      # (not the repr: it holds an address)
     return repr(value) if isinstance(value, str) else str(value)
 
 

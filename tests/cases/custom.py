@@ -1,0 +1,34 @@
+"""Cases for custom_jvp: the generic tests differentiate through the user's rule."""
+import numpy as np
+
+import fungrad
+import fungrad.numpy as fnp
+from tests.harness import Arg, Case
+
+
+@fungrad.custom_jvp
+def softplus(x):
+    return fnp.logaddexp(x, 0.0)
+
+
+@softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return softplus(x), t / (1 + fnp.exp(-x))
+
+
+@fungrad.custom_jvp
+def scaled_norm(x, y):
+    return fnp.sqrt(fnp.sum(x * x)) * y
+
+
+scaled_norm.defjvps(lambda g, ans, x, y: fnp.sum(x * g) / fnp.sqrt(fnp.sum(x * x)) * y,
+                    lambda g, ans, x, y: fnp.sqrt(fnp.sum(x * x)) * g)
+
+
+CASES = [
+    Case("custom_jvp_softplus", softplus, lambda x: np.logaddexp(x, 0.0), [Arg("any")],
+         prims=("custom_jvp_call",)),
+    Case("custom_jvp_defjvps", scaled_norm, lambda x, y: np.sqrt(np.sum(x * x)) * y,
+         [Arg("vec", low=0.5, high=2.0), Arg(())], prims=("custom_jvp_call",)),
+]

@@ -1,0 +1,66 @@
+"""custom_jvp: the rule is used, composes with every transform, JAX's conventions."""
+import numpy as np
+import pytest
+
+import fungrad
+import fungrad.numpy as fnp
+from fungrad import grad, jit, jvp, vmap, hessian
+
+
+def test_rule_is_used_and_gives_a_stable_gradient():
+    calls = []
+
+    @fungrad.custom_jvp
+    def log1pexp(x):
+        return fnp.log1p(fnp.exp(x))
+
+    @log1pexp.defjvp
+    def log1pexp_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        calls.append(1)
+        return log1pexp(x), t * (1 - 1 / (1 + fnp.exp(x)))
+
+    assert grad(log1pexp)(1000.0) == 1.0          # the rule's stable form
+    assert len(calls) == 1
+    np.testing.assert_allclose(jit(grad(log1pexp))(2.0), 1 / (1 + np.exp(-2.0)), rtol=1e-14)
+    np.testing.assert_allclose(vmap(grad(log1pexp))(np.array([0.0, 2.0])),
+                               1 / (1 + np.exp(-np.array([0.0, 2.0]))), rtol=1e-14)
+    np.testing.assert_allclose(grad(lambda v: fnp.sum(vmap(log1pexp)(v)))(np.array([0.0, 2.0])),
+                               1 / (1 + np.exp(-np.array([0.0, 2.0]))), rtol=1e-14)
+    s = 1 / (1 + np.exp(-0.5))
+    np.testing.assert_allclose(grad(grad(log1pexp))(0.5), s * (1 - s), rtol=1e-14)
+
+
+def test_rule_that_differs_from_the_function_is_what_autodiff_sees():
+    @fungrad.custom_jvp
+    def f(x):
+        return fnp.sin(x)
+
+    f.defjvp(lambda p, t: (f(p[0]), 2.0 * t[0]))   # deliberately not cos
+    assert grad(f)(0.3) == 2.0
+    assert jvp(f, (0.3,), (1.5,))[1] == 3.0
+    np.testing.assert_allclose(hessian(lambda x: f(x) * x)(0.3), 4.0)
+
+
+def test_nondiff_argnums_and_pytrees():
+    @fungrad.custom_jvp
+    def power_sum(n, d):
+        return fnp.sum(d["a"] ** n) + d["b"]
+
+    power_sum.nondiff_argnums = (0,)
+
+    @power_sum.defjvp
+    def power_sum_jvp(n, primals, tangents):
+        (d,), (t,) = primals, tangents
+        return power_sum(n, d), fnp.sum(n * d["a"] ** (n - 1) * t["a"]) + t["b"]
+
+    d = {"a": np.array([1.0, 2.0]), "b": np.array(3.0)}
+    g = grad(lambda d: power_sum(3, d))(d)
+    np.testing.assert_allclose(g["a"], 3 * d["a"] ** 2)
+    assert g["b"] == 1.0
+
+
+def test_missing_rule_is_an_error():
+    f = fungrad.custom_jvp(lambda x: x * 2.0)
+    with pytest.raises(TypeError, match="defjvp"):
+        f(1.0)
