@@ -143,5 +143,41 @@ def test_scan_carry_change_and_length_errors():
         lax.scan(lambda c, x: (c * np.ones(2), x), 0.0, np.ones(3))
     with pytest.raises(ValueError, match="scan length"):
         lax.scan(lambda c, x: (c, x), 0.0, (np.ones(3), np.ones(4)))
-    with pytest.raises(fungrad.ConcretizationTypeError, match="while_loop"):
-        jit(lambda n: lax.fori_loop(0, n, lambda i, x: x + 1.0, 0.0))(3)
+    # traced bounds: a while_loop (forward mode only, as in JAX)
+    assert jit(lambda n: lax.fori_loop(0, n, lambda i, x: x + i, 0.0))(4) == 6.0
+    with pytest.raises(TypeError, match="Reverse-mode"):
+        grad(lambda x: jit(lambda n, x: lax.fori_loop(0, n, lambda i, v: v * x, 1.0))(3, x))(2.0)
+
+
+# ----------------------------------------------------------------------------
+# while_loop
+# ----------------------------------------------------------------------------
+
+def _count_halvings(x):
+    return lax.while_loop(lambda c: c[0] > 1.0, lambda c: (c[0] / 2, c[1] + 1), (x, 0))
+
+
+def test_while_loop_eager_jit_and_vmap_with_per_lane_trip_counts():
+    assert _count_halvings(10.0)[1] == 4
+    assert jit(_count_halvings)(10.0)[1] == 4
+    xs = np.array([0.5, 3.0, 100.0])
+    vals, counts = vmap(_count_halvings)(xs)
+    np.testing.assert_array_equal(counts, [0, 2, 7])
+    np.testing.assert_allclose(vals, xs / 2.0 ** np.array([0, 2, 7]))
+    src = jit(_count_halvings).lower(10.0).source()
+    assert "while True:" in src and "break" in src
+
+
+def test_while_loop_forward_mode_and_reverse_mode_refusal():
+    f = lambda x: lax.while_loop(lambda c: c[1] < 5, lambda c: (c[0] * x, c[1] + 1), (1.0, 0))[0]
+    np.testing.assert_allclose(jvp(f, (1.1,), (1.0,))[1], 5 * 1.1 ** 4, rtol=1e-14)
+    np.testing.assert_allclose(fungrad.jacfwd(f)(1.1), 5 * 1.1 ** 4, rtol=1e-14)
+    with pytest.raises(TypeError, match="Reverse-mode.*while_loop.*scan"):
+        grad(f)(1.1)
+
+
+def test_while_loop_errors():
+    with pytest.raises(TypeError, match="boolean scalar"):
+        lax.while_loop(lambda c: c, lambda c: c + 1.0, 0.0)
+    with pytest.raises(TypeError, match=r"carry leaf 0 from f64\[\] to f64\[2\]"):
+        lax.while_loop(lambda c: False, lambda c: c * np.ones(2), 0.0)

@@ -30,7 +30,7 @@ from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.partial_eval import partial_eval_jaxpr
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["cond", "switch", "scan", "fori_loop", "map", "cond_p", "scan_p"]
+__all__ = ["cond", "switch", "scan", "fori_loop", "while_loop", "map", "cond_p", "scan_p", "while_p"]
 
 
 def _jit():
@@ -638,13 +638,19 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 
 
 def fori_loop(lower, upper, body_fun: Callable, init_val):
-    """``jax.lax.fori_loop`` with concrete bounds: a ``scan`` over ``range(lower, upper)``."""
+    """``jax.lax.fori_loop``: with concrete bounds a ``scan`` over ``range(lower, upper)``
+    (every transform, reverse mode included); with traced bounds a ``while_loop``
+    (forward mode and vmap only, as in JAX)."""
     try:
         lo, hi = int(lower), int(upper)
     except (TypeError, core.ConcretizationTypeError):
-        raise core.ConcretizationTypeError(
-            "fori_loop: traced loop bounds need lax.while_loop, which fungrad does not "
-            "have yet; pass Python ints (e.g. mark them static in jit)") from None
+        from fungrad import lax
+        start = lax.convert_element_type(lower, np.int64)
+        stop = lax.convert_element_type(upper, np.int64)
+        _, _, out = while_loop(lambda c: lax.lt(c[0], c[1]),
+                               lambda c: (lax.add(c[0], np.int64(1)), c[1], body_fun(c[0], c[2])),
+                               (start, stop, init_val))
+        return out
     idx = np.arange(lo, max(lo, hi), dtype=np.int64)
     carry, _ = scan(lambda c, i: (body_fun(i, c), None), init_val, idx)
     return carry
@@ -653,3 +659,176 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
 def map(f: Callable, xs):  # noqa: A001 (JAX's name)
     """``jax.lax.map``: ``f`` over the leading axis of ``xs``, as a scan."""
     return scan(lambda c, x: (c, f(x)), None, xs)[1]
+
+
+# ----------------------------------------------------------------------------
+# while_loop: iterate while a predicate holds (trip count known only at run time)
+# ----------------------------------------------------------------------------
+# while_p(*cond_consts, *body_consts, *init, cond, body, cond_nconsts, body_nconsts)
+# Rules: eval (a Python while loop over compiled code), JVP (fixpoint over
+# nonzero carry tangents; the predicate ignores tangents), vmap (every carry
+# batched: the loop runs while any lane's predicate holds and only live lanes
+# update), lowering (a real ``while`` loop).  Reverse mode is refused, as in
+# JAX: the trip count is unknown when the loop is staged.
+
+while_p = Primitive("while", multiple_results=True)
+
+
+def _while_impl(*args, cond, body, cond_nconsts, body_nconsts):
+    jit = _jit()
+    c_comp, b_comp = jit.compiled(cond), jit.compiled(body)
+    c_consts, b_consts = args[:cond_nconsts], args[cond_nconsts:cond_nconsts + body_nconsts]
+    carry = list(args[cond_nconsts + body_nconsts:])
+    while c_comp.fn(*c_comp.consts, *c_consts, *carry)[0]:
+        carry = list(b_comp.fn(*b_comp.consts, *b_consts, *carry))
+    return [np.asarray(c) for c in carry]
+
+
+def _while_abstract_eval(*avals, cond, body, cond_nconsts, body_nconsts):
+    carry = avals[cond_nconsts + body_nconsts:]
+    for i, (a, b) in enumerate(zip(carry, body.out_avals)):
+        if a.strip_weak_type() != b.strip_weak_type():
+            raise TypeError(f"while_loop: the body changes carry leaf {i} from {a.str_short()} "
+                            f"to {b.str_short()}; the carry must keep its shape and dtype")
+    return list(body.out_avals)
+
+
+while_p.def_impl(_while_impl)
+while_p.def_abstract_eval(_while_abstract_eval)
+
+
+def _while_jvp(primals, tangents, cond, body, cond_nconsts, body_nconsts):
+    nc, nb = cond_nconsts, body_nconsts
+    c_consts, b_consts, carry = primals[:nc], primals[nc:nc + nb], primals[nc + nb:]
+    t_bconsts, t_carry = tangents[nc:nc + nb], tangents[nc + nb:]
+    nz_b = [type(t) is not Zero for t in t_bconsts]
+    nz_carry = [type(t) is not Zero for t in t_carry]
+    for _ in range(len(carry) + 1):        # fixpoint over carries with nonzero tangents
+        jvp_body, out_nz = _cached("while_jvp", (body,), (tuple(nz_b), tuple(nz_carry)),
+                                   lambda: _jvp_scan_body(body, nb, len(carry), nz_b, nz_carry, []))
+        new = [a or b for a, b in zip(nz_carry, out_nz[:len(carry)])]
+        if new == nz_carry:
+            break
+        nz_carry = new
+    n_t = sum(nz_carry)
+    t_cond = _cached("while_cond_t", (cond,), n_t,
+                     lambda: _select_inputs(cond, list(cond.in_avals) + [
+                         ad.tangent_aval(a) for a, f in zip(body.out_avals, nz_carry) if f],
+                         list(range(len(cond.in_avals)))))
+    pick = lambda ts, flags: [ad.instantiate_zeros(t) for t, f in zip(ts, flags) if f]
+    outs = while_p.bind(*c_consts, *b_consts, *pick(t_bconsts, nz_b), *carry,
+                        *pick(t_carry, nz_carry), cond=t_cond, body=jvp_body,
+                        cond_nconsts=nc, body_nconsts=nb + sum(nz_b))
+    it = iter(outs[len(carry):])
+    return outs[:len(carry)], [next(it) if f else Zero(ad.tangent_aval(a))
+                               for f, a in zip(nz_carry, body.out_avals)]
+
+
+while_p.jvp = _while_jvp
+
+
+def _while_partial_eval(trace, args, cond, body, cond_nconsts, body_nconsts):
+    raise TypeError(
+        "Reverse-mode differentiation (grad, vjp, linearize) of lax.while_loop is not "
+        "supported: the number of iterations is only known at run time, as in JAX. Use "
+        "lax.scan or lax.fori_loop with fixed bounds for a loop you need to differentiate "
+        "in reverse mode; forward mode (jvp, jacfwd) works through while_loop.")
+
+
+while_p.partial_eval = _while_partial_eval
+
+
+def _while_batch(axis_size, vals, dims, cond, body, cond_nconsts, body_nconsts):
+    nc, nb = cond_nconsts, body_nconsts
+    vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    c_dims = tuple(None if d is None else 0 for d in dims[:nc])
+    b_dims = tuple(None if d is None else 0 for d in dims[nc:nc + nb])
+    carry = [batching.bdim_at_front(v, d, axis_size) for v, d in zip(vals[nc + nb:], dims[nc + nb:])]
+    n = len(carry)
+    jit = _jit()
+    b_cond = _cached("while_bcond", (cond,), (c_dims, axis_size),
+                     lambda: jit._batch_jaxpr(cond, c_dims + (0,) * n, axis_size))
+    b_body = _cached("while_bbody", (body,), (b_dims, axis_size),
+                     lambda: jit._batch_jaxpr(body, b_dims + (0,) * n, axis_size))
+    any_cond, masked_body = _cached("while_masked", (b_cond, b_body), (nc, nb),
+                                    lambda: _masked_while(b_cond, b_body, nc, nb))
+    outs = while_p.bind(*vals[:nc], *vals[:nc], *vals[nc:nc + nb], *carry, cond=any_cond,
+                        body=masked_body, cond_nconsts=nc, body_nconsts=nc + nb)
+    return outs, [0] * n
+
+
+def _masked_while(b_cond, b_body, nc, nb):
+    """Loop while any lane's predicate holds; lanes that are done keep their carry."""
+    from fungrad import lax
+
+    def any_fn(*xs):
+        return [lax.reduce_or(eval_jaxpr(b_cond.jaxpr, b_cond.consts, *xs)[0], (0,))]
+
+    def body_fn(*xs):
+        c_consts, b_consts, carry = xs[:nc], xs[nc:nc + nb], list(xs[nc + nb:])
+        live = eval_jaxpr(b_cond.jaxpr, b_cond.consts, *c_consts, *carry)[0]
+        new = eval_jaxpr(b_body.jaxpr, b_body.consts, *b_consts, *carry)
+        out = []
+        for old, upd in zip(carry, new):
+            mask = lax.reshape(live, live.shape + (1,) * (get_aval(upd).ndim - 1))
+            out.append(lax.select(mask, upd, old))
+        return out
+    c_avals = list(b_cond.in_avals)
+    return (_jit()._stage(any_fn, c_avals),
+            _jit()._stage(body_fn, c_avals[:nc] + list(b_body.in_avals)))
+
+
+while_p.batch = _while_batch
+
+
+def _while_emit(block, eqn, args, out_names):
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    c_consts, b_consts, init = args[:nc], args[nc:nc + nb], args[nc + nb:]
+    for c, n in zip(out_names, init):
+        block.line(f"{c} = {n}")
+    block.line("while True:")
+    (pred,) = block.body(p["cond"], list(c_consts) + list(out_names))
+    block.line(f"if not {pred}:", "    ")
+    block.line("break", "        ")
+    outs = block.body(p["body"], list(b_consts) + list(out_names))
+    if out_names:
+        block.line(f"{', '.join(out_names)}, = {', '.join(outs)},", "    ")
+
+
+while_p.emit_block = _while_emit
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+    """``jax.lax.while_loop``: ``while cond_fun(val): val = body_fun(val)``.
+
+    Works eagerly and under jit (a Python ``while`` in the generated code),
+    vmap (runs while any lane is live) and forward mode (jvp, jacfwd);
+    reverse mode raises, as in JAX.
+    """
+    leaves, tree = tree_flatten(init_val)
+    leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
+    avals = [get_aval(x).strip_weak_type() for x in leaves]
+
+    def stage(fn, what):
+        def flat(*xs):
+            out = fn(tree_unflatten(tree, list(xs)))
+            out_leaves, out_tree = tree_flatten(out)
+            if what == "body" and out_tree != tree:
+                raise TypeError(f"while_loop: body_fun returns structure {out_tree}, but the "
+                                f"loop carry has structure {tree}")
+            return [x if isinstance(x, Tracer) else np.asarray(x) for x in out_leaves]
+        jaxpr, consts = core.trace_to_jaxpr(flat, avals)
+        return _jit()._closure_convert(jaxpr, consts)
+    cond_closed, cond_hoisted = stage(cond_fun, "cond")
+    outs = cond_closed.out_avals
+    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != np.bool_:
+        raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got "
+                        f"{[a.str_short() for a in outs]}")
+    body_closed, body_hoisted = stage(body_fun, "body")
+    _while_abstract_eval(*[get_aval(h) for h in cond_hoisted + body_hoisted], *avals,
+                         cond=cond_closed, body=body_closed, cond_nconsts=len(cond_hoisted),
+                         body_nconsts=len(body_hoisted))
+    out = while_p.bind(*cond_hoisted, *body_hoisted, *leaves, cond=cond_closed, body=body_closed,
+                       cond_nconsts=len(cond_hoisted), body_nconsts=len(body_hoisted))
+    return tree_unflatten(tree, out)

@@ -88,3 +88,24 @@ CASES += [
     Case("lax_map", lambda xs: lax.map(lambda x: fnp.sum(fnp.sin(x) * x), xs),
          lambda xs: np.sum(np.sin(xs) * xs, axis=1), [Arg((3, 4))], prims=("scan",)),
 ]
+
+
+def _while_power(x, n):
+    # x ** n by repeated multiplication; n (a traced int) sets the trip count
+    out, _ = lax.while_loop(lambda c: c[1] < n, lambda c: (c[0] * x, c[1] + 1),
+                            (fnp.ones_like(x), np.int64(0)))
+    return out
+
+
+def _while_newton(a):
+    return lax.while_loop(lambda s: fnp.any(fnp.abs(s * s - a) > 1e-10),
+                          lambda s: (s + a / s) / 2, a)
+
+
+CASES += [
+    Case("while_power", _while_power, lambda x, n: x ** max(int(n), 0),
+         [Arg("any", low=0.5, high=1.5), Arg((), dtype="int64", low=0, high=4, diff=False)],
+         prims=("while",), modes=("fwd",)),
+    Case("while_newton_sqrt", _while_newton, np.sqrt, [Arg("nonempty", low=0.5, high=4.0)],
+         prims=("while",), modes=("fwd",), rtol=1e-9, atol=1e-9),
+]
