@@ -5,7 +5,7 @@ from fungrad.api import (make_jaxpr, eval_shape, ShapeDtypeStruct, jvp, vjp, lin
                          vmap, stop_gradient)
 from fungrad.jit import jit
 from fungrad.export import export
-from fungrad.custom_derivatives import custom_jvp
+from fungrad.custom_derivatives import custom_jvp, custom_vjp
 from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError
 from fungrad import numpy
 from fungrad import random, optim, nn, scipy

@@ -63,6 +63,14 @@ def _as_value(x, what: str):
     return arr
 
 
+def _result(x):
+    """Concrete results leave the API as read-only fungrad Arrays (user rules such as
+    a custom_vjp's bwd may hand back plain NumPy values)."""
+    if isinstance(x, (np.ndarray, np.generic)) and type(x) is not core.Array:
+        return core.wrap_array(np.asarray(x))
+    return x
+
+
 def _argnums_tuple(argnums, nargs: int, who: str) -> tuple[int, ...]:
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for n in nums:
@@ -203,7 +211,8 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     f_flat, store, split = _flat_with_aux(fun, p_tree, has_aux, "jvp")
     outs, out_ts = ad.jvp_flat(f_flat, p_leaves, t_leaves)
     outs, aux = split(outs)
-    out_ts = [ad.instantiate_zeros(t) for t in out_ts[:len(outs)]]
+    outs = [_result(o) for o in outs]
+    out_ts = [_result(ad.instantiate_zeros(t)) for t in out_ts[:len(outs)]]
     out, out_t = tree_unflatten(store.val, outs), tree_unflatten(store.val, out_ts)
     return (out, out_t, aux) if has_aux else (out, out_t)
 
@@ -302,7 +311,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         cts = [Zero(ad.tangent_aval(a)) if ad.tangent_aval(a).dtype == float0 else c
                for c, a in zip(cts, out_avals)]
         cts_in = ad.backward_pass(jaxpr, residuals, cts)
-        cts_in = [ad.instantiate_zeros(c) for c in cts_in]
+        cts_in = [_result(ad.instantiate_zeros(c)) for c in cts_in]
         return tree_unflatten(p_tree, cts_in)
     out = tree_unflatten(out_tree, outs)
     return (out, pullback, aux) if has_aux else (out, pullback)

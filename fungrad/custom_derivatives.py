@@ -21,6 +21,7 @@ params carry the jaxpr and the (hashable) Python JVP rule:
 from __future__ import annotations
 
 import functools
+import itertools
 from typing import Callable
 
 import numpy as np
@@ -31,7 +32,7 @@ from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["custom_jvp", "custom_jvp_call_p"]
+__all__ = ["custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p"]
 
 
 def _jit_module():
@@ -181,3 +182,246 @@ def _flat_rule(user_jvp, in_tree, merge_key, static, nargs, out_tree):
         return out_leaves, t_leaves
     rule.__name__ = getattr(user_jvp, "__name__", "jvp")
     return rule
+
+
+# ----------------------------------------------------------------------------
+# custom_vjp
+# ----------------------------------------------------------------------------
+# custom_vjp_call_p(*consts, *args, fun, fwd, bwd, num_consts, num_res)
+#   fun: the function's jaxpr; fwd: (args) -> (outputs, residuals) jaxpr;
+#   bwd: a Python callable (residual leaves, output cotangents) -> arg cotangents.
+# JVP: run fwd for outputs and residuals, and produce the output tangents with
+# custom_lin_p, a primitive linear in the tangents whose transpose calls bwd.
+# So reverse mode uses bwd.  Beyond JAX: evaluated in forward mode (jvp,
+# jacfwd, hessian), custom_lin_p computes the JVP of ``fun`` itself.
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.inline = True      # (param "jaxpr"): codegen splices the function
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+
+
+def _vjp_call_impl(*args, jaxpr, fwd, bwd, num_consts, num_res):
+    comp = _jit_module().compiled(jaxpr)
+    return list(comp.fn(*comp.consts, *args))
+
+
+custom_vjp_call_p.def_impl(_vjp_call_impl)
+custom_vjp_call_p.def_abstract_eval(lambda *a, jaxpr, fwd, bwd, num_consts, num_res:
+                                    list(jaxpr.out_avals))
+
+
+def _vjp_call_jvp(primals, tangents, jaxpr, fwd, bwd, num_consts, num_res):
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        raise TypeError("custom_vjp: the function closes over a value being differentiated; "
+                        "pass it as an argument instead so that bwd can return its cotangent")
+    consts, args = list(primals[:num_consts]), list(primals[num_consts:])
+    outs_res = fwd(*args)                # the user's fwd, run on the parent trace
+    n_out = len(jaxpr.out_avals)
+    outs, res = list(outs_res[:n_out]), list(outs_res[n_out:])
+    t_args = [ad.instantiate_zeros(t) for t in tangents[num_consts:]]
+    if not any(_being_linearized(t) for t in t_args):
+        # plain forward mode (jvp, jacfwd, or jvp staged by jit): the function's own JVP
+        return outs, _forward_tangents(jaxpr, consts, args, t_args)
+    t_out = custom_lin_p.bind(*consts, *args, *res, *t_args, jaxpr=jaxpr, bwd=bwd,
+                              num_consts=num_consts, num_args=len(args), num_res=len(res))
+    return outs, t_out
+
+
+def _being_linearized(t) -> bool:
+    """A tangent staged by linearize's partial evaluation (so a transpose may follow)."""
+    return isinstance(t, core.StagingTracer) and t._trace.fold_known
+
+
+custom_vjp_call_p.jvp = _vjp_call_jvp
+
+
+def _lin_split(vals, num_consts, num_args, num_res):
+    c, a = vals[:num_consts], vals[num_consts:num_consts + num_args]
+    r = vals[num_consts + num_args:num_consts + num_args + num_res]
+    return list(c), list(a), list(r), list(vals[num_consts + num_args + num_res:])
+
+
+def _forward_tangents(jaxpr, consts, args, t_args):
+    """Forward mode through a custom_vjp function: the JVP of the function itself."""
+    zeros = [Zero(ad.tangent_aval(get_aval(c))) for c in consts]
+    _, t_out = ad.jvp_flat(lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs),
+                           consts + args, zeros + list(t_args))
+    return [ad.instantiate_zeros(t) for t in t_out]
+
+
+def _lin_impl(*vals, jaxpr, bwd, num_consts, num_args, num_res):
+    consts, args, _, t_args = _lin_split(vals, num_consts, num_args, num_res)
+    return _forward_tangents(jaxpr, consts, args, t_args)
+
+
+custom_lin_p.def_impl(_lin_impl)
+custom_lin_p.def_abstract_eval(lambda *a, jaxpr, bwd, num_consts, num_args, num_res:
+                               [ad.tangent_aval(o) for o in jaxpr.out_avals])
+
+
+def _lin_jvp(primals, tangents, jaxpr, bwd, num_consts, num_args, num_res):
+    # differentiate the forward-mode formula (used only by forward-over-forward)
+    consts, args, _, t_args = _lin_split(primals, num_consts, num_args, num_res)
+    dc, da, _, dt = _lin_split(tangents, num_consts, num_args, num_res)
+    n = len(consts) + len(args) + len(t_args)
+    out, t_out = ad.jvp_flat(
+        lambda *xs: _forward_tangents(jaxpr, list(xs[:num_consts]),
+                                      list(xs[num_consts:num_consts + num_args]),
+                                      list(xs[num_consts + num_args:])),
+        consts + args + t_args, dc + da + dt)
+    return out, t_out
+
+
+custom_lin_p.jvp = _lin_jvp
+
+
+def _lin_transpose(cts, *vals, jaxpr, bwd, num_consts, num_args, num_res):
+    consts, args, res, t_args = _lin_split(vals, num_consts, num_args, num_res)
+    cts = [ad.instantiate_zeros(c) for c in cts]
+    ct_args = bwd(res, cts)
+    if len(ct_args) != num_args:
+        raise TypeError(f"custom_vjp: bwd returned {len(ct_args)} cotangent leaves, expected "
+                        f"{num_args} (one per leaf of the function's arguments)")
+    return [None] * (num_consts + num_args + num_res) + list(ct_args)
+
+
+custom_lin_p.transpose = _lin_transpose
+custom_lin_p.linear = True
+
+
+def _lin_batch(axis_size, vals, dims, jaxpr, bwd, num_consts, num_args, num_res):
+    # batched evaluation of the forward-mode formula (bwd is batched by its own ops
+    # when transposed under vmap: residuals are batch tracers then)
+    from fungrad.interpreters.batching import vmap_flat
+    n_out = len(jaxpr.out_avals)
+    outs = vmap_flat(lambda *xs: _lin_impl_traced(xs, jaxpr, num_consts, num_args, num_res),
+                     list(vals), list(dims), axis_size, [0] * n_out)
+    return outs, [0] * n_out
+
+
+def _lin_impl_traced(xs, jaxpr, num_consts, num_args, num_res):
+    consts, args, _, t_args = _lin_split(list(xs), num_consts, num_args, num_res)
+    return _forward_tangents(jaxpr, consts, args, t_args)
+
+
+custom_lin_p.batch = _lin_batch
+def _lin_lower(args, **params):
+    raise TypeError("internal error: custom_lin only exists inside linearize's linear jaxpr, "
+                    "which is transposed before code generation")
+
+
+custom_lin_p.lower = _lin_lower
+
+
+def _vjp_call_batch(axis_size, vals, dims, jaxpr, fwd, bwd, num_consts, num_res):
+    vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    in_dims = tuple(None if d is None else 0 for d in dims)
+    jit = _jit_module()
+    b_fun = jit._cached("cvjp_bfun", jaxpr, (in_dims, axis_size),
+                        lambda: jit._batch_jaxpr(jaxpr, in_dims, axis_size))
+    b_fwd = _batched_fwd(fwd, in_dims[num_consts:], axis_size)
+    b_bwd = _batched_bwd(bwd, axis_size, len(in_dims) - num_consts)
+    outs = custom_vjp_call_p.bind(*vals, jaxpr=b_fun, fwd=b_fwd, bwd=b_bwd,
+                                  num_consts=num_consts, num_res=num_res)
+    return outs, [0] * len(outs)
+
+
+@functools.lru_cache(maxsize=None)
+def _batched_fwd(fwd, arg_dims, axis_size):
+    from fungrad.interpreters.batching import vmap_flat
+
+    def batched(*args):
+        return vmap_flat(lambda *xs: list(fwd(*xs)), list(args), list(arg_dims), axis_size,
+                         itertools.repeat(0))
+    return batched
+
+
+@functools.lru_cache(maxsize=None)
+def _batched_bwd(bwd, axis_size, num_args):
+    from fungrad.interpreters.batching import vmap_flat
+
+    def batched(res, cts):
+        n = len(res)
+        flat = lambda *xs: list(bwd(list(xs[:n]), list(xs[n:])))
+        return vmap_flat(flat, list(res) + list(cts), [0] * (len(res) + len(cts)), axis_size,
+                         [0] * num_args)
+    batched.__name__ = getattr(bwd, "__name__", "bwd")
+    return batched
+
+
+custom_vjp_call_p.batch = _vjp_call_batch
+
+
+class custom_vjp:
+    """A function whose reverse-mode derivative is given by ``defvjp(fwd, bwd)``.
+
+    ``fwd(*args) -> (output, residuals)``, ``bwd(residuals, output_cotangent) ->
+    tuple of cotangents, one per argument`` (pytrees as in JAX).  Beyond JAX,
+    forward mode (``jvp``, ``jacfwd``, ``hessian``) also works: it
+    differentiates the function itself.
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable):
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args):
+        if self.fwd is None:
+            raise TypeError(f"custom_vjp function {self.__name__} has no rules: define them "
+                            "with f.defvjp(fwd, bwd)")
+        static = {i: args[i] for i in self.nondiff_argnums}
+        nondiff = [static[i] for i in sorted(static)]
+        dyn = tuple(a for i, a in enumerate(args) if i not in static)
+        leaves, in_tree = tree_flatten(dyn)
+        leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
+        avals = [get_aval(x).strip_weak_type() for x in leaves]
+        merge = lambda d: _merge_args(self.nondiff_argnums, nondiff, list(d))
+        out_tree, res_tree = [], []
+
+        def fun_flat(*xs):
+            out_leaves, tree = tree_flatten(self.fun(*merge(tree_unflatten(in_tree, list(xs)))))
+            out_tree.append(tree)
+            return [x if isinstance(x, Tracer) else np.asarray(x) for x in out_leaves]
+
+        def fwd_flat(*xs):
+            out, res = self.fwd(*merge(tree_unflatten(in_tree, list(xs))))
+            out_leaves, _ = tree_flatten(out)
+            res_leaves, tree = tree_flatten(res)
+            res_tree.append(tree)
+            as_val = lambda x: x if isinstance(x, Tracer) else np.asarray(x)
+            return [as_val(x) for x in out_leaves] + [as_val(x) for x in res_leaves]
+        jit = _jit_module()
+        fun_j, fun_c = core.trace_to_jaxpr(fun_flat, avals)
+        fun_closed, fun_h = jit._closure_convert(fun_j, fun_c)
+        if fun_h:
+            raise TypeError("custom_vjp: the function closes over a traced value; pass it as "
+                            "an argument so that bwd can return its cotangent")
+        # fwd runs only when the call is differentiated (it may call the function itself)
+        fwd_flat.__name__ = getattr(self.fwd, "__name__", "fwd")
+        bwd = _flat_bwd(self.bwd, nondiff, res_tree, out_tree[0], in_tree)
+        outs = custom_vjp_call_p.bind(*leaves, jaxpr=fun_closed, fwd=fwd_flat, bwd=bwd,
+                                      num_consts=0, num_res=0)
+        return tree_unflatten(out_tree[0], outs)
+
+
+def _flat_bwd(user_bwd, nondiff, res_tree, out_tree, in_tree):
+    """``res_tree`` is a list that fwd fills with its residuals' structure."""
+    def bwd(res_leaves, ct_leaves):
+        cts = user_bwd(*nondiff, tree_unflatten(res_tree[-1], list(res_leaves)),
+                       tree_unflatten(out_tree, list(ct_leaves)))
+        if not isinstance(cts, tuple):
+            raise TypeError(f"custom_vjp: bwd must return a tuple with one cotangent per "
+                            f"differentiable argument (structure {in_tree}), got "
+                            f"{type(cts).__name__}")
+        leaves, tree = tree_flatten(cts)
+        if tree != in_tree:
+            raise TypeError(f"custom_vjp: bwd returned cotangents with structure {tree}; "
+                            f"expected {in_tree} (one per differentiable argument)")
+        return leaves
+    bwd.__name__ = getattr(user_bwd, "__name__", "bwd")
+    return bwd

@@ -64,3 +64,64 @@ def test_missing_rule_is_an_error():
     f = fungrad.custom_jvp(lambda x: x * 2.0)
     with pytest.raises(TypeError, match="defjvp"):
         f(1.0)
+
+
+# ----------------------------------------------------------------------------
+# custom_vjp
+# ----------------------------------------------------------------------------
+
+def _make_scaled_grad(calls):
+    @fungrad.custom_vjp
+    def f(x, y):
+        return fnp.sin(x) * y
+
+    def f_fwd(x, y):
+        return f(x, y), (fnp.cos(x), fnp.sin(x), y)
+
+    def f_bwd(res, g):
+        cos_x, sin_x, y = res
+        calls.append(1)
+        return (cos_x * g * y, sin_x * g)
+    f.defvjp(f_fwd, f_bwd)
+    return f
+
+
+def test_custom_vjp_bwd_is_used_under_every_transform():
+    calls = []
+    f = _make_scaled_grad(calls)
+    x, y = 0.3, 2.0
+    np.testing.assert_allclose(grad(f, argnums=(0, 1))(x, y), (np.cos(x) * y, np.sin(x)))
+    assert len(calls) == 1
+    np.testing.assert_allclose(jit(grad(f))(x, y), np.cos(x) * y)
+    np.testing.assert_allclose(vmap(grad(f))(np.array([0.1, 0.3]), np.array([1.0, 2.0])),
+                               np.cos([0.1, 0.3]) * np.array([1.0, 2.0]))
+    np.testing.assert_allclose(grad(lambda v: fnp.sum(vmap(f)(v, np.ones(2))))(np.array([0.1, 0.3])),
+                               np.cos([0.1, 0.3]))
+
+
+def test_custom_vjp_forward_mode_beyond_jax():
+    f = _make_scaled_grad([])
+    x, y = 0.3, 2.0
+    np.testing.assert_allclose(jvp(f, (x, y), (1.0, 0.0))[1], np.cos(x) * y)
+    np.testing.assert_allclose(hessian(f)(x, y), -np.sin(x) * y)
+    np.testing.assert_allclose(jit(lambda x: jvp(f, (x, y), (1.0, 0.0))[1])(x), np.cos(x) * y)
+    np.testing.assert_allclose(jit(hessian(f))(x, y), -np.sin(x) * y)
+
+
+def test_custom_vjp_gradient_clipping_trick():
+    @fungrad.custom_vjp
+    def clip_gradient(x):
+        return x
+
+    clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (fnp.clip(g, -1.0, 1.0),))
+    assert grad(lambda x: 5.0 * clip_gradient(x))(2.0) == 1.0
+
+
+def test_custom_vjp_bad_bwd_structure():
+    @fungrad.custom_vjp
+    def f(x, y):
+        return x * y
+
+    f.defvjp(lambda x, y: (x * y, (x, y)), lambda res, g: (g,))
+    with pytest.raises(TypeError, match="bwd returned cotangents with structure"):
+        grad(f)(1.0, 2.0)

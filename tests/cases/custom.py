@@ -32,3 +32,25 @@ CASES = [
     Case("custom_jvp_defjvps", scaled_norm, lambda x, y: np.sqrt(np.sum(x * x)) * y,
          [Arg("vec", low=0.5, high=2.0), Arg(())], prims=("custom_jvp_call",)),
 ]
+
+
+@fungrad.custom_vjp
+def clipped_sin(x):
+    return fnp.sin(x)
+
+
+def _clipped_sin_fwd(x):
+    return clipped_sin(x), fnp.cos(x)
+
+
+def _clipped_sin_bwd(cos_x, g):
+    # the true derivative, written by hand (so finite differences agree)
+    return (g * cos_x,)
+
+
+clipped_sin.defvjp(_clipped_sin_fwd, _clipped_sin_bwd)
+
+CASES += [
+    Case("custom_vjp_sin", clipped_sin, np.sin, [Arg("any")],
+         prims=("custom_vjp_call", "custom_lin")),
+]
