@@ -633,23 +633,25 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     """The ``q``-th quantiles (0 <= q <= 1) over ``axis``; the result has the shape
     ``q.shape + reduced shape``.  Methods: linear, lower, higher, nearest, midpoint;
     ``q`` may be traced (its derivative is the slope between neighbours)."""
-    _no_out("quantile", out)
-    if weights is not None:
-        raise NotImplementedError("quantile: weights= is not supported")
-    method = interpolation if interpolation is not None else method
-    _check_q("quantile", q, 1)
-    return _quantile("quantile", a, q, axis, method, keepdims, ignore_nan=False)
+    return _quantile_api("quantile", a, q, axis, out, method, keepdims, weights,
+                         interpolation, ignore_nan=False)
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None, interpolation=None):
     """``quantile`` of the non-NaN elements; an all-NaN slice gives NaN."""
-    _no_out("nanquantile", out)
+    return _quantile_api("nanquantile", a, q, axis, out, method, keepdims, weights,
+                         interpolation, ignore_nan=True)
+
+
+def _quantile_api(name, a, q, axis, out, method, keepdims, weights, interpolation, ignore_nan):
+    """The argument checks quantile and nanquantile share."""
+    _no_out(name, out)
     if weights is not None:
-        raise NotImplementedError("nanquantile: weights= is not supported")
+        raise NotImplementedError(f"{name}: weights= is not supported")
     method = interpolation if interpolation is not None else method
-    _check_q("nanquantile", q, 1)
-    return _quantile("nanquantile", a, q, axis, method, keepdims, ignore_nan=True)
+    _check_q(name, q, 1)
+    return _quantile(name, a, q, axis, method, keepdims, ignore_nan=ignore_nan)
 
 
 def _percent(q):

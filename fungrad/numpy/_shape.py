@@ -929,9 +929,9 @@ def _pad_constant(x, widths, values):
     return x
 
 
-def _pad_by_index(x, widths, mode: str, **kwargs):
-    """edge / reflect / symmetric / wrap: every padded element copies an element
-    of the same line, so each axis is one static take (NumPy computes the map)."""
+def _axes_to_pad(x, widths):
+    """(axis, low, high, length) of each axis that gets padding; an empty axis
+    can't be extended by the modes that copy elements."""
     for ax, (lo, hi) in enumerate(widths):
         if not lo and not hi:
             continue
@@ -939,6 +939,13 @@ def _pad_by_index(x, widths, mode: str, **kwargs):
         if n == 0:
             raise ValueError(f"pad: can't extend empty axis {ax} using modes other "
                              "than 'constant' or 'empty'")
+        yield ax, lo, hi, n
+
+
+def _pad_by_index(x, widths, mode: str, **kwargs):
+    """edge / reflect / symmetric / wrap: every padded element copies an element
+    of the same line, so each axis is one static take (NumPy computes the map)."""
+    for ax, lo, hi, n in _axes_to_pad(x, widths):
         idx = np.pad(np.arange(n), (lo, hi), mode=mode, **kwargs)
         x = _take_static(x, idx, ax)
     return x
@@ -948,13 +955,7 @@ def _pad_odd_reflection(x, widths, mode: str):
     """reflect_type='odd' is linear: out = M @ x along each axis, with M obtained
     by padding the identity matrix (NumPy computes M)."""
     matmul = _fnp().matmul
-    for ax, (lo, hi) in enumerate(widths):
-        if not lo and not hi:
-            continue
-        n = x.shape[ax]
-        if n == 0:
-            raise ValueError(f"pad: can't extend empty axis {ax} using modes other "
-                             "than 'constant' or 'empty'")
+    for ax, lo, hi, n in _axes_to_pad(x, widths):
         m = np.pad(np.eye(n, dtype=x.dtype), ((lo, hi), (0, 0)), mode=mode,
                    reflect_type="odd")
         moved = moveaxis(x, ax, -1)
