@@ -143,10 +143,28 @@ def test_scan_carry_change_and_length_errors():
         lax.scan(lambda c, x: (c * np.ones(2), x), 0.0, np.ones(3))
     with pytest.raises(ValueError, match="scan length"):
         lax.scan(lambda c, x: (c, x), 0.0, (np.ones(3), np.ones(4)))
-    # traced bounds: a while_loop (forward mode only, as in JAX)
+    # traced bounds: a while_loop; reverse mode needs the count, so not inside jit
     assert jit(lambda n: lax.fori_loop(0, n, lambda i, x: x + i, 0.0))(4) == 6.0
-    with pytest.raises(TypeError, match="Reverse-mode"):
+    with pytest.raises(TypeError, match="Reverse-mode.*while_loop inside jit.*outside jit"):
         grad(lambda x: jit(lambda n, x: lax.fori_loop(0, n, lambda i, v: v * x, 1.0))(3, x))(2.0)
+
+
+def test_fori_loop_with_traced_bounds_reverse_mode_beyond_jax():
+    def f(x, n):
+        return lax.fori_loop(0, n, lambda i, c: c * fnp.cos(c) + 0.1 * i, x)
+
+    def f_py(x, n):
+        for i in range(n):
+            x = x * np.cos(x) + 0.1 * i
+        return x
+    for n in (0, 1, 5):
+        h = 1e-6
+        fd = (f_py(0.3 + h, n) - f_py(0.3 - h, n)) / (2 * h)
+        np.testing.assert_allclose(grad(f)(0.3, n), fd, rtol=1e-7, atol=1e-9)
+        # the bound is traced under vmap: every lane its own trip count
+    ns = np.array([0, 2, 5])
+    np.testing.assert_allclose(vmap(grad(f))(np.full(3, 0.3), ns),
+                               [grad(f)(0.3, int(n)) for n in ns], rtol=1e-13)
 
 
 # ----------------------------------------------------------------------------
@@ -168,12 +186,43 @@ def test_while_loop_eager_jit_and_vmap_with_per_lane_trip_counts():
     assert "while True:" in src and "break" in src
 
 
-def test_while_loop_forward_mode_and_reverse_mode_refusal():
+def test_while_loop_forward_and_reverse_mode():
     f = lambda x: lax.while_loop(lambda c: c[1] < 5, lambda c: (c[0] * x, c[1] + 1), (1.0, 0))[0]
     np.testing.assert_allclose(jvp(f, (1.1,), (1.0,))[1], 5 * 1.1 ** 4, rtol=1e-14)
     np.testing.assert_allclose(fungrad.jacfwd(f)(1.1), 5 * 1.1 ** 4, rtol=1e-14)
-    with pytest.raises(TypeError, match="Reverse-mode.*while_loop.*scan"):
-        grad(f)(1.1)
+    np.testing.assert_allclose(grad(f)(1.1), 5 * 1.1 ** 4, rtol=1e-14)
+    np.testing.assert_allclose(grad(grad(f))(1.1), 20 * 1.1 ** 3, rtol=1e-13)
+    np.testing.assert_allclose(fungrad.hessian(f)(1.1), 20 * 1.1 ** 3, rtol=1e-13)
+
+
+def _grow_until(x, th):
+    # a data-dependent trip count: iterate x <- x + th sin x + 0.3 until x >= 3
+    return lax.while_loop(lambda c: (c[1] < 3.0) & (c[0] < 50),
+                          lambda c: (c[0] + 1, c[1] + th * fnp.sin(c[1]) + 0.3), (0, x))[1]
+
+
+def _grow_until_py(x, th):
+    i = 0
+    while x < 3.0 and i < 50:
+        i, x = i + 1, x + th * np.sin(x) + 0.3
+    return x
+
+
+def test_while_loop_reverse_mode_with_data_dependent_trip_count_beyond_jax():
+    from fungrad.test_util import check_grads
+    x, th, h = 0.5, 0.7, 1e-6
+    fd = [(_grow_until_py(x + h, th) - _grow_until_py(x - h, th)) / (2 * h),
+          (_grow_until_py(x, th + h) - _grow_until_py(x, th - h)) / (2 * h)]
+    np.testing.assert_allclose(grad(_grow_until, argnums=(0, 1))(x, th), fd, rtol=1e-7)
+    check_grads(_grow_until, (x, th), order=2, modes=("fwd", "rev"))
+    # vmap of grad: lanes need 0..n iterations; each matches its own gradient
+    xs = np.array([0.5, 1.0, 2.9, 3.5])
+    per_lane = [grad(_grow_until)(float(v), th) for v in xs]
+    np.testing.assert_allclose(vmap(grad(_grow_until), (0, None))(xs, th), per_lane, rtol=1e-13)
+    np.testing.assert_allclose(grad(lambda v: vmap(_grow_until, (0, None))(v, th).sum())(xs),
+                               per_lane, rtol=1e-13)
+    with pytest.raises(TypeError, match="while_loop inside jit"):
+        jit(grad(_grow_until))(x, th)
 
 
 def test_while_loop_errors():

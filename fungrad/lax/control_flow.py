@@ -640,7 +640,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 def fori_loop(lower, upper, body_fun: Callable, init_val):
     """``jax.lax.fori_loop``: with concrete bounds a ``scan`` over ``range(lower, upper)``
     (every transform, reverse mode included); with traced bounds a ``while_loop``
-    (forward mode and vmap only, as in JAX)."""
+    (every transform; reverse mode outside jit only, see ``while_loop``)."""
     try:
         lo, hi = int(lower), int(upper)
     except (TypeError, core.ConcretizationTypeError):
@@ -668,8 +668,8 @@ def map(f: Callable, xs):  # noqa: A001 (JAX's name)
 # Rules: eval (a Python while loop over compiled code), JVP (fixpoint over
 # nonzero carry tangents; the predicate ignores tangents), vmap (every carry
 # batched: the loop runs while any lane's predicate holds and only live lanes
-# update), lowering (a real ``while`` loop).  Reverse mode is refused, as in
-# JAX: the trip count is unknown when the loop is staged.
+# update), lowering (a real ``while`` loop), partial eval (reverse mode,
+# beyond JAX: count the iterations, then differentiate as a scan of that length).
 
 while_p = Primitive("while", multiple_results=True)
 
@@ -728,11 +728,118 @@ while_p.jvp = _while_jvp
 
 
 def _while_partial_eval(trace, args, cond, body, cond_nconsts, body_nconsts):
-    raise TypeError(
-        "Reverse-mode differentiation (grad, vjp, linearize) of lax.while_loop is not "
-        "supported: the number of iterations is only known at run time, as in JAX. Use "
-        "lax.scan or lax.fori_loop with fixed bounds for a loop you need to differentiate "
-        "in reverse mode; forward mode (jvp, jacfwd) works through while_loop.")
+    """Reverse mode of ``while_loop`` (beyond JAX, which refuses it).
+
+    The loop's known part runs first to count its iterations ``N`` (under vmap:
+    the most any lane needs); the loop is then differentiated as a ``scan`` of
+    length ``N`` over its body, which stacks one residual per iteration (memory
+    grows with the trip count, as a Python-level tape would) and supports every
+    order and transform a scan does.  Lanes that finish earlier keep their
+    carry (the scan body selects on the predicate).  The primal loop runs twice
+    (count, then the scan's known part).  Inside a staged function (jit) the
+    trip count is not known when the derivative is built: that case raises.
+    """
+    nc, nb = cond_nconsts, body_nconsts
+    own = lambda x: isinstance(x, StagingTracer) and x._trace is trace
+    unknown = [own(x) for x in args]
+    u_cc, u_bc, u_carry = unknown[:nc], unknown[nc:nc + nb], unknown[nc + nb:]
+    for _ in range(len(u_carry) + 1):       # fixpoint: which carries stay unknown
+        out_u = partial_eval_jaxpr(body, u_bc + u_carry)[2]
+        new = [a or b for a, b in zip(u_carry, out_u)]
+        if new == u_carry:
+            break
+        u_carry = new
+    if any(u_cc) or any(partial_eval_jaxpr(cond, u_cc + u_carry)[2]):
+        # the predicate itself depends on unknown values: nothing to split
+        return trace.stage(while_p, list(args), dict(cond=cond, body=body, cond_nconsts=nc,
+                                                     body_nconsts=nb))
+    known = [x for x, u in zip(args, u_cc + u_bc + u_carry) if not u]
+    counts = _count_iterations(trace.parent, known, cond, body, nc, nb, u_bc, u_carry)
+    n_max = int(counts.max()) if counts.size else 0
+    masked = bool(counts.size and counts.min() != n_max)
+    scan_body = _cached("while_as_scan", (cond, body), (nc, nb, masked),
+                        lambda: _while_body_as_scan(cond, body, nc, nb, masked))
+    scan_args = list(args) if masked else list(args[nc:])
+    return _scan_partial_eval(trace, scan_args, body=scan_body,
+                              num_consts=(nc if masked else 0) + nb,
+                              num_carry=len(args) - nc - nb, length=n_max, reverse=False)
+
+
+def _count_iterations(parent, known, cond, body, nc, nb, u_bc, u_carry) -> np.ndarray:
+    """Run the loop's known part on ``parent`` with a counter; its concrete values
+    (one per vmap lane), or a TypeError when they only exist at run time."""
+    counter = _cached("while_count", (cond, body), (tuple(u_bc), tuple(u_carry)),
+                      lambda: _counting_loop(cond, body, nc, nb, u_bc, u_carry))
+    c_cond, c_body = counter
+    k_bc = sum(not u for u in u_bc)
+    outs = bind_on(parent, while_p, known[:nc] + known[nc:nc + k_bc] + [np.int64(0)]
+                   + known[nc + k_bc:], dict(cond=c_cond, body=c_body, cond_nconsts=nc,
+                                             body_nconsts=k_bc))
+    count = _underlying_value(outs[0])
+    if count is None:
+        raise TypeError(
+            "Reverse-mode differentiation (grad, vjp, linearize) of lax.while_loop inside "
+            "jit is not supported: fungrad differentiates a while_loop by counting its "
+            "iterations first, and in a staged function the count exists only at run time. "
+            "Take the gradient outside jit (grad(f) where f is not jitted around the loop), "
+            "or use lax.scan / lax.fori_loop with static bounds inside jit.")
+    return np.asarray(count).reshape(-1)
+
+
+def _underlying_value(x):
+    """All concrete values a (possibly vmapped or differentiated) value stands for."""
+    while isinstance(x, Tracer):
+        if isinstance(x, batching.BatchTracer):
+            x = x.val
+        elif isinstance(x, ad.JVPTracer):
+            x = x.primal
+        else:
+            return None
+    return np.asarray(x)
+
+
+def _counting_loop(cond, body, nc, nb, u_bc, u_carry):
+    """A while loop over (counter, known carries) only: unknown inputs are fed
+    zeros, which the known outputs cannot depend on (fixpoint above)."""
+    from fungrad import lax
+    carry_avals = list(body.out_avals)
+    k_bc_avals = [a for a, u in zip(body.in_avals[:nb], u_bc) if not u]
+    k_carry_avals = [a for a, u in zip(carry_avals, u_carry) if not u]
+
+    def fill(vals, flags, avals):
+        it = iter(vals)
+        return [ad.zeros_like_aval(a) if u else next(it) for u, a in zip(flags, avals)]
+
+    def cond_fn(*xs):
+        kc = fill(xs[nc + 1:], u_carry, carry_avals)
+        return eval_jaxpr(cond.jaxpr, cond.consts, *xs[:nc], *kc)
+
+    def body_fn(*xs):
+        bc = fill(xs[:len(k_bc_avals)], u_bc, body.in_avals[:nb])
+        count, kc = xs[len(k_bc_avals)], fill(xs[len(k_bc_avals) + 1:], u_carry, carry_avals)
+        outs = eval_jaxpr(body.jaxpr, body.consts, *bc, *kc)
+        return [lax.add(count, np.int64(1))] + [o for o, u in zip(outs, u_carry) if not u]
+    count_aval = ShapedArray((), np.dtype(np.int64))
+    jit = _jit()
+    return (jit._stage(cond_fn, list(cond.in_avals[:nc]) + [count_aval] + k_carry_avals),
+            jit._stage(body_fn, k_bc_avals + [count_aval] + k_carry_avals))
+
+
+def _while_body_as_scan(cond, body, nc, nb, masked) -> ClosedJaxpr:
+    """The loop body as a scan body ``(consts, carry) -> (carry,)``; ``masked``
+    keeps the carry of lanes whose predicate no longer holds."""
+    from fungrad import lax
+
+    def fn(*xs):
+        carry = list(xs[(nc if masked else 0) + nb:])
+        b_consts = xs[nc:nc + nb] if masked else xs[:nb]
+        new = eval_jaxpr(body.jaxpr, body.consts, *b_consts, *carry)
+        if not masked:
+            return new
+        live = eval_jaxpr(cond.jaxpr, cond.consts, *xs[:nc], *carry)[0]
+        return [lax.select(live, n, c) for n, c in zip(new, carry)]
+    avals = (list(cond.in_avals[:nc]) if masked else []) + list(body.in_avals)
+    return _jit()._stage(fn, avals)
 
 
 while_p.partial_eval = _while_partial_eval
@@ -803,8 +910,14 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """``jax.lax.while_loop``: ``while cond_fun(val): val = body_fun(val)``.
 
     Works eagerly and under jit (a Python ``while`` in the generated code),
-    vmap (runs while any lane is live) and forward mode (jvp, jacfwd);
-    reverse mode raises, as in JAX.
+    vmap (runs while any lane is live) and forward mode (jvp, jacfwd).
+
+    Beyond JAX, reverse mode (grad, vjp, hessian, any order) works too when the
+    derivative is taken outside jit: the loop's iterations are counted, then it
+    is differentiated as a ``scan`` of that length, which keeps one set of
+    residuals per iteration (memory grows linearly with the trip count) and
+    runs the primal loop twice.  ``jit(grad(f))`` / ``grad(jit(f))`` through a
+    while_loop raise a TypeError (the count exists only at run time).
     """
     leaves, tree = tree_flatten(init_val)
     leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]

@@ -105,7 +105,7 @@ def _while_newton(a):
 CASES += [
     Case("while_power", _while_power, lambda x, n: x ** max(int(n), 0),
          [Arg("any", low=0.5, high=1.5), Arg((), dtype="int64", low=0, high=4, diff=False)],
-         prims=("while",), modes=("fwd",)),
+         prims=("while",)),
     Case("while_newton_sqrt", _while_newton, np.sqrt, [Arg("nonempty", low=0.5, high=4.0)],
-         prims=("while",), modes=("fwd",), rtol=1e-9, atol=1e-9),
+         prims=("while",), rtol=1e-9, atol=1e-9),
 ]
