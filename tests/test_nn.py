@@ -449,3 +449,73 @@ def test_initializers_accept_fungrad_random_keys():
     assert abs(w.std() - math.sqrt(1 / 400)) / math.sqrt(1 / 400) < 0.02
     u = np.asarray(init.uniform(2.0)(key, (1000,), np.float32))
     assert u.dtype == np.float32 and u.min() >= 0 and u.max() < 2.0
+
+
+# ----------------------------------------------------------------------------
+# orthogonal and delta_orthogonal initializers
+# ----------------------------------------------------------------------------
+
+def _as_matrix(w, column_axis):
+    """The matrix view orthogonal() uses: columns along column_axis, rows the rest."""
+    w = np.moveaxis(np.asarray(w, np.float64), column_axis, -1)
+    return w.reshape(-1, w.shape[-1])
+
+
+@pytest.mark.parametrize("shape, column_axis", [
+    ((6, 4), -1), ((4, 6), -1), ((5, 5), -1), ((3, 4, 8), -1), ((2, 3, 4), 0),
+    ((3, 3, 2, 16), -1), ((7, 2), 0)])
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+def test_orthogonal_gram_matrix_is_scaled_identity(shape, column_axis, scale):
+    w = init.orthogonal(scale, column_axis)(np.int64(3), shape)
+    assert w.shape == shape and w.dtype == np.float64
+    m = _as_matrix(w, column_axis)
+    # tall: orthonormal columns (QᵀQ = scale² I); wide: orthonormal rows (QQᵀ)
+    gram = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
+    np.testing.assert_allclose(gram, scale**2 * np.eye(len(gram)), atol=1e-12)
+
+
+def test_orthogonal_deterministic_dtype_and_fungrad_keys():
+    import fungrad.random as random
+    ortho = init.orthogonal()
+    np.testing.assert_array_equal(ortho(5, (4, 3)), ortho(5, (4, 3)))
+    assert not np.array_equal(ortho(5, (4, 3)), ortho(6, (4, 3)))
+    w32 = init.orthogonal(dtype=np.float32)(0, (4, 4))
+    assert w32.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(w32).T @ np.asarray(w32), np.eye(4), atol=1e-6)
+    key = random.PRNGKey(1)
+    w = ortho(key, (5, 3))
+    np.testing.assert_array_equal(w, ortho(key, (5, 3)))
+    np.testing.assert_allclose(np.asarray(w).T @ np.asarray(w), np.eye(3), atol=1e-12)
+    # jittable with a fungrad key (shape static)
+    np.testing.assert_allclose(fungrad.jit(lambda k: ortho(k, (5, 3)))(key), w, atol=1e-12)
+
+
+def test_orthogonal_is_haar_distributed_first_entry():
+    # For a Haar-random n x n orthogonal matrix, E[Q_00^2] = 1/n and Q_00 is
+    # symmetric about 0; without the sign fix from R's diagonal, Householder QR
+    # (LAPACK) gives Q_00 = -|A_00| / ||A[:, 0]|| <= 0 every time.
+    entries = np.array([np.asarray(init.orthogonal()(seed, (4, 4)))[0, 0] for seed in range(400)])
+    assert abs((entries**2).mean() - 0.25) < 0.05
+    assert abs(entries.mean()) < 0.1
+
+
+def test_delta_orthogonal_kernel():
+    for shape in [(3, 4, 6), (3, 3, 4, 4), (3, 5, 3, 2, 5)]:
+        w = np.asarray(init.delta_orthogonal(2.0)(0, shape))
+        centre = tuple((k - 1) // 2 for k in shape[:-2])
+        middle = w[centre]
+        np.testing.assert_allclose(middle @ middle.T, 4.0 * np.eye(shape[-2]), atol=1e-12)
+        assert np.abs(w).sum() == pytest.approx(np.abs(middle).sum())
+
+
+def test_orthogonal_errors():
+    with pytest.raises(ValueError, match="at least 2"):
+        init.orthogonal()(0, (5,))
+    with pytest.raises(ValueError, match="column_axis"):
+        init.orthogonal(column_axis=3)(0, (2, 3))
+    with pytest.raises(TypeError, match="dtype"):
+        init.orthogonal()(0, (2, 2), np.int32)
+    with pytest.raises(ValueError, match="3-, 4- or 5-d"):
+        init.delta_orthogonal()(0, (3, 3))
+    with pytest.raises(ValueError, match="fan_in <= fan_out"):
+        init.delta_orthogonal()(0, (3, 5, 4))

@@ -328,3 +328,258 @@ def test_vmap_over_seeds_and_fold_in_data():
     folded = fungrad.vmap(lambda d: random.fold_in(random.PRNGKey(0), d))(seeds)
     np.testing.assert_array_equal(folded,
                                   np.stack([random.fold_in(random.PRNGKey(0), int(s)) for s in seeds]))
+
+
+# ----------------------------------------------------------------------------
+# gamma, loggamma, beta, dirichlet, poisson, binomial
+# ----------------------------------------------------------------------------
+
+def reference_gamma_cdf(a, x):
+    """Regularized lower incomplete gamma P(a, x) by its power series, all terms
+    positive (no cancellation); 600 terms cover x up to ~150."""
+    x = np.asarray(x, np.float64)
+    safe_x = np.where(x > 0, x, 1.0)
+    term, total = np.ones_like(safe_x), np.ones_like(safe_x)
+    for n in range(1, 600):
+        term = term * safe_x / (a + n)
+        total += term
+    cdf = np.exp(a * np.log(safe_x) - safe_x - math.lgamma(a + 1)) * total
+    return np.where(x > 0, cdf, 0.0)
+
+
+def ks_vectorized(samples, cdf):
+    """Kolmogorov–Smirnov distance for a vectorized CDF."""
+    x = np.sort(np.asarray(samples, np.float64))
+    model, n = cdf(x), len(x)
+    return max((np.arange(1, n + 1) / n - model).max(), (model - np.arange(n) / n).max())
+
+
+def chi_square_critical(df, z=3.09):
+    """Wilson–Hilferty approximation of the chi-square upper quantile (z=3.09: 0.1%)."""
+    return df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
+
+
+def assert_counts_match_pmf(samples, pmf):
+    """Chi-square test of integer samples against ``pmf(k)``, pooling the tails
+    (and any sparse cells) so every cell expects at least 5 counts."""
+    samples = np.asarray(samples).astype(np.int64)
+    n = len(samples)
+    ks = np.arange(samples.max() + 1)
+    expected = n * np.array([pmf(int(k)) for k in ks])
+    observed = np.bincount(samples, minlength=len(ks)).astype(float)
+    expected[-1] += n - expected.sum()           # the upper tail beyond the largest sample
+    cells_obs, cells_exp, acc_obs, acc_exp = [], [], 0.0, 0.0
+    for o, e in zip(observed, expected):
+        acc_obs, acc_exp = acc_obs + o, acc_exp + e
+        if acc_exp >= 5:
+            cells_obs.append(acc_obs), cells_exp.append(acc_exp)
+            acc_obs = acc_exp = 0.0
+    cells_obs[-1] += acc_obs
+    cells_exp[-1] += acc_exp
+    cells_obs, cells_exp = np.array(cells_obs), np.array(cells_exp)
+    statistic = ((cells_obs - cells_exp) ** 2 / cells_exp).sum()
+    assert statistic < chi_square_critical(len(cells_obs) - 1), (statistic, len(cells_obs))
+
+
+@pytest.mark.parametrize("a", [0.3, 1.0, 4.5, 60.0])
+def test_gamma_moments_and_ks(a):
+    x = np.asarray(random.gamma(random.PRNGKey(31), a, (N,)))
+    assert x.dtype == np.float64 and x.shape == (N,) and x.min() > 0
+    assert abs(x.mean() - a) < 5 * math.sqrt(a / N)
+    assert abs(x.var() / a - 1) < 5 * math.sqrt((6 / a + 2) / N)   # var of a sample variance
+    assert ks_vectorized(x, lambda v: reference_gamma_cdf(a, v)) < KS_CRITICAL_1PCT
+
+
+def test_incomplete_gamma_matches_reference():
+    a = np.array([0.05, 0.3, 1.0, 2.5, 10.0, 30.0, 30.0, 50.0])
+    x = np.array([1e-3, 0.5, 3.0, 2.0, 12.0, 25.0, 40.0, 49.0])
+    got = np.asarray(random._regularized_gamma_p(a, x))
+    np.testing.assert_allclose(got, [reference_gamma_cdf(ai, xi) for ai, xi in zip(a, x)],
+                               rtol=1e-11, atol=1e-14)
+
+
+def test_gamma_gradient_is_implicit_reparameterisation():
+    # d x / d a = -(dF/da) / (dF/dx) at the sample, F the CDF: central differences
+    a = np.array([0.2, 0.9, 3.0, 30.0])
+    key = random.PRNGKey(32)
+    x = np.asarray(random.gamma(key, a))
+    h = 1e-5
+    dF_da = np.array([(reference_gamma_cdf(ai + h, xi) - reference_gamma_cdf(ai - h, xi)) / (2 * h)
+                      for ai, xi in zip(a, x)])
+    dF_dx = np.exp((a - 1) * np.log(x) - x - np.array([math.lgamma(ai) for ai in a]))
+    expected = -dF_da / dF_dx
+    got = fungrad.grad(lambda a: fnp.sum(random.gamma(key, a)))(a)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    np.testing.assert_allclose(np.diag(fungrad.jacfwd(lambda a: random.gamma(key, a))(a)),
+                               expected, rtol=1e-6)
+    # loggamma: d log x / d a = (d x / d a) / x
+    got_log = fungrad.grad(lambda a: fnp.sum(random.loggamma(key, a)))(a)
+    np.testing.assert_allclose(got_log, expected / x, rtol=1e-6)
+
+
+def test_gamma_gradient_of_mean_is_one():
+    # E[x] = a, so the average of d x / d a over many samples is about 1
+    mean_of = lambda a: fnp.mean(random.gamma(random.PRNGKey(33), a, (4000,)))
+    for a in (0.5, 5.0):
+        assert abs(fungrad.grad(mean_of)(a) - 1.0) < 0.05
+
+
+def test_loggamma_is_log_of_gamma_and_finite_for_tiny_a():
+    key = random.PRNGKey(34)
+    a = np.array([0.5, 2.0, 7.0])
+    np.testing.assert_allclose(random.loggamma(key, a), np.log(random.gamma(key, a)), rtol=1e-12)
+    tiny = np.asarray(random.loggamma(key, 1e-3, (N,)))
+    assert np.all(np.isfinite(tiny))
+    # P(log x < t) = P(a, e^t) ~ e^(a t) / Gamma(a + 1) for tiny a
+    assert abs(np.exp(tiny).mean() - 1e-3) < 5 * math.sqrt(1e-3 / N)
+
+
+@pytest.mark.parametrize("a, b, cdf", [
+    (2.0, 3.0, lambda x: sum(math.comb(4, j) * x**j * (1 - x) ** (4 - j) for j in (2, 3, 4))),
+    (0.5, 0.5, lambda x: 2 / np.pi * np.arcsin(np.sqrt(x))),
+])
+def test_beta_moments_and_ks(a, b, cdf):
+    x = np.asarray(random.beta(random.PRNGKey(35), a, b, (N,)))
+    assert x.shape == (N,) and x.min() >= 0 and x.max() <= 1
+    mean, var = a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1))
+    assert abs(x.mean() - mean) < 5 * math.sqrt(var / N)
+    assert ks_vectorized(x, cdf) < KS_CRITICAL_1PCT
+
+
+def test_dirichlet_moments_and_marginal_ks():
+    alpha = np.array([1.0, 2.0, 3.0])
+    x = np.asarray(random.dirichlet(random.PRNGKey(36), alpha, (N,)))
+    assert x.shape == (N, 3)
+    np.testing.assert_allclose(x.sum(-1), 1.0, rtol=1e-12)
+    total = alpha.sum()
+    var = alpha * (total - alpha) / (total**2 * (total + 1))
+    assert np.all(np.abs(x.mean(0) - alpha / total) < 5 * np.sqrt(var / N))
+    # the first marginal is Beta(1, 5): CDF 1 - (1 - x)^5
+    assert ks_vectorized(x[:, 0], lambda v: 1 - (1 - v) ** 5) < KS_CRITICAL_1PCT
+    assert random.dirichlet(random.PRNGKey(0), np.ones((4, 2))).shape == (4, 2)
+    assert random.dirichlet(random.PRNGKey(0), np.ones(2), (5, 3)).shape == (5, 3, 2)
+
+
+@pytest.mark.parametrize("lam", [0.7, 6.0, 25.0, 400.0])   # Knuth below 10, PTRS above
+def test_poisson_moments_and_chi_square(lam):
+    x = np.asarray(random.poisson(random.PRNGKey(37), lam, (N,)))
+    assert x.dtype == np.int64 and x.min() >= 0
+    assert abs(x.mean() - lam) < 5 * math.sqrt(lam / N)
+    assert abs(x.var() / lam - 1) < 5 * math.sqrt((1 / lam + 2) / N)
+    assert_counts_match_pmf(x, lambda k: math.exp(k * math.log(lam) - lam - math.lgamma(k + 1)))
+
+
+@pytest.mark.parametrize("n, p", [(8, 0.3), (30, 0.95), (60, 0.25), (500, 0.7)])
+def test_binomial_moments_and_chi_square(n, p):
+    # (8, 0.3), (30, 0.95): waiting times (the latter flipped); others: BTRS
+    x = np.asarray(random.binomial(random.PRNGKey(38), n, p, (N,)))
+    assert x.dtype == np.float64 and x.min() >= 0 and x.max() <= n
+    assert np.all(x == np.floor(x))
+    assert abs(x.mean() - n * p) < 5 * math.sqrt(n * p * (1 - p) / N)
+    assert_counts_match_pmf(x, lambda k: math.comb(n, k) * p**k * (1 - p) ** (n - k))
+
+
+def test_binomial_and_poisson_edge_parameters():
+    key = random.PRNGKey(39)
+    np.testing.assert_array_equal(random.poisson(key, 0.0, (5,)), np.zeros(5))
+    np.testing.assert_array_equal(random.binomial(key, 7, 0.0, (3,)), np.zeros(3))
+    np.testing.assert_array_equal(random.binomial(key, 7, 1.0, (3,)), np.full(3, 7.0))
+    np.testing.assert_array_equal(random.binomial(key, 0, 0.4, (3,)), np.zeros(3))
+
+
+def test_invalid_parameters_give_nan_or_minus_one():
+    key = random.PRNGKey(40)
+    g = np.asarray(random.gamma(key, np.array([-1.0, 0.0, np.nan, np.inf, 2.0])))
+    assert np.all(np.isnan(g[:3])) and g[3] == np.inf and np.isfinite(g[4])
+    b = np.asarray(random.beta(key, np.array([-1.0, 2.0]), 2.0))
+    assert np.isnan(b[0]) and 0 < b[1] < 1
+    np.testing.assert_array_equal(random.poisson(key, np.array([-1.0, np.nan, np.inf, 3.0]))[:3], -1)
+    binom = np.asarray(random.binomial(key, np.array([-1.0, 2.5, 5.0, 5.0]),
+                                       np.array([0.5, 0.5, 1.5, 0.5])))
+    assert np.all(np.isnan(binom[:3])) and 0 <= binom[3] <= 5
+
+
+def test_new_samplers_shapes_dtypes_and_broadcasting():
+    key = random.PRNGKey(41)
+    assert random.gamma(key, np.array([1.0, 2.0, 3.0])).shape == (3,)
+    assert random.gamma(key, np.array([1.0, 2.0, 3.0]), (4, 3)).shape == (4, 3)
+    assert random.gamma(key, 2.0, (2, 2), np.float32).dtype == np.float32
+    assert random.beta(key, np.ones((3, 1)), np.ones((1, 2))).shape == (3, 2)
+    assert random.beta(key, 1.0, 2.0, (5,), np.float32).dtype == np.float32
+    assert random.poisson(key, np.array([1.0, 20.0]), (3, 2), np.int32).dtype == np.int32
+    assert random.binomial(key, np.array([5.0, 50.0]), 0.4, (3, 2)).shape == (3, 2)
+    assert random.binomial(key, 5, 0.4, (2,), np.float32).dtype == np.float32
+    # a parameter broadcast to the shape gives its own distribution to each column
+    lam = np.array([1.0, 50.0])
+    means = np.asarray(random.poisson(key, lam, (4000, 2))).mean(0)
+    assert np.all(np.abs(means - lam) < 5 * np.sqrt(lam / 4000))
+    with pytest.raises(ValueError, match="broadcast"):
+        random.gamma(key, np.ones(3), (2,))
+    with pytest.raises(ValueError, match="broadcast"):
+        random.binomial(key, np.ones(3), 0.5, (4,))
+
+
+def test_new_samplers_deterministic_and_split_keys_differ():
+    key = random.PRNGKey(42)
+    k1, k2 = random.split(key)
+    for sampler in NEW_SAMPLERS.values():
+        np.testing.assert_array_equal(sampler(key), sampler(random.PRNGKey(42)))
+        assert not np.array_equal(sampler(k1), sampler(k2))
+
+
+# Parameters mix the regimes so both methods run (and lanes finish at different rounds).
+NEW_SAMPLERS = {
+    "gamma": lambda k: random.gamma(k, fnp.array([0.4, 1.0, 3.0, 80.0]), (3, 4)),
+    "loggamma": lambda k: random.loggamma(k, 0.05, (4,)),
+    "beta": lambda k: random.beta(k, fnp.array([0.5, 2.0]), 3.0, (3, 2)),
+    "dirichlet": lambda k: random.dirichlet(k, fnp.array([0.3, 1.0, 4.0]), (3,)),
+    "poisson": lambda k: random.poisson(k, fnp.array([0.0, 2.5, 9.0, 30.0, 2000.0]), (2, 5)),
+    "binomial": lambda k: random.binomial(
+        k, fnp.array([3.0, 40.0, 200.0, 1000.0]), fnp.array([0.5, 0.9, 0.2, 0.01]), (2, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_SAMPLERS))
+def test_new_samplers_jit_matches_eager(name):
+    sampler = NEW_SAMPLERS[name]
+    key = random.PRNGKey(43)
+    np.testing.assert_array_equal(fungrad.jit(sampler)(key), sampler(key))
+
+
+@pytest.mark.parametrize("name", sorted(NEW_SAMPLERS))
+def test_new_samplers_vmap_over_keys_matches_loop(name):
+    sampler = NEW_SAMPLERS[name]
+    keys = random.split(random.PRNGKey(44), 3)
+    looped = np.stack([np.asarray(sampler(k)) for k in keys])
+    np.testing.assert_array_equal(fungrad.vmap(sampler)(keys), looped)
+    np.testing.assert_array_equal(fungrad.jit(fungrad.vmap(sampler))(keys), looped)
+
+
+def test_gamma_gradient_under_vmap_and_jit():
+    a = np.array([0.5, 2.0, 10.0])
+    per_key = lambda k: fungrad.grad(lambda a: fnp.sum(random.gamma(k, a)))(a)
+    keys = random.split(random.PRNGKey(45), 2)
+    looped = np.stack([np.asarray(per_key(k)) for k in keys])
+    np.testing.assert_allclose(fungrad.vmap(per_key)(keys), looped, rtol=1e-12)
+    np.testing.assert_allclose(fungrad.jit(per_key)(keys[0]), looped[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda k: random.gamma(k, 1.0), lambda k: random.loggamma(k, 1.0),
+    lambda k: random.beta(k, 1.0, 1.0), lambda k: random.dirichlet(k, [1.0, 1.0]),
+    lambda k: random.poisson(k, 1.0), lambda k: random.binomial(k, 3, 0.5)])
+def test_new_samplers_reject_non_keys(call):
+    with pytest.raises(TypeError, match=r"`key`.*fungrad\.random\.PRNGKey\(0\)"):
+        call(np.zeros(2))
+
+
+def test_new_samplers_bad_arguments():
+    key = random.PRNGKey(0)
+    with pytest.raises(TypeError, match="dtype"):
+        random.gamma(key, 1.0, dtype=np.int32)
+    with pytest.raises(TypeError, match="dtype"):
+        random.poisson(key, 1.0, dtype=np.float64)
+    with pytest.raises(TypeError, match="dtype"):
+        random.binomial(key, 3, 0.5, dtype=np.int64)
+    with pytest.raises(ValueError, match="alpha"):
+        random.dirichlet(key, 1.0)

@@ -30,7 +30,7 @@ import fungrad.numpy as fnp
 __all__ = ["zeros", "ones", "constant", "normal", "uniform", "truncated_normal",
            "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform",
            "xavier_normal", "he_uniform", "he_normal", "kaiming_uniform", "kaiming_normal",
-           "lecun_uniform", "lecun_normal"]
+           "lecun_uniform", "lecun_normal", "orthogonal", "delta_orthogonal"]
 
 
 # ----------------------------------------------------------------------------
@@ -230,3 +230,56 @@ he_uniform = _named_scaling(2.0, "fan_in", "uniform", "he_uniform")
 he_normal = _named_scaling(2.0, "fan_in", "truncated_normal", "he_normal")
 xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
+
+
+# ----------------------------------------------------------------------------
+# Orthogonal initializers
+# ----------------------------------------------------------------------------
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=np.float64):
+    """An initializer giving ``scale`` times a uniformly random orthogonal matrix.
+
+    The array is viewed as a matrix whose columns run along ``column_axis`` and
+    whose rows are all other axes flattened; that matrix has orthonormal
+    columns (tall) or rows (wide), times ``scale``. Built as in JAX: the QR
+    factor of a Gaussian matrix with R's diagonal made positive (which makes
+    the distribution the Haar measure).
+    """
+    def init(key, shape, dtype=dtype):
+        shape, dtype = _shape_tuple(shape), _float_dtype(dtype)
+        if len(shape) < 2:
+            raise ValueError(f"orthogonal initializer needs a shape with at least 2 "
+                             f"dimensions, got {shape}; e.g. shape=(fan_in, fan_out)")
+        if not -len(shape) <= column_axis < len(shape):
+            raise ValueError(f"orthogonal: column_axis={column_axis} is out of range for "
+                             f"shape {shape}")
+        n_cols = shape[column_axis]
+        n_rows = math.prod(shape) // n_cols
+        # QR needs a tall matrix: factor the transpose of a wide one.
+        tall = (n_cols, n_rows) if n_rows < n_cols else (n_rows, n_cols)
+        q, r = fnp.linalg.qr(_standard_normal(key, tall, np.float64))
+        q = q * fnp.sign(fnp.diagonal(r))[None, :]
+        if n_rows < n_cols:
+            q = q.T
+        other_axes = tuple(d for i, d in enumerate(shape) if i != column_axis % len(shape))
+        q = fnp.moveaxis(fnp.reshape(q, (*other_axes, n_cols)), -1, column_axis)
+        return fnp.asarray(scale * q, dtype=dtype)
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=np.float64):
+    """An initializer for 3-, 4- or 5-d convolution kernels (spatial..., in, out):
+    zero except the spatial centre, which holds ``orthogonal(scale)`` of shape
+    (in, out) (Xiao et al. 2018, as JAX). Needs in <= out."""
+    def init(key, shape, dtype=dtype):
+        shape, dtype = _shape_tuple(shape), _float_dtype(dtype)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError(f"delta_orthogonal needs a 3-, 4- or 5-d kernel shape "
+                             f"(spatial..., in, out), got {shape}")
+        if shape[-2] > shape[-1]:
+            raise ValueError(f"delta_orthogonal needs fan_in <= fan_out (shape[-2] <= "
+                             f"shape[-1]) so the centre can be orthogonal, got {shape}")
+        centre_matrix = orthogonal(scale, column_axis, dtype)(key, shape[-2:], dtype)
+        centre = tuple((k - 1) // 2 for k in shape[:-2])
+        return fnp.zeros(shape, dtype).at[centre].set(centre_matrix)
+    return init
