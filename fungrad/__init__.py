@@ -6,6 +6,8 @@ from fungrad.api import (make_jaxpr, eval_shape, ShapeDtypeStruct, jvp, vjp, lin
 from fungrad.jit import jit
 from fungrad.export import export
 from fungrad.custom_derivatives import custom_jvp, custom_vjp
+from fungrad import ad_checkpoint
+from fungrad.ad_checkpoint import checkpoint, remat, checkpoint_policies
 from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError
 from fungrad import numpy
 from fungrad import random, optim, nn, scipy

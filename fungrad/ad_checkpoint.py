@@ -1,0 +1,342 @@
+"""``checkpoint`` / ``remat``: trade computation for memory in reverse mode.
+
+``checkpoint(f)`` stages ``f`` into a jaxpr carried by ``remat_p``.  Evaluating
+it, differentiating it forward or batching it behaves like ``f``.  What
+changes is reverse mode (linearize): the forward pass keeps only the values a
+*policy* calls saveable (by default none, besides ``f``'s inputs, which are kept
+anyway); every other residual is *recomputed* from them in the backward pass,
+inside the transposed ``remat_p``.  So a chain of checkpointed layers holds one
+activation per layer between the passes instead of all of their residuals.
+
+Policies have JAX's signature ``policy(prim, *avals, **params) -> bool`` (is
+the output of this equation saveable?); ``checkpoint_policies`` holds JAX's
+named ones.  ``checkpoint_name(x, name)`` tags a value for
+``save_only_these_names`` / ``save_any_names_but_these``.
+
+In jit-generated code a ``remat_p`` equation is emitted as its own block, so the
+recomputation in the backward pass is not merged with the forward pass by
+common-subexpression elimination (``prevent_cse`` is accepted for
+compatibility; the blocks are never merged).
+"""
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+from typing import Callable
+
+import numpy as np
+
+from fungrad import core
+from fungrad.core import (ClosedJaxpr, Jaxpr, Literal, Primitive, StagingTracer, Tracer, Var,
+                          bind_on, eval_jaxpr, get_aval)
+from fungrad.interpreters import ad
+from fungrad.interpreters.partial_eval import dce_jaxpr, partial_eval_jaxpr
+from fungrad.tree_util import tree_flatten, tree_unflatten
+
+__all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "remat_p", "name_p"]
+
+
+def _jit():
+    import sys
+    from fungrad import jit as _  # noqa: F401  (the module, loaded)
+    return sys.modules["fungrad.jit"]
+
+
+# ----------------------------------------------------------------------------
+# checkpoint_name: an identity that tags a value for name-based policies
+# ----------------------------------------------------------------------------
+
+name_p = Primitive("name")
+name_p.def_impl(lambda x, name: x)
+name_p.def_abstract_eval(lambda x, name: x)
+name_p.jvp = lambda primals, tangents, name: (name_p.bind(primals[0], name=name), tangents[0])
+name_p.transpose = lambda ct, x, name: [ct]
+name_p.linear = True
+name_p.batch = lambda axis_size, vals, dims, name: (name_p.bind(vals[0], name=name), dims[0])
+name_p.lower = lambda args, name: args[0]
+
+
+def checkpoint_name(x, name: str):
+    """Tag ``x`` (any pytree) with ``name`` for ``save_only_these_names`` policies."""
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: name must be a string, got {type(name).__name__}")
+    leaves, tree = tree_flatten(x)
+    return tree_unflatten(tree, [name_p.bind(v if isinstance(v, Tracer) else np.asarray(v),
+                                             name=name) for v in leaves])
+
+
+# ----------------------------------------------------------------------------
+# Policies (JAX's names)
+# ----------------------------------------------------------------------------
+
+def _everything_saveable(prim, *avals, **params):
+    return True
+
+
+def _nothing_saveable(prim, *avals, **params):
+    return False
+
+
+def _dots_saveable(prim, *avals, **params):
+    return prim.name == "dot_general"
+
+
+def _dots_with_no_batch_dims_saveable(prim, *avals, **params):
+    if prim.name != "dot_general":
+        return False
+    (_, _), (lhs_batch, _) = params["dimension_numbers"]
+    return not lhs_batch
+
+
+def _save_only_these_names(*names):
+    names = frozenset(names)
+
+    def policy(prim, *avals, **params):
+        return prim is name_p and params["name"] in names
+    policy.__name__ = f"save_only_these_names{tuple(sorted(names))}"
+    return policy
+
+
+def _save_any_names_but_these(*names):
+    names = frozenset(names)
+
+    def policy(prim, *avals, **params):
+        return prim is name_p and params["name"] not in names
+    policy.__name__ = f"save_any_names_but_these{tuple(sorted(names))}"
+    return policy
+
+
+def _save_from_both_policies(policy_1, policy_2):
+    def policy(prim, *avals, **params):
+        return policy_1(prim, *avals, **params) or policy_2(prim, *avals, **params)
+    return policy
+
+
+checkpoint_policies = SimpleNamespace(
+    everything_saveable=_everything_saveable,
+    nothing_saveable=_nothing_saveable,
+    dots_saveable=_dots_saveable,
+    checkpoint_dots=_dots_saveable,
+    dots_with_no_batch_dims_saveable=_dots_with_no_batch_dims_saveable,
+    checkpoint_dots_with_no_batch_dims=_dots_with_no_batch_dims_saveable,
+    save_only_these_names=_save_only_these_names,
+    save_any_names_but_these=_save_any_names_but_these,
+    save_from_both_policies=_save_from_both_policies,
+)
+
+
+# ----------------------------------------------------------------------------
+# The primitive
+# ----------------------------------------------------------------------------
+
+remat_p = Primitive("checkpoint", multiple_results=True)
+
+
+def _remat_impl(*args, jaxpr, policy, prevent_cse):
+    comp = _jit().compiled(jaxpr)
+    return list(comp.fn(*comp.consts, *args))
+
+
+remat_p.def_impl(_remat_impl)
+remat_p.def_abstract_eval(lambda *avals, jaxpr, policy, prevent_cse: list(jaxpr.out_avals))
+
+
+def _remat_jvp(primals, tangents, jaxpr, policy, prevent_cse):
+    jit = _jit()
+    nonzero = tuple(type(t) is not ad.Zero for t in tangents)
+    jvp_jaxpr, out_nonzero = jit._cached("remat_jvp", jaxpr, nonzero,
+                                         lambda: jit._jvp_jaxpr(jaxpr, nonzero))
+    nz = [t for t in tangents if type(t) is not ad.Zero]
+    outs = remat_p.bind(*primals, *nz, jaxpr=jvp_jaxpr, policy=policy, prevent_cse=prevent_cse)
+    n = len(jaxpr.out_avals)
+    it = iter(outs[n:])
+    return outs[:n], [next(it) if f else ad.Zero(ad.tangent_aval(a))
+                      for f, a in zip(out_nonzero, jaxpr.out_avals)]
+
+
+remat_p.jvp = _remat_jvp
+
+
+def _remat_partial_eval(trace, args, jaxpr, policy, prevent_cse):
+    """Known part now, saving only what ``policy`` allows; the unknown part is a
+    ``remat_p`` that first recomputes the other residuals from the known inputs."""
+    unknowns = tuple(isinstance(a, StagingTracer) and a._trace is trace for a in args)
+    known, recompute_and_apply, out_unknowns, n_saved = _jit()._cached(
+        "remat_pe", jaxpr, (unknowns, policy), lambda: _split_remat(jaxpr, unknowns, policy))
+    known_args = [a for a, u in zip(args, unknowns) if not u]
+    params = dict(policy=policy, prevent_cse=prevent_cse)
+    known_outs = bind_on(trace.parent, remat_p, known_args, dict(jaxpr=known, **params))
+    n_out = len(known_outs) - n_saved
+    saved, known_outs = known_outs[n_out:], known_outs[:n_out]
+    staged = trace.stage(remat_p, known_args + list(saved) + [a for a, u in zip(args, unknowns) if u],
+                         dict(jaxpr=recompute_and_apply, **params))
+    k, s = iter(known_outs), iter(staged)
+    return [next(s) if u else next(k) for u in out_unknowns]
+
+
+def _split_remat(closed: ClosedJaxpr, unknowns, policy):
+    """(known: known ins -> known outs + saved residuals,
+    recompute_and_apply: known ins + saved + unknown ins -> unknown outs,
+    out_unknowns, number of saved residuals)."""
+    known, unknown, out_unknowns, num_res = partial_eval_jaxpr(closed, list(unknowns))
+    kj = known.jaxpr
+    n_out = len(kj.outvars) - num_res
+    residuals = kj.outvars[n_out:]
+    # any value the policy allows may be saved, if the recomputation needs it
+    candidates = [v for e in kj.eqns if _saveable(policy, e) for v in e.outvars]
+    saved = _needed(kj, candidates, residuals)
+    saved_set = set(saved)
+    eqns = [e for e in kj.eqns if not all(v in saved_set for v in e.outvars)]
+    recompute = ClosedJaxpr(dce_jaxpr(Jaxpr(kj.constvars, kj.invars + saved, eqns,
+                                            list(residuals)))[0], known.consts)
+    # unsaved residuals are not computed in the forward pass at all
+    known_saving = ClosedJaxpr(dce_jaxpr(Jaxpr(kj.constvars, kj.invars, kj.eqns,
+                                               kj.outvars[:n_out] + saved))[0], known.consts)
+    n_known_in = len(kj.invars)
+
+    def recompute_and_apply(*xs):
+        res = eval_jaxpr(recompute.jaxpr, recompute.consts, *xs[:n_known_in + len(saved)])
+        return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[n_known_in + len(saved):])
+    avals = (list(known.in_avals) + [v.aval for v in saved]
+             + list(unknown.in_avals[num_res:]))
+    return (known_saving, _jit()._stage(recompute_and_apply, avals), out_unknowns, len(saved))
+
+
+def _saveable(policy, eqn) -> bool:
+    avals = [get_aval(a.val) if type(a) is Literal else a.aval for a in eqn.inputs]
+    return bool(policy(eqn.primitive, *avals, **eqn.params))
+
+
+def _needed(jaxpr: Jaxpr, candidates, residuals) -> list:
+    """The candidates that computing ``residuals`` reads, when every candidate
+    is taken as given (so is not recomputed)."""
+    given = set(candidates)
+    eqns = [e for e in jaxpr.eqns if not all(v in given for v in e.outvars)]
+    _, used = dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars + list(candidates), eqns,
+                              list(residuals)))
+    return [v for v, u in zip(candidates, used[len(jaxpr.invars):]) if u]
+
+
+remat_p.partial_eval = _remat_partial_eval
+
+
+def _remat_transpose(cts, *args, jaxpr, policy, prevent_cse):
+    linear = tuple(ad.is_undefined_primal(a) for a in args)
+    t_jaxpr = _jit()._cached("remat_t", jaxpr, linear, lambda: _transpose_with_recompute(jaxpr, linear))
+    nonlinear = [a for a in args if not ad.is_undefined_primal(a)]
+    cts = [ad.instantiate_zeros(c) for c in cts]
+    outs = iter(remat_p.bind(*nonlinear, *cts, jaxpr=t_jaxpr, policy=policy,
+                             prevent_cse=prevent_cse))
+    return [next(outs) if lin else None for lin in linear]
+
+
+def _transpose_with_recompute(closed: ClosedJaxpr, linear) -> ClosedJaxpr:
+    """The transpose of ``closed`` w.r.t. its ``linear`` inputs, where the
+    equations that depend only on the other inputs are evaluated first (the
+    recomputation), then the linear rest is transposed."""
+    recompute, lin_part, _, num_res = partial_eval_jaxpr(closed, list(linear))
+    lj = lin_part.jaxpr
+    res_vars, lin_vars = lj.invars[:num_res], lj.invars[num_res:]
+    as_linear = Jaxpr(lj.constvars + res_vars, lin_vars, lj.eqns, lj.outvars)
+    n_nonlin = sum(not lin for lin in linear)
+
+    def transposed(*xs):
+        outs = eval_jaxpr(recompute.jaxpr, recompute.consts, *xs[:n_nonlin])
+        res = outs[len(outs) - num_res:] if num_res else []
+        cts_in = ad.backward_pass(as_linear, list(lin_part.consts) + list(res), list(xs[n_nonlin:]))
+        return [ad.instantiate_zeros(c) for c in cts_in]
+    avals = ([a for a, lin in zip(closed.in_avals, linear) if not lin]
+             + [ad.tangent_aval(a) for a in closed.out_avals])
+    return _jit()._stage(transposed, avals)
+
+
+remat_p.transpose = _remat_transpose
+remat_p.linear = True
+
+
+def _remat_batch(axis_size, vals, dims, jaxpr, policy, prevent_cse):
+    from fungrad.interpreters import batching
+    jit = _jit()
+    vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    in_dims = tuple(None if d is None else 0 for d in dims)
+    b_jaxpr = jit._cached("remat_batch", jaxpr, (in_dims, axis_size),
+                          lambda: jit._batch_jaxpr(jaxpr, in_dims, axis_size))
+    outs = remat_p.bind(*vals, jaxpr=b_jaxpr, policy=policy, prevent_cse=prevent_cse)
+    return outs, [0] * len(outs)
+
+
+remat_p.batch = _remat_batch
+
+
+def _remat_emit(block, eqn, args, out_names):
+    # its own block: the passes never merge it with the forward computation
+    outs = block.body(eqn.params["jaxpr"], list(args), extra_indent="")
+    for o, n in zip(out_names, outs):
+        block.line(f"{o} = {n}")
+
+
+remat_p.emit_block = _remat_emit
+
+
+# ----------------------------------------------------------------------------
+# Public API
+# ----------------------------------------------------------------------------
+
+def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=None,
+               static_argnums: int | tuple = ()):
+    """``jax.checkpoint``: ``fun`` whose residuals are recomputed in the backward
+    pass unless ``policy`` (default ``nothing_saveable``) says to save them."""
+    if fun is None:
+        return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,
+                                 static_argnums=static_argnums)
+    if not callable(fun):
+        raise TypeError(f"checkpoint: expected a callable, got {type(fun).__name__}")
+    policy = _nothing_saveable if policy is None else policy
+    if not callable(policy):
+        raise TypeError("checkpoint: policy must be a callable such as "
+                        "fungrad.checkpoint_policies.dots_saveable")
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    traced: dict = {}     # (tree, avals, statics) -> ClosedJaxpr, out tree
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        static = {i % len(args): args[i] for i in statics} if args else {}
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        leaves, in_tree = tree_flatten(tuple(dyn))
+        leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
+        avals = [get_aval(x) for x in leaves]
+        try:
+            key = (in_tree, tuple(avals), tuple(sorted(static.items())))
+            hit = traced.get(key)
+        except TypeError:          # an unhashable static argument: no caching
+            key, hit = None, None
+        if hit is None:
+            closed, hoisted, out_tree = _trace(fun, args, static, in_tree, avals)
+            if key is not None and not hoisted:
+                # like jit: a function closing over no tracers is traced once per
+                # signature (closed-over arrays are baked in as constants)
+                traced[key] = closed, out_tree
+        else:
+            (closed, out_tree), hoisted = hit, []
+        outs = remat_p.bind(*hoisted, *leaves, jaxpr=closed, policy=policy,
+                            prevent_cse=bool(prevent_cse))
+        return tree_unflatten(out_tree, outs)
+    return wrapped
+
+
+def _trace(fun, args, static, in_tree, avals):
+    out_tree = []
+
+    def flat(*xs):
+        it = iter(tree_unflatten(in_tree, list(xs)))
+        full = [static[i] if i in static else next(it) for i in range(len(args))]
+        outs, tree = tree_flatten(fun(*full))
+        out_tree.append(tree)
+        return [o if isinstance(o, Tracer) else np.asarray(o) for o in outs]
+    jaxpr, consts = core.trace_to_jaxpr(flat, avals)
+    closed, hoisted = _jit()._closure_convert(jaxpr, consts)
+    return closed, hoisted, out_tree[0]
+
+
+remat = checkpoint
