@@ -21,10 +21,22 @@ def _calls_per_round(fn: Callable, target: float) -> int:
         n = max(n * 2, int(n * target / max(elapsed, 1e-9)))
 
 
+def _status(line: str, previous: str) -> str:
+    """Overwrite the previous progress line on stderr; return the new one."""
+    sys.stderr.write("\r" + line.ljust(len(previous)))
+    sys.stderr.flush()
+    return line
+
+
 def compare(name: str, impls: dict[str, Callable], rounds: int = 7,
             target: float = 0.05, progress=True) -> dict[str, float]:
     """Median seconds per call of each implementation, measured interleaved."""
-    counts = {k: _calls_per_round(f, target) for k, f in impls.items()}
+    shown = ""
+    counts = {}
+    for k, f in impls.items():
+        if progress:
+            shown = _status(f"  {name}: calibrating {k}", shown)
+        counts[k] = _calls_per_round(f, target)
     samples: dict[str, list[float]] = {k: [] for k in impls}
     for r in range(rounds):
         for k, f in impls.items():
@@ -34,10 +46,10 @@ def compare(name: str, impls: dict[str, Callable], rounds: int = 7,
                 f()
             samples[k].append((time.perf_counter() - t0) / n)
         if progress:
-            sys.stderr.write(f"\r  {name}: round {r + 1}/{rounds}")
-            sys.stderr.flush()
+            shown = _status(f"  {name}: round {r + 1}/{rounds}", shown)
     if progress:
-        sys.stderr.write("\r" + " " * 60 + "\r")
+        _status("", shown)
+        sys.stderr.write("\r")
     return {k: statistics.median(v) for k, v in samples.items()}
 
 

@@ -1,8 +1,10 @@
 """The workloads of the issues, each as implementations of the same computation.
 
-Every ``make_*`` returns ``(title, {implementation: thunk}, notes)``; the first
+Every ``make_*`` returns ``(title, {implementation: thunk})``; the first
 implementation is the hand-written NumPy baseline that ratios refer to.
-Implementations whose library is not installed are left out.
+Implementations whose library is not installed are left out: HIPS autograd
+(``bench`` extra) and the JAX / PyTorch peers of peers.py (see its docstring;
+PyTorch is installed separately with exactly ``pip install torch==2.13.0``).
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import numpy as np
 import fungrad
 import fungrad.numpy as fnp
 from fungrad.examples import ARM_FRACTIONS, ARM_LENGTHS, robot_arm
+
+from benchmarks import peers
 
 try:
     import autograd
@@ -25,13 +29,15 @@ except ImportError:  # optional peer
 
 def make_dispatch_sin():
     x = np.linspace(0.0, 1.0, 10)
-    return "fnp.sin on a length-10 array", {"numpy": lambda: np.sin(x),
-                                            "fungrad": lambda: fnp.sin(x)}
+    impls = {"numpy": lambda: np.sin(x), "fungrad": lambda: fnp.sin(x)}
+    impls.update(peers.dispatch_sin_impls(x, np.sin(x)))
+    return "fnp.sin on a length-10 array", impls
 
 
 def make_dispatch_add():
-    return "fnp.add of two Python floats", {"numpy": lambda: np.add(1.0, 2.0),
-                                            "fungrad": lambda: fnp.add(1.0, 2.0)}
+    impls = {"numpy": lambda: np.add(1.0, 2.0), "fungrad": lambda: fnp.add(1.0, 2.0)}
+    impls.update(peers.dispatch_add_impls(np.add(1.0, 2.0)))
+    return "fnp.add of two Python floats", impls
 
 
 # ----------------------------------------------------------------------------
@@ -59,6 +65,7 @@ def make_seed_grad():
              "fungrad jit": (lambda g=fungrad.jit(fungrad.value_and_grad(seed(fnp))): g(0.7))}
     if autograd:
         impls["autograd"] = (lambda g=autograd.value_and_grad(seed(anp)): g(0.7))
+    impls.update(peers.value_and_grad_impls(seed, 0.7, _seed_value_and_grad_numpy(0.7)))
     return "value and grad of the seed scalar function", impls
 
 
@@ -91,6 +98,8 @@ def make_chain_grad():
                  lambda v: _chain(fnp, v))): g(x))}
     if autograd:
         impls["autograd"] = (lambda g=autograd.value_and_grad(lambda v: _chain(anp, v)): g(x))
+    impls.update(peers.value_and_grad_impls(lambda m: (lambda v: _chain(m, v)), x,
+                                            _chain_numpy(x)))
     return "value and grad of a 200-op elementwise chain (length 10)", impls
 
 
@@ -159,6 +168,8 @@ def make_mlp_grad():
     if autograd:
         impls["autograd"] = (lambda g=autograd.value_and_grad(
             lambda p: _mlp_loss(anp, p, x, onehot)): g(params))
+    impls.update(peers.mlp_grad_impls(params, x, onehot,
+                                      _mlp_loss_and_grad_numpy(params, x, onehot)))
     return "MLP 784-512-512-10 loss+grad (tanh, softmax CE, batch 128)", impls
 
 
@@ -204,12 +215,14 @@ def make_per_example():
     params, xs, ys = pe_setup()
     per_ex = fungrad.vmap(fungrad.grad(_pe_loss), in_axes=(None, 0, 0))
     loop_grad = fungrad.grad(_pe_loss)
-    return "per-example grads, MLP 100-64-1, batch 256", {
+    impls = {
         "numpy": lambda: _pe_numpy(params, xs, ys),
         "fungrad vmap(grad)": lambda: per_ex(params, xs, ys),
         "fungrad jit(vmap(grad))": (lambda j=fungrad.jit(per_ex): j(params, xs, ys)),
         "fungrad loop of grad": lambda: [loop_grad(params, x, y) for x, y in zip(xs, ys)],
     }
+    impls.update(peers.per_example_impls(params, xs, ys, _pe_numpy(params, xs, ys)))
+    return "per-example grads, MLP 100-64-1, batch 256", impls
 
 
 # ----------------------------------------------------------------------------
@@ -234,12 +247,15 @@ def arm_jacobian_numpy(theta):
 def make_arm_jacobian():
     theta = np.array([0.3, -0.5, 1.1])
     f = robot_arm
-    return "Jacobian of the 3-joint arm (150 x 3)", {
+    impls = {
         "numpy (analytic)": lambda: arm_jacobian_numpy(theta),
         "fungrad jacfwd": (lambda j=fungrad.jacfwd(f): j(theta)),
         "fungrad jacrev": (lambda j=fungrad.jacrev(f): j(theta)),
         "fungrad jit(jacfwd)": (lambda j=fungrad.jit(fungrad.jacfwd(f)): j(theta)),
     }
+    impls.update(peers.arm_jacobian_impls(robot_arm, ARM_LENGTHS, ARM_FRACTIONS, theta,
+                                          arm_jacobian_numpy(theta)))
+    return "Jacobian of the 3-joint arm (150 x 3)", impls
 
 
 def make_hvp():
@@ -260,12 +276,14 @@ def make_hvp():
         dlogits = h @ v
         dp = p * (dlogits - np.sum(p * dlogits, axis=1, keepdims=True))
         return h.T @ dp / x.shape[0]
-    return "HVP of the MLP loss w.r.t. W3 (forward-over-reverse)", {
+    impls = {
         "numpy (hand-written HVP)": lambda: hvp_numpy(w3, v),
         "fungrad eval of loss": lambda: loss(w3),
         "fungrad hvp": lambda: hvp(w3, v),
         "fungrad jit(hvp)": (lambda j=fungrad.jit(hvp): j(w3, v)),
     }
+    impls.update(peers.mlp_hvp_impls(params, x, onehot, v, hvp_numpy(w3, v)))
+    return "HVP of the MLP loss w.r.t. W3 (forward-over-reverse)", impls
 
 
 def _rnn_setup(seed=0, hidden=64, inputs=32, batch=32, steps=100):
@@ -301,11 +319,13 @@ def _rnn_grad_numpy(W, U, xs):
 def make_rnn():
     W, U, xs = _rnn_setup()
     g = fungrad.jit(fungrad.grad(_rnn_loss, argnums=(0, 1)))
-    return "RNN (hidden 64, input 32, batch 32, 100 steps): grad via lax.scan", {
+    impls = {
         "numpy (hand-written BPTT)": lambda: _rnn_grad_numpy(W, U, xs),
         "fungrad grad (eager)": (lambda e=fungrad.grad(_rnn_loss, argnums=(0, 1)): e(W, U, xs)),
         "fungrad jit(grad)": lambda: g(W, U, xs),
     }
+    impls.update(peers.rnn_grad_impls(W, U, xs, _rnn_grad_numpy(W, U, xs)))
+    return "RNN (hidden 64, input 32, batch 32, 100 steps): grad via lax.scan", impls
 
 
 WORKLOADS = [make_dispatch_sin, make_dispatch_add, make_seed_grad, make_chain_grad,
