@@ -32,7 +32,14 @@ from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p"]
+__all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "custom_jvp_call_p", "custom_vjp_call_p",
+           "custom_lin_p"]
+
+#: What a ``defjvp(..., symbolic_zeros=True)`` rule receives as the tangent of an
+#: input that is not being differentiated (it has ``shape``, ``dtype`` and
+#: ``aval``, and is not an array); the rule may also return one as an output
+#: tangent.  The rule can then skip work for inputs that are not perturbed.
+SymbolicZero = Zero
 
 
 def _jit_module():
@@ -119,7 +126,11 @@ class custom_jvp:
         self.symbolic_zeros = False
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False):
-        """``jvp(primals, tangents) -> (primal_out, tangent_out)`` (tuples of args)."""
+        """``jvp(primals, tangents) -> (primal_out, tangent_out)`` (tuples of args).
+
+        With ``symbolic_zeros=True`` the tangent of an input that is not being
+        differentiated arrives as a ``SymbolicZero`` instead of an array of zeros
+        (under vmap, zeros are instantiated)."""
         self.jvp_rule = jvp
         self.symbolic_zeros = symbolic_zeros
         return jvp

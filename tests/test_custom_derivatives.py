@@ -1,4 +1,6 @@
 """custom_jvp: the rule is used, composes with every transform, JAX's conventions."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -125,3 +127,42 @@ def test_custom_vjp_bad_bwd_structure():
     f.defvjp(lambda x, y: (x * y, (x, y)), lambda res, g: (g,))
     with pytest.raises(TypeError, match="bwd returned cotangents with structure"):
         grad(f)(1.0, 2.0)
+
+
+def test_custom_jvp_symbolic_zeros_skip_unperturbed_inputs():
+    from fungrad.custom_derivatives import SymbolicZero
+    seen = []
+
+    @fungrad.custom_jvp
+    def f(x, y):
+        return fnp.sin(x) * y
+
+    @functools.partial(f.defjvp, symbolic_zeros=True)
+    def f_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        seen.append((type(tx) is SymbolicZero, type(ty) is SymbolicZero))
+        out = f(x, y)
+        t = 0.0 * out
+        if type(tx) is not SymbolicZero:
+            t = t + fnp.cos(x) * tx * y
+        if type(ty) is not SymbolicZero:
+            assert ty.shape == fnp.shape(y)
+            t = t + fnp.sin(x) * ty
+        return out, t
+    x, y = 0.3, 2.0
+    np.testing.assert_allclose(fungrad.grad(f)(x, y), np.cos(x) * y, rtol=1e-15)
+    assert seen[-1] == (False, True)      # y is not differentiated: a symbolic zero
+    np.testing.assert_allclose(fungrad.grad(f, 1)(x, y), np.sin(x), rtol=1e-15)
+    assert seen[-1] == (True, False)
+    np.testing.assert_allclose(fungrad.grad(fungrad.grad(f))(x, y), -np.sin(x) * y, rtol=1e-14)
+    np.testing.assert_allclose(fungrad.jit(fungrad.grad(f, (0, 1)))(x, y),
+                               (np.cos(x) * y, np.sin(x)), rtol=1e-15)
+    np.testing.assert_allclose(fungrad.vmap(fungrad.grad(f))(np.array([x, 1.0]), np.array([y, y])),
+                               np.cos([x, 1.0]) * y, rtol=1e-15)
+    # a rule may return a symbolic zero as the output tangent
+    @fungrad.custom_jvp
+    def g(x):
+        return fnp.floor(x)
+    g.defjvp(lambda p, t: (g(*p), SymbolicZero(fungrad.core.get_aval(p[0]))),
+             symbolic_zeros=True)
+    assert fungrad.grad(g)(1.5) == 0.0

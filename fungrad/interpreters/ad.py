@@ -51,6 +51,11 @@ class Zero:
     def __repr__(self):
         return f"Zero({self.aval.str_short()})"
 
+    # what a custom_jvp rule with symbolic_zeros=True may ask of one (JAX's SymbolicZero)
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+
 
 def is_float(dtype) -> bool:
     return np.issubdtype(dtype, np.inexact)
