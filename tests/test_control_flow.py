@@ -254,3 +254,20 @@ def test_seed6_mass_spring_fit_with_adam_through_scan():
         updates, state = opt.update(g, state, k)
         k = optim.apply_updates(k, updates)
     assert abs(k - 4.0) < 1e-2
+
+
+def test_associative_scan_every_length_and_errors():
+    for n in range(0, 12):
+        x = np.arange(1.0, n + 1)
+        np.testing.assert_allclose(lax.associative_scan(fnp.add, x), np.cumsum(x))
+        np.testing.assert_allclose(lax.associative_scan(fnp.add, x, reverse=True),
+                                   np.cumsum(x[::-1])[::-1])
+    x = np.random.default_rng(0).normal(size=(3, 6))
+    np.testing.assert_allclose(jit(lambda x: lax.associative_scan(fnp.maximum, x, axis=1))(x),
+                               np.maximum.accumulate(x, 1))
+    with pytest.raises(ValueError, match="same length"):
+        lax.associative_scan(lambda a, b: a, (np.ones(3), np.ones(4)))
+    with pytest.raises(ValueError, match="out of range"):
+        lax.associative_scan(fnp.add, np.ones(3), axis=1)
+    with pytest.raises(TypeError, match="structure of elems"):
+        lax.associative_scan(lambda a, b: (a, b), np.ones(3))

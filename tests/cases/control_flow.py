@@ -109,3 +109,27 @@ CASES += [
     Case("while_newton_sqrt", _while_newton, np.sqrt, [Arg("nonempty", low=0.5, high=4.0)],
          prims=("while",), rtol=1e-9, atol=1e-9),
 ]
+
+
+def _linear_recurrence(a, b):
+    # h_t = a_t h_{t-1} + b_t, as JAX's docs do it with associative_scan
+    return lax.associative_scan(lambda l, r: (l[0] * r[0], r[0] * l[1] + r[1]), (a, b))[1]
+
+
+def _linear_recurrence_ref(a, b):
+    h, out = 0.0, []
+    for t in range(len(a)):
+        h = a[t] * h + b[t]
+        out.append(h)
+    return np.array(out)
+
+
+CASES += [
+    Case("associative_scan_cumprod", lambda x: lax.associative_scan(fnp.multiply, x, axis=-1),
+         lambda x: np.cumprod(x, axis=-1), [Arg((3, 5), low=0.5, high=1.5)], prims=()),
+    Case("associative_scan_reverse_cumsum",
+         lambda x: lax.associative_scan(fnp.add, x, reverse=True),
+         lambda x: np.cumsum(x[::-1], axis=0)[::-1], [Arg((7, 2))], prims=()),
+    Case("associative_scan_linear_recurrence", _linear_recurrence, _linear_recurrence_ref,
+         [Arg((9,), low=0.5, high=1.0), Arg((9,))], prims=()),
+]
