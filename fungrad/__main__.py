@@ -5,6 +5,8 @@ Uses the seed function of the lecture notes,
 """
 from __future__ import annotations
 
+import functools
+import os
 import time
 
 import numpy as np
@@ -60,6 +62,70 @@ def jit_speed_demo():
           f"({times['eager'] / times['jit']:.0f}x faster)")
 
 
+def jacobian_demo():
+    from fungrad.examples import robot_arm
+    theta = np.array([0.3, -0.2, 0.5])
+    t0 = time.perf_counter()
+    j_fwd = fungrad.jacfwd(robot_arm)(theta)
+    t1 = time.perf_counter()
+    j_rev = fungrad.jacrev(robot_arm)(theta)
+    t2 = time.perf_counter()
+    print(f"3-joint arm, 3 inputs -> 150 outputs: Jacobian {j_fwd.shape}; forward mode needs "
+          f"3 passes ({(t1 - t0) * 1e3:.1f} ms), reverse mode 150 ({(t2 - t1) * 1e3:.1f} ms); "
+          f"equal: {np.allclose(j_fwd, j_rev)}")
+
+
+def control_flow_demo():
+    from fungrad import lax
+    theta, x0 = 0.02, 1.0
+
+    def seed5(theta):          # x <- x + θ·sin x, 50 steps (one scan), loss (x_50 - 2)²
+        x50 = lax.scan(lambda x, _: (x + theta * fnp.sin(x), None), x0, None, length=50)[0]
+        return (x50 - 2.0) ** 2
+    print(f"scan: 50 steps of x <- x + θ·sin x from 1: loss (x_50 - 2)² = "
+          f"{float(seed5(theta)):.10f}, d loss/dθ = {float(fungrad.grad(seed5)(theta)):.10f}")
+
+    def halvings(x):           # a data-dependent trip count
+        return lax.while_loop(lambda c: c[0] > 1.0, lambda c: (c[0] * 0.5 + 0.1, c[1] + 1),
+                              (x, 0))
+    x_end, n = halvings(37.0)
+    print(f"while_loop ran {int(n)} times; reverse mode through it (beyond JAX): "
+          f"grad = {float(fungrad.grad(lambda x: halvings(x)[0])(37.0)):.6f} = 0.5**{int(n)}")
+
+
+def implicit_and_checkpoint_demo():
+    from fungrad.implicit import fixed_point
+    rng = np.random.default_rng(0)
+    W, x = rng.normal(size=(4, 4)) * 0.2, rng.normal(size=4)
+    layer = lambda z, p: fnp.tanh(p[0] @ z + p[1])
+
+    def unrolled(x, steps=200):
+        z = fnp.zeros(4)
+        for _ in range(steps):
+            z = layer(z, (W, x))
+        return fnp.sum(z)
+    implicit = lambda x: fnp.sum(fixed_point(layer, fnp.zeros(4), (W, x)))
+    g_imp, g_unr = fungrad.grad(implicit)(x), fungrad.grad(unrolled)(x)
+    print(f"fixed point z = tanh(Wz + x): implicit gradient (one linear solve) vs 200 unrolled "
+          f"steps: max difference {np.max(np.abs(g_imp - g_unr)):.1e}")
+    deep = lambda x, layer_fn: fnp.sum(functools.reduce(lambda h, _: layer_fn(h), range(20), x))
+    step = fungrad.checkpoint(lambda h: fnp.tanh(W @ h))
+    same = np.allclose(fungrad.grad(deep)(x, step), fungrad.grad(deep)(x, lambda h: fnp.tanh(W @ h)))
+    print(f"checkpoint: 20 layers recomputed in the backward pass, same gradient: {same}")
+
+
+def export_demo():
+    import importlib.util
+    import tempfile
+    path = os.path.join(tempfile.mkdtemp(), "seed_grad.py")
+    fungrad.export(fungrad.grad(seed_f), 0.7, path=path, name="seed_grad")
+    spec = importlib.util.spec_from_file_location("seed_grad", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    print(f"export(grad(f)) wrote a NumPy-only module ({os.path.getsize(path)} bytes); "
+          f"it gives {float(module.seed_grad(0.7)):.12f}")
+
+
 def main():
     x = 0.7
     section("make_jaxpr: the function as fungrad sees it")
@@ -81,6 +147,13 @@ def main():
     hvp = fungrad.jvp(fungrad.grad(h), (v0,), (dv,))[1]
     print(f"H·v = {np.asarray(hvp)}  (hessian(h) @ v = {np.asarray(fungrad.hessian(h)(v0) @ dv)})")
 
+    section("vjp: a reusable pullback")
+    y, pullback = fungrad.vjp(seed_f, x)
+    print(f"vjp(f, {x}) -> pullback(1.0) = {float(pullback(1.0)[0]):.12f} (= grad)")
+
+    section("jacfwd / jacrev: forward vs reverse mode on the robot arm")
+    jacobian_demo()
+
     section("linearize: the linear jaxpr of the tangent map")
     y, f_jvp = fungrad.linearize(seed_f, x)
     print(f_jvp.jaxpr)
@@ -89,9 +162,16 @@ def main():
     section("vmap: per-example gradients")
     per_example_demo()
 
+    section("control flow: scan and while_loop, differentiated")
+    control_flow_demo()
+
+    section("implicit differentiation and checkpointing")
+    implicit_and_checkpoint_demo()
+
     section("jit: the generated NumPy code of jit(grad(f))")
     print(fungrad.jit(fungrad.grad(seed_f)).lower(x).source())
     jit_speed_demo()
+    export_demo()
 
 
 if __name__ == "__main__":
