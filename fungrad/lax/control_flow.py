@@ -446,46 +446,84 @@ def _scan_partial_eval(trace, args, body, num_consts, num_carry, length, reverse
         split = _cached("scan_pe", (body,), (tuple(u_consts), tuple(u_carry), tuple(u_xs)),
                         lambda: _split_scan_body(body, num_consts, num_carry,
                                                  u_consts, u_carry, u_xs))
-        out_u = split[2]
+        out_u = split[3]
         new = [a or b for a, b in zip(u_carry, out_u[:num_carry])]
         if new == u_carry:
             break
         u_carry = new
-    known_body, unknown_body, out_u, num_res = split
+    known_body, invariants, unknown_body, out_u, num_res, num_inv = split
     consts, carry, xs = _split3(args, num_consts, num_carry)
     k = lambda vals, flags: [v for v, f in zip(vals, flags) if not f]
     u = lambda vals, flags: [v for v, f in zip(vals, flags) if f]
+    # residuals that depend on the consts only are computed once, not per iteration
+    inv_res = bind_on(trace.parent, _jit().jit_p, k(consts, u_consts),
+                      dict(jaxpr=invariants, name="scan_invariants")) if num_inv else []
     known_outs = bind_on(trace.parent, scan_p, k(consts, u_consts) + k(carry, u_carry) + k(xs, u_xs),
                          dict(body=known_body, num_consts=num_consts - sum(u_consts),
                               num_carry=num_carry - sum(u_carry), length=length, reverse=reverse))
     residuals = known_outs[len(known_outs) - num_res:] if num_res else []
     known_outs = known_outs[:len(known_outs) - num_res] if num_res else known_outs
-    staged = trace.stage(scan_p, u(consts, u_consts) + u(carry, u_carry) + list(residuals)
-                         + u(xs, u_xs),
-                         dict(body=unknown_body, num_consts=sum(u_consts), num_carry=sum(u_carry),
-                              length=length, reverse=reverse))
+    staged = trace.stage(scan_p, u(consts, u_consts) + list(inv_res) + u(carry, u_carry)
+                         + list(residuals) + u(xs, u_xs),
+                         dict(body=unknown_body, num_consts=sum(u_consts) + num_inv,
+                              num_carry=sum(u_carry), length=length, reverse=reverse))
     ko, so = iter(known_outs), iter(staged)
     return [next(so) if f else next(ko) for f in out_u]
 
 
 def _split_scan_body(body, num_consts, num_carry, u_consts, u_carry, u_xs):
-    """Known body: (k consts, k carry, k xs) -> (k carry, k ys, residuals);
-    unknown body: (u consts, u carry, residuals, u xs) -> (u carry, u ys)."""
+    """Known body: (k consts, k carry, k xs) -> (k carry, k ys, varying residuals);
+    invariants: (k consts) -> residuals that depend on the consts only;
+    unknown body: (u consts, invariants, u carry, varying residuals, u xs) -> (u carry, u ys)."""
     unknowns = list(u_consts) + list(u_carry) + list(u_xs)
     inst = list(u_carry) + [False] * (len(body.out_avals) - num_carry)
     known, unknown, out_u, num_res = partial_eval_jaxpr(body, unknowns, instantiate=inst)
     # carries must be unknown on both sides or neither: force agreement
     out_u = [a or b for a, b in zip(out_u, inst)]
-    n_u_in = sum(unknowns)
+    n_kc = num_consts - sum(u_consts)
+    invariant = _const_only(known.jaxpr, n_kc)[len(known.out_avals) - num_res:]
+    known, invariants = _hoist_invariants(known, num_res, n_kc, invariant)
     n_uc, n_ucarry = sum(u_consts), sum(u_carry)
     res_avals = list(unknown.in_avals[:num_res])
     u_in_avals = list(unknown.in_avals[num_res:])
-    # reorder the unknown body's inputs from (res, consts, carry, xs) to (consts, carry, res, xs)
-    order_avals = u_in_avals[:n_uc + n_ucarry] + res_avals + u_in_avals[n_uc + n_ucarry:]
-    picks = (list(range(n_uc + n_ucarry, n_uc + n_ucarry + num_res))
-             + list(range(n_uc + n_ucarry)) + list(range(n_uc + n_ucarry + num_res, len(order_avals))))
-    unknown = _select_inputs(unknown, order_avals, picks)
-    return known, unknown, tuple(out_u), num_res
+    inv_pos = [i for i, f in enumerate(invariant) if f]
+    var_pos = [i for i, f in enumerate(invariant) if not f]
+    # reorder the unknown body's inputs from (res, consts, carry, xs) to
+    # (consts, invariant res, carry, varying res, xs)
+    order = (list(range(num_res, num_res + n_uc)) + inv_pos
+             + list(range(num_res + n_uc, num_res + n_uc + n_ucarry)) + var_pos
+             + list(range(num_res + n_uc + n_ucarry, num_res + len(u_in_avals))))
+    all_avals = res_avals + u_in_avals
+    new_avals = [all_avals[i] for i in order]
+    picks = [order.index(i) for i in range(len(all_avals))]
+    unknown = _select_inputs(unknown, new_avals, picks)
+    return known, invariants, unknown, tuple(out_u), len(var_pos), len(inv_pos)
+
+
+def _const_only(jaxpr: core.Jaxpr, n_consts) -> list:
+    """For each output of ``jaxpr``: does it depend on its first ``n_consts`` inputs only?"""
+    varying = set(jaxpr.invars[n_consts:])
+    for eqn in jaxpr.eqns:
+        if any(isinstance(a, core.Var) and a in varying for a in eqn.inputs):
+            varying.update(eqn.outvars)
+    return [not (isinstance(v, core.Var) and v in varying) for v in jaxpr.outvars]
+
+
+def _hoist_invariants(known: ClosedJaxpr, num_res, n_consts, invariant):
+    """Split the known body's residual outputs: the loop-invariant ones move to a
+    jaxpr of the consts evaluated once (None if there are none)."""
+    from fungrad.interpreters.partial_eval import dce_jaxpr
+    if not any(invariant):
+        return known, None
+    kj = known.jaxpr
+    n_out = len(kj.outvars) - num_res
+    res = kj.outvars[n_out:]
+    body = core.Jaxpr(kj.constvars, kj.invars, kj.eqns,
+                      kj.outvars[:n_out] + [r for r, f in zip(res, invariant) if not f])
+    inv = core.Jaxpr(kj.constvars, kj.invars[:n_consts], kj.eqns,
+                     [r for r, f in zip(res, invariant) if f])
+    return (ClosedJaxpr(dce_jaxpr(body)[0], known.consts),
+            ClosedJaxpr(dce_jaxpr(inv)[0], known.consts))
 
 
 scan_p.partial_eval = _scan_partial_eval
@@ -494,47 +532,55 @@ scan_p.partial_eval = _scan_partial_eval
 def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse):
     consts, carry, xs = _split3(args, num_consts, num_carry)
     lin = ad.is_undefined_primal
-    if any(not lin(c) for c in consts):
-        raise TypeError("scan transpose: the consts of a linear scan must all be linear")
+    # non-linear consts are loop-invariant residuals (see _hoist_invariants);
     # a carry whose initial value is known here is an instantiated zero tangent
     # (see _scan_jvp): it gets a cotangent like the others, which is dropped
+    c_lin = tuple(lin(c) for c in consts)
     x_lin = tuple(lin(x) for x in xs)
+    res_consts = [c for c in consts if not lin(c)]
+    lin_consts = [c for c in consts if lin(c)]
     res = [x for x in xs if not lin(x)]
-    t_body = _cached("scan_t", (body,), x_lin,
-                     lambda: _transpose_scan_body(body, num_consts, num_carry, x_lin))
+    t_body = _cached("scan_t", (body,), (c_lin, x_lin),
+                     lambda: _transpose_scan_body(body, num_consts, num_carry, c_lin, x_lin))
     ct_carry, ct_ys = cts[:num_carry], cts[num_carry:]
-    ct_consts0 = [ad.zeros_like_aval(c.aval) for c in consts]
+    ct_consts0 = [ad.zeros_like_aval(c.aval) for c in lin_consts]
     ct_carry = [ad.instantiate_zeros(c) for c in ct_carry]
     ct_ys = [ad.instantiate_zeros(c) for c in ct_ys]
-    outs = scan_p.bind(*ct_consts0, *ct_carry, *res, *ct_ys, body=t_body, num_consts=0,
-                       num_carry=num_consts + num_carry, length=length, reverse=not reverse)
-    ct_c, ct_k, ct_x = outs[:num_consts], outs[num_consts:num_consts + num_carry], \
-        iter(outs[num_consts + num_carry:])
+    n_lc = len(lin_consts)
+    outs = scan_p.bind(*res_consts, *ct_consts0, *ct_carry, *res, *ct_ys, body=t_body,
+                       num_consts=len(res_consts), num_carry=n_lc + num_carry, length=length,
+                       reverse=not reverse)
+    ct_c, ct_k, ct_x = iter(outs[:n_lc]), outs[n_lc:n_lc + num_carry], iter(outs[n_lc + num_carry:])
     ct_k = [c if lin(k) else None for c, k in zip(ct_k, carry)]
-    return list(ct_c) + ct_k + [next(ct_x) if f else None for f in x_lin]
+    return ([next(ct_c) if f else None for f in c_lin] + ct_k
+            + [next(ct_x) if f else None for f in x_lin])
 
 
-def _transpose_scan_body(body, num_consts, num_carry, x_lin):
-    """(ct consts acc, ct carry), (res x slices, ct y slices) ->
+def _transpose_scan_body(body, num_consts, num_carry, c_lin, x_lin):
+    """(res consts), (ct linear consts acc, ct carry), (res x slices, ct y slices) ->
     (ct consts acc + this step's, ct carry in), ct of the linear x slices."""
     jaxpr = body.jaxpr
     c_v, k_v, x_v = _split3(jaxpr.invars, num_consts, num_carry)
+    res_c_v = [v for v, f in zip(c_v, c_lin) if not f]
+    lin_c_v = [v for v, f in zip(c_v, c_lin) if f]
     res_v = [v for v, f in zip(x_v, x_lin) if not f]
     lin_x_v = [v for v, f in zip(x_v, x_lin) if f]
-    as_linear = core.Jaxpr(jaxpr.constvars + res_v, c_v + k_v + lin_x_v, jaxpr.eqns, jaxpr.outvars)
-    n_res = len(res_v)
+    as_linear = core.Jaxpr(jaxpr.constvars + res_c_v + res_v, lin_c_v + k_v + lin_x_v,
+                           jaxpr.eqns, jaxpr.outvars)
+    n_rc, n_lc, n_res = len(res_c_v), len(lin_c_v), len(res_v)
 
     def fn(*xs):
-        acc, ct_carry = xs[:num_consts], xs[num_consts:num_consts + num_carry]
-        res, ct_ys = xs[num_consts + num_carry:num_consts + num_carry + n_res], \
-            xs[num_consts + num_carry + n_res:]
-        cts_in = ad.backward_pass(as_linear, list(body.consts) + list(res),
+        res_c, acc = xs[:n_rc], xs[n_rc:n_rc + n_lc]
+        ct_carry = xs[n_rc + n_lc:n_rc + n_lc + num_carry]
+        rest = xs[n_rc + n_lc + num_carry:]
+        res, ct_ys = rest[:n_res], rest[n_res:]
+        cts_in = ad.backward_pass(as_linear, list(body.consts) + list(res_c) + list(res),
                                   list(ct_carry) + list(ct_ys))
         cts_in = [ad.instantiate_zeros(c) for c in cts_in]
-        new_acc = [ad.add_tangents(a, c) for a, c in zip(acc, cts_in[:num_consts])]
-        return new_acc + cts_in[num_consts:]
-    avals = ([v.aval for v in c_v] + [v.aval for v in k_v] + [v.aval for v in res_v]
-             + [ad.tangent_aval(a) for a in body.out_avals[num_carry:]])
+        new_acc = [ad.add_tangents(a, c) for a, c in zip(acc, cts_in[:n_lc])]
+        return new_acc + cts_in[n_lc:]
+    avals = ([v.aval for v in res_c_v] + [v.aval for v in lin_c_v] + [v.aval for v in k_v]
+             + [v.aval for v in res_v] + [ad.tangent_aval(a) for a in body.out_avals[num_carry:]])
     return _jit()._stage(fn, avals)
 
 
