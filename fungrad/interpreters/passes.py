@@ -17,7 +17,13 @@ Each pass is a function ``Jaxpr -> Jaxpr`` that keeps the jaxpr's meaning
 * ``inline_calls``: nested ``jit`` calls are spliced into the enclosing jaxpr,
   so the other passes (and code generation) see one flat program.
 
-``optimize`` runs inline_calls, fold_constants, simplify, cse, fold_transposes, dce.
+``optimize`` runs inline_calls, fold_constants, simplify, cse, fold_transposes, dce,
+and recurses into the sub-jaxprs of higher-order primitives (any param that is
+a ClosedJaxpr or a tuple of them: cond branches, scan/while bodies, ...).  A
+sub-jaxpr keeps its signature (the enclosing primitive's rules and lowering
+rely on it): only its internal equations change.  Rematerialisation
+primitives (``remat``/``checkpoint``) are a CSE barrier: their purpose is to
+recompute values, so nothing inside them is merged with the outside.
 """
 from __future__ import annotations
 
@@ -201,6 +207,9 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
     read = lambda a: subst.get(a, a) if isinstance(a, Var) else a
     for eqn in jaxpr.eqns:
         inputs = [read(a) for a in eqn.inputs]
+        if _is_remat(eqn.primitive):      # recomputation is the point: never merged
+            eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars))
+            continue
         try:
             in_keys = tuple(map(_key, inputs))
             if eqn.primitive.name in _COMMUTATIVE:
@@ -223,8 +232,10 @@ def dce(jaxpr: Jaxpr) -> Jaxpr:
     return dce_jaxpr(jaxpr)[0]
 
 
-def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """Splice the jaxprs of inlinable call primitives (nested jit) into ``closed``."""
+def inline_calls(closed: ClosedJaxpr, which=None) -> ClosedJaxpr:
+    """Splice the jaxprs of inlinable call primitives (nested jit) into ``closed``;
+    ``which(primitive)``, if given, further restricts the primitives spliced."""
+    which = which or (lambda prim: True)
     constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
     eqns: list[JaxprEqn] = []
 
@@ -233,7 +244,7 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
         for eqn in jaxpr.eqns:
             sub = eqn.params.get("jaxpr")
             inputs = [read(a) for a in eqn.inputs]
-            if eqn.primitive.inline and isinstance(sub, ClosedJaxpr):
+            if eqn.primitive.inline and isinstance(sub, ClosedJaxpr) and which(eqn.primitive):
                 inner_env = dict(zip(sub.jaxpr.invars, inputs))
                 for v, c in zip(sub.jaxpr.constvars, sub.consts):
                     inner_env[v] = Var(v.aval)
@@ -248,8 +259,49 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
     return ClosedJaxpr(Jaxpr(constvars, closed.jaxpr.invars, eqns, outvars), consts)
 
 
-def optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """All passes, in order; returns a new ClosedJaxpr (constants may be added)."""
-    flat = inline_calls(closed)
-    return ClosedJaxpr(dce(fold_transposes(cse(simplify(fold_constants(flat.jaxpr))))),
-                       flat.consts)
+_REMAT_NAMES = ("remat", "checkpoint")
+
+
+def _is_remat(prim) -> bool:
+    return prim.name.startswith(_REMAT_NAMES)
+
+
+def optimize(closed: ClosedJaxpr, _memo: dict | None = None) -> ClosedJaxpr:
+    """All passes, in order, here and in every sub-jaxpr; returns a new
+    ClosedJaxpr (constants may be added).  ``closed`` is never mutated: jaxprs
+    are cached and shared."""
+    memo = {} if _memo is None else _memo
+    # remat calls stay whole through CSE (spliced afterwards, if inlinable)
+    flat = inline_calls(closed, which=lambda prim: not _is_remat(prim))
+    jaxpr = _optimize_sub_jaxprs(flat.jaxpr, memo)
+    jaxpr = fold_transposes(cse(simplify(fold_constants(jaxpr))))
+    spliced = inline_calls(ClosedJaxpr(jaxpr, flat.consts), which=_is_remat)
+    return ClosedJaxpr(dce(spliced.jaxpr), spliced.consts)
+
+
+def _optimize_sub_jaxprs(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
+    """``jaxpr`` with the sub-jaxprs in its equations' params optimised (new
+    equations where something changed; the old ones are left as they were)."""
+    eqns = []
+    for eqn in jaxpr.eqns:
+        changed = {}
+        for name, value in eqn.params.items():
+            if isinstance(value, ClosedJaxpr):
+                changed[name] = _optimize_sub(value, memo)
+            elif isinstance(value, tuple) and value and \
+                    all(isinstance(v, ClosedJaxpr) for v in value):
+                changed[name] = tuple(_optimize_sub(v, memo) for v in value)
+        if changed:
+            eqn = JaxprEqn(eqn.primitive, eqn.inputs, {**eqn.params, **changed}, eqn.outvars)
+        eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+
+
+def _optimize_sub(sub: ClosedJaxpr, memo: dict) -> ClosedJaxpr:
+    """The optimised ``sub``, once per sub-jaxpr object (identical bodies stay
+    identical objects, so CSE can still merge equal control-flow equations)."""
+    hit = memo.get(id(sub))
+    if hit is None:
+        # (``sub`` is kept in the entry so that its id is not reused meanwhile)
+        hit = memo[id(sub)] = (sub, optimize(sub, memo))
+    return hit[1]
