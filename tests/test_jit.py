@@ -266,3 +266,51 @@ def test_fold_transposes_preserves_values(f):
                                        consts=flat.consts)
         for x, y in zip(folded.fn(*flat.consts, a, b), want):
             np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-14)
+
+
+def _load_exported(path, name):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+_LINALG_PROGRAMS = {
+    "triangular_solve": lambda a: fnp.sum(lax.linalg.triangular_solve(
+        a, a[:, :2] + 1.0, left_side=True, lower=True) ** 2),
+    "triangular_solve_right_unit": lambda a: fnp.sum(lax.linalg.triangular_solve(
+        a, a[:2] * 2.0, lower=False, transpose_a=True, unit_diagonal=True)),
+    "cholesky": lambda a: fnp.sum(fnp.sin(lax.linalg.cholesky(a))),
+    "lu": lambda a: fnp.sum(lax.linalg.lu(a)[0] ** 2) + fnp.sum(lax.linalg.lu(a)[2] * 1.0),
+    "lu_pivots_to_permutation": lambda a: fnp.sum(
+        lax.linalg.lu_pivots_to_permutation(lax.linalg.lu(a)[1], 3) * fnp.sum(a)),
+    "linear_solve": lambda a: fnp.sum(fnp.linalg.solve(a, fnp.arange(3.0)) ** 2),
+    "inv": lambda a: fnp.sum(fnp.linalg.inv(a) * a.T),
+    "det_adjugate": lambda a: fnp.linalg.det(a) ** 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LINALG_PROGRAMS))
+def test_export_linalg_primitives_needs_only_numpy(tmp_path, name):
+    import subprocess
+    import sys
+    f = _LINALG_PROGRAMS[name]
+    for fun, tag in ((f, "value"), (fungrad.grad(f), "grad")):
+        module_name = f"exported_{name}_{tag}"
+        path = tmp_path / f"{module_name}.py"
+        src = fungrad.export(fun, _SPD, path=path, name="run")
+        assert "__import__" not in src and "_impl[" not in src
+        imports = {line.split()[1] for line in src.splitlines()
+                   if line.startswith(("import ", "from "))}
+        assert imports == {"numpy"}
+        got = _load_exported(path, module_name).run(_SPD)
+        np.testing.assert_allclose(got, fun(_SPD), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(jit(fun)(_SPD), fun(_SPD), rtol=1e-12, atol=1e-14)
+    # it runs where fungrad cannot be imported
+    code = (f"import sys; sys.modules['fungrad'] = None; sys.path.insert(0, {str(tmp_path)!r});"
+            f"import numpy as np, {module_name} as m; print(np.sum(m.run(np.eye(3) * 2.0)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    np.testing.assert_allclose(float(out.stdout), np.sum(fun(np.eye(3) * 2.0)), rtol=1e-12)

@@ -23,8 +23,9 @@ Every primitive has all of its rules right after it.  Conventions:
 Lowering: ``dot_general`` lowers to transposes/reshapes around one
 ``np.matmul``; most decompositions to one ``np.linalg`` call.  The ones whose
 impl is several NumPy steps (lu, triangular_solve, cholesky's NaN fallback,
-linear_solve, adjugate, lu_pivots_to_permutation) lower to a call of their
-pure-NumPy impl through the generated module's ``_impl`` table.
+linear_solve, adjugate, lu_pivots_to_permutation) lower to a call of the
+function of the same name in ``fungrad.lax._linalg_numpy``, a NumPy-only
+module that ``fungrad.export`` copies into exported code.
 """
 from __future__ import annotations
 
@@ -33,6 +34,13 @@ import math
 import operator
 
 import numpy as np
+
+# the multi-step NumPy computations live in a NumPy-only module, so that the
+# impls, the jit lowerings and fungrad.export share one copy
+from fungrad.lax._linalg_numpy import (  # noqa: E402
+    triangular_solve as _triangular_solve_numpy, cholesky as _cholesky_numpy, lu as _lu_numpy,
+    lu_pivots_to_permutation as _lu_pivots_to_permutation_numpy,
+    linear_solve as _linear_solve_numpy, adjugate as _adjugate_numpy)
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
@@ -53,12 +61,13 @@ def _bind(prim, *args, **params):
     return prim.bind(*args, **params)
 
 
-def _lower_to_impl(prim):
-    """Lower a primitive whose impl is several NumPy steps to a call of that
-    impl through the generated module's ``_impl`` table (pure NumPy code)."""
+def _lower_to_numpy_helper(prim, fn_name):
+    """Lower a primitive whose computation is several NumPy steps to a call of
+    ``fungrad.lax._linalg_numpy.<fn_name>`` (NumPy-only, so export can embed it)."""
     def lower(args, **params):
         kw = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
-        return f"_impl[{prim.name!r}]({', '.join(args)}{kw})"
+        module = "__import__('fungrad.lax._linalg_numpy', fromlist=['_'])"
+        return f"{module}.{fn_name}({', '.join(args)}{kw})"
     prim.lower = lower
 
 
@@ -400,50 +409,6 @@ def _symmetrize(x):
 # (transpose_a) or conj(a) (conjugate_a; real matrices: no-op).  Only the
 # `lower`/upper triangle of a is read; unit_diagonal: its diagonal is taken as 1.
 
-def _effective_triangle(a, lower, unit_diagonal):
-    tri = np.tril(a) if lower else np.triu(a)
-    if unit_diagonal:
-        idx = np.arange(a.shape[-1])
-        tri[..., idx, idx] = 1
-    return tri
-
-
-def _substitution_solve(t, b, lower):
-    """Solve t @ x = b for triangular t row by row; zero diagonals give inf/nan
-    (the fallback for singular matrices, where np.linalg.solve raises)."""
-    x = np.zeros(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:],
-                 np.result_type(t, b))
-    m = t.shape[-1]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for i in (range(m) if lower else range(m - 1, -1, -1)):
-            partial = np.matmul(t[..., i:i + 1, :], x)[..., 0, :]
-            x[..., i, :] = (b[..., i, :] - partial) / t[..., i, i, None]
-    return x
-
-
-def _solve_or_substitute(t, b, lower):
-    try:
-        return np.linalg.solve(t, b)
-    except np.linalg.LinAlgError:
-        return _substitution_solve(t, b, lower)
-
-
-def _triangular_solve_numpy(a, b, left_side=False, lower=False, transpose_a=False,
-                            conjugate_a=False, unit_diagonal=False):
-    a, b = np.asarray(a), np.asarray(b)
-    t = _effective_triangle(a, lower, unit_diagonal)
-    if conjugate_a:
-        t = np.conj(t)
-    if transpose_a:
-        t = np.swapaxes(t, -1, -2)
-    op_lower = lower != transpose_a
-    if left_side:
-        return _solve_or_substitute(t, b, op_lower)
-    # x @ t = b  <=>  t.T @ x.T = b.T
-    xt = _solve_or_substitute(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2), not op_lower)
-    return np.swapaxes(xt, -1, -2)
-
-
 def _triangular_solve_shape(a, b, *, left_side, lower, transpose_a, conjugate_a,
                             unit_diagonal):
     _check_square_float("triangular_solve (argument a)", a)
@@ -520,7 +485,7 @@ defjvp2(triangular_solve_p, _triangular_solve_jvp_a, _triangular_solve_jvp_b)
 triangular_solve_p.transpose = _triangular_solve_transpose
 triangular_solve_p.linear = True   # in b (a is never an undefined primal)
 triangular_solve_p.batch = _triangular_solve_batch
-_lower_to_impl(triangular_solve_p)
+_lower_to_numpy_helper(triangular_solve_p, 'triangular_solve')
 
 
 def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
@@ -537,25 +502,6 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
 # ============================================================================
 # cholesky
 # ============================================================================
-
-def _cholesky_numpy(a):
-    """Lower Cholesky factor reading the lower triangle; NaNs for a matrix of the
-    stack that is not positive definite (JAX's behaviour), not an exception."""
-    a = np.asarray(a)
-    try:
-        return np.linalg.cholesky(a)
-    except np.linalg.LinAlgError:
-        pass
-    n = a.shape[-1]
-    flat = a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)), n, n))
-    out = np.full(flat.shape, np.nan, a.dtype)
-    for i, mat in enumerate(flat):  # error path only: find the bad members
-        try:
-            out[i] = np.linalg.cholesky(mat)
-        except np.linalg.LinAlgError:
-            pass
-    return out.reshape(a.shape)
-
 
 def _cholesky_shape(a):
     _check_square_float("cholesky", a)
@@ -577,7 +523,7 @@ cholesky_p.def_impl(_cholesky_numpy)
 cholesky_p.def_abstract_eval(_cholesky_shape)
 defjvp2(cholesky_p, _cholesky_jvp)
 _batch_at_front(cholesky_p)
-_lower_to_impl(cholesky_p)
+_lower_to_numpy_helper(cholesky_p, 'cholesky')
 
 
 def cholesky(x, *, symmetrize_input=True):
@@ -595,47 +541,6 @@ def cholesky(x, *, symmetrize_input=True):
 # ============================================================================
 
 _LU_BLOCK = 48
-
-
-def _lu_numpy(a):
-    """Partial-pivoting LU of a stack of (m, n) matrices: (lu, pivots, permutation)
-    with ``a[..., permutation, :] == L @ U`` (L unit lower, U upper, packed in lu).
-
-    Blocked right-looking LU: a Python loop over the min(m, n) columns (never
-    over the batch), the trailing updates done by BLAS matmuls.
-    """
-    a = np.asarray(a)
-    *batch, m, n = a.shape
-    k = min(m, n)
-    lu = a.reshape((int(np.prod(batch, dtype=np.int64)), m, n)).copy()
-    perm = np.tile(np.arange(m, dtype=np.int32), (lu.shape[0], 1))
-    pivots = np.zeros((lu.shape[0], k), np.int32)
-    for j0 in range(0, k, _LU_BLOCK):
-        j1 = min(j0 + _LU_BLOCK, k)
-        _lu_panel(lu, perm, pivots, j0, j1)
-        if j1 < n:
-            l11 = np.tril(lu[:, j0:j1, j0:j1], -1) + np.eye(j1 - j0, dtype=lu.dtype)
-            lu[:, j0:j1, j1:] = np.linalg.solve(l11, lu[:, j0:j1, j1:])
-            lu[:, j1:, j1:] -= np.matmul(lu[:, j1:, j0:j1], lu[:, j0:j1, j1:])
-    return [lu.reshape(a.shape), pivots.reshape(tuple(batch) + (k,)),
-            perm.reshape(tuple(batch) + (m,))]
-
-
-def _lu_panel(lu, perm, pivots, j0, j1):
-    """Unblocked LU of columns j0:j1 (in place), swapping whole rows."""
-    members = np.arange(lu.shape[0])
-    for j in range(j0, j1):
-        p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
-        pivots[:, j] = p
-        for arr in (lu, perm):
-            row = arr[members, j].copy()
-            arr[members, j] = arr[members, p]
-            arr[members, p] = row
-        pivot = lu[:, j, j]
-        # a zero pivot means the column below is zero too: leave it (as LAPACK)
-        safe = np.where(pivot == 0, 1, pivot)
-        lu[:, j + 1:, j] /= safe[:, None]
-        lu[:, j + 1:, j + 1:j1] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:j1]
 
 
 def _lu_shape(a):
@@ -672,7 +577,7 @@ lu_p.def_impl(_lu_numpy)
 lu_p.def_abstract_eval(_lu_shape)
 lu_p.jvp = _lu_jvp
 _batch_at_front(lu_p)
-_lower_to_impl(lu_p)
+_lower_to_numpy_helper(lu_p, 'lu')
 
 
 def lu(x):
@@ -683,20 +588,6 @@ def lu(x):
     ``permutation`` (int32, (..., m)) satisfies ``x[..., permutation, :] == L @ U``.
     """
     return tuple(_bind(lu_p, as_operand(x)))
-
-
-def _lu_pivots_to_permutation_numpy(pivots, permutation_size):
-    pivots = np.asarray(pivots)
-    batch, k = pivots.shape[:-1], pivots.shape[-1]
-    flat = pivots.reshape((int(np.prod(batch, dtype=np.int64)), k))
-    perm = np.tile(np.arange(permutation_size, dtype=np.int32), (flat.shape[0], 1))
-    members = np.arange(flat.shape[0])
-    for j in range(k):  # apply the swaps in order
-        p = flat[:, j]
-        row = perm[members, j].copy()
-        perm[members, j] = perm[members, p]
-        perm[members, p] = row
-    return perm.reshape(batch + (permutation_size,))
 
 
 def _lu_pivots_to_permutation_shape(pivots, *, permutation_size):
@@ -714,7 +605,7 @@ lu_pivots_to_permutation_p.def_impl(_lu_pivots_to_permutation_numpy)
 lu_pivots_to_permutation_p.def_abstract_eval(_lu_pivots_to_permutation_shape)
 defjvp_zero(lu_pivots_to_permutation_p)
 _batch_at_front(lu_pivots_to_permutation_p)
-_lower_to_impl(lu_pivots_to_permutation_p)
+_lower_to_numpy_helper(lu_pivots_to_permutation_p, 'lu_pivots_to_permutation')
 
 
 def lu_pivots_to_permutation(pivots, permutation_size):
@@ -953,17 +844,6 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
 # differentiable to any order, and it is linear in b with transpose
 # ct_b = a⁻ᵀ ct.
 
-def _linear_solve_numpy(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    try:
-        return np.linalg.solve(a, b)
-    except np.linalg.LinAlgError:  # singular: inf/nan as JAX, not an exception
-        lu_, _, perm = _lu_numpy(a)
-        pb = np.take_along_axis(b, perm[..., :, None].astype(np.intp), axis=-2)
-        y = _substitution_solve(_effective_triangle(lu_, True, True), pb, True)
-        return _substitution_solve(np.triu(lu_), y, False)
-
-
 def _linear_solve_shape(a, b):
     _check_square_float("solve", a)
     if b.dtype != a.dtype or b.ndim != a.ndim or b.shape[:-1] != a.shape[:-1]:
@@ -1000,7 +880,7 @@ linear_solve_p.jvp = _linear_solve_jvp
 linear_solve_p.transpose = lambda ct, a, b: [None, linear_solve_p.bind(_mT(a), ct)]
 linear_solve_p.linear = True   # in b
 linear_solve_p.batch = _linear_solve_batch
-_lower_to_impl(linear_solve_p)
+_lower_to_numpy_helper(linear_solve_p, 'linear_solve')
 
 
 def linear_solve(a, b):
@@ -1034,22 +914,6 @@ def det(a):
     return _bind(det_p, as_operand(a))
 
 
-def _adjugate_numpy(a):
-    """adj(A) = det(U) det(Vᵀ) V diag(prod_{j≠i} s_j) Uᵀ from A = U S Vᵀ: exact
-    for singular matrices too (no division)."""
-    a = np.asarray(a)
-    n = a.shape[-1]
-    if n == 0:
-        return a.copy()
-    u, s, vh = np.linalg.svd(a)
-    ones = np.ones(s.shape[:-1] + (1,), s.dtype)
-    before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
-    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]
-    sign = np.linalg.det(u) * np.linalg.det(vh)
-    scaled_v = np.swapaxes(vh, -1, -2) * (before * after)[..., None, :]
-    return (sign[..., None, None] * np.matmul(scaled_v, np.swapaxes(u, -1, -2))).astype(a.dtype)
-
-
 def _adjugate_jvp(g, adj, a):
     trace_term = reduce_sum(mul(g, _mT(adj)), (-2, -1))
     num = sub(mul(adj, _as_col(_as_col(trace_term))), _mm(adj, _mm(g, adj)))
@@ -1061,7 +925,7 @@ adjugate_p.def_impl(_adjugate_numpy)
 adjugate_p.def_abstract_eval(_square_shape_rule("adjugate", lambda a: ShapedArray(a.shape, a.dtype)))
 defjvp2(adjugate_p, _adjugate_jvp)
 _batch_at_front(adjugate_p)
-_lower_to_impl(adjugate_p)
+_lower_to_numpy_helper(adjugate_p, 'adjugate')
 
 
 def adjugate(a):

@@ -1,0 +1,165 @@
+"""Pure-NumPy linear algebra: the decompositions whose computation is several
+NumPy steps (triangular_solve, cholesky with its NaN fallback, lu,
+lu_pivots_to_permutation, linear_solve, adjugate).
+
+jit's generated code calls these functions (see the lowerings in
+``fungrad/lax/linalg.py``), and ``fungrad.export`` copies this module's source
+into exported modules, so it must import nothing but NumPy.  The functions
+behave as the primitives' impls in ``linalg.py``: failures follow JAX (NaN for
+a non-positive-definite cholesky, inf/nan for a singular solve), not NumPy's
+``LinAlgError``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["triangular_solve", "cholesky", "lu", "lu_pivots_to_permutation", "linear_solve",
+           "adjugate"]
+
+# Panel width of the blocked LU: columns factored by the unblocked loop at once.
+_LU_BLOCK = 48
+
+
+def _effective_triangle(a, lower, unit_diagonal):
+    tri = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        idx = np.arange(a.shape[-1])
+        tri[..., idx, idx] = 1
+    return tri
+
+
+def _substitution_solve(t, b, lower):
+    """Solve t @ x = b for triangular t row by row; zero diagonals give inf/nan
+    (the fallback for singular matrices, where np.linalg.solve raises)."""
+    x = np.zeros(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:],
+                 np.result_type(t, b))
+    m = t.shape[-1]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in (range(m) if lower else range(m - 1, -1, -1)):
+            partial = np.matmul(t[..., i:i + 1, :], x)[..., 0, :]
+            x[..., i, :] = (b[..., i, :] - partial) / t[..., i, i, None]
+    return x
+
+
+def _solve_or_substitute(t, b, lower):
+    try:
+        return np.linalg.solve(t, b)
+    except np.linalg.LinAlgError:
+        return _substitution_solve(t, b, lower)
+
+
+def triangular_solve(a, b, left_side=False, lower=False, transpose_a=False,
+                            conjugate_a=False, unit_diagonal=False):
+    a, b = np.asarray(a), np.asarray(b)
+    t = _effective_triangle(a, lower, unit_diagonal)
+    if conjugate_a:
+        t = np.conj(t)
+    if transpose_a:
+        t = np.swapaxes(t, -1, -2)
+    op_lower = lower != transpose_a
+    if left_side:
+        return _solve_or_substitute(t, b, op_lower)
+    # x @ t = b  <=>  t.T @ x.T = b.T
+    xt = _solve_or_substitute(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2), not op_lower)
+    return np.swapaxes(xt, -1, -2)
+
+
+def cholesky(a):
+    """Lower Cholesky factor reading the lower triangle; NaNs for a matrix of the
+    stack that is not positive definite (JAX's behaviour), not an exception."""
+    a = np.asarray(a)
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        pass
+    n = a.shape[-1]
+    flat = a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)), n, n))
+    out = np.full(flat.shape, np.nan, a.dtype)
+    for i, mat in enumerate(flat):  # error path only: find the bad members
+        try:
+            out[i] = np.linalg.cholesky(mat)
+        except np.linalg.LinAlgError:
+            pass
+    return out.reshape(a.shape)
+
+
+def lu(a):
+    """Partial-pivoting LU of a stack of (m, n) matrices: (lu, pivots, permutation)
+    with ``a[..., permutation, :] == L @ U`` (L unit lower, U upper, packed in lu).
+
+    Blocked right-looking LU: a Python loop over the min(m, n) columns (never
+    over the batch), the trailing updates done by BLAS matmuls.
+    """
+    a = np.asarray(a)
+    *batch, m, n = a.shape
+    k = min(m, n)
+    lu = a.reshape((int(np.prod(batch, dtype=np.int64)), m, n)).copy()
+    perm = np.tile(np.arange(m, dtype=np.int32), (lu.shape[0], 1))
+    pivots = np.zeros((lu.shape[0], k), np.int32)
+    for j0 in range(0, k, _LU_BLOCK):
+        j1 = min(j0 + _LU_BLOCK, k)
+        _lu_panel(lu, perm, pivots, j0, j1)
+        if j1 < n:
+            l11 = np.tril(lu[:, j0:j1, j0:j1], -1) + np.eye(j1 - j0, dtype=lu.dtype)
+            lu[:, j0:j1, j1:] = np.linalg.solve(l11, lu[:, j0:j1, j1:])
+            lu[:, j1:, j1:] -= np.matmul(lu[:, j1:, j0:j1], lu[:, j0:j1, j1:])
+    return [lu.reshape(a.shape), pivots.reshape(tuple(batch) + (k,)),
+            perm.reshape(tuple(batch) + (m,))]
+
+
+def _lu_panel(lu, perm, pivots, j0, j1):
+    """Unblocked LU of columns j0:j1 (in place), swapping whole rows."""
+    members = np.arange(lu.shape[0])
+    for j in range(j0, j1):
+        p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+        pivots[:, j] = p
+        for arr in (lu, perm):
+            row = arr[members, j].copy()
+            arr[members, j] = arr[members, p]
+            arr[members, p] = row
+        pivot = lu[:, j, j]
+        # a zero pivot means the column below is zero too: leave it (as LAPACK)
+        safe = np.where(pivot == 0, 1, pivot)
+        lu[:, j + 1:, j] /= safe[:, None]
+        lu[:, j + 1:, j + 1:j1] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:j1]
+
+
+def lu_pivots_to_permutation(pivots, permutation_size):
+    pivots = np.asarray(pivots)
+    batch, k = pivots.shape[:-1], pivots.shape[-1]
+    flat = pivots.reshape((int(np.prod(batch, dtype=np.int64)), k))
+    perm = np.tile(np.arange(permutation_size, dtype=np.int32), (flat.shape[0], 1))
+    members = np.arange(flat.shape[0])
+    for j in range(k):  # apply the swaps in order
+        p = flat[:, j]
+        row = perm[members, j].copy()
+        perm[members, j] = perm[members, p]
+        perm[members, p] = row
+    return perm.reshape(batch + (permutation_size,))
+
+
+def linear_solve(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:  # singular: inf/nan as JAX, not an exception
+        lu_, _, perm = lu(a)
+        pb = np.take_along_axis(b, perm[..., :, None].astype(np.intp), axis=-2)
+        y = _substitution_solve(_effective_triangle(lu_, True, True), pb, True)
+        return _substitution_solve(np.triu(lu_), y, False)
+
+
+def adjugate(a):
+    """adj(A) = det(U) det(Vᵀ) V diag(prod_{j≠i} s_j) Uᵀ from A = U S Vᵀ: exact
+    for singular matrices too (no division)."""
+    a = np.asarray(a)
+    n = a.shape[-1]
+    if n == 0:
+        return a.copy()
+    u, s, vh = np.linalg.svd(a)
+    ones = np.ones(s.shape[:-1] + (1,), s.dtype)
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    scaled_v = np.swapaxes(vh, -1, -2) * (before * after)[..., None, :]
+    return (sign[..., None, None] * np.matmul(scaled_v, np.swapaxes(u, -1, -2))).astype(a.dtype)
