@@ -219,8 +219,27 @@ def _signature(x):
     return get_aval(x).shape, get_aval(x).dtype
 
 
+# Python scalars become NumPy *scalars* (not 0-d arrays) for the compiled code:
+# same dtype and promotion as the 0-d array jit traced with, but NumPy's scalar
+# fast path makes scalar code several times faster.  (int keeps np.asarray:
+# an int beyond int64 must fail or promote as it did before, not overflow.)
+_SCALAR_TO_NUMPY = {float: np.float64, bool: np.bool_, complex: np.complex128,
+                    int: np.asarray}
+
+
+def _output_kind(out_tree) -> str:
+    """How the cache-hit path rebuilds outputs: "single" leaf, a flat "tuple"
+    of leaves (value_and_grad), or a general "tree"."""
+    if out_tree.num_nodes == 1 and out_tree.num_leaves == 1:
+        return "single"
+    probe = tree_unflatten(out_tree, list(range(out_tree.num_leaves)))
+    if type(probe) is tuple and probe == tuple(range(out_tree.num_leaves)):
+        return "tuple"
+    return "tree"
+
+
 class _Entry:
-    __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "single_leaf",
+    __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "output_kind",
                  "scalar_args")
 
 
@@ -274,6 +293,9 @@ class Jitted:
         if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
             # fast path: positional array/scalar arguments, no pytrees, no statics
             leaves, in_tree, statics, nums = args, len(args), (), ()
+            entry = self._cache.get((in_tree, tuple(map(_signature, leaves)), statics))
+            if entry is not None:
+                return entry, leaves
         else:
             dyn_args, dyn_kwargs, statics, nums = self._split(args, kwargs)
             leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
@@ -287,10 +309,14 @@ class Jitted:
         entry, leaves = self._entry(args, kwargs)
         if core._tls.trace is core.EVAL_TRACE and entry.cacheable:
             if entry.scalar_args:     # Python scalars -> NumPy values for the code
-                leaves = [np.asarray(x) if type(x) in _PY_SCALARS else x for x in leaves]
+                leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else x
+                          for x in leaves]
             outs = entry.fn(*entry.consts, *leaves)
-            if entry.single_leaf:
+            kind = entry.output_kind
+            if kind == "single":
                 return wrap_array(outs[0])
+            if kind == "tuple":
+                return tuple(map(wrap_array, outs))
             return tree_unflatten(entry.out_tree, [wrap_array(o) for o in outs])
         outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
         return tree_unflatten(entry.out_tree, outs)
@@ -317,7 +343,7 @@ class Jitted:
         entry = _Entry()
         entry.closed, entry.hoisted = _closure_convert(jaxpr, consts)
         entry.out_tree = out_store[-1]
-        entry.single_leaf = entry.out_tree.num_nodes == 1 and entry.out_tree.num_leaves == 1
+        entry.output_kind = _output_kind(entry.out_tree)
         entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)
         entry.cacheable = not entry.hoisted
         if entry.cacheable:
