@@ -414,13 +414,13 @@ class custom_vjp:
                             "an argument so that bwd can return its cotangent")
         # fwd runs only when the call is differentiated (it may call the function itself)
         fwd_flat.__name__ = getattr(self.fwd, "__name__", "fwd")
-        bwd = _flat_bwd(self.bwd, nondiff, res_tree, out_tree[0], in_tree)
+        bwd = _flat_bwd(self.bwd, nondiff, res_tree, out_tree[0], in_tree, avals)
         outs = custom_vjp_call_p.bind(*leaves, jaxpr=fun_closed, fwd=fwd_flat, bwd=bwd,
                                       num_consts=0, num_res=0)
         return tree_unflatten(out_tree[0], outs)
 
 
-def _flat_bwd(user_bwd, nondiff, res_tree, out_tree, in_tree):
+def _flat_bwd(user_bwd, nondiff, res_tree, out_tree, in_tree, arg_avals):
     """``res_tree`` is a list that fwd fills with its residuals' structure."""
     def bwd(res_leaves, ct_leaves):
         cts = user_bwd(*nondiff, tree_unflatten(res_tree[-1], list(res_leaves)),
@@ -429,6 +429,7 @@ def _flat_bwd(user_bwd, nondiff, res_tree, out_tree, in_tree):
             raise TypeError(f"custom_vjp: bwd must return a tuple with one cotangent per "
                             f"differentiable argument (structure {in_tree}), got "
                             f"{type(cts).__name__}")
+        cts = _none_as_zeros(cts, in_tree, arg_avals)
         leaves, tree = tree_flatten(cts)
         if tree != in_tree:
             raise TypeError(f"custom_vjp: bwd returned cotangents with structure {tree}; "
@@ -436,3 +437,14 @@ def _flat_bwd(user_bwd, nondiff, res_tree, out_tree, in_tree):
         return leaves
     bwd.__name__ = getattr(user_bwd, "__name__", "bwd")
     return bwd
+
+
+def _none_as_zeros(cts: tuple, in_tree, arg_avals) -> tuple:
+    """As in JAX, ``None`` in bwd's result stands for a zero cotangent of that argument."""
+    per_arg = tree_unflatten(in_tree, list(arg_avals))
+    if not any(c is None for c in cts) or len(cts) != len(per_arg):
+        return cts
+    def zeros(avals):
+        leaves, tree = tree_flatten(avals)
+        return tree_unflatten(tree, [ad.zeros_like_aval(ad.tangent_aval(a)) for a in leaves])
+    return tuple(zeros(a) if c is None else c for c, a in zip(cts, per_arg))

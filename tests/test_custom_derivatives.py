@@ -166,3 +166,16 @@ def test_custom_jvp_symbolic_zeros_skip_unperturbed_inputs():
     g.defjvp(lambda p, t: (g(*p), SymbolicZero(fungrad.core.get_aval(p[0]))),
              symbolic_zeros=True)
     assert fungrad.grad(g)(1.5) == 0.0
+
+
+def test_custom_vjp_bwd_may_return_none_for_a_zero_cotangent():
+    @fungrad.custom_vjp
+    def clip_grad(x, lo, hi):
+        return x
+
+    clip_grad.defvjp(lambda x, lo, hi: (x, (lo, hi)),
+                     lambda res, g: (fnp.clip(g, res[0], res[1]), None, None))
+    x = np.array([0.5, 3.0, -12.0])
+    f = lambda x, lo, hi: fnp.sum(clip_grad(x, lo, hi) * x)
+    np.testing.assert_allclose(grad(f)(x, -1.0, 1.0), np.clip(x, -1.0, 1.0) + x)
+    np.testing.assert_array_equal(grad(f, (1, 2))(x, -1.0, 1.0), (0.0, 0.0))
