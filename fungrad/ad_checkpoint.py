@@ -273,6 +273,10 @@ def _remat_emit(block, eqn, args, out_names):
     outs = block.body(eqn.params["jaxpr"], list(args), extra_indent="")
     for o, n in zip(out_names, outs):
         block.line(f"{o} = {n}")
+    # the body's own output names would keep its results alive past their last use
+    inner = sorted({n for n in outs if n.isidentifier() and n not in args and n not in out_names})
+    if inner:
+        block.line(f"del {', '.join(inner)}")
 
 
 remat_p.emit_block = _remat_emit

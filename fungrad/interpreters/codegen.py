@@ -185,6 +185,7 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
         if eqn.primitive.emit_block is not None:      # control flow: a Python block
             eqn.primitive.emit_block(Block(names, lines, reuse_buffers, indent), eqn, args,
                                      out_names)
+            _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers)
             continue
         expr = _lower_eqn(eqn, args)
         ufunc = _ufunc_of(expr) if not eqn.primitive.multiple_results else None
@@ -203,12 +204,16 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
         target = out_names[0] if not eqn.primitive.multiple_results else (
             ", ".join(out_names) + ("," if len(out_names) == 1 else ""))
         lines.append(f"{indent}{target} = {expr}")
-        # drop large temporaries at their last use, as eager Python would
-        dead = sorted({names(a) for a in eqn.inputs if isinstance(a, Var) and last.get(a) == i
-                       and a not in keep and a not in params and a.aval.size >= _REUSE_MIN_SIZE})
-        if dead and reuse_buffers:
-            lines.append(f"{indent}del {', '.join(dead)}")
+        _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers)
     return [names(v) for v in jaxpr.outvars]
+
+
+def _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers):
+    """Drop large temporaries at their last use (equation ``i``), as eager Python would."""
+    dead = sorted({names(a) for a in eqn.inputs if isinstance(a, Var) and last.get(a) == i
+                   and a not in keep and a not in params and a.aval.size >= _REUSE_MIN_SIZE})
+    if dead and reuse_buffers:
+        lines.append(f"{indent}del {', '.join(dead)}")
 
 
 def lower_jaxpr(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True) -> str:
