@@ -71,6 +71,11 @@ def one_shot_measurements() -> list:
     for name, peak in peaks.items():
         extras.append((f"peak memory of MLP loss+grad, {name}",
                        f"{peak / 2**20:.1f} MiB ({peak / peaks['numpy']:.2f}x numpy)"))
+    ck = workloads.checkpoint_peak_memory_bytes()
+    for name, peak in ck.items():
+        base = ck["jit, no checkpoint" if name.startswith("jit") else "no checkpoint"]
+        extras.append((f"peak memory of a 100-layer tanh MLP's input gradient, {name}",
+                       f"{peak / 2**20:.1f} MiB ({peak / base:.2f}x without checkpoint)"))
     if peers.versions():
         # tracemalloc only sees memory allocated through Python/NumPy's hooks;
         # XLA's and PyTorch's C++ allocators bypass it, so a number would be wrong.

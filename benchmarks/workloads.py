@@ -328,8 +328,67 @@ def make_rnn():
     return "RNN (hidden 64, input 32, batch 32, 100 steps): grad via lax.scan", impls
 
 
+def _deep_setup(seed=0, layers=100, width=256, batch=64):
+    rng = np.random.default_rng(seed)
+    Ws = [rng.normal(size=(width, width)) / np.sqrt(width) for _ in range(layers)]
+    return Ws, rng.normal(size=(batch, width))
+
+
+def _deep_loss(x, Ws, layer):
+    h = x
+    for W in Ws:
+        h = layer(W, h)
+    return fnp.sum(h ** 2)
+
+
+def _deep_segmented_loss(x, Ws, segment, size=10):
+    h = x
+    for i in range(0, len(Ws), size):
+        h = segment(Ws[i:i + size], h)
+    return fnp.sum(h ** 2)
+
+
+def _tanh_layer(W, h):
+    return fnp.tanh(h @ W)
+
+
+def _tanh_segment(Ws, h):
+    for W in Ws:
+        h = fnp.tanh(h @ W)
+    return h
+
+
+def checkpoint_variants():
+    """grad w.r.t. the input of a 100-layer tanh MLP (width 256, batch 64): without
+    checkpoint, checkpoint per layer, checkpoint per 10-layer segment (eager and jit)."""
+    Ws, x = _deep_setup()
+    per_layer, per_segment = fungrad.checkpoint(_tanh_layer), fungrad.checkpoint(_tanh_segment)
+    eager = {"no checkpoint": lambda: fungrad.grad(_deep_loss)(x, Ws, _tanh_layer),
+             "checkpoint per layer": lambda: fungrad.grad(_deep_loss)(x, Ws, per_layer),
+             "checkpoint per 10 layers": lambda: fungrad.grad(_deep_segmented_loss)(
+                 x, Ws, per_segment)}
+    jitted = {
+        "jit, no checkpoint": fungrad.jit(lambda x, Ws: fungrad.grad(_deep_loss)(x, Ws, _tanh_layer)),
+        "jit, checkpoint per layer": fungrad.jit(
+            lambda x, Ws: fungrad.grad(_deep_loss)(x, Ws, per_layer)),
+        "jit, checkpoint per 10 layers": fungrad.jit(
+            lambda x, Ws: fungrad.grad(_deep_segmented_loss)(x, Ws, per_segment))}
+    impls = dict(eager)
+    impls.update({name: (lambda f=f: f(x, Ws)) for name, f in jitted.items()})
+    want = impls["no checkpoint"]()
+    for name, fn in impls.items():
+        np.testing.assert_allclose(fn(), want, rtol=1e-10, atol=1e-12, err_msg=name)
+    return impls
+
+
+def make_checkpoint():
+    return ("100-layer tanh MLP (width 256, batch 64), grad w.r.t. the input: checkpoint",
+            checkpoint_variants())
+
+
 WORKLOADS = [make_dispatch_sin, make_dispatch_add, make_seed_grad, make_chain_grad,
-             make_mlp_grad, make_mlp_eval_vs_grad, make_hvp, make_per_example, make_arm_jacobian, make_rnn]
+             make_mlp_grad, make_mlp_eval_vs_grad, make_hvp, make_per_example, make_arm_jacobian,
+             make_rnn, make_checkpoint]
 
 
 # ----------------------------------------------------------------------------
@@ -352,7 +411,6 @@ def cold_jit_seconds(repeats: int = 5) -> float:
 
 def peak_memory_bytes() -> dict:
     """Peak traced allocation (tracemalloc) of one MLP loss+grad per implementation."""
-    import tracemalloc
     params, x, onehot = mlp_setup()
     jitted = fungrad.jit(fungrad.value_and_grad(lambda p: _mlp_loss(fnp, p, x, onehot)))
     jitted(params)
@@ -363,6 +421,12 @@ def peak_memory_bytes() -> dict:
     if autograd:
         impls["autograd"] = lambda: autograd.value_and_grad(
             lambda p: _mlp_loss(anp, p, x, onehot))(params)
+    return _peaks(impls)
+
+
+def _peaks(impls: dict) -> dict:
+    """Peak traced allocation of a second call of each (the first one traces/compiles)."""
+    import tracemalloc
     peaks = {}
     for name, fn in impls.items():
         fn()
@@ -371,3 +435,7 @@ def peak_memory_bytes() -> dict:
         peaks[name] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     return peaks
+
+
+def checkpoint_peak_memory_bytes() -> dict:
+    return _peaks(checkpoint_variants())
