@@ -143,10 +143,10 @@ def test_scan_carry_change_and_length_errors():
         lax.scan(lambda c, x: (c * np.ones(2), x), 0.0, np.ones(3))
     with pytest.raises(ValueError, match="scan length"):
         lax.scan(lambda c, x: (c, x), 0.0, (np.ones(3), np.ones(4)))
-    # traced bounds: a while_loop; reverse mode needs the count, so not inside jit
+    # traced bounds: a while_loop, differentiable in reverse mode inside jit too
     assert jit(lambda n: lax.fori_loop(0, n, lambda i, x: x + i, 0.0))(4) == 6.0
-    with pytest.raises(TypeError, match="Reverse-mode.*while_loop inside jit.*outside jit"):
-        grad(lambda x: jit(lambda n, x: lax.fori_loop(0, n, lambda i, v: v * x, 1.0))(3, x))(2.0)
+    power = jit(lambda n, x: lax.fori_loop(0, n, lambda i, v: v * x, 1.0))
+    assert grad(lambda x: power(3, x))(2.0) == 12.0
 
 
 def test_fori_loop_with_traced_bounds_reverse_mode_beyond_jax():
@@ -221,8 +221,17 @@ def test_while_loop_reverse_mode_with_data_dependent_trip_count_beyond_jax():
     np.testing.assert_allclose(vmap(grad(_grow_until), (0, None))(xs, th), per_lane, rtol=1e-13)
     np.testing.assert_allclose(grad(lambda v: vmap(_grow_until, (0, None))(v, th).sum())(xs),
                                per_lane, rtol=1e-13)
-    with pytest.raises(TypeError, match="while_loop inside jit"):
-        jit(grad(_grow_until))(x, th)
+    # inside jit the count exists at run time only: a run-time tape (first order)
+    for how, g in [("jit(grad)", jit(grad(_grow_until, argnums=(0, 1)))(x, th)),
+                   ("grad(jit)", grad(jit(_grow_until), argnums=(0, 1))(x, th)),
+                   ("jit(vjp)", jit(lambda x, th: fungrad.vjp(_grow_until, x, th)[1](1.0))(x, th))]:
+        np.testing.assert_allclose(g, fd, rtol=1e-7, err_msg=how)
+    src = jit(grad(_grow_until)).lower(x, th).source()
+    assert ".append(" in src and "reversed(" in src         # the tape, replayed backwards
+    for higher in (lambda: jit(fungrad.hessian(_grow_until))(x, th),
+                   lambda: vmap(jit(grad(_grow_until)), (0, None))(xs, th)):
+        with pytest.raises(TypeError, match="while_loop inside jit.*outside jit"):
+            higher()
 
 
 def test_while_loop_errors():

@@ -31,7 +31,7 @@ from fungrad.interpreters.partial_eval import partial_eval_jaxpr
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["cond", "switch", "scan", "fori_loop", "while_loop", "map", "associative_scan",
-           "cond_p", "scan_p", "while_p"]
+           "cond_p", "scan_p", "while_p", "while_lin_p", "while_lin_t_p"]
 
 
 def _jit():
@@ -687,7 +687,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 def fori_loop(lower, upper, body_fun: Callable, init_val):
     """``jax.lax.fori_loop``: with concrete bounds a ``scan`` over ``range(lower, upper)``
     (every transform, reverse mode included); with traced bounds a ``while_loop``
-    (every transform; reverse mode outside jit only, see ``while_loop``)."""
+    (every transform; see ``while_loop`` for reverse mode)."""
     try:
         lo, hi = int(lower), int(upper)
     except (TypeError, core.ConcretizationTypeError):
@@ -716,7 +716,8 @@ def map(f: Callable, xs):  # noqa: A001 (JAX's name)
 # nonzero carry tangents; the predicate ignores tangents), vmap (every carry
 # batched: the loop runs while any lane's predicate holds and only live lanes
 # update), lowering (a real ``while`` loop), partial eval (reverse mode,
-# beyond JAX: count the iterations, then differentiate as a scan of that length).
+# beyond JAX: count the iterations, then differentiate as a scan of that
+# length; inside jit, a run-time tape: while_lin_p below).
 
 while_p = Primitive("while", multiple_results=True)
 
@@ -777,31 +778,37 @@ while_p.jvp = _while_jvp
 def _while_partial_eval(trace, args, cond, body, cond_nconsts, body_nconsts):
     """Reverse mode of ``while_loop`` (beyond JAX, which refuses it).
 
-    The loop's known part runs first to count its iterations ``N`` (under vmap:
-    the most any lane needs); the loop is then differentiated as a ``scan`` of
-    length ``N`` over its body, which stacks one residual per iteration (memory
-    grows with the trip count, as a Python-level tape would) and supports every
-    order and transform a scan does.  Lanes that finish earlier keep their
-    carry (the scan body selects on the predicate).  The primal loop runs twice
-    (count, then the scan's known part).  Inside a staged function (jit) the
-    trip count is not known when the derivative is built: that case raises.
+    The loop's known part runs first, counting its iterations ``N``.  When the
+    count is concrete (eagerly, under vmap: the most any lane needs), the loop
+    is differentiated as a ``scan`` of length ``N`` over its body: one set of
+    residuals per iteration, every order and transform a scan supports; lanes
+    that finish earlier keep their carry (the scan body selects on the
+    predicate); the primal loop runs twice (count, then the scan's known part).
+    Inside a staged function (jit) the count exists only at run time: the
+    linear part becomes ``while_lin_p``, which replays the known loop at run
+    time recording its residuals in a Python list (first order only).
     """
     nc, nb = cond_nconsts, body_nconsts
     own = lambda x: isinstance(x, StagingTracer) and x._trace is trace
     unknown = [own(x) for x in args]
     u_cc, u_bc, u_carry = unknown[:nc], unknown[nc:nc + nb], unknown[nc + nb:]
     for _ in range(len(u_carry) + 1):       # fixpoint: which carries stay unknown
-        out_u = partial_eval_jaxpr(body, u_bc + u_carry)[2]
+        out_u = _cached("while_pe_flags", (body,), (tuple(u_bc), tuple(u_carry)),
+                        lambda: partial_eval_jaxpr(body, u_bc + u_carry)[2])
         new = [a or b for a, b in zip(u_carry, out_u)]
         if new == u_carry:
             break
         u_carry = new
-    if any(u_cc) or any(partial_eval_jaxpr(cond, u_cc + u_carry)[2]):
+    if any(u_cc) or any(_cached("while_pe_flags", (cond,), (tuple(u_cc), tuple(u_carry)),
+                                lambda: partial_eval_jaxpr(cond, u_cc + u_carry)[2])):
         # the predicate itself depends on unknown values: nothing to split
         return trace.stage(while_p, list(args), dict(cond=cond, body=body, cond_nconsts=nc,
                                                      body_nconsts=nb))
     known = [x for x, u in zip(args, u_cc + u_bc + u_carry) if not u]
-    counts = _count_iterations(trace.parent, known, cond, body, nc, nb, u_bc, u_carry)
+    counts, known_outs = _count_iterations(trace.parent, known, cond, body, nc, nb, u_bc, u_carry)
+    if counts is None:
+        return _while_partial_eval_staged(trace, args, known_outs, cond, body, nc, nb,
+                                          u_bc, u_carry)
     n_max = int(counts.max()) if counts.size else 0
     masked = bool(counts.size and counts.min() != n_max)
     scan_body = _cached("while_as_scan", (cond, body), (nc, nb, masked),
@@ -812,9 +819,10 @@ def _while_partial_eval(trace, args, cond, body, cond_nconsts, body_nconsts):
                               num_carry=len(args) - nc - nb, length=n_max, reverse=False)
 
 
-def _count_iterations(parent, known, cond, body, nc, nb, u_bc, u_carry) -> np.ndarray:
-    """Run the loop's known part on ``parent`` with a counter; its concrete values
-    (one per vmap lane), or a TypeError when they only exist at run time."""
+def _count_iterations(parent, known, cond, body, nc, nb, u_bc, u_carry):
+    """Run the loop's known part on ``parent`` with a counter: (the counter's
+    concrete values, one per vmap lane, or None when they exist only at run
+    time; the known carries' final values)."""
     counter = _cached("while_count", (cond, body), (tuple(u_bc), tuple(u_carry)),
                       lambda: _counting_loop(cond, body, nc, nb, u_bc, u_carry))
     c_cond, c_body = counter
@@ -823,14 +831,7 @@ def _count_iterations(parent, known, cond, body, nc, nb, u_bc, u_carry) -> np.nd
                    + known[nc + k_bc:], dict(cond=c_cond, body=c_body, cond_nconsts=nc,
                                              body_nconsts=k_bc))
     count = _underlying_value(outs[0])
-    if count is None:
-        raise TypeError(
-            "Reverse-mode differentiation (grad, vjp, linearize) of lax.while_loop inside "
-            "jit is not supported: fungrad differentiates a while_loop by counting its "
-            "iterations first, and in a staged function the count exists only at run time. "
-            "Take the gradient outside jit (grad(f) where f is not jitted around the loop), "
-            "or use lax.scan / lax.fori_loop with static bounds inside jit.")
-    return np.asarray(count).reshape(-1)
+    return (None if count is None else np.asarray(count).reshape(-1)), list(outs[1:])
 
 
 def _underlying_value(x):
@@ -890,6 +891,184 @@ def _while_body_as_scan(cond, body, nc, nb, masked) -> ClosedJaxpr:
 
 
 while_p.partial_eval = _while_partial_eval
+
+
+# ----------------------------------------------------------------------------
+# Reverse mode of a staged while_loop: a run-time tape
+# ----------------------------------------------------------------------------
+# while_lin_p(*cond_consts, *known_body_consts, *known_init, *u_body_consts, *u_init,
+#             cond, known, lin, n_cc, n_kb, n_kc)
+#   replays the loop's known part (cond: (cc, kc) -> pred; known: (kb, kc) ->
+#   (kc, residuals)), appending each iteration's residuals to a Python list,
+#   then applies the linear part lin: (residuals, ub, uc) -> uc once per entry.
+#   Linear in (ub, uc).  Its transpose while_lin_t_p replays the loop the same
+#   way and runs lin's transpose over the list backwards.  Memory: one set of
+#   residuals per iteration, alive during that call only.  First order only:
+#   their jvp and batching rules raise.
+
+while_lin_p = Primitive("while_lin", multiple_results=True)
+while_lin_t_p = Primitive("while_lin_t", multiple_results=True)
+
+
+def _while_partial_eval_staged(trace, args, known_outs, cond, body, nc, nb, u_bc, u_carry):
+    cond_k, known, lin, _ = _cached("while_lin", (cond, body), (tuple(u_bc), tuple(u_carry)),
+                                    lambda: _split_while(cond, body, nc, nb, u_bc, u_carry))
+    b_consts, carry = list(args[nc:nc + nb]), list(args[nc + nb:])
+    k = lambda vals, flags: [v for v, f in zip(vals, flags) if not f]
+    u = lambda vals, flags: [v for v, f in zip(vals, flags) if f]
+    staged = trace.stage(while_lin_p, list(args[:nc]) + k(b_consts, u_bc) + k(carry, u_carry)
+                         + u(b_consts, u_bc) + u(carry, u_carry),
+                         dict(cond=cond_k, known=known, lin=lin, n_cc=nc,
+                              n_kb=nb - sum(u_bc), n_kc=len(carry) - sum(u_carry)))
+    ko, so = iter(known_outs), iter(staged)
+    return [next(so) if f else next(ko) for f in u_carry]
+
+
+def _split_while(cond, body, nc, nb, u_bc, u_carry):
+    """(cond on the known carries, known body (kb, kc) -> (kc, residuals),
+    linear body (residuals, ub, uc) -> uc, number of residuals)."""
+    carry_avals = list(body.out_avals)
+
+    def cond_fn(*xs):
+        it = iter(xs[nc:])
+        kc = [ad.zeros_like_aval(a) if f else next(it) for f, a in zip(u_carry, carry_avals)]
+        return eval_jaxpr(cond.jaxpr, cond.consts, *xs[:nc], *kc)
+    k_carry_avals = [a for a, f in zip(carry_avals, u_carry) if not f]
+    cond_k = _jit()._stage(cond_fn, list(cond.in_avals[:nc]) + k_carry_avals)
+    known, lin, _, num_res = partial_eval_jaxpr(body, list(u_bc) + list(u_carry),
+                                                instantiate=list(u_carry))
+    return cond_k, known, lin, num_res
+
+
+def _record_tape(cond, known, cc, kb, kc, n_kc):
+    c_comp, k_comp = _jit().compiled(cond), _jit().compiled(known)
+    tape = []
+    while c_comp.fn(*c_comp.consts, *cc, *kc)[0]:
+        outs = k_comp.fn(*k_comp.consts, *kb, *kc)
+        kc, res = outs[:n_kc], outs[n_kc:]
+        tape.append(res)
+    return tape
+
+
+def _split_lin_args(args, n_cc, n_kb, n_kc):
+    a, b, c = n_cc, n_cc + n_kb, n_cc + n_kb + n_kc
+    return list(args[:a]), list(args[a:b]), list(args[b:c]), list(args[c:])
+
+
+def _while_lin_impl(*args, cond, known, lin, n_cc, n_kb, n_kc):
+    cc, kb, kc, rest = _split_lin_args(args, n_cc, n_kb, n_kc)
+    n_uc = len(lin.out_avals)
+    ub, uc = rest[:len(rest) - n_uc], rest[len(rest) - n_uc:]
+    comp = _jit().compiled(lin)
+    for res in _record_tape(cond, known, cc, kb, kc, n_kc):
+        uc = list(comp.fn(*comp.consts, *res, *ub, *uc))
+    return [np.asarray(x) for x in uc]
+
+
+def _while_lin_transpose(cts, *args, cond, known, lin, n_cc, n_kb, n_kc):
+    cc, kb, kc, rest = _split_lin_args(args, n_cc, n_kb, n_kc)
+    # a linear input known here is an instantiated zero tangent (see _while_jvp):
+    # it gets a cotangent like the others, which is dropped
+    num_res = len(lin.in_avals) - len(rest)
+    lin_t = _cached("while_lin_t", (lin,), num_res, lambda: _jit()._transpose_jaxpr(
+        lin, (False,) * num_res + (True,) * len(rest)))
+    cts = [ad.instantiate_zeros(c) for c in cts]
+    outs = while_lin_t_p.bind(*cc, *kb, *kc, *cts, cond=cond, known=known, lin_t=lin_t,
+                              n_cc=n_cc, n_kb=n_kb, n_kc=n_kc)
+    return [None] * (n_cc + n_kb + n_kc) + [ct if ad.is_undefined_primal(x) else None
+                                            for ct, x in zip(outs, rest)]
+
+
+def _while_lin_t_impl(*args, cond, known, lin_t, n_cc, n_kb, n_kc):
+    cc, kb, kc, ct_uc = _split_lin_args(args, n_cc, n_kb, n_kc)
+    n_ub = len(lin_t.out_avals) - len(ct_uc)
+    acc = [np.zeros(a.shape, a.dtype) for a in lin_t.out_avals[:n_ub]]
+    comp = _jit().compiled(lin_t)
+    for res in reversed(_record_tape(cond, known, cc, kb, kc, n_kc)):
+        outs = comp.fn(*comp.consts, *res, *ct_uc)
+        acc = [a + o for a, o in zip(acc, outs[:n_ub])]
+        ct_uc = list(outs[n_ub:])
+    return [np.asarray(x) for x in acc + ct_uc]
+
+
+def _first_order_only(*args, **params):
+    raise TypeError(
+        "Differentiating or vmapping the reverse-mode derivative of a lax.while_loop inside "
+        "jit (e.g. jit(hessian(f)), vmap(jit(grad(f)))) is not supported: inside jit the "
+        "trip count exists only at run time. Apply these transformations outside jit, where "
+        "fungrad differentiates while_loop as a scan of the counted length.")
+
+
+while_lin_p.def_impl(_while_lin_impl)
+while_lin_p.def_abstract_eval(lambda *avals, lin, **params: list(lin.out_avals))
+while_lin_p.transpose = _while_lin_transpose
+while_lin_p.linear = True
+while_lin_t_p.def_impl(_while_lin_t_impl)
+while_lin_t_p.def_abstract_eval(lambda *avals, lin_t, **params: list(lin_t.out_avals))
+for _p in (while_lin_p, while_lin_t_p):
+    _p.jvp = _first_order_only
+    _p.batch = _first_order_only
+
+
+def _emit_tape(block, cond, known, cc, kb, kc_init, n_kc):
+    """Emit the known loop, appending each iteration's residuals to a list; returns
+    (the list's name, names for one entry's residuals)."""
+    new = lambda: block.names.new(core.Var(ShapedArray((), np.dtype(np.int64))))
+    tape, kc = new(), [new() for _ in range(n_kc)]
+    block.line(f"{tape} = []")
+    for name, init in zip(kc, kc_init):
+        block.line(f"{name} = {init}")
+    block.line("while True:")
+    (pred,) = block.body(cond, list(cc) + kc)
+    block.line(f"if not {pred}:", "    ")
+    block.line("break", "        ")
+    outs = block.body(known, list(kb) + kc)
+    block.line(f"{tape}.append(({''.join(o + ', ' for o in outs[n_kc:])}))", "    ")
+    if n_kc:
+        block.line(f"{', '.join(kc)}, = {', '.join(outs[:n_kc])},", "    ")
+    res = [new() for _ in outs[n_kc:]]
+    return tape, res
+
+
+def _tuple_target(names):
+    return f"({''.join(n + ', ' for n in names)})" if names else "_"
+
+
+def _while_lin_emit(block, eqn, args, out_names):
+    p = eqn.params
+    cc, kb, kc, rest = _split_lin_args(args, p["n_cc"], p["n_kb"], p["n_kc"])
+    n_uc = len(out_names)
+    ub, uc = rest[:len(rest) - n_uc], rest[len(rest) - n_uc:]
+    tape, res = _emit_tape(block, p["cond"], p["known"], cc, kb, kc, p["n_kc"])
+    for o, init in zip(out_names, uc):
+        block.line(f"{o} = {init}")
+    block.line(f"for {_tuple_target(res)} in {tape}:")
+    outs = block.body(p["lin"], res + list(ub) + list(out_names))
+    if out_names:
+        block.line(f"{', '.join(out_names)}, = {', '.join(outs)},", "    ")
+
+
+def _while_lin_t_emit(block, eqn, args, out_names):
+    p = eqn.params
+    cc, kb, kc, ct_uc = _split_lin_args(args, p["n_cc"], p["n_kb"], p["n_kc"])
+    lin_t = p["lin_t"]
+    n_ub = len(lin_t.out_avals) - len(ct_uc)
+    tape, res = _emit_tape(block, p["cond"], p["known"], cc, kb, kc, p["n_kc"])
+    acc, ct_names = out_names[:n_ub], out_names[n_ub:]
+    for name, a in zip(acc, lin_t.out_avals[:n_ub]):
+        block.line(f"{name} = np.zeros({a.shape!r}, np.{a.dtype.name})")
+    for name, init in zip(ct_names, ct_uc):
+        block.line(f"{name} = {init}")
+    block.line(f"for {_tuple_target(res)} in reversed({tape}):")
+    outs = block.body(lin_t, res + list(ct_names))
+    for name, o in zip(acc, outs[:n_ub]):
+        block.line(f"{name} = {name} + {o}", "    ")
+    if ct_names:
+        block.line(f"{', '.join(ct_names)}, = {', '.join(outs[n_ub:])},", "    ")
+
+
+while_lin_p.emit_block = _while_lin_emit
+while_lin_t_p.emit_block = _while_lin_t_emit
 
 
 def _while_batch(axis_size, vals, dims, cond, body, cond_nconsts, body_nconsts):
@@ -959,12 +1138,14 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     Works eagerly and under jit (a Python ``while`` in the generated code),
     vmap (runs while any lane is live) and forward mode (jvp, jacfwd).
 
-    Beyond JAX, reverse mode (grad, vjp, hessian, any order) works too when the
-    derivative is taken outside jit: the loop's iterations are counted, then it
-    is differentiated as a ``scan`` of that length, which keeps one set of
-    residuals per iteration (memory grows linearly with the trip count) and
-    runs the primal loop twice.  ``jit(grad(f))`` / ``grad(jit(f))`` through a
-    while_loop raise a TypeError (the count exists only at run time).
+    Beyond JAX, reverse mode works too.  Outside jit (grad, vjp, hessian, any
+    order, under vmap): the loop's iterations are counted, then it is
+    differentiated as a ``scan`` of that length.  Inside jit (``jit(grad(f))``,
+    ``grad(jit(f))``; first order): the backward pass replays the loop at run
+    time, appending each iteration's residuals to a Python list, then walks
+    the list backwards.  Either way memory grows linearly with the trip count
+    (one set of residuals per iteration) and the primal loop runs twice.
+    Higher orders or vmap of a derivative taken inside jit raise a TypeError.
     """
     leaves, tree = tree_flatten(init_val)
     leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]

@@ -2,6 +2,7 @@
 derivatives (orders 1-2, fwd and rev) and vmap (batched predicates too)."""
 import numpy as np
 
+import fungrad
 import fungrad.numpy as fnp
 from fungrad import lax
 from tests.harness import Arg, Case
@@ -132,4 +133,28 @@ CASES += [
          lambda x: np.cumsum(x[::-1], axis=0)[::-1], [Arg((7, 2))], prims=()),
     Case("associative_scan_linear_recurrence", _linear_recurrence, _linear_recurrence_ref,
          [Arg((9,), low=0.5, high=1.0), Arg((9,))], prims=()),
+]
+
+
+def _jit_grad_while(x):
+    # reverse mode of a while_loop staged by jit: the run-time tape primitives
+    grow = lambda x: lax.while_loop(lambda c: c[1] < 2.0,
+                                    lambda c: (c[0] + 1, c[1] * 1.5 + fnp.sin(c[1])), (0, x))[1]
+    return fungrad.jit(fungrad.grad(lambda x: fnp.sum(fungrad.vmap(grow)(x))))(x)
+
+
+def _jit_grad_while_ref(x):
+    out = []
+    for v in np.ravel(x):
+        d = 1.0
+        while v < 2.0:
+            v, d = v * 1.5 + np.sin(v), d * (1.5 + np.cos(v))
+        out.append(d)
+    return np.reshape(out, np.shape(x))
+
+
+CASES += [
+    Case("while_reverse_inside_jit", _jit_grad_while, _jit_grad_while_ref,
+         [Arg((4,), low=0.2, high=3.0)], prims=("while_lin", "while_lin_t"),
+         grad_order=0, vmap=False, rtol=1e-10),
 ]
