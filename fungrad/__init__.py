@@ -1,7 +1,7 @@
 """fungrad: JAX's function transformations in pure Python on NumPy."""
 from fungrad import core, tree_util, lax
 from fungrad.api import (make_jaxpr, eval_shape, ShapeDtypeStruct, jvp, vjp, linearize,
-                         linear_transpose, grad, value_and_grad, jacfwd, jacrev, hessian,
+                         linear_transpose, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian,
                          vmap, stop_gradient)
 from fungrad.jit import jit
 from fungrad.export import export
@@ -10,6 +10,6 @@ from fungrad import ad_checkpoint
 from fungrad.ad_checkpoint import checkpoint, remat, checkpoint_policies
 from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError
 from fungrad import numpy
-from fungrad import random, optim, nn, scipy, implicit
+from fungrad import random, optim, nn, scipy, implicit, tree, flatten_util
 
 __version__ = "0.1.0"

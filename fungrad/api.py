@@ -22,8 +22,8 @@ from fungrad.tree_util import (tree_flatten, tree_unflatten, tree_structure, tre
                                tree_leaves, treedef_is_leaf)
 
 __all__ = ["make_jaxpr", "eval_shape", "ShapeDtypeStruct", "jvp", "vjp", "linearize",
-           "linear_transpose", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
-           "vmap", "stop_gradient", "float0"]
+           "linear_transpose", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian",
+           "hessian", "vmap", "stop_gradient", "float0"]
 
 
 # ----------------------------------------------------------------------------
@@ -603,3 +603,6 @@ def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool =
 def stop_gradient(x):
     from fungrad import lax
     return lax.stop_gradient(x)
+
+
+jacobian = jacrev     # JAX's alias

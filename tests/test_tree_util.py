@@ -575,3 +575,24 @@ def test_register_pytree_with_keys_class():
     pairs, td = tu.tree_flatten_with_path(Named(b=1, a=[2]))
     assert [(tu.keystr(p), v) for p, v in pairs] == [(".a[0]", 2), (".b", 1)]
     assert td.unflatten([5, 6]).kw == {"a": [5], "b": 6}
+
+
+def test_jax_tree_short_names_and_ravel_pytree():
+    import fungrad
+    import fungrad.numpy as fnp
+    from fungrad.flatten_util import ravel_pytree
+    t = {"a": np.ones((2, 3)), "b": (np.arange(3.0), 2.0)}
+    assert fungrad.tree.leaves(t) == fungrad.tree_util.tree_leaves(t)
+    assert fungrad.tree.structure(fungrad.tree.map(lambda x: x, t)) == fungrad.tree.structure(t)
+    assert fungrad.tree.broadcast((1, 2), ((3, 4), {"x": 5})) == ((1, 1), {"x": 2})
+    assert fungrad.tree.reduce_associative(lambda a, b: a + b, [1, 2, 3]) == 6
+    assert fungrad.tree.reduce_associative(lambda a, b: a + b, [], identity=0) == 0
+    flat, unravel = ravel_pytree(t)
+    np.testing.assert_array_equal(flat, np.r_[np.ones(6), np.arange(3.0), 2.0])
+    back = unravel(flat)
+    assert fungrad.tree.structure(back) == fungrad.tree.structure(t)
+    np.testing.assert_array_equal(back["a"], t["a"])
+    g = fungrad.grad(lambda t: fnp.sum(ravel_pytree(t)[0] ** 2))(t)
+    np.testing.assert_array_equal(g["b"][0], 2 * np.arange(3.0))
+    with pytest.raises(ValueError, match="length 10"):
+        unravel(np.ones(3))
