@@ -451,7 +451,7 @@ def _scan_partial_eval(trace, args, body, num_consts, num_carry, length, reverse
         if new == u_carry:
             break
         u_carry = new
-    known_body, invariants, unknown_body, out_u, num_res, num_inv = split
+    known_body, invariants, unknown_body, out_u, num_res, num_inv, passed = split
     consts, carry, xs = _split3(args, num_consts, num_carry)
     k = lambda vals, flags: [v for v, f in zip(vals, flags) if not f]
     u = lambda vals, flags: [v for v, f in zip(vals, flags) if f]
@@ -463,8 +463,9 @@ def _scan_partial_eval(trace, args, body, num_consts, num_carry, length, reverse
                               num_carry=num_carry - sum(u_carry), length=length, reverse=reverse))
     residuals = known_outs[len(known_outs) - num_res:] if num_res else []
     known_outs = known_outs[:len(known_outs) - num_res] if num_res else known_outs
+    k_xs = k(xs, u_xs)
     staged = trace.stage(scan_p, u(consts, u_consts) + list(inv_res) + u(carry, u_carry)
-                         + list(residuals) + u(xs, u_xs),
+                         + list(residuals) + [k_xs[j] for j in passed] + u(xs, u_xs),
                          dict(body=unknown_body, num_consts=sum(u_consts) + num_inv,
                               num_carry=sum(u_carry), length=length, reverse=reverse))
     ko, so = iter(known_outs), iter(staged)
@@ -472,32 +473,40 @@ def _scan_partial_eval(trace, args, body, num_consts, num_carry, length, reverse
 
 
 def _split_scan_body(body, num_consts, num_carry, u_consts, u_carry, u_xs):
-    """Known body: (k consts, k carry, k xs) -> (k carry, k ys, varying residuals);
+    """Known body: (k consts, k carry, k xs) -> (k carry, k ys, stacked residuals);
     invariants: (k consts) -> residuals that depend on the consts only;
-    unknown body: (u consts, invariants, u carry, varying residuals, u xs) -> (u carry, u ys)."""
+    unknown body: (u consts, invariants, u carry, stacked residuals, passed-through
+    k xs, u xs) -> (u carry, u ys), where residuals that are slices of a known xs
+    are read from that xs (by index, also returned) instead of being restacked."""
     unknowns = list(u_consts) + list(u_carry) + list(u_xs)
     inst = list(u_carry) + [False] * (len(body.out_avals) - num_carry)
     known, unknown, out_u, num_res = partial_eval_jaxpr(body, unknowns, instantiate=inst)
     # carries must be unknown on both sides or neither: force agreement
     out_u = [a or b for a, b in zip(out_u, inst)]
-    n_kc = num_consts - sum(u_consts)
-    invariant = _const_only(known.jaxpr, n_kc)[len(known.out_avals) - num_res:]
-    known, invariants = _hoist_invariants(known, num_res, n_kc, invariant)
+    n_kc, n_kcarry = num_consts - sum(u_consts), num_carry - sum(u_carry)
+    kj = known.jaxpr
+    residuals = kj.outvars[len(kj.outvars) - num_res:]
+    invariant = _const_only(kj, n_kc)[len(kj.outvars) - num_res:]
+    k_xs = list(kj.invars[n_kc + n_kcarry:])
+    passed = [k_xs.index(r) if not inv and r in k_xs else None
+              for r, inv in zip(residuals, invariant)]
+    stacked = [not inv and j is None for inv, j in zip(invariant, passed)]
+    known, invariants = _hoist_invariants(known, num_res, n_kc, invariant, stacked)
     n_uc, n_ucarry = sum(u_consts), sum(u_carry)
-    res_avals = list(unknown.in_avals[:num_res])
-    u_in_avals = list(unknown.in_avals[num_res:])
     inv_pos = [i for i, f in enumerate(invariant) if f]
-    var_pos = [i for i, f in enumerate(invariant) if not f]
+    var_pos = [i for i, f in enumerate(stacked) if f]
+    pass_pos = [i for i, j in enumerate(passed) if j is not None]
     # reorder the unknown body's inputs from (res, consts, carry, xs) to
-    # (consts, invariant res, carry, varying res, xs)
+    # (consts, invariant res, carry, stacked res, passed-through res, xs)
+    n_u_in = len(unknown.in_avals) - num_res
     order = (list(range(num_res, num_res + n_uc)) + inv_pos
-             + list(range(num_res + n_uc, num_res + n_uc + n_ucarry)) + var_pos
-             + list(range(num_res + n_uc + n_ucarry, num_res + len(u_in_avals))))
-    all_avals = res_avals + u_in_avals
-    new_avals = [all_avals[i] for i in order]
+             + list(range(num_res + n_uc, num_res + n_uc + n_ucarry)) + var_pos + pass_pos
+             + list(range(num_res + n_uc + n_ucarry, num_res + n_u_in)))
+    all_avals = list(unknown.in_avals)
     picks = [order.index(i) for i in range(len(all_avals))]
-    unknown = _select_inputs(unknown, new_avals, picks)
-    return known, invariants, unknown, tuple(out_u), len(var_pos), len(inv_pos)
+    unknown = _select_inputs(unknown, [all_avals[i] for i in order], picks)
+    return (known, invariants, unknown, tuple(out_u), len(var_pos), len(inv_pos),
+            tuple(passed[i] for i in pass_pos))
 
 
 def _const_only(jaxpr: core.Jaxpr, n_consts) -> list:
@@ -509,21 +518,23 @@ def _const_only(jaxpr: core.Jaxpr, n_consts) -> list:
     return [not (isinstance(v, core.Var) and v in varying) for v in jaxpr.outvars]
 
 
-def _hoist_invariants(known: ClosedJaxpr, num_res, n_consts, invariant):
-    """Split the known body's residual outputs: the loop-invariant ones move to a
-    jaxpr of the consts evaluated once (None if there are none)."""
+def _hoist_invariants(known: ClosedJaxpr, num_res, n_consts, invariant, stacked):
+    """The known body keeps only the ``stacked`` residual outputs; the loop-invariant
+    ones move to a jaxpr of the consts evaluated once (None if there are none)."""
     from fungrad.interpreters.partial_eval import dce_jaxpr
-    if not any(invariant):
+    if all(stacked):
         return known, None
     kj = known.jaxpr
     n_out = len(kj.outvars) - num_res
     res = kj.outvars[n_out:]
     body = core.Jaxpr(kj.constvars, kj.invars, kj.eqns,
-                      kj.outvars[:n_out] + [r for r, f in zip(res, invariant) if not f])
+                      kj.outvars[:n_out] + [r for r, f in zip(res, stacked) if f])
+    body = ClosedJaxpr(dce_jaxpr(body)[0], known.consts)
+    if not any(invariant):
+        return body, None
     inv = core.Jaxpr(kj.constvars, kj.invars[:n_consts], kj.eqns,
                      [r for r, f in zip(res, invariant) if f])
-    return (ClosedJaxpr(dce_jaxpr(body)[0], known.consts),
-            ClosedJaxpr(dce_jaxpr(inv)[0], known.consts))
+    return body, ClosedJaxpr(dce_jaxpr(inv)[0], known.consts)
 
 
 scan_p.partial_eval = _scan_partial_eval
