@@ -241,30 +241,6 @@ def test_while_loop_errors():
         lax.while_loop(lambda c: False, lambda c: c * np.ones(2), 0.0)
 
 
-def test_seed6_mass_spring_fit_with_adam_through_scan():
-    """design.md §8.6 with the simulation as a lax.scan (one primitive, not 200)."""
-    import fungrad.optim as optim
-
-    def trajectory(k, dt=0.01, steps=200):
-        def euler(state, _):
-            x, v = state
-            x, v = x + dt * v, v - dt * k * x
-            return (x, v), x
-        return lax.scan(euler, (fnp.asarray(1.0), fnp.asarray(0.0)), None, length=steps)[1]
-    observed = trajectory(4.0)
-    loss = lambda k: fnp.mean((trajectory(k) - observed) ** 2)
-    step = jit(fungrad.value_and_grad(loss))
-    assert [e.primitive.name for e in fungrad.make_jaxpr(loss)(1.0).jaxpr.eqns].count("scan") == 1
-    opt = optim.adam(0.1)
-    k = np.asarray(1.0)
-    state = opt.init(k)
-    for _ in range(250):
-        _, g = step(k)
-        updates, state = opt.update(g, state, k)
-        k = optim.apply_updates(k, updates)
-    assert abs(k - 4.0) < 1e-2
-
-
 def test_associative_scan_every_length_and_errors():
     for n in range(0, 12):
         x = np.arange(1.0, n + 1)

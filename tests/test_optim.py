@@ -376,9 +376,22 @@ def _spring_trajectory(k, m=1.0, dt=0.01, steps=200):
     return fnp.stack(xs)
 
 
-def test_seed6_mass_spring_fit_recovers_k():
-    observed = _spring_trajectory(4.0)
-    loss = lambda k: fnp.mean((_spring_trajectory(k) - observed) ** 2)
+def _spring_trajectory_scan(k, m=1.0, dt=0.01, steps=200):
+    """The same simulation as one lax.scan primitive instead of 200 unrolled steps."""
+    def euler(state, _):
+        x, v = state
+        x, v = x + dt * v, v - dt * (k / m) * x
+        return (x, v), x
+    return fungrad.lax.scan(euler, (fnp.asarray(1.0), fnp.asarray(0.0)), None, length=steps)[1]
+
+
+@pytest.mark.parametrize("simulate", [_spring_trajectory, _spring_trajectory_scan])
+def test_seed6_mass_spring_fit_recovers_k(simulate):
+    observed = simulate(4.0)
+    np.testing.assert_allclose(observed, _spring_trajectory(4.0), rtol=1e-14)
+    loss = lambda k: fnp.mean((simulate(k) - observed) ** 2)
+    prims = [e.primitive.name for e in fungrad.make_jaxpr(loss)(1.0).jaxpr.eqns]
+    assert prims.count("scan") == (simulate is _spring_trajectory_scan)
     loss_and_grad = fungrad.jit(fungrad.value_and_grad(loss))
     opt = optim.adam(0.1)
     k = np.asarray(1.0)

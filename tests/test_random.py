@@ -265,19 +265,6 @@ SAMPLERS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(SAMPLERS))
-def test_jit_matches_eager(name):
-    sampler = SAMPLERS[name]
-    key = random.PRNGKey(21)
-    np.testing.assert_array_equal(fungrad.jit(sampler)(key), sampler(key))
-
-
-@pytest.mark.parametrize("name", sorted(SAMPLERS))
-def test_vmap_over_keys_matches_loop(name):
-    sampler = SAMPLERS[name]
-    keys = random.split(random.PRNGKey(22), 3)
-    looped = np.stack([np.asarray(sampler(k)) for k in keys])
-    np.testing.assert_array_equal(fungrad.vmap(sampler)(keys), looped)
 
 
 def test_traced_seed_and_parameters_under_jit():
@@ -539,17 +526,19 @@ NEW_SAMPLERS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(NEW_SAMPLERS))
-def test_new_samplers_jit_matches_eager(name):
-    sampler = NEW_SAMPLERS[name]
-    key = random.PRNGKey(43)
-    np.testing.assert_array_equal(fungrad.jit(sampler)(key), sampler(key))
+ALL_SAMPLERS = {**SAMPLERS, **NEW_SAMPLERS}
 
 
-@pytest.mark.parametrize("name", sorted(NEW_SAMPLERS))
-def test_new_samplers_vmap_over_keys_matches_loop(name):
-    sampler = NEW_SAMPLERS[name]
-    keys = random.split(random.PRNGKey(44), 3)
+@pytest.mark.parametrize("name", sorted(ALL_SAMPLERS))
+def test_jit_matches_eager(name):
+    key = random.PRNGKey(21)
+    np.testing.assert_array_equal(fungrad.jit(ALL_SAMPLERS[name])(key), ALL_SAMPLERS[name](key))
+
+
+@pytest.mark.parametrize("name", sorted(ALL_SAMPLERS))
+def test_vmap_over_keys_matches_loop(name):
+    sampler = ALL_SAMPLERS[name]
+    keys = random.split(random.PRNGKey(22), 3)
     looped = np.stack([np.asarray(sampler(k)) for k in keys])
     np.testing.assert_array_equal(fungrad.vmap(sampler)(keys), looped)
     np.testing.assert_array_equal(fungrad.jit(fungrad.vmap(sampler))(keys), looped)
