@@ -125,6 +125,15 @@ def test_custom_root_newton_sqrt():
     np.testing.assert_allclose(vmap(grad(sqrt))(np.array([1.0, 4.0, 9.0])), [0.5, 0.25, 1 / 6],
                                rtol=1e-13)
 
+    # a tangent_solve closing over a differentiated value (staged at call time)
+    def sqrt_closed(a):
+        newton = lambda F, x0: lax.while_loop(lambda x: fnp.abs(F(x)) > 1e-13,
+                                              lambda x: x - F(x) / (2 * x), x0)
+        return lax.custom_root(lambda x: x * x - a, 1.0, newton,
+                               lambda g, y: y / (2 * fnp.sqrt(a)))
+    np.testing.assert_allclose(grad(sqrt_closed)(a), 0.5 / np.sqrt(a), rtol=1e-13)
+    np.testing.assert_allclose(grad(grad(sqrt_closed))(a), -0.25 * a ** -1.5, rtol=1e-12)
+
 
 def test_bad_input():
     with pytest.raises(TypeError, match="reverse-mode.*transpose_solve"):

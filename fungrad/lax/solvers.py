@@ -145,21 +145,30 @@ def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Call
     s_closed, s_hoisted, s_out_tree = _stage(
         lambda x0: solve(lambda x: apply_f(f_hoisted, x), x0), g_tree, g_avals, "solve")
     apply_solve = _applier(s_closed, g_tree, s_out_tree)
+    # tangent_solve, applied to (∂f/∂x)^T at a symbolic x, is staged now, while
+    # the values it (and f) close over exist: (x, x̄) -> λ
+    pair_tree = tree_flatten((initial_guess, initial_guess))[1]
+
+    def lam_of(pair):
+        x, ct_x = pair
+        _, f_T = vjp(lambda z: apply_f(f_hoisted, z), x)        # v -> (∂f/∂x)^T v
+        return tangent_solve(lambda v: f_T(v)[0], ct_x)
+    t_closed, t_hoisted, t_out_tree = _stage(lam_of, pair_tree, g_avals + g_avals, "tangent_solve")
+    apply_t_solve = _applier(t_closed, pair_tree, t_out_tree)
 
     @custom_vjp
-    def root(f_consts, s_consts, guess):
+    def root(f_consts, s_consts, t_consts, guess):
         return apply_solve(s_consts, guess)
 
-    def fwd(f_consts, s_consts, guess):
+    def fwd(f_consts, s_consts, t_consts, guess):
         out = apply_solve(s_consts, guess)
-        return out, (f_consts, s_consts, guess, out[0] if has_aux else out)
+        return out, (f_consts, s_consts, t_consts, guess, out[0] if has_aux else out)
 
     def bwd(res, ct):
-        f_consts, s_consts, guess, x = res
-        ct_x = ct[0] if has_aux else ct
-        _, f_T = vjp(lambda z: apply_f(f_consts, z), x)       # v -> (∂f/∂x)^T v
-        lam = tangent_solve(lambda v: f_T(v)[0], ct_x)
+        f_consts, s_consts, t_consts, guess, x = res
+        lam = apply_t_solve(t_consts, (x, ct[0] if has_aux else ct))
         _, pull = vjp(lambda c: apply_f(c, x), f_consts)
-        return _neg_tree(pull(lam)[0]), _zeros_tree(s_consts), _zeros_tree(guess)
+        return (_neg_tree(pull(lam)[0]), _zeros_tree(s_consts), _zeros_tree(t_consts),
+                _zeros_tree(guess))
     root.defvjp(fwd, bwd)
-    return root(f_hoisted, s_hoisted, tree_unflatten(g_tree, g_leaves))
+    return root(f_hoisted, s_hoisted, t_hoisted, tree_unflatten(g_tree, g_leaves))
