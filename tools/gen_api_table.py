@@ -15,7 +15,7 @@ import fungrad  # noqa: E402
 import fungrad.numpy as fnp  # noqa: E402
 import fungrad.numpy.linalg as fnp_linalg  # noqa: E402
 from fungrad import (lax, nn, optim, random, tree_util, tree, flatten_util, implicit,  # noqa: E402
-                     ad_checkpoint)
+                     ad_checkpoint, ode)
 import fungrad.nn.initializers as nn_initializers  # noqa: E402
 import fungrad.scipy.special as scipy_special  # noqa: E402
 import fungrad.lax.linalg as lax_linalg  # noqa: E402
@@ -24,7 +24,7 @@ MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg"
            ("fungrad.lax", lax), ("fungrad.lax.linalg", lax_linalg),
            ("fungrad.tree_util", tree_util), ("fungrad.tree", tree),
            ("fungrad.flatten_util", flatten_util), ("fungrad.ad_checkpoint", ad_checkpoint),
-           ("fungrad.implicit", implicit), ("fungrad.random", random),
+           ("fungrad.implicit", implicit), ("fungrad.ode", ode), ("fungrad.random", random),
            ("fungrad.optim", optim), ("fungrad.nn", nn),
            ("fungrad.nn.initializers", nn_initializers), ("fungrad.scipy.special", scipy_special)]
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "api.md")
