@@ -914,8 +914,8 @@ while_p.partial_eval = _while_partial_eval
 #   then applies the linear part lin: (residuals, ub, uc) -> uc once per entry.
 #   Linear in (ub, uc).  Its transpose while_lin_t_p replays the loop the same
 #   way and runs lin's transpose over the list backwards.  Memory: one set of
-#   residuals per iteration, alive during that call only.  First order only:
-#   their jvp and batching rules raise.
+#   residuals per iteration, alive during that call only.  First order only
+#   (their jvp rules raise); vmap masks finished lanes.
 
 while_lin_p = Primitive("while_lin", multiple_results=True)
 while_lin_t_p = Primitive("while_lin_t", multiple_results=True)
@@ -1004,10 +1004,10 @@ def _while_lin_t_impl(*args, cond, known, lin_t, n_cc, n_kb, n_kc):
 
 def _first_order_only(*args, **params):
     raise TypeError(
-        "Differentiating or vmapping the reverse-mode derivative of a lax.while_loop inside "
-        "jit (e.g. jit(hessian(f)), vmap(jit(grad(f)))) is not supported: inside jit the "
-        "trip count exists only at run time. Apply these transformations outside jit, where "
-        "fungrad differentiates while_loop as a scan of the counted length.")
+        "Differentiating the reverse-mode derivative of a lax.while_loop inside jit again "
+        "(e.g. jit(hessian(f))) is not supported: inside jit the trip count exists only at "
+        "run time. Take higher derivatives outside jit, where fungrad differentiates "
+        "while_loop as a scan of the counted length.")
 
 
 while_lin_p.def_impl(_while_lin_impl)
@@ -1018,7 +1018,112 @@ while_lin_t_p.def_impl(_while_lin_t_impl)
 while_lin_t_p.def_abstract_eval(lambda *avals, lin_t, **params: list(lin_t.out_avals))
 for _p in (while_lin_p, while_lin_t_p):
     _p.jvp = _first_order_only
-    _p.batch = _first_order_only
+
+
+# vmap of the tape primitives: every carry batched, the loop runs while any lane
+# is live, each tape entry also records which lanes were live, and the linear
+# step leaves the others unchanged (so the transposed step passes their
+# cotangents through and adds nothing for them)
+
+def _lane_mask(live, x):
+    from fungrad import lax
+    return lax.reshape(live, live.shape + (1,) * (get_aval(x).ndim - 1))
+
+
+def _masked_tape(cond, known, axis_size, c_dims, b_dims, n_kc):
+    """(cond: any lane live, known: (cc, kb, kc) -> (kc, live, residuals))."""
+    from fungrad import lax
+    jit = _jit()
+    n_cc, n_kb = len(c_dims), len(b_dims)
+    b_cond = jit._batch_jaxpr(cond, c_dims + (0,) * n_kc, axis_size)
+    b_known = jit._batch_jaxpr(known, b_dims + (0,) * n_kc, axis_size)
+
+    def any_fn(*xs):
+        return [lax.reduce_or(eval_jaxpr(b_cond.jaxpr, b_cond.consts, *xs)[0], (0,))]
+
+    def known_fn(*xs):
+        cc, kb, kc = xs[:n_cc], xs[n_cc:n_cc + n_kb], list(xs[n_cc + n_kb:])
+        live = eval_jaxpr(b_cond.jaxpr, b_cond.consts, *cc, *kc)[0]
+        outs = eval_jaxpr(b_known.jaxpr, b_known.consts, *kb, *kc)
+        new_kc = [lax.select(_lane_mask(live, o), o, c) for o, c in zip(outs[:n_kc], kc)]
+        return new_kc + [live] + list(outs[n_kc:])
+    c_avals = list(b_cond.in_avals)
+    return (jit._stage(any_fn, c_avals),
+            jit._stage(known_fn, c_avals[:n_cc] + list(b_known.in_avals)))
+
+
+def _batched_tape_args(axis_size, vals, dims, n_cc, n_kb, n_kc, n_rest_batched):
+    """Consts moved to axis 0 (dims recorded); carries and the last
+    ``n_rest_batched`` inputs batched at 0."""
+    vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    dims = [None if d is None else 0 for d in dims]
+    n_fixed = len(vals) - n_rest_batched
+    out = list(vals[:n_cc + n_kb])
+    out += [batching.bdim_at_front(v, d, axis_size)
+            for v, d in zip(vals[n_cc + n_kb:n_cc + n_kb + n_kc], dims[n_cc + n_kb:])]
+    out += list(vals[n_cc + n_kb + n_kc:n_fixed])
+    out += [batching.bdim_at_front(v, d, axis_size)
+            for v, d in zip(vals[n_fixed:], dims[n_fixed:])]
+    return out, tuple(dims)
+
+
+def _while_lin_batch(axis_size, vals, dims, cond, known, lin, n_cc, n_kb, n_kc):
+    from fungrad import lax
+    n_uc = len(lin.out_avals)
+    vals, dims = _batched_tape_args(axis_size, vals, dims, n_cc, n_kb, n_kc, n_uc)
+    c_dims, b_dims = dims[:n_cc], dims[n_cc:n_cc + n_kb]
+    u_dims = dims[n_cc + n_kb + n_kc:len(dims) - n_uc]
+    num_res = len(lin.in_avals) - len(u_dims) - n_uc
+    key = (c_dims, b_dims, u_dims, axis_size)
+
+    def build():
+        m_cond, m_known = _masked_tape(cond, known, axis_size, c_dims, b_dims, n_kc)
+        b_lin = _jit()._batch_jaxpr(lin, (0,) * num_res + u_dims + (0,) * n_uc, axis_size)
+
+        def lin_fn(live, *xs):
+            uc = xs[len(xs) - n_uc:]
+            outs = eval_jaxpr(b_lin.jaxpr, b_lin.consts, *xs)
+            return [lax.select(_lane_mask(live, o), o, c) for o, c in zip(outs, uc)]
+        live_aval = ShapedArray((axis_size,), np.dtype(np.bool_))
+        return m_cond, m_known, _jit()._stage(lin_fn, [live_aval] + list(b_lin.in_avals))
+    m_cond, m_known, m_lin = _cached("while_lin_batch", (cond, known, lin), key, build)
+    cc = vals[:n_cc]
+    outs = while_lin_p.bind(*cc, *cc, *vals[n_cc:], cond=m_cond, known=m_known, lin=m_lin,
+                            n_cc=n_cc, n_kb=n_cc + n_kb, n_kc=n_kc)
+    return outs, [0] * len(outs)
+
+
+def _while_lin_t_batch(axis_size, vals, dims, cond, known, lin_t, n_cc, n_kb, n_kc):
+    from fungrad import lax
+    n_ct = len(vals) - n_cc - n_kb - n_kc
+    vals, dims = _batched_tape_args(axis_size, vals, dims, n_cc, n_kb, n_kc, n_ct)
+    c_dims, b_dims = dims[:n_cc], dims[n_cc:n_cc + n_kb]
+    n_ub = len(lin_t.out_avals) - n_ct
+    num_res = len(lin_t.in_avals) - n_ct
+
+    def build():
+        m_cond, m_known = _masked_tape(cond, known, axis_size, c_dims, b_dims, n_kc)
+        b_lin_t = _jit()._batch_jaxpr(lin_t, (0,) * (num_res + n_ct), axis_size)
+
+        def lin_t_fn(live, *xs):
+            ct_uc = xs[num_res:]
+            outs = eval_jaxpr(b_lin_t.jaxpr, b_lin_t.consts, *xs)
+            ct_ub = [lax.select(_lane_mask(live, o), o, ad.zeros_like_aval(get_aval(o)))
+                     for o in outs[:n_ub]]
+            return ct_ub + [lax.select(_lane_mask(live, o), o, c)
+                            for o, c in zip(outs[n_ub:], ct_uc)]
+        live_aval = ShapedArray((axis_size,), np.dtype(np.bool_))
+        return m_cond, m_known, _jit()._stage(lin_t_fn, [live_aval] + list(b_lin_t.in_avals))
+    m_cond, m_known, m_lin_t = _cached("while_lin_t_batch", (cond, known, lin_t),
+                                       (c_dims, b_dims, axis_size), build)
+    cc = vals[:n_cc]
+    outs = while_lin_t_p.bind(*cc, *cc, *vals[n_cc:], cond=m_cond, known=m_known,
+                              lin_t=m_lin_t, n_cc=n_cc, n_kb=n_cc + n_kb, n_kc=n_kc)
+    return outs, [0] * len(outs)
+
+
+while_lin_p.batch = _while_lin_batch
+while_lin_t_p.batch = _while_lin_t_batch
 
 
 def _emit_tape(block, cond, known, cc, kb, kc_init, n_kc):
@@ -1156,7 +1261,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     time, appending each iteration's residuals to a Python list, then walks
     the list backwards.  Either way memory grows linearly with the trip count
     (one set of residuals per iteration) and the primal loop runs twice.
-    Higher orders or vmap of a derivative taken inside jit raise a TypeError.
+    Higher derivatives of a derivative taken inside jit raise a TypeError
+    (vmap of it works: lanes keep their own trip counts).
     """
     leaves, tree = tree_flatten(init_val)
     leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]

@@ -156,5 +156,5 @@ def _jit_grad_while_ref(x):
 CASES += [
     Case("while_reverse_inside_jit", _jit_grad_while, _jit_grad_while_ref,
          [Arg((4,), low=0.2, high=3.0)], prims=("while_lin", "while_lin_t"),
-         grad_order=0, vmap=False, rtol=1e-10),
+         grad_order=0, rtol=1e-10),
 ]
