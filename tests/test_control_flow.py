@@ -233,8 +233,13 @@ def test_while_loop_reverse_mode_with_data_dependent_trip_count_beyond_jax():
                           ("jit(vmap(grad))", jit(vmap(grad(_grow_until), (0, None)))(xs, th))]:
         np.testing.assert_allclose(per_lane, [grad(_grow_until)(float(v), th) for v in xs],
                                    rtol=1e-13, err_msg=how)
-    with pytest.raises(TypeError, match="while_loop inside jit again.*outside jit"):
-        jit(fungrad.hessian(_grow_until))(x, th)
+    # forward over reverse inside jit: the tape also records residual tangents
+    np.testing.assert_allclose(jit(fungrad.hessian(_grow_until, (0, 1)))(x, th),
+                               fungrad.hessian(_grow_until, (0, 1))(x, th), rtol=1e-12)
+    hvp = lambda x: jvp(grad(_grow_until), (x, th), (1.0, 0.0))[1]
+    np.testing.assert_allclose(jit(hvp)(x), grad(grad(_grow_until))(x, th), rtol=1e-12)
+    with pytest.raises(TypeError, match="Reverse mode over the reverse-mode.*inside jit"):
+        jit(grad(grad(_grow_until)))(x, th)
 
 
 def test_while_loop_errors():

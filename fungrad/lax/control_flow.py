@@ -797,7 +797,7 @@ def _while_partial_eval(trace, args, cond, body, cond_nconsts, body_nconsts):
     predicate); the primal loop runs twice (count, then the scan's known part).
     Inside a staged function (jit) the count exists only at run time: the
     linear part becomes ``while_lin_p``, which replays the known loop at run
-    time recording its residuals in a Python list (first order only).
+    time recording its residuals in a Python list.
     """
     nc, nb = cond_nconsts, body_nconsts
     own = lambda x: isinstance(x, StagingTracer) and x._trace is trace
@@ -914,8 +914,9 @@ while_p.partial_eval = _while_partial_eval
 #   then applies the linear part lin: (residuals, ub, uc) -> uc once per entry.
 #   Linear in (ub, uc).  Its transpose while_lin_t_p replays the loop the same
 #   way and runs lin's transpose over the list backwards.  Memory: one set of
-#   residuals per iteration, alive during that call only.  First order only
-#   (their jvp rules raise); vmap masks finished lanes.
+#   residuals per iteration, alive during that call only.  vmap masks
+#   finished lanes; forward mode records residual tangents (so jit(hessian)
+#   works); reverse mode over the transpose raises.
 
 while_lin_p = Primitive("while_lin", multiple_results=True)
 while_lin_t_p = Primitive("while_lin_t", multiple_results=True)
@@ -1002,12 +1003,13 @@ def _while_lin_t_impl(*args, cond, known, lin_t, n_cc, n_kb, n_kc):
     return [np.asarray(x) for x in acc + ct_uc]
 
 
-def _first_order_only(*args, **params):
+def _reverse_over_reverse(*args, **params):
     raise TypeError(
-        "Differentiating the reverse-mode derivative of a lax.while_loop inside jit again "
-        "(e.g. jit(hessian(f))) is not supported: inside jit the trip count exists only at "
-        "run time. Take higher derivatives outside jit, where fungrad differentiates "
-        "while_loop as a scan of the counted length.")
+        "Reverse mode over the reverse-mode derivative of a lax.while_loop inside jit "
+        "(e.g. jit(grad(grad(f))), grad(jit(grad(f)))) is not supported: inside jit the trip "
+        "count exists only at run time. Use forward-over-reverse (jit(hessian(f)), or "
+        "jvp of grad for Hessian-vector products), or take grad(grad(f)) outside jit, where "
+        "fungrad differentiates while_loop as a scan of the counted length.")
 
 
 while_lin_p.def_impl(_while_lin_impl)
@@ -1016,8 +1018,114 @@ while_lin_p.transpose = _while_lin_transpose
 while_lin_p.linear = True
 while_lin_t_p.def_impl(_while_lin_t_impl)
 while_lin_t_p.def_abstract_eval(lambda *avals, lin_t, **params: list(lin_t.out_avals))
-for _p in (while_lin_p, while_lin_t_p):
-    _p.jvp = _first_order_only
+# Forward mode over the tape primitives (jvp/jacfwd of a derivative taken
+# inside jit, e.g. jit(hessian(f)) = jacfwd(jacrev)): the same primitive over a
+# tape of (residuals, their tangents) recorded by the known loop's JVP, with
+# the JVP of the per-step map; output tangents come out as extra carries.
+# Only float values get tangent slots.
+
+def _jvp_step(step: ClosedJaxpr, in_groups, out_groups) -> ClosedJaxpr:
+    """``step`` with each consecutive input group followed by its (float) tangents,
+    returning each output group followed by its (float) tangents."""
+    avals = list(step.in_avals)
+    floats = [ad.is_float(a.dtype) for a in avals]
+    out_floats = [ad.is_float(a.dtype) for a in step.out_avals]
+
+    def fn(*xs):
+        primal, tangent, i, j = [], [], 0, 0
+        for n in in_groups:
+            group = avals[j:j + n]
+            primal += xs[i:i + n]
+            i += n
+            it = iter(xs[i:i + sum(floats[j:j + n])])
+            tangent += [next(it) if f else ad.Zero(ad.tangent_aval(a))
+                        for f, a in zip(floats[j:j + n], group)]
+            i, j = i + sum(floats[j:j + n]), j + n
+        outs, t_outs = ad.jvp_flat(lambda *a: eval_jaxpr(step.jaxpr, step.consts, *a),
+                                   primal, tangent)
+        result, k = [], 0
+        for n in out_groups:
+            result += outs[k:k + n] + [ad.instantiate_zeros(t) for t, f
+                                       in zip(t_outs[k:k + n], out_floats[k:k + n]) if f]
+            k += n
+        return result
+    in_avals, j = [], 0
+    for n in in_groups:
+        group = avals[j:j + n]
+        in_avals += group + [a.strip_weak_type() for a in group if ad.is_float(a.dtype)]
+        j += n
+    return _jit()._stage(fn, in_avals)
+
+
+def _with_float_tangents(primals, tangents):
+    """Each value followed by the tangents of the float ones (zeros instantiated)."""
+    return list(primals) + [ad.instantiate_zeros(t) for p, t in zip(primals, tangents)
+                            if ad.is_float(get_aval(p).dtype)]
+
+
+def _jvp_tape(cond, known, n_cc, n_kb, n_kc, num_res):
+    kc_avals = list(known.in_avals[n_kb:])
+    kc_dot = [a for a in kc_avals if ad.is_float(a.dtype)]
+    cond_j = _select_inputs(cond, list(cond.in_avals) + kc_dot, list(range(n_cc + n_kc)))
+    return cond_j, _jvp_step(known, [n_kb, n_kc], [n_kc, num_res])
+
+
+def _n_float(avals):
+    return sum(ad.is_float(a.dtype) for a in avals)
+
+
+def _while_lin_jvp(primals, tangents, cond, known, lin, n_cc, n_kb, n_kc):
+    cc, kb, kc, rest = _split_lin_args(primals, n_cc, n_kb, n_kc)
+    _, t_kb, t_kc, t_rest = _split_lin_args(tangents, n_cc, n_kb, n_kc)
+    n_uc = len(lin.out_avals)
+    num_res = len(lin.in_avals) - len(rest)
+    n_ub = len(rest) - n_uc
+    cond_j, known_j, lin_j = _cached("while_lin_jvp", (cond, known, lin), None, lambda: (
+        *_jvp_tape(cond, known, n_cc, n_kb, n_kc, num_res),
+        _jvp_step(lin, [num_res, n_ub, n_uc], [n_uc])))
+    outs = while_lin_p.bind(
+        *cc, *_with_float_tangents(kb, t_kb), *_with_float_tangents(kc, t_kc),
+        *_with_float_tangents(rest[:n_ub], t_rest[:n_ub]),
+        *_with_float_tangents(rest[n_ub:], t_rest[n_ub:]),
+        cond=cond_j, known=known_j, lin=lin_j, n_cc=n_cc,
+        n_kb=n_kb + _n_float(known.in_avals[:n_kb]), n_kc=n_kc + _n_float(known.in_avals[n_kb:]))
+    return _split_tangent_outputs(outs, [n_uc], lin.out_avals)
+
+
+def _split_tangent_outputs(outs, groups, avals):
+    """Undo the (group, its float tangents) interleaving of a jvp'd primitive's outputs."""
+    primal, tangent, i, j = [], [], 0, 0
+    for n in groups:
+        group = list(avals[j:j + n])
+        primal += outs[i:i + n]
+        it = iter(outs[i + n:i + n + _n_float(group)])
+        tangent += [next(it) if ad.is_float(a.dtype) else ad.Zero(ad.tangent_aval(a))
+                    for a in group]
+        i, j = i + n + _n_float(group), j + n
+    return primal, tangent
+
+
+def _while_lin_t_jvp(primals, tangents, cond, known, lin_t, n_cc, n_kb, n_kc):
+    cc, kb, kc, ct = _split_lin_args(primals, n_cc, n_kb, n_kc)
+    _, t_kb, t_kc, t_ct = _split_lin_args(tangents, n_cc, n_kb, n_kc)
+    n_ct = len(ct)
+    n_ub = len(lin_t.out_avals) - n_ct
+    num_res = len(lin_t.in_avals) - n_ct
+    cond_j, known_j, lin_t_j = _cached("while_lin_t_jvp", (cond, known, lin_t), None, lambda: (
+        *_jvp_tape(cond, known, n_cc, n_kb, n_kc, num_res),
+        _jvp_step(lin_t, [num_res, n_ct], [n_ub, n_ct])))
+    outs = while_lin_t_p.bind(
+        *cc, *_with_float_tangents(kb, t_kb), *_with_float_tangents(kc, t_kc),
+        *_with_float_tangents(ct, t_ct), cond=cond_j, known=known_j, lin_t=lin_t_j,
+        n_cc=n_cc, n_kb=n_kb + _n_float(known.in_avals[:n_kb]),
+        n_kc=n_kc + _n_float(known.in_avals[n_kb:]))
+    return _split_tangent_outputs(outs, [n_ub, n_ct], lin_t.out_avals)
+
+
+while_lin_p.jvp = _while_lin_jvp
+while_lin_t_p.jvp = _while_lin_t_jvp
+# (the transpose of a jvp'd tape would need a tape of the tape)
+while_lin_t_p.transpose = _reverse_over_reverse
 
 
 # vmap of the tape primitives: every carry batched, the loop runs while any lane
@@ -1257,12 +1365,13 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     Beyond JAX, reverse mode works too.  Outside jit (grad, vjp, hessian, any
     order, under vmap): the loop's iterations are counted, then it is
     differentiated as a ``scan`` of that length.  Inside jit (``jit(grad(f))``,
-    ``grad(jit(f))``; first order): the backward pass replays the loop at run
+    ``grad(jit(f))``): the backward pass replays the loop at run
     time, appending each iteration's residuals to a Python list, then walks
     the list backwards.  Either way memory grows linearly with the trip count
     (one set of residuals per iteration) and the primal loop runs twice.
-    Higher derivatives of a derivative taken inside jit raise a TypeError
-    (vmap of it works: lanes keep their own trip counts).
+    Inside jit, forward mode over it works (``jit(hessian(f))``, HVPs) and
+    so does vmap (lanes keep their own trip counts); reverse over reverse
+    (``jit(grad(grad(f)))``) raises a TypeError.
     """
     leaves, tree = tree_flatten(init_val)
     leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
