@@ -264,3 +264,12 @@ def test_associative_scan_every_length_and_errors():
         lax.associative_scan(fnp.add, np.ones(3), axis=1)
     with pytest.raises(TypeError, match="structure of elems"):
         lax.associative_scan(lambda a, b: (a, b), np.ones(3))
+
+
+def test_while_loop_vmap_over_a_non_leading_axis():
+    # found by the dev hypothesis profile: the carry's batch axis was moved twice
+    def newton(a):
+        return lax.while_loop(lambda s: fnp.any(fnp.abs(s * s - a) > 1e-10),
+                              lambda s: (s + a / s) / 2, a)
+    for a in (np.array([[2.7, 1.4]]), np.array([[2.7, 1.4, 9.0], [3.0, 5.0, 0.5]])):
+        np.testing.assert_allclose(vmap(newton, in_axes=1)(a), np.sqrt(a).T, rtol=1e-10)

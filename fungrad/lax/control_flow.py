@@ -1300,7 +1300,9 @@ def _while_batch(axis_size, vals, dims, cond, body, cond_nconsts, body_nconsts):
     vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
     c_dims = tuple(None if d is None else 0 for d in dims[:nc])
     b_dims = tuple(None if d is None else 0 for d in dims[nc:nc + nb])
-    carry = [batching.bdim_at_front(v, d, axis_size) for v, d in zip(vals[nc + nb:], dims[nc + nb:])]
+    # (vals are already moved: a batched carry is at axis 0 now)
+    carry = [batching.bdim_at_front(v, None if d is None else 0, axis_size)
+             for v, d in zip(vals[nc + nb:], dims[nc + nb:])]
     n = len(carry)
     jit = _jit()
     b_cond = _cached("while_bcond", (cond,), (c_dims, axis_size),
