@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fungrad  # noqa: E402
 import fungrad.numpy as fnp  # noqa: E402
 import fungrad.numpy.linalg as fnp_linalg  # noqa: E402
+import fungrad.numpy.fft as fnp_fft  # noqa: E402
 from fungrad import (lax, nn, optim, random, tree_util, tree, flatten_util, implicit,  # noqa: E402
                      ad_checkpoint, ode)
 import fungrad.nn.initializers as nn_initializers  # noqa: E402
@@ -21,6 +22,7 @@ import fungrad.scipy.special as scipy_special  # noqa: E402
 import fungrad.lax.linalg as lax_linalg  # noqa: E402
 
 MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg", fnp_linalg),
+           ("fungrad.numpy.fft", fnp_fft),
            ("fungrad.lax", lax), ("fungrad.lax.linalg", lax_linalg),
            ("fungrad.tree_util", tree_util), ("fungrad.tree", tree),
            ("fungrad.flatten_util", flatten_util), ("fungrad.ad_checkpoint", ad_checkpoint),

@@ -14,3 +14,4 @@ from fungrad.lax import linalg  # noqa: F401  (also as fungrad.lax.linalg, as JA
 from fungrad.lax.parallel import *  # noqa: F401,F403
 from fungrad.lax.control_flow import *  # noqa: F401,F403
 from fungrad.lax.solvers import *  # noqa: F401,F403
+from fungrad.lax.fft import *  # noqa: F401,F403
