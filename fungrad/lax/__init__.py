@@ -15,3 +15,4 @@ from fungrad.lax.parallel import *  # noqa: F401,F403
 from fungrad.lax.control_flow import *  # noqa: F401,F403
 from fungrad.lax.solvers import *  # noqa: F401,F403
 from fungrad.lax.fft import *  # noqa: F401,F403
+from fungrad.lax.convolution import *  # noqa: F401,F403

@@ -14,6 +14,7 @@ from fungrad.numpy._indexing import *  # noqa: F401,F403
 from fungrad.numpy._products import *  # noqa: F401,F403
 from fungrad.numpy._sorting import *  # noqa: F401,F403
 from fungrad.numpy._extras import *  # noqa: F401,F403
+from fungrad.numpy._convolve import *  # noqa: F401,F403
 from fungrad.numpy import linalg  # noqa: F401
 from fungrad.numpy import fft  # noqa: F401
 from fungrad.numpy._methods import _tracer_attribute, _getitem, _at_helper  # noqa: F401
