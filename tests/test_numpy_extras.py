@@ -337,22 +337,6 @@ def test_cov_corrcoef_shapes_and_dtypes():
 # Convolution, interpolation, integration, windows
 # ----------------------------------------------------------------------------
 
-def test_convolve_correlate_match_numpy():
-    for n in range(1, 6):
-        for m in range(1, 6):
-            a, v = RNG.normal(size=n), RNG.normal(size=m) + 1j * RNG.normal(size=m)
-            for mode in ("full", "same", "valid"):
-                assert_same(E.convolve(a, v.real, mode), np.convolve(a, v.real, mode))
-                assert_same(E.correlate(a, v, mode), np.correlate(a, v, mode))
-    assert_same(E.convolve([1, 2], [3, 4, 5]), np.convolve([1, 2], [3, 4, 5]))
-    assert_same(fungrad.jit(E.convolve)(P, Q), np.convolve(P, Q))
-    check_grads(lambda a, v: E.correlate(a, v, "same"), (P, Q), order=2)
-    with pytest.raises(ValueError, match="cannot be empty"):
-        E.convolve([], [1.0])
-    with pytest.raises(ValueError, match="mode must be"):
-        E.convolve(P, Q, "middle")
-
-
 def test_interp_and_trapezoid_match_numpy():
     xp, fp = np.array([-1.0, 0.0, 0.0, 2.0]), np.array([1.0, 3.0, 4.0, 2.0])
     x = np.concatenate([X50, xp, [-5.0, 5.0]])

@@ -1,6 +1,6 @@
 """The rest of ``jax.numpy`` that is built from other ``fungrad.numpy`` functions:
 set operations, histograms, polynomials, ``cov``/``corrcoef``, ``vectorize``,
-``convolve``/``correlate``, ``interp``, ``trapezoid``, window functions and a
+``interp``, ``trapezoid``, window functions and a
 few small helpers.
 
 Nothing here is a primitive: every function composes ``fungrad.numpy``/
@@ -20,6 +20,7 @@ import numpy as np
 
 from fungrad import lax
 from fungrad.core import ConcretizationTypeError, Tracer, get_aval, wrap_array
+from fungrad.numpy._convolve import convolve  # (polymul and poly multiply by convolution)
 from fungrad.numpy._dtypes import asarray_operand, promote
 
 __all__ = [
@@ -31,7 +32,7 @@ __all__ = [
     "polyval", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyfit",
     "roots", "poly", "vander",
     # statistics, signals, calculus
-    "cov", "corrcoef", "convolve", "correlate", "interp", "trapezoid",
+    "cov", "corrcoef", "interp", "trapezoid",
     "bartlett", "blackman", "hamming", "hanning",
     # functional helpers
     "vectorize", "apply_along_axis", "apply_over_axes",
@@ -675,66 +676,6 @@ def poly(seq_of_zeros):
 # ----------------------------------------------------------------------------
 # Convolution, interpolation, integration
 # ----------------------------------------------------------------------------
-
-def _convolve_full(a, v):
-    """Full discrete convolution of 1-d arrays: out[k] = sum_i a[i] v[k - i],
-    written as one gather of ``v`` and a matrix-vector product."""
-    fnp = _fnp()
-    n, m = _shape(a)[0], _shape(v)[0]
-    k = np.arange(n + m - 1)[:, None]
-    shift = k - np.arange(n)[None, :]
-    valid = (shift >= 0) & (shift < m)
-    band = fnp.where(valid, fnp.take(v, np.clip(shift, 0, m - 1)), fnp.zeros((), _dtype(v)))
-    return band @ a
-
-
-def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
-    """Discrete linear convolution of two 1-d arrays (``numpy.convolve``)."""
-    a, v = promote("convolve", asarray_operand(a), asarray_operand(v))
-    if len(_shape(a)) != 1 or len(_shape(v)) != 1:
-        raise ValueError(f"convolve: a and v must be 1-d, got shapes {_shape(a)} and {_shape(v)}")
-    n, m = _shape(a)[0], _shape(v)[0]
-    if n == 0 or m == 0:
-        raise ValueError("convolve: inputs cannot be empty")
-    full = _convolve_full(a, v)
-    return _cut_mode("convolve", full, n, m, mode)
-
-
-def _cut_mode(name, full, n, m, mode):
-    longer, shorter = _builtin_max(n, m), min(n, m)
-    if mode == "full":
-        return full
-    if mode == "same":
-        start = (shorter - 1) // 2
-        return full[start:start + longer]
-    if mode == "valid":
-        return full[shorter - 1:longer]
-    raise ValueError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r}")
-
-
-def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
-    """Cross-correlation of two 1-d arrays: c[k] = sum_n a[n + k] conj(v[n])."""
-    fnp = _fnp()
-    a, v = promote("correlate", asarray_operand(a), asarray_operand(v))
-    if len(_shape(a)) != 1 or len(_shape(v)) != 1:
-        raise ValueError(f"correlate: a and v must be 1-d, got shapes {_shape(a)} and "
-                         f"{_shape(v)}")
-    n, m = _shape(a)[0], _shape(v)[0]
-    if n == 0 or m == 0:
-        raise ValueError("correlate: inputs cannot be empty")
-    if mode == "same" and m > n:
-        return _correlate_same_long_v(a, v)
-    return _cut_mode("correlate", _convolve_full(a, fnp.conj(v[::-1])), n, m, mode)
-
-
-def _correlate_same_long_v(a, v):
-    """``correlate(a, v, 'same')`` with len(v) > len(a): NumPy swaps the inputs,
-    correlates, and reverses (and conjugates) the result."""
-    fnp = _fnp()
-    n, m = _shape(v)[0], _shape(a)[0]
-    full = _convolve_full(v, fnp.conj(a[::-1]))
-    return fnp.conj(_cut_mode("correlate", full, n, m, "same")[::-1])
-
 
 def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise-linear interpolation of (xp, fp) at ``x`` (increasing 1-d ``xp``);
