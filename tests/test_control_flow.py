@@ -273,3 +273,17 @@ def test_while_loop_vmap_over_a_non_leading_axis():
                               lambda s: (s + a / s) / 2, a)
     for a in (np.array([[2.7, 1.4]]), np.array([[2.7, 1.4, 9.0], [3.0, 5.0, 0.5]])):
         np.testing.assert_allclose(vmap(newton, in_axes=1)(a), np.sqrt(a).T, rtol=1e-10)
+
+
+def test_map_batch_size_vmaps_chunks():
+    xs = np.arange(10.0).reshape(5, 2)
+    for batch_size in (None, 1, 2, 5, 7):
+        np.testing.assert_allclose(
+            lax.map(lambda x: fnp.sum(x ** 2), xs, batch_size=batch_size), np.sum(xs ** 2, 1))
+        np.testing.assert_allclose(
+            grad(lambda v: fnp.sum(lax.map(fnp.sin, v, batch_size=batch_size)))(xs), np.cos(xs))
+    pair = jit(lambda v: lax.map(lambda x: (x, 2 * x), v, batch_size=2))(xs)
+    np.testing.assert_allclose(pair[1], 2 * xs)
+    with pytest.raises(ValueError, match="batch_size"):
+        lax.map(fnp.sin, xs, batch_size=0)
+    assert lax.fori_loop(0, 3, lambda i, c: c + i, 0, unroll=2) == 3

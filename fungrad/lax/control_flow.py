@@ -695,10 +695,11 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return tree_unflatten(init_tree, outs[:k]), tree_unflatten(y_tree_box[0], outs[k:])
 
 
-def fori_loop(lower, upper, body_fun: Callable, init_val):
+def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
     """``jax.lax.fori_loop``: with concrete bounds a ``scan`` over ``range(lower, upper)``
     (every transform, reverse mode included); with traced bounds a ``while_loop``
-    (every transform; see ``while_loop`` for reverse mode)."""
+    (every transform; see ``while_loop`` for reverse mode).  ``unroll`` is
+    accepted and ignored, as scan's (the generated code is a Python loop)."""
     try:
         lo, hi = int(lower), int(upper)
     except (TypeError, core.ConcretizationTypeError):
@@ -714,9 +715,28 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     return carry
 
 
-def map(f: Callable, xs):  # noqa: A001 (JAX's name)
-    """``jax.lax.map``: ``f`` over the leading axis of ``xs``, as a scan."""
-    return scan(lambda c, x: (c, f(x)), None, xs)[1]
+def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 (JAX's name)
+    """``jax.lax.map``: ``f`` over the leading axis of ``xs``, as a scan.  With
+    ``batch_size``, ``f`` is vmapped over chunks of that many elements (a scan
+    over the chunks, the remainder vmapped separately), as in JAX."""
+    if batch_size is None:
+        return scan(lambda c, x: (c, f(x)), None, xs)[1]
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"map: batch_size must be a positive int, got {batch_size!r}")
+    from fungrad import numpy as fnp
+    from fungrad.api import vmap
+    leaves, tree = tree_flatten(xs)
+    n = np.shape(leaves[0])[0] if leaves else 0
+    n_full = (n // batch_size) * batch_size
+    chunks = [fnp.reshape(x[:n_full], (n // batch_size, batch_size) + np.shape(x)[1:])
+              for x in leaves]
+    out = scan(lambda c, x: (c, vmap(f)(tree_unflatten(tree, list(x)))), None, chunks)[1]
+    out_leaves, out_tree = tree_flatten(out)
+    out_leaves = [fnp.reshape(y, (n_full,) + np.shape(y)[2:]) for y in out_leaves]
+    if n_full < n:
+        rest = tree_flatten(vmap(f)(tree_unflatten(tree, [x[n_full:] for x in leaves])))[0]
+        out_leaves = [fnp.concatenate([a, b]) for a, b in zip(out_leaves, rest)]
+    return tree_unflatten(out_tree, out_leaves)
 
 
 # ----------------------------------------------------------------------------
