@@ -511,3 +511,16 @@ def test_repeat_total_repeat_length_follows_jnp():
                                   [0.1, 0.1, 0.2, 0.2])
     with pytest.raises(ValueError, match="empty"):
         fnp.repeat(np.ones(0), 1, total_repeat_length=2)
+
+
+def test_lax_top_k_along_any_axis():
+    from fungrad import lax
+    x = np.array([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
+    values, indices = lax.top_k(x, 1, axis=0)
+    np.testing.assert_array_equal(values, [[4.0, 5.0, 6.0]])
+    np.testing.assert_array_equal(indices, [[1, 0, 1]])
+    np.testing.assert_array_equal(
+        fungrad.grad(lambda v: lax.top_k(v, 1, axis=0)[0].sum())(x), [[0, 1, 0], [1, 0, 1]])
+    np.testing.assert_array_equal(lax.top_k(x, 2, axis=-1)[0], [[5.0, 3.0], [6.0, 4.0]])
+    with pytest.raises(ValueError, match="axis 2 is out of range"):
+        lax.top_k(x, 1, axis=2)

@@ -293,10 +293,21 @@ def_lowering(top_k_p, lambda a, k: (
     f"kind='stable'), -1)[..., :{k}])"))
 
 
-def top_k(operand, k: int):
-    """``(values, indices)`` of the ``k`` largest entries along the last axis."""
+def top_k(operand, k: int, *, axis: int = -1):
+    """``(values, indices)`` of the ``k`` largest entries along ``axis`` (ties: the
+    lower index first), as ``jax.lax.top_k``."""
+    from fungrad.lax.structural import transpose
     operand = as_operand(operand)
-    return tuple(checked_bind(top_k_p, operand, k=int(k)))
+    ndim = get_aval(operand).ndim
+    if ndim == 0 or not -ndim <= axis < ndim:
+        raise ValueError(f"top_k: axis {axis} is out of range for an operand of rank {ndim}")
+    axis %= ndim
+    if axis == ndim - 1:
+        return tuple(checked_bind(top_k_p, operand, k=int(k)))
+    perm = tuple(i for i in range(ndim) if i != axis) + (axis,)
+    inverse = tuple(int(i) for i in np.argsort(perm))
+    values, indices = checked_bind(top_k_p, transpose(operand, perm), k=int(k))
+    return transpose(values, inverse), transpose(indices, inverse)
 
 
 # --- searchsorted ------------------------------------------------------------------
