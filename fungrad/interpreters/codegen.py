@@ -248,12 +248,29 @@ class CompiledFunction:
         self.consts = list(consts)
 
 
+_HELPER_IMPORT = re.compile(r"__import__\('(fungrad\.[\w.]+)', fromlist=\['_'\]\)")
+
+
+def _bind_helper_modules(source: str):
+    """Lowerings call NumPy-only helper modules as ``__import__('m', ...).f(x)``
+    (a form ``export`` can find and embed); compiled code binds each module to a
+    name once instead of importing it on every call."""
+    import importlib
+    modules = {}
+    for module_name in sorted(set(_HELPER_IMPORT.findall(source))):
+        alias = "_" + module_name.rsplit(".", 1)[-1].lstrip("_")
+        modules[alias] = importlib.import_module(module_name)
+        source = source.replace(f"__import__('{module_name}', fromlist=['_'])", alias)
+    return source, modules
+
+
 def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
                   reuse_buffers: bool = True) -> CompiledFunction:
     """Lower and compile a flat ``jaxpr`` (compile/exec once)."""
     source, block_consts = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers)
+    source, helper_modules = _bind_helper_modules(source)
     namespace = {"np": np, "_impl": {n: p.impl for n, p in core.primitives.items()},
-                 "_unbound_axis": _unbound_axis, **block_consts}
+                 "_unbound_axis": _unbound_axis, **block_consts, **helper_modules}
     code = compile(source, f"<fungrad.jit {name}>", "exec")
     exec(code, namespace)
     return CompiledFunction(namespace[name], source, jaxpr, consts)
