@@ -122,7 +122,8 @@ _HELPER_IMPORT = re.compile(r"__import__\('(fungrad\.[\w.]+)', fromlist=\['_'\]\
 # fungrad modules whose code needs only NumPy and the standard library, and so
 # may be copied into an exported module (special functions', linear algebra's
 # pure-NumPy code)
-_EMBEDDABLE = {"fungrad.lax._special_math", "fungrad.lax._linalg_numpy", "fungrad.lax._conv_numpy"}
+_EMBEDDABLE = {"fungrad.lax._special_math", "fungrad.lax._linalg_numpy", "fungrad.lax._conv_numpy",
+               "fungrad.lax._window_numpy"}
 
 
 def _embed_helper_modules(body: str):

@@ -16,3 +16,4 @@ from fungrad.lax.control_flow import *  # noqa: F401,F403
 from fungrad.lax.solvers import *  # noqa: F401,F403
 from fungrad.lax.fft import *  # noqa: F401,F403
 from fungrad.lax.convolution import *  # noqa: F401,F403
+from fungrad.lax.windowed import *  # noqa: F401,F403

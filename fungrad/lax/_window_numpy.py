@@ -1,0 +1,108 @@
+"""The NumPy computation of windowed reductions (NumPy-only module).
+
+Shared by the impls of ``reduce_window_{sum,max,min}`` and
+``window_select_index``, their ``jit`` lowerings and ``fungrad.export``
+(which copies this module's source into exported code), so it imports
+nothing but NumPy.
+
+Per dimension the operand is dilated (``base_dilation - 1`` holes between
+elements), padded by ``(lo, hi)`` (negative values crop), holes and padding
+holding the monoid's identity (0, -inf / +inf, the integer extremes); then a
+window of ``window_dimensions`` taps, ``window_dilation`` apart, slides over
+it with stride ``window_strides``::
+
+    out[y] = reduce_{k} padded[y * stride + k * window_dilation]
+
+``select_index`` gives, for every output position, the row-major position
+``k`` inside the window of the *first* maximum (or minimum) of the window,
+as XLA's select-and-scatter picks it (``ge`` / ``le`` keeps the earlier one).
+"""
+import numpy as np
+
+__all__ = ["reduce_window", "select_index", "window_output_shape", "identity"]
+
+_UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+def _dilated(size, dilation):
+    return 0 if size == 0 else (size - 1) * dilation + 1
+
+
+def window_output_shape(shape, window_dimensions, window_strides, padding,
+                        base_dilation, window_dilation):
+    """Output shape (0 where the dilated window does not fit the padded operand)."""
+    out = []
+    for n, k, s, (lo, hi), bd, wd in zip(shape, window_dimensions, window_strides,
+                                         padding, base_dilation, window_dilation):
+        padded = _dilated(n, bd) + lo + hi
+        kd = _dilated(k, wd)
+        out.append((padded - kd) // s + 1 if padded >= kd else 0)
+    return tuple(out)
+
+
+def identity(kind, dtype):
+    """The identity of the monoid ``kind`` for ``dtype``."""
+    dtype = np.dtype(dtype)
+    if kind == "sum":
+        return dtype.type(0)
+    if dtype == np.bool_:
+        return np.bool_(kind == "min")
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return dtype.type(info.min if kind == "max" else info.max)
+    return dtype.type(-np.inf if kind == "max" else np.inf)
+
+
+def _dilate_and_pad(x, padding, base_dilation, fill):
+    """``x`` with holes and padding (negative amounts crop), filled with ``fill``."""
+    grown = tuple(_dilated(n, d) + max(lo, 0) + max(hi, 0)
+                  for n, (lo, hi), d in zip(x.shape, padding, base_dilation))
+    out = np.full(grown, fill, dtype=x.dtype)
+    place = tuple(slice(max(lo, 0), max(lo, 0) + _dilated(n, d), d)
+                  for n, (lo, hi), d in zip(x.shape, padding, base_dilation))
+    out[place] = x
+    crop = tuple(slice(max(-lo, 0), g - max(-hi, 0)) for g, (lo, hi) in zip(grown, padding))
+    return out[crop]
+
+
+def _windows(x, kind, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+    """View ``(*out_shape, *window_dimensions)`` of the windows (no copy of the
+    padded operand), or None when the output is empty."""
+    out_shape = window_output_shape(x.shape, window_dimensions, window_strides, padding,
+                                    base_dilation, window_dilation)
+    if 0 in out_shape or 0 in window_dimensions:
+        return None, out_shape
+    xp = _dilate_and_pad(x, padding, base_dilation, identity(kind, x.dtype))
+    kd = tuple(_dilated(k, d) for k, d in zip(window_dimensions, window_dilation))
+    nd = x.ndim
+    win = np.lib.stride_tricks.sliding_window_view(xp, kd, axis=tuple(range(nd)))
+    win = win[tuple(slice(0, m * s, s) for m, s in zip(out_shape, window_strides))
+              + tuple(slice(None, None, d) for d in window_dilation)]
+    return win, out_shape
+
+
+def reduce_window(operand, *, kind, window_dimensions, window_strides, padding,
+                  base_dilation, window_dilation):
+    """Windowed sum / max / min (``kind``) with all parameters canonical."""
+    x = np.asarray(operand)
+    win, out_shape = _windows(x, kind, window_dimensions, window_strides, padding,
+                              base_dilation, window_dilation)
+    if win is None:
+        return np.full(out_shape, identity(kind, x.dtype), dtype=x.dtype)
+    axes = tuple(range(x.ndim, 2 * x.ndim))
+    return _UFUNCS[kind].reduce(win, axis=axes, dtype=x.dtype)
+
+
+def select_index(operand, *, kind, window_dimensions, window_strides, padding,
+                 base_dilation, window_dilation):
+    """Row-major position inside each window of its first max (``kind='max'``)
+    or min (``'min'``); int64 of the output shape."""
+    x = np.asarray(operand)
+    win, out_shape = _windows(x, kind, window_dimensions, window_strides, padding,
+                              base_dilation, window_dilation)
+    if win is None:
+        return np.zeros(out_shape, np.int64)
+    flat = win.reshape(out_shape + (-1,))
+    pick = np.argmax if kind == "max" else np.argmin
+    return pick(flat, axis=-1).astype(np.int64)

@@ -1,0 +1,394 @@
+"""Windowed reductions: ``lax.reduce_window`` and the primitives
+``reduce_window_sum``, ``reduce_window_max``, ``reduce_window_min`` (JAX's
+internal names), plus the helper ``window_select_index``.
+
+Parameters, canonical and hashable, one entry per operand dimension (as JAX:
+the window spans every axis, use 1 for axes that are not pooled):
+``window_dimensions``, ``window_strides``, ``base_dilation``,
+``window_dilation`` as tuples of positive ints, ``padding`` as a tuple of
+``(lo, hi)`` pairs (negative values crop).  Holes from base dilation and
+padding hold the monoid's identity (see ``_window_numpy``)::
+
+    out[y] = reduce_k padded[y * stride + k * window_dilation]
+
+Rules, all next to the primitives:
+
+* impl and jit lowering: ``fungrad.lax._window_numpy`` (NumPy only, so
+  ``fungrad.export`` can embed it);
+* ``reduce_window_sum`` is linear.  Its transpose is another windowed sum
+  (a convolution with a ones kernel, whose flip is itself): the cotangent,
+  dilated by the strides and padded by ``kd - 1 - lo`` in front, summed over
+  windows of the same size and window dilation at stride ``base_dilation``;
+* ``reduce_window_max``/``min``: the tangent of each output is the tangent at
+  the *first* arg-max/arg-min of its window (XLA's select-and-gather with
+  ``ge``/``le``; so a max-pool gradient goes to one element on ties, unlike
+  ``reduce_max`` which splits it).  ``window_select_index`` (JVP zero) finds
+  that window position; the tangent is then zero-padded like the operand and
+  gathered there with ``lax.gather``, so the rule is linear in the tangent
+  and differentiable again (second derivatives are zero away from ties);
+* batching: the vmapped axis goes first with a window of 1 over it.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import operator
+
+import numpy as np
+
+from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
+from fungrad.interpreters import batching
+from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
+from fungrad.lax import _window_numpy as _wn
+from fungrad.lax.convolution import padtype_to_pads
+from fungrad.lax.utils import as_operand, checked_bind
+
+__all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
+           "reduce_window_sum_p", "reduce_window_max_p", "reduce_window_min_p",
+           "window_select_index_p"]
+
+_WINDOW_PARAMS = ("window_dimensions", "window_strides", "padding", "base_dilation",
+                  "window_dilation")
+_KINDS_OF_DTYPE = {"sum": "iufc", "max": "biuf", "min": "biuf"}
+
+
+def _lax():
+    from fungrad import lax  # late: the package imports this module
+    return lax
+
+
+# ============================================================================
+# Shape rule and parameter checks
+# ============================================================================
+
+def _check_params(name, x, window_dimensions, window_strides, padding, base_dilation,
+                  window_dilation):
+    """Params reach the shape rule unchecked when ``bind`` is called directly."""
+    nd = x.ndim
+    for pname in ("window_dimensions", "window_strides", "base_dilation", "window_dilation"):
+        val = locals()[pname]
+        if (not isinstance(val, tuple) or len(val) != nd
+                or any(not isinstance(v, (int, np.integer)) or v < 1 for v in val)):
+            raise ValueError(f"{name}: {pname} must be a tuple of {nd} positive ints (one "
+                             f"per operand dimension, operand shape {x.shape}), got {val!r}")
+    if (not isinstance(padding, tuple) or len(padding) != nd
+            or any(not isinstance(p, tuple) or len(p) != 2 for p in padding)):
+        raise ValueError(f"{name}: padding must be a tuple of {nd} (low, high) pairs for an "
+                         f"operand of shape {x.shape}, got {padding!r}")
+
+
+def _window_shape_rule(kind, name, out_dtype=None):
+    def rule(x, **params):
+        params = {k: params[k] for k in _WINDOW_PARAMS}
+        _check_params(name, x, **params)
+        if x.dtype.kind not in _KINDS_OF_DTYPE[kind]:
+            raise TypeError(f"{name} does not support operands of dtype {x.dtype.name}")
+        shape = _wn.window_output_shape(x.shape, *params.values())
+        return ShapedArray(shape, x.dtype if out_dtype is None else out_dtype)
+    return rule
+
+
+def _window_batcher(prim):
+    """The vmapped axis goes first; the window has size 1 along it."""
+    def rule(axis_size, vals, dims, **params):
+        (x,), (d,) = vals, dims
+        x = batching.moveaxis(x, d, 0)
+        new = dict(params, window_dimensions=(1,) + params["window_dimensions"],
+                   window_strides=(1,) + params["window_strides"],
+                   padding=((0, 0),) + params["padding"],
+                   base_dilation=(1,) + params["base_dilation"],
+                   window_dilation=(1,) + params["window_dilation"])
+        return prim.bind(x, **new), 0
+    prim.batch = rule
+    return rule
+
+
+def _lowering(fn_name, kind=None):
+    """Source calling the helper module (``export`` embeds it)."""
+    def lower(args, **params):
+        if kind is not None:
+            params = dict(params, kind=kind)
+        kw = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
+        module = "__import__('fungrad.lax._window_numpy', fromlist=['_'])"
+        return f"{module}.{fn_name}({args[0]}{kw})"
+    return lower
+
+
+def _impl(fn, kind):
+    return lambda x, **params: fn(x, kind=kind, **params)
+
+
+# ============================================================================
+# window_select_index: position of the first max/min inside each window
+# ============================================================================
+
+window_select_index_p = Primitive("window_select_index", differentiable=False)
+window_select_index_p.def_impl(_wn.select_index)
+window_select_index_p.def_abstract_eval(
+    lambda x, *, kind, **params: _window_shape_rule(kind, "window_select_index",
+                                                    np.dtype(np.int64))(x, **params))
+defjvp_zero(window_select_index_p)
+_window_batcher(window_select_index_p)
+window_select_index_p.lower = _lowering("select_index")
+
+
+# ============================================================================
+# reduce_window_sum: linear
+# ============================================================================
+
+def _dilated(n, d):
+    return 0 if n == 0 else (n - 1) * d + 1
+
+
+def _sum_transpose(ct, x, *, window_dimensions, window_strides, padding, base_dilation,
+                   window_dilation):
+    # d x[i] = sum_{y, k: y*s + k*wd = i*bd + lo} ct[y].  With ct dilated by s
+    # and padded by kd - 1 - lo in front, this is a windowed sum (window k,
+    # dilation wd, flipped: a ones window is its own flip) at stride bd.
+    in_shape = x.aval.shape
+    pads = []
+    for n, k, s, (lo, _), bd, wd, m in zip(in_shape, window_dimensions, window_strides,
+                                           padding, base_dilation, window_dilation,
+                                           get_aval(ct).shape):
+        kd = _dilated(k, wd)
+        front = kd - 1 - lo
+        pads.append((front, (n - 1) * bd + kd - _dilated(m, s) - front))
+    out = reduce_window_sum_p.bind(ct, window_dimensions=window_dimensions,
+                                   window_strides=base_dilation, padding=tuple(pads),
+                                   base_dilation=window_strides,
+                                   window_dilation=window_dilation)
+    return [out]
+
+
+reduce_window_sum_p = Primitive("reduce_window_sum")
+reduce_window_sum_p.def_impl(_impl(_wn.reduce_window, "sum"))
+reduce_window_sum_p.def_abstract_eval(_window_shape_rule("sum", "reduce_window_sum"))
+deflinear(reduce_window_sum_p, _sum_transpose)
+_window_batcher(reduce_window_sum_p)
+reduce_window_sum_p.lower = _lowering("reduce_window", "sum")
+
+
+# ============================================================================
+# reduce_window_max, reduce_window_min: tangent at the first arg-max / arg-min
+# ============================================================================
+
+def _gather_window_tangent(t, idx, *, window_dimensions, window_strides, padding,
+                           base_dilation, window_dilation):
+    """``t`` (operand-shaped) read, for every output position, at the window
+    position ``idx`` (row-major within the window); padding reads 0."""
+    lax = _lax()
+    dtype = get_aval(t).dtype
+    config = [(lo, hi, bd - 1) for (lo, hi), bd in zip(padding, base_dilation)]
+    t_padded = lax.pad(t, np.zeros((), dtype), config)
+    out_shape = get_aval(idx).shape
+    if 0 in out_shape:
+        return lax.full(out_shape, 0, dtype)
+    i64 = lambda v: np.asarray(v, np.int64)
+    positions = []
+    for d, (k, s, wd) in enumerate(zip(window_dimensions, window_strides, window_dilation)):
+        inner = math.prod(window_dimensions[d + 1:])
+        tap = lax.rem(lax.div(idx, i64(inner)), i64(k))         # window offset along d
+        start = lax.mul(lax.broadcasted_iota(np.int64, out_shape, d), i64(s))
+        positions.append(lax.add(start, lax.mul(tap, i64(wd))))
+    return lax.gather(t_padded, tuple(positions))
+
+
+def _chooser_jvp(prim, kind):
+    def jvp(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, **params)
+        if type(t) is Zero:
+            return ans, Zero(tangent_aval(get_aval(ans)))
+        idx = window_select_index_p.bind(x, kind=kind, **params)
+        return ans, _gather_window_tangent(t, idx, **params)
+    prim.jvp = jvp
+
+
+def _chooser(kind):
+    name = f"reduce_window_{kind}"
+    p = Primitive(name)
+    p.def_impl(_impl(_wn.reduce_window, kind))
+    p.def_abstract_eval(_window_shape_rule(kind, name))
+    _chooser_jvp(p, kind)
+    _window_batcher(p)
+    p.lower = _lowering("reduce_window", kind)
+    return p
+
+
+reduce_window_max_p = _chooser("max")
+reduce_window_min_p = _chooser("min")
+_PRIMS = {"sum": reduce_window_sum_p, "max": reduce_window_max_p, "min": reduce_window_min_p}
+
+
+# ============================================================================
+# Public functions
+# ============================================================================
+
+def _int_tuple(who, pname, value, nd, default=None):
+    if value is None and default is not None:
+        return (default,) * nd
+    try:
+        out = tuple(operator.index(v) for v in value)
+    except TypeError:
+        raise TypeError(f"{who}: {pname} must be a sequence of {nd} ints, got "
+                        f"{value!r}") from None
+    if len(out) != nd:
+        raise ValueError(f"{who}: {pname} must have one entry per operand dimension "
+                         f"({nd}), got {value!r}")
+    if any(v < 1 for v in out):
+        raise ValueError(f"{who}: {pname} must be positive, got {value!r}")
+    return out
+
+
+def _canonical_padding(who, padding, shape, window, strides, window_dilation):
+    if isinstance(padding, str):
+        if padding.upper() not in ("SAME", "SAME_LOWER", "VALID"):
+            raise ValueError(f"{who}: unknown padding {padding!r}; use 'SAME', "
+                             "'SAME_LOWER', 'VALID' or a sequence of (low, high) int pairs")
+        dilated = [_dilated(k, d) for k, d in zip(window, window_dilation)]
+        return tuple(padtype_to_pads(shape, dilated, strides, padding))
+    try:
+        pads = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
+    except (TypeError, ValueError):
+        raise TypeError(f"{who}: padding must be 'SAME', 'SAME_LOWER', 'VALID' or a "
+                        f"sequence of (low, high) int pairs, got {padding!r}") from None
+    if len(pads) != len(shape):
+        raise ValueError(f"{who}: padding needs one (low, high) pair per operand "
+                         f"dimension ({len(shape)}), got {padding!r}")
+    return pads
+
+
+def _window_params(who, shape, window_dimensions, window_strides, padding, base_dilation,
+                   window_dilation):
+    nd = len(shape)
+    window = _int_tuple(who, "window_dimensions", window_dimensions, nd)
+    strides = _int_tuple(who, "window_strides", window_strides, nd, 1)
+    base = _int_tuple(who, "base_dilation", base_dilation, nd, 1)
+    wdil = _int_tuple(who, "window_dilation", window_dilation, nd, 1)
+    pads = _canonical_padding(who, padding, shape, window, strides, wdil)
+    return dict(window_dimensions=window, window_strides=strides, padding=pads,
+                base_dilation=base, window_dilation=wdil)
+
+
+def _reduce_window_kind(kind, operand, window_dimensions, window_strides, padding,
+                        base_dilation, window_dilation):
+    operand = as_operand(operand)
+    params = _window_params(f"reduce_window_{kind}", get_aval(operand).shape,
+                            window_dimensions, window_strides, padding, base_dilation,
+                            window_dilation)
+    return checked_bind(_PRIMS[kind], operand, **params)
+
+
+def reduce_window_sum(operand, window_dimensions, window_strides=None, padding="VALID",
+                      base_dilation=None, window_dilation=None):
+    """Sum over windows (``reduce_window`` with ``lax.add`` and 0)."""
+    return _reduce_window_kind("sum", operand, window_dimensions, window_strides, padding,
+                               base_dilation, window_dilation)
+
+
+def reduce_window_max(operand, window_dimensions, window_strides=None, padding="VALID",
+                      base_dilation=None, window_dilation=None):
+    """Max over windows (max pooling; the gradient goes to each window's first max)."""
+    return _reduce_window_kind("max", operand, window_dimensions, window_strides, padding,
+                               base_dilation, window_dilation)
+
+
+def reduce_window_min(operand, window_dimensions, window_strides=None, padding="VALID",
+                      base_dilation=None, window_dilation=None):
+    """Min over windows (the gradient goes to each window's first min)."""
+    return _reduce_window_kind("min", operand, window_dimensions, window_strides, padding,
+                               base_dilation, window_dilation)
+
+
+# --- reduce_window: recognise the monoid ------------------------------------------
+
+_MONOID_PRIMS = {"add": "sum", "max": "max", "min": "min"}
+
+
+@functools.lru_cache(maxsize=None)
+def _known_monoids():
+    lax = _lax()
+    from fungrad import numpy as jnp
+    return {lax.add: "sum", lax.max: "max", lax.min: "min", operator.add: "sum",
+            jnp.add: "sum", jnp.maximum: "max", jnp.minimum: "min",
+            np.add: "sum", np.maximum: "max", np.minimum: "min"}
+
+
+def _monoid_kind(computation, dtype):
+    """'sum' / 'max' / 'min' for computations that are one add / max / min of
+    their two arguments (``lax.add``, ``jnp.maximum``, ``lambda a, b: a + b``...)."""
+    try:
+        kind = _known_monoids().get(computation)
+    except TypeError:          # unhashable callable
+        kind = None
+    if kind is not None:
+        return kind
+    if callable(computation):
+        from fungrad.api import make_jaxpr
+        try:
+            scalar = np.zeros((), dtype)
+            jaxpr = make_jaxpr(computation)(scalar, scalar).jaxpr
+        except Exception:      # noqa: BLE001 - reported below as unsupported
+            jaxpr = None
+        if (jaxpr is not None and len(jaxpr.eqns) == 1 and len(jaxpr.outvars) == 1):
+            eqn = jaxpr.eqns[0]
+            if (eqn.primitive.name in _MONOID_PRIMS and eqn.outvars == jaxpr.outvars
+                    and set(eqn.inputs) == set(jaxpr.invars)):
+                return _MONOID_PRIMS[eqn.primitive.name]
+    raise NotImplementedError(
+        f"reduce_window: computation {getattr(computation, '__name__', computation)!r} is "
+        "not supported; fungrad supports the monoids add, max and min (lax.add / lax.max / "
+        "lax.min, jnp.add / jnp.maximum / jnp.minimum, or a function computing one of "
+        "them of its two arguments)")
+
+
+def _combine_init(kind, out, init, operand_dtype):
+    """Fold a non-identity ``init_value`` into the result (max / min only)."""
+    lax = _lax()
+    init_aval = get_aval(init)
+    if init_aval.ndim != 0:
+        raise TypeError(f"reduce_window: init_value must be a scalar, got shape "
+                        f"{init_aval.shape}")
+    if init_aval.dtype != operand_dtype and not init_aval.weak_type:
+        raise TypeError(f"reduce_window: init_value dtype {init_aval.dtype.name} differs "
+                        f"from the operand dtype {operand_dtype.name}; convert one of them")
+    if not isinstance(init, Tracer):
+        value = np.asarray(init)
+        if operand_dtype.kind in "biu" and value.dtype.kind in "fc" and not (
+                np.isfinite(value) and value == np.round(value)):
+            raise TypeError(f"reduce_window: init_value {init!r} is not a value of the "
+                            f"operand dtype {operand_dtype.name}; for max / min of "
+                            "integers use np.iinfo(dtype).min / .max")
+        init = as_operand(init, like=out)
+    if not isinstance(init, Tracer) and np.asarray(init) == _wn.identity(kind, operand_dtype):
+        return out
+    if kind == "sum":
+        raise NotImplementedError(
+            "reduce_window with add needs init_value 0 (the monoid's identity), given as a "
+            "concrete value; add a constant to the result instead")
+    init = lax.convert_element_type(init, operand_dtype)
+    shape = get_aval(out).shape
+    init = lax.broadcast_in_dim(init, shape, ())
+    return (lax.max if kind == "max" else lax.min)(out, init)
+
+
+def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
+                  padding="VALID", base_dilation=None, window_dilation=None):
+    """Reduction over (padded, dilated, strided) windows (``jax.lax.reduce_window``).
+
+    Supported computations: the monoids add, max and min (see ``_monoid_kind``),
+    with one operand array.  ``init_value`` must be the monoid's identity for
+    add (0); for max / min any scalar works and is folded in as
+    ``max(result, init_value)`` (so -inf / +inf, or the integer extremes, cost
+    nothing).  ``padding``: 'SAME', 'SAME_LOWER', 'VALID' (computed on the
+    undilated operand and the dilated window, as JAX) or (low, high) pairs.
+    """
+    if isinstance(operand, (tuple, list, dict)):
+        raise NotImplementedError("reduce_window: fungrad supports one operand array, not "
+                                  "a pytree of operands; call it once per array")
+    operand = as_operand(operand)
+    dtype = get_aval(operand).dtype
+    kind = _monoid_kind(computation, dtype)
+    out = _reduce_window_kind(kind, operand, window_dimensions, window_strides, padding,
+                              base_dilation, window_dilation)
+    return _combine_init(kind, out, init_value, dtype)

@@ -1,0 +1,232 @@
+"""Focused tests of fungrad.lax.windowed (reduce_window and its primitives).
+
+The generic runner (tests/test_generic.py, cases in tests/cases/windowed.py)
+covers values, staging, jit, check_grads and vmap of fixed configurations;
+here: random configurations against the loop reference, the transpose
+identity of reduce_window_sum, JAX's first-maximum convention on ties,
+second derivatives, transformations, export and errors.
+"""
+import importlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import fungrad
+import fungrad.numpy as jnp
+from fungrad import lax
+from fungrad.lax.windowed import (reduce_window, reduce_window_max, reduce_window_min,
+                                  reduce_window_sum)
+from fungrad.test_util import check_grads
+from tests.cases.windowed import ref_reduce_window, ref_select_index
+
+_MONOID = {"sum": (lax.add, 0), "max": (lax.max, -np.inf), "min": (lax.min, np.inf)}
+
+
+def _same_pads(shape, window, strides, wdil, lower=False):
+    pads = []
+    for n, k, s, d in zip(shape, window, strides, wdil):
+        kd = (k - 1) * d + 1
+        total = max((-(-n // s) - 1) * s + kd - n, 0)
+        small, big = total // 2, total - total // 2
+        pads.append((big, small) if lower else (small, big))
+    return pads
+
+
+@st.composite
+def configs(draw, max_rank=2):
+    rank = draw(st.integers(1, max_rank))
+    ints = lambda lo, hi: tuple(draw(st.integers(lo, hi)) for _ in range(rank))
+    shape, window, strides = ints(0, 5), ints(1, 3), ints(1, 3)
+    base, wdil = ints(1, 2), ints(1, 2)
+    padding = draw(st.sampled_from(["VALID", "SAME", "SAME_LOWER", "pairs"]))
+    if padding == "pairs":
+        pads = [tuple(draw(st.integers(-1, 2)) for _ in range(2)) for _ in range(rank)]
+        padding = pads
+    elif padding == "VALID":
+        pads = [(0, 0)] * rank
+    else:
+        pads = _same_pads(shape, window, strides, wdil, lower=padding == "SAME_LOWER")
+    return shape, window, strides, padding, pads, base, wdil
+
+
+@settings(max_examples=60, deadline=None)
+@given(configs(), st.sampled_from(["sum", "max", "min"]), st.sampled_from(["float64", "int32"]),
+       st.integers(0, 2**31 - 1))
+def test_values_against_loop_reference(config, kind, dtype, seed):
+    shape, window, strides, padding, pads, base, wdil = config
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-3, 4, size=shape).astype(dtype)     # small ints: ties included
+    comp, init = _MONOID[kind]
+    init = init if dtype == "float64" or kind == "sum" else (
+        np.iinfo(dtype).min if kind == "max" else np.iinfo(dtype).max)
+    f = lambda x: reduce_window(x, np.asarray(init, dtype), comp, window, strides, padding,
+                                base, wdil)
+    want = ref_reduce_window(kind, x, window, strides, pads, base, wdil)
+    for got in (f(x), fungrad.jit(f)(x)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(configs(max_rank=3), st.integers(0, 2**31 - 1))
+def test_sum_transpose_identity(config, seed):
+    # <A x, c> == <x, A^T c> for A = reduce_window_sum, A^T from vjp
+    shape, window, strides, padding, _, base, wdil = config
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=shape)
+    f = lambda x: reduce_window_sum(x, window, strides, padding, base, wdil)
+    y, pullback = fungrad.vjp(f, x)
+    c = rng.normal(size=y.shape)
+    (xt,) = pullback(c)
+    assert xt.shape == x.shape
+    np.testing.assert_allclose(np.sum(y * c), np.sum(x * xt), rtol=1e-10, atol=1e-10)
+
+
+def _first_extreme_grad(kind, x, window, strides, pads, base=None, wdil=None):
+    """d sum(pool(x)) / dx under the first-max convention, from the loop reference."""
+    nd = x.ndim
+    base, wdil = base or (1,) * nd, wdil or (1,) * nd
+    idx = ref_select_index(kind, x, window, strides, pads, base, wdil)
+    grad = np.zeros_like(x)
+    for pos in np.ndindex(idx.shape):
+        tap = np.unravel_index(idx[pos], window)
+        src = [p * s + t * d - lo for p, s, t, d, (lo, _) in zip(pos, strides, tap, wdil, pads)]
+        if all(j >= 0 and j % b == 0 and j // b < n for j, b, n in zip(src, base, x.shape)):
+            grad[tuple(j // b for j, b in zip(src, base))] += 1
+    return grad
+
+
+def test_max_pool_gradient_goes_to_first_maximum():
+    pool = lambda x: reduce_window(x, -np.inf, lax.max, (2,), (1,), "VALID")
+    np.testing.assert_array_equal(fungrad.grad(lambda x: pool(x).sum())(np.ones(3)),
+                                  [1.0, 1.0, 0.0])
+    x = np.ones((4, 4))          # non-overlapping 2x2: all of a window's gradient to its corner
+    g = fungrad.grad(lambda x: reduce_window(x, -np.inf, lax.max, (2, 2), (2, 2),
+                                             "VALID").sum())(x)
+    np.testing.assert_array_equal(g, np.kron(np.ones((2, 2)), [[1.0, 0.0], [0.0, 0.0]]))
+    # unlike reduce_max, which splits ties equally
+    assert fungrad.grad(lambda x: lax.reduce_max(x, (0,)))(np.ones(2)).tolist() == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("config", [
+    ((3, 3), (1, 1), [(1, 1), (1, 1)], None, None),
+    ((2, 3), (2, 1), [(0, 1), (1, 0)], (1, 2), (2, 1)),
+    ((3, 2), (1, 2), [(0, 0), (0, 0)], None, (1, 2)),
+])
+def test_tied_gradients_match_select_and_scatter(kind, config):
+    window, strides, pads, base, wdil = config
+    x = np.random.default_rng(0).integers(0, 2, size=(5, 6)).astype(float)   # many ties
+    pool = reduce_window_max if kind == "max" else reduce_window_min
+    f = lambda x: pool(x, window, strides, pads, base, wdil)
+    want = _first_extreme_grad(kind, x, window, strides, pads, base, wdil)
+    np.testing.assert_array_equal(fungrad.grad(lambda x: f(x).sum())(x), want)
+    # forward mode: the tangent of each output is the tangent at its selected input
+    _, t_out = fungrad.jvp(f, (x,), (np.arange(x.size, dtype=float).reshape(x.shape),))
+    np.testing.assert_array_equal(np.sum(t_out), np.sum(want * np.arange(x.size).reshape(x.shape)))
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+def test_second_order_away_from_ties(kind):
+    rng = np.random.default_rng(1)
+    x = rng.permutation(24).reshape(4, 6) + rng.uniform(-0.2, 0.2, (4, 6))
+    comp, init = _MONOID[kind]
+    f = lambda x: jnp.sin(reduce_window(x, init, comp, (2, 3), (2, 2), [(1, 0), (0, 1)],
+                                        (1, 2), (1, 2)))
+    check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+    h = fungrad.hessian(lambda x: reduce_window_max(x, (2, 2), (1, 1), "SAME").sum())(x)
+    np.testing.assert_array_equal(h, np.zeros((4, 6, 4, 6)))
+
+
+def test_jit_and_vmap():
+    rng = np.random.default_rng(2)
+    xs = rng.normal(size=(3, 5, 4))
+    pool = lambda x: reduce_window_max(x, (2, 2), (2, 1), "SAME", None, (1, 2))
+    grad = fungrad.grad(lambda x: pool(x).sum())
+    want = np.stack([pool(x) for x in xs])
+    want_grad = np.stack([grad(x) for x in xs])
+    np.testing.assert_array_equal(fungrad.vmap(pool)(xs), want)
+    np.testing.assert_array_equal(fungrad.vmap(pool, in_axes=2, out_axes=0)(
+        np.moveaxis(xs, 0, 2)), want)
+    np.testing.assert_array_equal(fungrad.vmap(grad)(xs), want_grad)
+    np.testing.assert_array_equal(fungrad.jit(fungrad.vmap(grad))(xs), want_grad)
+    np.testing.assert_array_equal(fungrad.jit(grad)(xs[0]), want_grad[0])
+    s = lambda x: reduce_window_sum(x, (3,), (2,), [(2, 1)], (2,))
+    sg = fungrad.grad(lambda x: (s(x) ** 2).sum())
+    np.testing.assert_allclose(fungrad.vmap(sg, in_axes=1)(xs[:, :, 0].T),
+                               np.stack([sg(x) for x in xs[:, :, 0]]), rtol=1e-12)
+
+
+def test_init_values_and_computations():
+    x = np.array([[1.0, -3.0, 2.0], [-4.0, -5.0, 0.5]])
+    ref = ref_reduce_window("max", x, (1, 2), (1, 1), [(0, 0), (0, 0)])
+    got = reduce_window(x, 0.0, lax.max, (1, 2), (1, 1), "VALID")      # non-identity init
+    np.testing.assert_array_equal(got, np.maximum(ref, 0.0))
+    jitted = fungrad.jit(lambda x, i: reduce_window(x, i, jnp.maximum, (1, 2), (1, 1), "VALID"))
+    np.testing.assert_array_equal(jitted(x, np.float64(-1.0)), np.maximum(ref, -1.0))
+    for comp in (lambda a, b: a + b, lambda a, b: lax.add(b, a), jnp.add):
+        np.testing.assert_array_equal(
+            reduce_window(x, 0.0, comp, (2, 2), (1, 1), "VALID"),
+            ref_reduce_window("sum", x, (2, 2), (1, 1), [(0, 0), (0, 0)]))
+    np.testing.assert_array_equal(
+        reduce_window(x, np.inf, lambda a, b: jnp.minimum(a, b), (2, 1), (1, 1), "VALID"),
+        x.min(0, keepdims=True))
+    xi = np.array([3, 1, 4, 1, 5], np.int32)
+    out = reduce_window(xi, np.iinfo(np.int32).min, lax.max, (3,), (1,), "SAME")
+    assert out.dtype == np.int32 and out.tolist() == [3, 4, 4, 5, 5]
+
+
+def test_bad_inputs():
+    x = np.zeros((3, 4))
+    with pytest.raises(NotImplementedError, match="add, max and min"):
+        reduce_window(x, 1.0, lax.mul, (2, 2), (1, 1), "VALID")
+    with pytest.raises(NotImplementedError, match="add, max and min"):
+        reduce_window(x, 0.0, lambda a, b: a * b + a, (2, 2), (1, 1), "VALID")
+    with pytest.raises(NotImplementedError, match="init_value 0"):
+        reduce_window(x, 1.0, lax.add, (2, 2), (1, 1), "VALID")
+    with pytest.raises(NotImplementedError, match="one operand array"):
+        reduce_window((x, x), (0.0, 0.0), lax.add, (2, 2), (1, 1), "VALID")
+    with pytest.raises(ValueError, match="window_dimensions must have one entry"):
+        reduce_window(x, 0.0, lax.add, (2,), (1,), "VALID")
+    with pytest.raises(ValueError, match="window_strides must be positive"):
+        reduce_window_sum(x, (2, 2), (0, 1))
+    with pytest.raises(ValueError, match="unknown padding 'FULL'"):
+        reduce_window_max(x, (2, 2), (1, 1), "FULL")
+    with pytest.raises(ValueError, match="one \\(low, high\\) pair per"):
+        reduce_window_min(x, (2, 2), (1, 1), [(0, 0)])
+    with pytest.raises(TypeError, match="padding must be"):
+        reduce_window_min(x, (2, 2), (1, 1), [0, 1])
+    with pytest.raises(TypeError, match="init_value must be a scalar"):
+        reduce_window(x, np.zeros(2), lax.max, (2, 2), (1, 1), "VALID")
+    with pytest.raises(TypeError, match="init_value dtype int64"):
+        reduce_window(x, np.int64(0), lax.max, (2, 2), (1, 1), "VALID")
+    with pytest.raises(TypeError, match="not a value of the operand dtype int64"):
+        reduce_window(np.arange(4), -np.inf, lax.max, (2,), (1,), "VALID")
+    with pytest.raises(TypeError, match="reduce_window_max does not support .*complex128"):
+        reduce_window_max(x + 1j, (2, 2))
+    with pytest.raises(TypeError, match="int64"):
+        fungrad.grad(lambda x: reduce_window_max(x, (2,)).sum())(np.arange(3))
+
+
+def test_helper_module_needs_only_numpy():
+    import ast
+    import inspect
+    from fungrad.lax import _window_numpy
+    tree = ast.parse(inspect.getsource(_window_numpy))
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert imported == {"numpy"}
+
+
+@pytest.mark.skipif(
+    "fungrad.lax._window_numpy" not in importlib.import_module("fungrad.export")._EMBEDDABLE,
+    reason="the lead has not yet added fungrad.lax._window_numpy to export._EMBEDDABLE")
+def test_export_max_pool_gradient():
+    x = np.random.default_rng(3).normal(size=(4, 5))
+    grad = fungrad.grad(lambda x: (reduce_window_max(x, (2, 2), (1, 2), "SAME") ** 2).sum())
+    source = fungrad.export(grad, x, name="pool_grad")
+    assert "import fungrad" not in source and "__import__('fungrad" not in source
+    namespace = {}
+    exec(compile(source, "<export>", "exec"), namespace)
+    np.testing.assert_allclose(namespace["pool_grad"](x), grad(x), rtol=1e-12)
