@@ -19,6 +19,8 @@ from fungrad import (lax, nn, optim, random, tree_util, tree, flatten_util, impl
                      ad_checkpoint, ode)
 import fungrad.nn.initializers as nn_initializers  # noqa: E402
 import fungrad.scipy.special as scipy_special  # noqa: E402
+import fungrad.scipy.linalg as scipy_linalg  # noqa: E402
+import fungrad.scipy.stats as scipy_stats  # noqa: E402
 import fungrad.lax.linalg as lax_linalg  # noqa: E402
 
 MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg", fnp_linalg),
@@ -28,7 +30,12 @@ MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg"
            ("fungrad.flatten_util", flatten_util), ("fungrad.ad_checkpoint", ad_checkpoint),
            ("fungrad.implicit", implicit), ("fungrad.ode", ode), ("fungrad.random", random),
            ("fungrad.optim", optim), ("fungrad.nn", nn),
-           ("fungrad.nn.initializers", nn_initializers), ("fungrad.scipy.special", scipy_special)]
+           ("fungrad.nn.initializers", nn_initializers), ("fungrad.scipy.special", scipy_special),
+           ("fungrad.scipy.linalg", scipy_linalg)]
+# each jax.scipy.stats distribution is a module of functions (norm.pdf, ...)
+MODULES += [(f"fungrad.scipy.stats.{name}", getattr(scipy_stats, name))
+            for name in sorted(getattr(scipy_stats, "__all__", []))
+            if hasattr(getattr(scipy_stats, name), "__file__")]
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "api.md")
 
 
