@@ -4,7 +4,11 @@ order, vmappable and jittable).
 
 Functions: ``logsumexp``, ``softmax``, ``log_softmax``, ``expit``, ``logit``,
 ``erf``, ``erfc``, ``erfinv``, ``gammaln``, ``digamma``, ``xlogy``,
-``xlog1py``, ``entr``, ``ndtr``, ``log_ndtr``.
+``xlog1py``, ``entr``, ``ndtr``, ``log_ndtr``; and (from ``_special_extra``,
+on the ``lax`` primitives igamma/igammac/betainc/bessel/zeta) ``gammainc``,
+``gammaincc``, ``betainc``, ``betaln``, ``beta``, ``gamma``, ``gammasgn``,
+``multigammaln``, ``polygamma``, ``zeta``, ``i0``, ``i0e``, ``i1``, ``i1e``,
+``ndtri``, ``rel_entr``, ``kl_div``, ``poch``, ``factorial``.
 
 Deviations from JAX (which uses ``custom_jvp`` rules that fungrad lacks):
 
@@ -228,3 +232,9 @@ def entr(x):
     inside = -safe_x * fnp.log(safe_x)
     outside = fnp.where(x == 0, fnp.zeros_like(x), fnp.full_like(x, -np.inf))
     return fnp.where(positive, inside, outside)
+
+
+from fungrad.scipy._special_extra import *  # noqa: E402,F401,F403
+from fungrad.scipy import _special_extra  # noqa: E402
+
+__all__ += _special_extra.__all__
