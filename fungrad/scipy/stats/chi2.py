@@ -7,7 +7,7 @@ import numpy as np
 
 import fungrad.numpy as fnp
 from fungrad.scipy import special
-from fungrad.scipy.stats._util import gammainc, on_support, promote
+from fungrad.scipy.stats._util import gammainc, gammaincc, on_support, promote
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -37,7 +37,9 @@ def logcdf(x, df, loc=0, scale=1):
 
 
 def sf(x, df, loc=0, scale=1):
-    return 1 - cdf(x, df, loc, scale)
+    x, df, loc, scale = promote(x, df, loc, scale)
+    y = (x - loc) / scale
+    return gammaincc(0.5 * df, 0.5 * fnp.maximum(y, 0.0))
 
 
 def logsf(x, df, loc=0, scale=1):

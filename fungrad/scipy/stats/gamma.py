@@ -1,8 +1,7 @@
 """``fungrad.scipy.stats.gamma``: density y^(a-1) e^(-y) / (Γ(a) scale), y >= 0.
 
-``cdf``/``sf`` use the regularized incomplete gamma written in fungrad (see
-``_util.gammainc``); ``sf`` is ``1 - cdf``, so far upper-tail values below
-~1e-16 are not resolved.
+``cdf``/``sf`` use the regularized incomplete gammas ``lax.igamma`` /
+``lax.igammac`` (the upper tail computed directly, so it keeps its digits).
 """
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import numpy as np
 
 import fungrad.numpy as fnp
 from fungrad.scipy import special
-from fungrad.scipy.stats._util import gammainc, on_support, promote
+from fungrad.scipy.stats._util import gammainc, gammaincc, on_support, promote
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -38,7 +37,9 @@ def logcdf(x, a, loc=0, scale=1):
 
 
 def sf(x, a, loc=0, scale=1):
-    return 1 - cdf(x, a, loc, scale)
+    x, a, loc, scale = promote(x, a, loc, scale)
+    y = (x - loc) / scale
+    return gammaincc(a, fnp.maximum(y, 0.0))
 
 
 def logsf(x, a, loc=0, scale=1):
