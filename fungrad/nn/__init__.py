@@ -26,7 +26,8 @@ from fungrad.nn import initializers  # noqa: F401
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "celu", "selu", "gelu", "silu", "swish",
            "sigmoid", "log_sigmoid", "softplus", "soft_sign", "hard_tanh", "hard_sigmoid",
            "hard_silu", "hard_swish", "mish", "squareplus", "glu", "softmax",
-           "log_softmax", "logsumexp", "one_hot", "standardize", "initializers"]
+           "log_softmax", "logsumexp", "one_hot", "standardize", "initializers",
+           "dot_product_attention", "sparse_plus", "sparse_sigmoid"]
 
 
 # ----------------------------------------------------------------------------
@@ -230,3 +231,6 @@ def one_hot(x, num_classes, *, dtype=np.float64, axis=-1):
     classes_shape[axis] = count
     classes = lax.broadcasted_iota(x.dtype, tuple(classes_shape), axis)
     return (fnp.expand_dims(x, axis) == classes).astype(dtype)
+
+
+from fungrad.nn._attention import dot_product_attention, sparse_plus, sparse_sigmoid  # noqa: E402
