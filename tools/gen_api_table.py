@@ -21,6 +21,12 @@ import fungrad.nn.initializers as nn_initializers  # noqa: E402
 import fungrad.scipy.special as scipy_special  # noqa: E402
 import fungrad.scipy.linalg as scipy_linalg  # noqa: E402
 import fungrad.scipy.stats as scipy_stats  # noqa: E402
+import fungrad.scipy.optimize as scipy_optimize  # noqa: E402
+import fungrad.scipy.sparse.linalg as scipy_sparse_linalg  # noqa: E402
+import fungrad.scipy.signal as scipy_signal  # noqa: E402
+import fungrad.scipy.fft as scipy_fft  # noqa: E402
+import fungrad.scipy.ndimage as scipy_ndimage  # noqa: E402
+import fungrad.scipy.integrate as scipy_integrate  # noqa: E402
 import fungrad.lax.linalg as lax_linalg  # noqa: E402
 
 MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg", fnp_linalg),
@@ -31,7 +37,10 @@ MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg"
            ("fungrad.implicit", implicit), ("fungrad.ode", ode), ("fungrad.random", random),
            ("fungrad.optim", optim), ("fungrad.nn", nn),
            ("fungrad.nn.initializers", nn_initializers), ("fungrad.scipy.special", scipy_special),
-           ("fungrad.scipy.linalg", scipy_linalg)]
+           ("fungrad.scipy.linalg", scipy_linalg), ("fungrad.scipy.optimize", scipy_optimize),
+           ("fungrad.scipy.sparse.linalg", scipy_sparse_linalg),
+           ("fungrad.scipy.signal", scipy_signal), ("fungrad.scipy.fft", scipy_fft),
+           ("fungrad.scipy.ndimage", scipy_ndimage), ("fungrad.scipy.integrate", scipy_integrate)]
 # each jax.scipy.stats distribution is a module of functions (norm.pdf, ...)
 MODULES += [(f"fungrad.scipy.stats.{name}", getattr(scipy_stats, name))
             for name in sorted(getattr(scipy_stats, "__all__", []))
