@@ -123,7 +123,8 @@ _HELPER_IMPORT = re.compile(r"__import__\('(fungrad\.[\w.]+)', fromlist=\['_'\]\
 # may be copied into an exported module (special functions', linear algebra's
 # pure-NumPy code)
 _EMBEDDABLE = {"fungrad.lax._special_math", "fungrad.lax._linalg_numpy", "fungrad.lax._conv_numpy",
-               "fungrad.lax._window_numpy", "fungrad.lax._special_math2"}
+               "fungrad.lax._window_numpy", "fungrad.lax._special_math2",
+               "fungrad.lax._eig_numpy"}
 
 
 def _embed_helper_modules(body: str):

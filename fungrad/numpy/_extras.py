@@ -622,37 +622,46 @@ def _polyfit_covariance(lhs, scale, resids, order, cov, y_shape):
 
 
 def roots(p, *, strip_zeros=True):
-    """The roots of a polynomial (eigenvalues of its companion matrix).  Needs a
-    non-symmetric eigensolver, which fungrad does not have as a primitive: only
-    concrete coefficients, computed by NumPy, not differentiable."""
+    """The roots of a polynomial: eigenvalues of its companion matrix (complex),
+    differentiable through ``linalg.eigvals``.  With ``strip_zeros`` (NumPy's
+    behaviour) leading zeros are dropped and trailing zeros give zero roots,
+    which needs concrete coefficients (under jit pass ``strip_zeros=False``)."""
+    from fungrad import core
+    fnp = _fnp()
     p = _coefficients("roots", p)
-    if isinstance(p, Tracer):
-        raise NotImplementedError(
-            "fungrad.numpy.roots needs a non-symmetric eigendecomposition, which fungrad does "
-            "not support under transformations (jit, vmap, grad); call roots outside the "
-            "transformation with concrete coefficients")
-    values = np.asarray(p)
     if not strip_zeros:
-        # JAX keeps leading zeros as roots at infinity (NaN); NumPy strips them
-        nonzero = np.flatnonzero(values)
-        lead = nonzero[0] if nonzero.size else values.size
-        found = np.roots(values)
-        pad = np.full(lead, np.nan, found.dtype if found.dtype.kind == "c" else np.float64)
-        return wrap_array(np.concatenate([pad, found]))
-    return wrap_array(np.roots(values))
+        return _companion_eigvals(p)
+    values = np.asarray(core.concrete_or_error(
+        p, "roots(strip_zeros=True) (the number of roots depends on the zero coefficients; "
+           "under jit pass strip_zeros=False)"))
+    nonzero = np.flatnonzero(values)
+    if nonzero.size == 0:
+        return fnp.zeros((0,), np.result_type(_dtype(p), np.complex64))
+    lead, trail = int(nonzero[0]), int(values.size - 1 - nonzero[-1])
+    found = _companion_eigvals(p[lead:values.size - trail])
+    return fnp.concatenate([found, fnp.zeros((trail,), found.dtype)])
+
+
+def _companion_eigvals(p):
+    fnp = _fnp()
+    n = _shape(p)[0] - 1
+    if n < 1:
+        return fnp.zeros((0,), np.result_type(_dtype(p), np.complex64))
+    first_row = -p[1:] / p[0]
+    companion = fnp.concatenate([first_row[None, :], fnp.eye(n - 1, n, dtype=first_row.dtype)])
+    return fnp.linalg.eigvals(companion)
 
 
 def poly(seq_of_zeros):
-    """The coefficients of the monic polynomial with the given roots (from a 1-d
-    sequence; a square matrix's characteristic polynomial needs concrete values)."""
+    """The coefficients of the monic polynomial with the given roots (a 1-d
+    sequence), or a square matrix's characteristic polynomial (via ``eigvals``)."""
     fnp = _fnp()
     zeros = asarray_operand(seq_of_zeros)
     if len(_shape(zeros)) == 2 and _shape(zeros)[0] == _shape(zeros)[1] and _shape(zeros)[0]:
-        if isinstance(zeros, Tracer):
-            raise NotImplementedError(
-                "poly of a matrix needs its (non-symmetric) eigenvalues, which fungrad "
-                "does not support under transformations; pass the roots instead")
-        return wrap_array(np.poly(np.asarray(zeros)))
+        # a matrix: its characteristic polynomial, real for real input as NumPy's
+        real_input = _dtype(zeros).kind != "c"
+        coefficients = poly(fnp.linalg.eigvals(zeros))
+        return fnp.real(coefficients) if real_input else coefficients
     if len(_shape(zeros)) == 0:
         zeros = lax.reshape(zeros, (1,))
     if len(_shape(zeros)) != 1:

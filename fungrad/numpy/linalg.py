@@ -24,7 +24,10 @@ from fungrad.lax import linalg as lax_linalg
 from fungrad.numpy._dtypes import promote
 from fungrad.numpy import _products
 
-__all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
+from fungrad.lax.eig import eig_numpy as eig, eigvals, EigResult  # noqa: E402,F401
+
+__all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eig", "eigvals", "EigResult",
+           "eigh", "eigvalsh", "inv",
            "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank",
            "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet",
            "solve", "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace",

@@ -22,7 +22,9 @@ import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.lax import linalg as lax_linalg
 
-__all__ = ["solve_triangular", "cho_factor", "cho_solve", "cholesky", "lu_factor",
+from fungrad.lax.eig import sqrtm  # noqa: E402,F401  (via the non-symmetric eig)
+
+__all__ = ["sqrtm", "solve_triangular", "cho_factor", "cho_solve", "cholesky", "lu_factor",
            "lu_solve", "lu", "qr", "svd", "eigh", "inv", "det", "solve", "block_diag",
            "expm", "expm_frechet", "polar", "toeplitz", "circulant", "hilbert"]
 
