@@ -1,4 +1,5 @@
-"""The generated API table is current, and fungrad.numpy covers >= 250 functions."""
+"""The generated API table is current, fungrad.numpy covers >= 250 functions, and
+the README tour runs."""
 import importlib.util
 import os
 
@@ -22,3 +23,17 @@ def test_api_table_is_current():
 def test_numpy_api_coverage():
     import fungrad.numpy as fnp
     assert len(_tool().public_functions(fnp)) >= 250
+
+
+def test_readme_tour_runs(tmp_path):
+    """The README's 'A short tour' code block runs as written."""
+    import re
+    import subprocess
+    import sys
+    with open(os.path.join(ROOT, "README.md")) as fh:
+        block = re.search(r"## A short tour\n\n```python\n(.*?)```", fh.read(), re.S).group(1)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    result = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "f_grad.py").exists()      # the tour's export call
