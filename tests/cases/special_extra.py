@@ -145,6 +145,8 @@ CASES = [
     Case("lax.zeta", special.zeta, zeta_ref,
          [Arg(low=1.5, high=8.0, diff=False), Arg("bcast", low=0.3, high=5.0)],
          prims=("zeta",), rtol=1e-12),
-    Case("scipy.ndtri", special._ndtri, None, [Arg(low=0.02, high=0.98)], prims=("ndtri",),
+    # (away from the tails: ndtri's higher derivatives blow up there, and finite
+    # differences with them)
+    Case("scipy.ndtri", special._ndtri, None, [Arg(low=0.1, high=0.9)], prims=("ndtri",),
          check=_ndtri_check),
 ]
