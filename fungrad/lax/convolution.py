@@ -127,17 +127,24 @@ def _int_tuple(name, value, n, default=None, positive=True):
     return out
 
 
-def _canonical_padding(padding, lhs_spatial, k_dilated, strides):
+def canonical_padding(padding, shape, window_shape, strides, who="conv_general_dilated",
+                      dims="spatial dimension"):
+    """``padding`` ('SAME', 'SAME_LOWER', 'VALID' or (low, high) pairs) as explicit
+    pairs for windows of ``window_shape`` (dilated) over ``shape``; shared by the
+    convolutions and ``reduce_window``."""
     if isinstance(padding, str):
-        return padtype_to_pads(lhs_spatial, k_dilated, strides, padding)
+        if padding.upper() not in ("SAME", "SAME_LOWER", "VALID"):
+            raise ValueError(f"{who}: unknown padding {padding!r}; use 'SAME', "
+                             "'SAME_LOWER', 'VALID' or a sequence of (low, high) int pairs")
+        return padtype_to_pads(shape, window_shape, strides, padding)
     try:
         pads = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
     except (TypeError, ValueError):
-        raise TypeError(f"conv_general_dilated: padding must be 'SAME', 'SAME_LOWER', "
-                        f"'VALID' or a sequence of (low, high) int pairs, got {padding!r}") from None
-    if len(pads) != len(lhs_spatial):
-        raise ValueError(f"conv_general_dilated: padding needs one (low, high) pair per "
-                         f"spatial dimension ({len(lhs_spatial)}), got {padding!r}")
+        raise TypeError(f"{who}: padding must be 'SAME', 'SAME_LOWER', 'VALID' or a "
+                        f"sequence of (low, high) int pairs, got {padding!r}") from None
+    if len(pads) != len(shape):
+        raise ValueError(f"{who}: padding needs one (low, high) pair per {dims} "
+                         f"({len(shape)}), got {padding!r}")
     return pads
 
 
@@ -361,8 +368,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     lhs_dil = _int_tuple("lhs_dilation", lhs_dilation, n, 1)
     rhs_dil = _int_tuple("rhs_dilation", rhs_dilation, n, 1)
     k_dilated = [dilate_dim(ra.shape[a], d) for a, d in zip(dn.rhs_spec[2:], rhs_dil)]
-    pads = _canonical_padding(padding, [la.shape[a] for a in dn.lhs_spec[2:]],
-                              k_dilated, strides)
+    pads = canonical_padding(padding, [la.shape[a] for a in dn.lhs_spec[2:]],
+                             k_dilated, strides)
     pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
     params = dict(window_strides=strides, padding=pads, lhs_dilation=lhs_dil,
                   rhs_dilation=rhs_dil, dimension_numbers=tuple(tuple(s) for s in dn),
@@ -435,7 +442,7 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
         pads = tuple(_conv_transpose_padding(k, s, padding.upper())
                      for k, s in zip(k_dilated, strides))
     else:
-        pads = _canonical_padding(padding, k_dilated, k_dilated, strides)
+        pads = canonical_padding(padding, k_dilated, k_dilated, strides)
         if use_consistent_padding:
             pads = tuple((k - 1 - lo, k - 1 - hi) for k, (lo, hi) in zip(k_dilated, pads))
     if transpose_kernel:

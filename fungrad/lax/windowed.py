@@ -40,7 +40,7 @@ from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
 from fungrad.lax import _window_numpy as _wn
-from fungrad.lax.convolution import padtype_to_pads
+from fungrad.lax.convolution import canonical_padding
 from fungrad.lax.utils import as_operand, checked_bind
 
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
@@ -240,24 +240,6 @@ def _int_tuple(who, pname, value, nd, default=None):
     return out
 
 
-def _canonical_padding(who, padding, shape, window, strides, window_dilation):
-    if isinstance(padding, str):
-        if padding.upper() not in ("SAME", "SAME_LOWER", "VALID"):
-            raise ValueError(f"{who}: unknown padding {padding!r}; use 'SAME', "
-                             "'SAME_LOWER', 'VALID' or a sequence of (low, high) int pairs")
-        dilated = [_dilated(k, d) for k, d in zip(window, window_dilation)]
-        return tuple(padtype_to_pads(shape, dilated, strides, padding))
-    try:
-        pads = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
-    except (TypeError, ValueError):
-        raise TypeError(f"{who}: padding must be 'SAME', 'SAME_LOWER', 'VALID' or a "
-                        f"sequence of (low, high) int pairs, got {padding!r}") from None
-    if len(pads) != len(shape):
-        raise ValueError(f"{who}: padding needs one (low, high) pair per operand "
-                         f"dimension ({len(shape)}), got {padding!r}")
-    return pads
-
-
 def _window_params(who, shape, window_dimensions, window_strides, padding, base_dilation,
                    window_dilation):
     nd = len(shape)
@@ -265,7 +247,8 @@ def _window_params(who, shape, window_dimensions, window_strides, padding, base_
     strides = _int_tuple(who, "window_strides", window_strides, nd, 1)
     base = _int_tuple(who, "base_dilation", base_dilation, nd, 1)
     wdil = _int_tuple(who, "window_dilation", window_dilation, nd, 1)
-    pads = _canonical_padding(who, padding, shape, window, strides, wdil)
+    pads = canonical_padding(padding, shape, [_dilated(k, d) for k, d in zip(window, wdil)],
+                             strides, who, "operand dimension")
     return dict(window_dimensions=window, window_strides=strides, padding=pads,
                 base_dilation=base, window_dilation=wdil)
 

@@ -10,17 +10,11 @@ import numpy as np
 import fungrad.numpy as fnp
 from fungrad import lax
 
+# arrays of one common floating dtype, as scipy.special's functions promote
+from fungrad.scipy.special import _promote_inexact as promote  # noqa: F401
+
 LOG_2PI = math.log(2 * math.pi)
 LOG_PI = math.log(math.pi)
-
-
-def promote(*args):
-    """Arrays of one common floating dtype (integers and bools become float64),
-    keeping NumPy 2's weak treatment of Python scalars."""
-    dtype = fnp.result_type(*args)
-    if not np.issubdtype(dtype, np.inexact):
-        dtype = np.dtype(np.float64)
-    return [fnp.asarray(a, dtype=dtype) for a in args]
 
 
 def standardize(x, loc, scale):

@@ -1,46 +1,31 @@
-"""``fungrad.scipy.stats.chi2``: the chi-squared distribution, Gamma(df/2, scale=2)."""
+"""``fungrad.scipy.stats.chi2``: the chi-squared distribution with ``df`` degrees
+of freedom, which is ``gamma`` with shape ``df/2`` and scale ``2 * scale``."""
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
-import fungrad.numpy as fnp
-from fungrad.scipy import special
-from fungrad.scipy.stats._util import gammainc, gammaincc, on_support, promote
+from fungrad.scipy.stats import gamma as _gamma
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
 
 def logpdf(x, df, loc=0, scale=1):
-    x, df, loc, scale = promote(x, df, loc, scale)
-    y = (x - loc) / scale
-    k = 0.5 * df
-    def inside(v):
-        return (special.xlogy(k - 1, v) - 0.5 * v - k * math.log(2.0) - special.gammaln(k)
-                - fnp.log(scale))
-    return on_support(y >= 0, y, 1.0, inside, -np.inf)
+    return _gamma.logpdf(x, 0.5 * df, loc, 2 * scale)
 
 
 def pdf(x, df, loc=0, scale=1):
-    return fnp.exp(logpdf(x, df, loc, scale))
+    return _gamma.pdf(x, 0.5 * df, loc, 2 * scale)
 
 
 def cdf(x, df, loc=0, scale=1):
-    x, df, loc, scale = promote(x, df, loc, scale)
-    y = (x - loc) / scale
-    return gammainc(0.5 * df, 0.5 * fnp.maximum(y, 0.0))
+    return _gamma.cdf(x, 0.5 * df, loc, 2 * scale)
 
 
 def logcdf(x, df, loc=0, scale=1):
-    return fnp.log(cdf(x, df, loc, scale))
+    return _gamma.logcdf(x, 0.5 * df, loc, 2 * scale)
 
 
 def sf(x, df, loc=0, scale=1):
-    x, df, loc, scale = promote(x, df, loc, scale)
-    y = (x - loc) / scale
-    return gammaincc(0.5 * df, 0.5 * fnp.maximum(y, 0.0))
+    return _gamma.sf(x, 0.5 * df, loc, 2 * scale)
 
 
 def logsf(x, df, loc=0, scale=1):
-    return fnp.log(sf(x, df, loc, scale))
+    return _gamma.logsf(x, 0.5 * df, loc, 2 * scale)
