@@ -663,51 +663,12 @@ def _log_gamma_sample(key, a, shape, dtype):
     return fnp.where(valid, log_x, fnp.where(a == np.inf, np.inf, np.nan).astype(dtype))
 
 
-# Fixed number of terms of the series / continued fraction below: enough for
-# double precision for a up to a few hundred (tested against scipy up to 50).
-_INCOMPLETE_GAMMA_TERMS = 200
-
-
-def _regularized_gamma_p(a, x):
-    """P(a, x) = gamma(a, x) / Gamma(a), the Gamma(a, 1) CDF (a > 0, x > 0).
-
-    Numerical Recipes' split: the power series for x < a + 1, the continued
-    fraction of the upper function Q = 1 - P otherwise, both with a fixed
-    number of terms so the function is plain fungrad code (jvp-able in a).
-    """
-    use_series = x < a + 1
-    # Each branch gets harmless inputs in the lanes where the other is used.
-    x_series = fnp.where(use_series, x, a)
-    x_fraction = fnp.where(use_series, a + 2, x)
-    log_prefactor = a * fnp.log(x) - x - lax.lgamma(a)   # log(x**a e**-x / Gamma(a))
-
-    def series_step(n, carry):
-        term, total = carry
-        term = term * x_series / (a + lax.convert_element_type(n, a.dtype))
-        return term, total + term
-
-    ones = fnp.ones_like(a)
-    _, series = lax.fori_loop(1, _INCOMPLETE_GAMMA_TERMS, series_step, (ones, ones))
-    p_series = fnp.exp(log_prefactor) * series / a
-
-    def fraction_step(i, tail):
-        # evaluated from the deepest level up: tail_n = n(n-a) / (x + 2n + 1 - a - tail_{n+1})
-        n = lax.convert_element_type(_INCOMPLETE_GAMMA_TERMS - i, a.dtype)
-        return n * (n - a) / (x_fraction + 2 * n + 1 - a - tail)
-
-    tail = lax.fori_loop(0, _INCOMPLETE_GAMMA_TERMS, fraction_step, fnp.zeros_like(a))
-    q_fraction = fnp.exp(log_prefactor) / (x_fraction + 1 - a - tail)
-    return fnp.where(use_series, p_series, 1 - q_fraction)
-
-
 def _dlog_sample_dalpha(alpha, log_x):
     """d log(x) / d alpha at a Gamma(alpha) sample x, by implicit differentiation
-    of P(alpha, x) = u: dx/dalpha = -(dP/dalpha) / pdf(x), divided by x."""
-    from fungrad.api import jvp
+    of P(alpha, x) = u: dx/dalpha = -(dP/dalpha) / pdf(x) (``lax.random_gamma_grad``,
+    accurate to ~1e-14), divided by x."""
     x = fnp.exp(log_x)
-    _, dp_dalpha = jvp(lambda a: _regularized_gamma_p(a, x), (alpha,), (fnp.ones_like(alpha),))
-    log_x_times_pdf = alpha * log_x - x - lax.lgamma(alpha)
-    return -dp_dalpha * fnp.exp(-log_x_times_pdf)
+    return lax.random_gamma_grad(alpha, x) / x
 
 
 @custom_jvp
