@@ -18,10 +18,11 @@ from fungrad.nn import _attention as fna
 from fungrad.test_util import check_grads
 from tests.cases.scipy_signal_misc import np_attention
 
-sp_signal = pytest.importorskip("scipy.signal")
+# scipy is a test dependency (the "test" extra): the references below
 import scipy.fft as sp_fft  # noqa: E402
 import scipy.integrate as sp_integrate  # noqa: E402
 import scipy.ndimage as sp_ndimage  # noqa: E402
+import scipy.signal as sp_signal  # noqa: E402
 
 RNG = np.random.default_rng(7)
 MODES = ("full", "same", "valid")

@@ -15,13 +15,8 @@ import fungrad.scipy.linalg as fsl
 import fungrad.scipy.stats as fss
 from fungrad.test_util import check_grads
 
-try:
-    import scipy.linalg as sp_linalg
-    import scipy.stats as sp_stats
-except ImportError:   # the closed-form tests below still run
-    sp_linalg = sp_stats = None
-
-needs_scipy = pytest.mark.skipif(sp_stats is None, reason="scipy not installed")
+import scipy.linalg as sp_linalg     # a test dependency (the "test" extra)
+import scipy.stats as sp_stats
 RNG = np.random.default_rng(1234)
 
 
@@ -36,7 +31,6 @@ def _digamma(x, h=1e-5):
 _LOC_SCALE = ["norm", "expon", "laplace", "logistic", "cauchy", "uniform"]
 
 
-@needs_scipy
 @pytest.mark.parametrize("name", _LOC_SCALE)
 def test_loc_scale_families_match_scipy(name):
     mine, ref = getattr(fss, name), getattr(sp_stats, name)
@@ -54,7 +48,6 @@ def test_loc_scale_families_match_scipy(name):
                                        rtol=1e-9, err_msg=f"{name}.{fn}")
 
 
-@needs_scipy
 def test_shape_families_match_scipy():
     x = np.linspace(-1, 8, 19)
     np.testing.assert_allclose(fss.t.logpdf(x, 2.5, 0.3, 1.7), sp_stats.t.logpdf(x, 2.5, 0.3, 1.7))
@@ -71,7 +64,6 @@ def test_shape_families_match_scipy():
     np.testing.assert_allclose(fss.beta.pdf(xb, 1.0, 1.0), sp_stats.beta.pdf(xb, 1.0, 1.0))
 
 
-@needs_scipy
 def test_discrete_match_scipy():
     k = np.arange(-2, 12.0)
     np.testing.assert_allclose(fss.poisson.logpmf(k, 3.3), sp_stats.poisson.logpmf(k, 3.3))
@@ -87,7 +79,6 @@ def test_discrete_match_scipy():
     assert fss.poisson.pmf(2.5, 3.3) == 0 and fss.binom.pmf(1.5, 4, 0.5) == 0
 
 
-@needs_scipy
 def test_multivariate_normal_and_dirichlet_match_scipy():
     a = RNG.standard_normal((3, 3))
     cov = a @ a.T + np.eye(3)
@@ -282,7 +273,6 @@ def test_expm_jit_and_vmap():
                                rtol=1e-13)
 
 
-@needs_scipy
 def test_triangular_and_cholesky_solves_match_scipy():
     a = RNG.standard_normal((4, 4)) + 5 * np.eye(4)
     b, bm = RNG.standard_normal(4), RNG.standard_normal((4, 2))
@@ -302,7 +292,6 @@ def test_triangular_and_cholesky_solves_match_scipy():
                                    sp_linalg.solve(s, b, assume_a="pos"))
 
 
-@needs_scipy
 def test_lu_family_matches_scipy():
     a = RNG.standard_normal((4, 4))
     b = RNG.standard_normal((4, 3))
@@ -320,7 +309,6 @@ def test_lu_family_matches_scipy():
             np.testing.assert_allclose(got, want, atol=1e-14)
 
 
-@needs_scipy
 def test_other_functions_match_scipy():
     a, r = RNG.standard_normal((4, 4)), RNG.standard_normal((5, 3))
     s = _spd(4)

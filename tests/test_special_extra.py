@@ -18,17 +18,8 @@ from fungrad.scipy import _special_extra as sx
 from fungrad.scipy import special as fsp
 from fungrad.test_util import check_grads
 
-try:
-    import scipy.special as sc
-except ImportError:       # pragma: no cover
-    sc = None
-try:
-    import mpmath
-except ImportError:       # pragma: no cover
-    mpmath = None
-
-needs_scipy = pytest.mark.skipif(sc is None, reason="scipy not installed")
-needs_mpmath = pytest.mark.skipif(mpmath is None, reason="mpmath not installed")
+import mpmath                  # test dependencies (the "test" extra)
+import scipy.special as sc
 RNG = np.random.default_rng(1234)
 
 
@@ -41,7 +32,6 @@ def _rel_err(got, want):
 # Values against scipy / mpmath
 # ----------------------------------------------------------------------------
 
-@needs_scipy
 @pytest.mark.parametrize("lo,hi", [(1e-3, 1.0), (0.1, 10.0), (1.0, 100.0)])
 def test_incomplete_gamma_vs_scipy(lo, hi):
     a = np.exp(RNG.uniform(np.log(lo), np.log(hi), 2000))
@@ -50,7 +40,6 @@ def test_incomplete_gamma_vs_scipy(lo, hi):
     assert _rel_err(sx.gammaincc(a, x), sc.gammaincc(a, x)) < 1e-12
 
 
-@needs_mpmath
 def test_incomplete_gamma_and_grad_a_vs_mpmath():
     mpmath.mp.dps = 30
     a = np.exp(RNG.uniform(np.log(0.01), np.log(50), 40))
@@ -64,7 +53,6 @@ def test_incomplete_gamma_and_grad_a_vs_mpmath():
         assert abs((gi - tg) / tg) < 1e-12
 
 
-@needs_scipy
 def test_betainc_zeta_bessel_ndtri_vs_scipy():
     a, b = np.exp(RNG.uniform(-2, 4, 2000)), np.exp(RNG.uniform(-2, 4, 2000))
     x = RNG.uniform(0, 1, 2000)
@@ -83,7 +71,6 @@ def test_betainc_zeta_bessel_ndtri_vs_scipy():
     np.testing.assert_allclose(sx.ndtri(p), sc.ndtri(p), rtol=1e-13, atol=1e-14)
 
 
-@needs_scipy
 def test_gamma_family_vs_scipy():
     x = np.concatenate([RNG.uniform(0.05, 20, 200), -RNG.integers(0, 5, 100) - RNG.uniform(0.1, 0.9, 100)])
     np.testing.assert_allclose(sx.gamma(x), sc.gamma(x), rtol=1e-12)

@@ -6,7 +6,6 @@ here: random configurations against the loop reference, the transpose
 identity of reduce_window_sum, JAX's first-maximum convention on ties,
 second derivatives, transformations, export and errors.
 """
-import importlib
 
 import numpy as np
 import pytest
@@ -219,9 +218,6 @@ def test_helper_module_needs_only_numpy():
     assert imported == {"numpy"}
 
 
-@pytest.mark.skipif(
-    "fungrad.lax._window_numpy" not in importlib.import_module("fungrad.export")._EMBEDDABLE,
-    reason="the lead has not yet added fungrad.lax._window_numpy to export._EMBEDDABLE")
 def test_export_max_pool_gradient():
     x = np.random.default_rng(3).normal(size=(4, 5))
     grad = fungrad.grad(lambda x: (reduce_window_max(x, (2, 2), (1, 2), "SAME") ** 2).sum())
