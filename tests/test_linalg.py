@@ -408,3 +408,30 @@ def test_norm_errors_and_defaults():
     with pytest.raises(ValueError, match="improper number of dimensions"):
         LA.norm(rand(2, 2, 2), 1)
     np.testing.assert_allclose(LA.norm(rand(2, 2, 2)), np.linalg.norm(rand(2, 2, 2)))
+
+
+def test_subset_by_index_slices_eigh_and_svd_as_jax():
+    from fungrad import lax
+    rng = np.random.default_rng(11)
+    a = rng.normal(size=(5, 5))
+    a = a + a.T
+    v, w = lax.linalg.eigh(a, subset_by_index=(3, 5))          # the two largest
+    w_all, v_all = np.linalg.eigh(a)
+    np.testing.assert_allclose(w, w_all[3:], rtol=1e-12)
+    np.testing.assert_allclose(np.abs(v), np.abs(v_all[:, 3:]), rtol=1e-10)
+    g = fungrad.grad(lambda a: lax.linalg.eigh(a, subset_by_index=(4, 5))[1].sum())(a)
+    np.testing.assert_allclose(g, np.outer(v_all[:, 4], v_all[:, 4]), rtol=1e-8, atol=1e-12)
+    m = rng.normal(size=(5, 3))
+    u, s, vh = fnp.linalg.svd(m, full_matrices=False, subset_by_index=(1, 3))
+    u_all, s_all, vh_all = np.linalg.svd(m, full_matrices=False)
+    np.testing.assert_allclose(s, s_all[1:], rtol=1e-12)
+    np.testing.assert_allclose(np.abs(u), np.abs(u_all[:, 1:]), rtol=1e-10)
+    np.testing.assert_allclose(np.abs(vh), np.abs(vh_all[1:]), rtol=1e-10)
+    np.testing.assert_allclose(lax.linalg.svd(m, full_matrices=False, compute_uv=False,
+                                              subset_by_index=(0, 1)), s_all[:1], rtol=1e-12)
+    with pytest.raises(ValueError, match="full_matrices=False"):
+        lax.linalg.svd(m, subset_by_index=(0, 1))
+    with pytest.raises(ValueError, match="0 <= start <= end <= 5"):
+        lax.linalg.eigh(a, subset_by_index=(2, 7))
+    with pytest.raises(TypeError, match="pair of ints"):
+        lax.linalg.eigh(a, subset_by_index=2)

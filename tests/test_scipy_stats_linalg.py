@@ -399,3 +399,23 @@ def test_linalg_bad_input():
         fsl.inv(np.eye(2) * 1j)
     with pytest.raises(ValueError, match="same shape"):
         fsl.expm_frechet(a, np.ones((2, 2)))
+
+
+def test_eigh_generalized_types_and_eigvals_match_scipy():
+    a = RNG.normal(size=(4, 4))
+    a = a + a.T
+    m = RNG.normal(size=(4, 4))
+    b = m @ m.T + 4 * np.eye(4)
+    residual = {1: lambda v, w: a @ v - b @ v * w, 2: lambda v, w: a @ b @ v - v * w,
+                3: lambda v, w: b @ a @ v - v * w}
+    for problem_type in (1, 2, 3):
+        w, v = fsl.eigh(a, b, type=problem_type)
+        np.testing.assert_allclose(w, sp_linalg.eigh(a, b, type=problem_type, eigvals_only=True),
+                                   rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(residual[problem_type](np.asarray(v), np.asarray(w)), 0,
+                                   atol=1e-10)
+    np.testing.assert_allclose(fsl.eigh(a, eigvals=(1, 2), eigvals_only=True),
+                               sp_linalg.eigh(a, subset_by_index=(1, 2), eigvals_only=True),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="type must be 1, 2 or 3"):
+        fsl.eigh(a, b, type=4)

@@ -746,14 +746,42 @@ def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
          subset_by_index=None):
     """Eigendecomposition of symmetric ``x`` (``jax.lax.linalg.eigh``): returns
     ``(v, w)`` with eigenvectors as the columns of ``v`` and ascending
-    eigenvalues ``w``.  Derivatives assume distinct eigenvalues."""
-    if subset_by_index is not None:
-        raise NotImplementedError("eigh: subset_by_index is not supported")
+    eigenvalues ``w``.  Derivatives assume distinct eigenvalues.
+    ``subset_by_index=(start, end)`` keeps eigenvalues start..end-1 (all are
+    computed, then sliced)."""
     x = as_operand(x)
     if symmetrize_input:
         _check_square_float("eigh", get_aval(x))
         x = _symmetrize(x)
-    return tuple(_bind(eigh_p, x, lower=bool(lower)))
+    v, w = _bind(eigh_p, x, lower=bool(lower))
+    if subset_by_index is None:
+        return v, w
+    # eigenvalues lo..hi-1 in ascending order (all are computed, then sliced)
+    lo, hi = _index_range("eigh", subset_by_index, get_aval(w).shape[-1])
+    return _take_last(v, lo, hi), _take_last(w, lo, hi)
+
+
+def _index_range(who, subset_by_index, n):
+    """``subset_by_index`` as JAX takes it: a half-open ``(start, end)`` pair."""
+    try:
+        lo, hi = (operator.index(i) for i in subset_by_index)
+    except (TypeError, ValueError):
+        raise TypeError(f"{who}: subset_by_index must be a pair of ints (start, end), got "
+                        f"{subset_by_index!r}") from None
+    if not 0 <= lo <= hi <= n:
+        raise ValueError(f"{who}: subset_by_index {subset_by_index!r} must satisfy "
+                         f"0 <= start <= end <= {n}")
+    return lo, hi
+
+
+def _take_last(x, lo, hi, axis=-1):
+    from fungrad.lax.structural import slice as slice_
+    shape = get_aval(x).shape
+    axis %= len(shape)
+    start = [0] * len(shape)
+    limit = list(shape)
+    start[axis], limit[axis] = lo, hi
+    return slice_(x, tuple(start), tuple(limit))
 
 
 # ============================================================================
@@ -826,11 +854,19 @@ def_lowering(svd_p, lambda a, full_matrices, compute_uv:
 def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
     """Singular value decomposition (``jax.lax.linalg.svd``): ``(u, s, vh)`` with
     ``x = u @ diag(s) @ vh`` and descending ``s``, or just ``s``.  Derivatives
-    of u and vh need full_matrices=False (or square x) and distinct singular values."""
-    if subset_by_index is not None:
-        raise NotImplementedError("svd: subset_by_index is not supported")
+    of u and vh need full_matrices=False (or square x) and distinct singular values.
+    ``subset_by_index=(start, end)`` keeps singular values start..end-1 (all are
+    computed, then sliced)."""
+    if subset_by_index is not None and full_matrices:
+        raise ValueError("svd: subset_by_index needs full_matrices=False, as in JAX")
     outs = _bind(svd_p, as_operand(x), full_matrices=bool(full_matrices),
                  compute_uv=bool(compute_uv))
+    if subset_by_index is not None:
+        # singular values lo..hi-1 in descending order, with their vectors
+        s = outs[1] if compute_uv else outs[0]
+        lo, hi = _index_range("svd", subset_by_index, get_aval(s).shape[-1])
+        outs = ([_take_last(outs[0], lo, hi), _take_last(s, lo, hi),
+                 _take_last(outs[2], lo, hi, axis=-2)] if compute_uv else [_take_last(s, lo, hi)])
     return tuple(outs) if compute_uv else outs[0]
 
 

@@ -187,13 +187,17 @@ def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
     return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
     """``SVDResult(U, S, Vh)`` (or ``S``) with descending singular values.  The
-    derivative of U/Vh needs full_matrices=False for non-square matrices."""
+    derivative of U/Vh needs full_matrices=False for non-square matrices.
+    ``subset_by_index=(start, end)`` (with full_matrices=False) keeps singular
+    values start..end-1, as JAX."""
     a = _matrix_operand("svd", a, square=False)
     if not compute_uv:
-        return lax_linalg.svd(a, full_matrices=False, compute_uv=False)
-    return SVDResult(*lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=True))
+        return lax_linalg.svd(a, full_matrices=False, compute_uv=False,
+                              subset_by_index=subset_by_index)
+    return SVDResult(*lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=True,
+                                     subset_by_index=subset_by_index))
 
 
 def svdvals(x, /):

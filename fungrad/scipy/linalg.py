@@ -14,6 +14,8 @@ The SciPy-only arguments ``overwrite_*``, ``check_finite``, ``lwork``,
 """
 from __future__ import annotations
 
+import functools
+
 import math
 
 import numpy as np
@@ -216,26 +218,38 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
 
 def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
          turbo=True, eigvals=None, type=1, check_finite=True):
-    """Eigenvalues ``w`` (ascending) and eigenvectors ``v`` of symmetric ``a``;
-    with ``b`` (positive definite) the generalized problem ``a v = w b v``
-    (type 1), by a Cholesky reduction.  Reads the ``lower`` (or upper) triangle."""
-    if eigvals is not None or type != 1:
-        raise NotImplementedError("scipy.linalg.eigh: eigvals=(lo, hi) and type != 1 are "
-                                  "not supported; slice the result of the full problem")
+    """Eigenvalues ``w`` (ascending) and eigenvectors ``v`` of symmetric ``a``.
+    With ``b`` (positive definite), the generalized problem of ``type`` 1
+    (``a v = w b v``), 2 (``a b v = w v``) or 3 (``b a v = w v``), by a
+    Cholesky reduction ``b = L Lᵀ`` (JAX supports ``b=None`` only).
+    ``eigvals=(lo, hi)`` keeps eigenvalues lo..hi inclusive (SciPy's old
+    argument).  Reads the ``lower`` (or upper) triangle."""
+    if type not in (1, 2, 3):
+        raise ValueError(f"scipy.linalg.eigh: type must be 1, 2 or 3, got {type!r}")
     a = _square("eigh", a)
-    if b is not None:
-        a, b = _as_float(a, _square("eigh", b))
-        a = _symmetric_from(a, lower)
-        chol = lax_linalg.cholesky(_symmetric_from(b, lower), symmetrize_input=False)
-        # C = L⁻¹ a L⁻ᵀ has the same eigenvalues; v = L⁻ᵀ y
-        left = lax_linalg.triangular_solve(chol, a, left_side=True, lower=True)
-        c = lax_linalg.triangular_solve(chol, left, left_side=False, lower=True,
-                                        transpose_a=True)
-        y, w = lax_linalg.eigh(c)
-        v = lax_linalg.triangular_solve(chol, y, left_side=True, lower=True, transpose_a=True)
-    else:
+    if b is None:
         v, w = lax_linalg.eigh(a, lower=bool(lower), symmetrize_input=False)
+    else:
+        v, w = _generalized_eigh(a, _square("eigh", b), lower, type)
+    if eigvals is not None:
+        lo, hi = eigvals
+        v, w = v[..., lo:hi + 1], w[..., lo:hi + 1]
     return w if eigvals_only else (w, v)
+
+
+def _generalized_eigh(a, b, lower, problem_type):
+    a, b = _as_float(a, b)
+    a = _symmetric_from(a, lower)
+    chol = lax_linalg.cholesky(_symmetric_from(b, lower), symmetrize_input=False)
+    solve = functools.partial(lax_linalg.triangular_solve, chol, lower=True)
+    if problem_type == 1:       # C = L⁻¹ a L⁻ᵀ, v = L⁻ᵀ y
+        c = solve(solve(a, left_side=True), left_side=False, transpose_a=True)
+    else:                       # C = Lᵀ a L
+        c = fnp.matrix_transpose(chol) @ a @ chol
+    y, w = lax_linalg.eigh(c)
+    if problem_type == 3:       # v = L y
+        return chol @ y, w
+    return solve(y, left_side=True, transpose_a=True), w
 
 
 def _symmetric_from(a, lower):
