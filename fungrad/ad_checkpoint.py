@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 
 from fungrad import core
-from fungrad.core import (ClosedJaxpr, Jaxpr, Literal, Primitive, StagingTracer, Tracer, Var,
+from fungrad.core import (ClosedJaxpr, Jaxpr, Literal, Primitive, StagingTracer, Tracer,
                           bind_on, eval_jaxpr, get_aval)
 from fungrad.interpreters import ad
 from fungrad.interpreters.partial_eval import dce_jaxpr, partial_eval_jaxpr
@@ -36,10 +36,7 @@ from fungrad.tree_util import tree_flatten, tree_unflatten
 __all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "remat_p", "name_p"]
 
 
-def _jit():
-    import sys
-    from fungrad import jit as _  # noqa: F401  (the module, loaded)
-    return sys.modules["fungrad.jit"]
+_jit = core.jit_module
 
 
 # ----------------------------------------------------------------------------

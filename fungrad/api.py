@@ -9,8 +9,7 @@ unflattens the results.  Follow one ``grad`` call: ``grad`` -> ``vjp`` ->
 from __future__ import annotations
 
 import functools
-import operator
-from typing import Any, Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
@@ -18,8 +17,7 @@ from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, get_aval, float0
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
-from fungrad.tree_util import (tree_flatten, tree_unflatten, tree_structure, tree_map,
-                               tree_leaves, treedef_is_leaf)
+from fungrad.tree_util import tree_flatten, tree_unflatten, tree_map, tree_leaves
 
 __all__ = ["make_jaxpr", "eval_shape", "ShapeDtypeStruct", "jvp", "vjp", "linearize",
            "linear_transpose", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian",
@@ -300,7 +298,6 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.eqns, jaxpr.outvars[:len(outs)])
     out_tree = store.val
     out_avals = [get_aval(o) for o in outs]
-    in_avals = [ad.tangent_aval(get_aval(p)) for p in p_leaves]
 
     def pullback(cotangent):
         ct_leaves, ct_tree = tree_flatten(cotangent)

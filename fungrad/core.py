@@ -833,3 +833,11 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
         else:
             env[eqn.outvars[0]] = out
     return [read(v) for v in jaxpr.outvars]
+
+
+def jit_module():
+    """The ``fungrad.jit`` module (the attribute ``fungrad.jit`` is the function),
+    whose staging, caching and compilation helpers the higher-order primitives
+    share; looked up at call time because it imports those primitives' modules."""
+    import importlib
+    return importlib.import_module("fungrad.jit")

@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 
 from fungrad import core
-from fungrad.core import ClosedJaxpr, Primitive, Tracer, get_aval, eval_jaxpr
+from fungrad.core import Primitive, Tracer, get_aval, eval_jaxpr
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.tree_util import tree_flatten, tree_unflatten
@@ -42,10 +42,7 @@ __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "custom_jvp_call_p", "cus
 SymbolicZero = Zero
 
 
-def _jit_module():
-    import sys
-    import fungrad.jit  # noqa: F401
-    return sys.modules["fungrad.jit"]
+_jit_module = core.jit_module
 
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
@@ -274,7 +271,6 @@ def _lin_jvp(primals, tangents, jaxpr, bwd, num_consts, num_args, num_res):
     # differentiate the forward-mode formula (used only by forward-over-forward)
     consts, args, _, t_args = _lin_split(primals, num_consts, num_args, num_res)
     dc, da, _, dt = _lin_split(tangents, num_consts, num_args, num_res)
-    n = len(consts) + len(args) + len(t_args)
     out, t_out = ad.jvp_flat(
         lambda *xs: _forward_tangents(jaxpr, list(xs[:num_consts]),
                                       list(xs[num_consts:num_consts + num_args]),

@@ -24,7 +24,7 @@ import numpy as np
 from fungrad import lax
 from fungrad import numpy as fnp
 from fungrad.flatten_util import ravel_pytree
-from fungrad.tree_util import tree_flatten, tree_map, tree_unflatten
+from fungrad.tree_util import tree_flatten, tree_map
 
 __all__ = ["odeint"]
 

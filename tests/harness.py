@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Sequence
 
-import numpy as np
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import fungrad
-from fungrad import lax
 from fungrad.lax import special as ls
 from fungrad.lax import _special_math2 as sm2
 from fungrad.scipy import _special_extra as sx

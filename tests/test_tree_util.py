@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from fungrad import tree_util as tu
 from fungrad.tree_util import (
-    DictKey, FlattenedIndexKey, GetAttrKey, Partial, PyTreeDef, SequenceKey,
+    DictKey, FlattenedIndexKey, GetAttrKey, Partial, SequenceKey,
 )
 
 

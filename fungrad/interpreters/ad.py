@@ -28,7 +28,7 @@ import numpy as np
 
 from fungrad import core
 from fungrad.core import (ShapedArray, Tracer, Trace, Var, Literal, Jaxpr,
-                          get_aval, bind_on, set_current_trace, new_trace_context,
+                          get_aval, bind_on, new_trace_context,
                           StagingTrace, float0)
 
 __all__ = ["Zero", "UndefinedPrimal", "JVPTrace", "JVPTracer", "jvp_flat",

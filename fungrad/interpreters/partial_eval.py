@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from fungrad import core
-from fungrad.core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, StagingTrace, StagingTracer,
+from fungrad.core import (ClosedJaxpr, Jaxpr, JaxprEqn, StagingTrace, StagingTracer,
                           Var, eval_jaxpr, new_trace_context)
 
 __all__ = ["partial_eval_jaxpr", "dce_jaxpr"]

@@ -34,10 +34,7 @@ __all__ = ["cond", "switch", "scan", "fori_loop", "while_loop", "map", "associat
            "cond_p", "scan_p", "while_p", "while_lin_p", "while_lin_t_p"]
 
 
-def _jit():
-    from fungrad import jit as jit_module  # noqa: F401  (module, not the function)
-    import sys
-    return sys.modules["fungrad.jit"]
+_jit = core.jit_module
 
 
 # ----------------------------------------------------------------------------

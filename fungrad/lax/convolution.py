@@ -113,17 +113,22 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
     return tuple(pads)
 
 
-def _int_tuple(name, value, n, default=None, positive=True):
+def positive_ints(name, value, n, default=None, who="conv_general_dilated",
+                  dims="spatial dimension"):
+    """``value`` (``default`` repeated if None) as ``n`` positive ints, or a clear
+    error naming ``name``; shared by the convolutions and ``reduce_window``."""
+    if value is None and default is not None:
+        return (default,) * n
     try:
-        out = tuple(operator.index(v) for v in ((default,) * n if value is None else value))
+        out = tuple(operator.index(v) for v in value)
     except TypeError:
-        raise TypeError(f"conv_general_dilated: {name} must be a sequence of {n} ints, "
-                        f"got {value!r}") from None
+        raise TypeError(f"{who}: {name} must be a sequence of {n} ints, got "
+                        f"{value!r}") from None
     if len(out) != n:
-        raise ValueError(f"conv_general_dilated: {name} must have one entry per spatial "
-                         f"dimension ({n}), got {value!r}")
-    if positive and any(v < 1 for v in out):
-        raise ValueError(f"conv_general_dilated: {name} must be positive, got {value!r}")
+        raise ValueError(f"{who}: {name} must have one entry per {dims} ({n}), got "
+                         f"{value!r}")
+    if any(v < 1 for v in out):
+        raise ValueError(f"{who}: {name} must be positive, got {value!r}")
     return out
 
 
@@ -364,9 +369,9 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     la, ra = get_aval(lhs), get_aval(rhs)
     dn = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
     n = la.ndim - 2
-    strides = _int_tuple("window_strides", window_strides, n)
-    lhs_dil = _int_tuple("lhs_dilation", lhs_dilation, n, 1)
-    rhs_dil = _int_tuple("rhs_dilation", rhs_dilation, n, 1)
+    strides = positive_ints("window_strides", window_strides, n)
+    lhs_dil = positive_ints("lhs_dilation", lhs_dilation, n, 1)
+    rhs_dil = positive_ints("rhs_dilation", rhs_dilation, n, 1)
     k_dilated = [dilate_dim(ra.shape[a], d) for a, d in zip(dn.rhs_spec[2:], rhs_dil)]
     pads = canonical_padding(padding, [la.shape[a] for a in dn.lhs_spec[2:]],
                              k_dilated, strides)
@@ -435,8 +440,8 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
         dimension_numbers = _TRANSPOSE_DEFAULT_DN[la.ndim]
     dn = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
     n = la.ndim - 2
-    rhs_dil = _int_tuple("rhs_dilation", rhs_dilation, n, 1)
-    strides = _int_tuple("strides", strides, n)
+    rhs_dil = positive_ints("rhs_dilation", rhs_dilation, n, 1)
+    strides = positive_ints("strides", strides, n)
     k_dilated = [dilate_dim(ra.shape[a], d) for a, d in zip(dn.rhs_spec[2:], rhs_dil)]
     if isinstance(padding, str):
         pads = tuple(_conv_transpose_padding(k, s, padding.upper())

@@ -49,8 +49,7 @@ import numpy as np
 
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
-from fungrad.interpreters.ad import (Zero, instantiate_zeros, is_undefined_primal,
-                                     defjvp_zero, tangent_aval)
+from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal, tangent_aval
 from fungrad.lax.utils import checked_bind, def_lowering, as_operand
 from fungrad.lax import structural
 

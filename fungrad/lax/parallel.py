@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from fungrad import core
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import deflinear, defjvp_zero

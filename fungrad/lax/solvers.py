@@ -39,8 +39,7 @@ def _as_leaves(tree):
 def _stage(fn: Callable, in_tree, avals, who: str):
     """Trace ``fn`` (of the pytree ``in_tree``) to a closed jaxpr; values of
     enclosing transformations it closes over become explicit inputs (returned)."""
-    import sys
-    jit_module = sys.modules["fungrad.jit"]     # (fungrad.jit is also the function)
+    jit_module = core.jit_module()
     out_tree = []
 
     def flat(*xs):

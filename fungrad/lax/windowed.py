@@ -40,7 +40,7 @@ from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
 from fungrad.lax import _window_numpy as _wn
-from fungrad.lax.convolution import canonical_padding
+from fungrad.lax.convolution import canonical_padding, positive_ints
 from fungrad.lax.utils import as_operand, checked_bind
 
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
@@ -224,29 +224,14 @@ _PRIMS = {"sum": reduce_window_sum_p, "max": reduce_window_max_p, "min": reduce_
 # Public functions
 # ============================================================================
 
-def _int_tuple(who, pname, value, nd, default=None):
-    if value is None and default is not None:
-        return (default,) * nd
-    try:
-        out = tuple(operator.index(v) for v in value)
-    except TypeError:
-        raise TypeError(f"{who}: {pname} must be a sequence of {nd} ints, got "
-                        f"{value!r}") from None
-    if len(out) != nd:
-        raise ValueError(f"{who}: {pname} must have one entry per operand dimension "
-                         f"({nd}), got {value!r}")
-    if any(v < 1 for v in out):
-        raise ValueError(f"{who}: {pname} must be positive, got {value!r}")
-    return out
-
-
 def _window_params(who, shape, window_dimensions, window_strides, padding, base_dilation,
                    window_dilation):
     nd = len(shape)
-    window = _int_tuple(who, "window_dimensions", window_dimensions, nd)
-    strides = _int_tuple(who, "window_strides", window_strides, nd, 1)
-    base = _int_tuple(who, "base_dilation", base_dilation, nd, 1)
-    wdil = _int_tuple(who, "window_dilation", window_dilation, nd, 1)
+    _ints = functools.partial(positive_ints, who=who, dims="operand dimension")
+    window = _ints("window_dimensions", window_dimensions, nd)
+    strides = _ints("window_strides", window_strides, nd, 1)
+    base = _ints("base_dilation", base_dilation, nd, 1)
+    wdil = _ints("window_dilation", window_dilation, nd, 1)
     pads = canonical_padding(padding, shape, [_dilated(k, d) for k, d in zip(window, wdil)],
                              strides, who, "operand dimension")
     return dict(window_dimensions=window, window_strides=strides, padding=pads,

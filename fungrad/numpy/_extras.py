@@ -19,7 +19,7 @@ import re
 import numpy as np
 
 from fungrad import lax
-from fungrad.core import ConcretizationTypeError, Tracer, get_aval, wrap_array
+from fungrad.core import ConcretizationTypeError, Tracer, get_aval
 from fungrad.numpy._convolve import convolve  # (polymul and poly multiply by convolution)
 from fungrad.numpy._dtypes import asarray_operand, promote
 

@@ -29,7 +29,6 @@ import numpy as np
 from fungrad import lax
 from fungrad.core import (Tracer, ConcretizationTypeError, get_aval, wrap_array,
                           current_trace, EVAL_TRACE)
-from fungrad.lax.indexing import build_indexer, output_layout
 from fungrad.numpy._dtypes import asarray_operand, result_type
 
 __all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere",

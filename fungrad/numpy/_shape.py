@@ -967,13 +967,8 @@ def _pad_linear_ramp(x, widths, end_values):
     """Ramps from ``end_values`` to the edge values (endpoint excluded), as NumPy."""
     from fungrad.numpy._creation import linspace
     ends = _as_pairs(end_values, x.ndim, "end_values", as_index=False)
-    for ax, ((lo, hi), (e_lo, e_hi)) in enumerate(zip(widths, ends)):
-        if not lo and not hi:
-            continue
-        n = x.shape[ax]
-        if n == 0:
-            raise ValueError(f"pad: can't extend empty axis {ax} using modes other "
-                             "than 'constant' or 'empty'")
+    for ax, lo, hi, n in _axes_to_pad(x, widths):
+        e_lo, e_hi = ends[ax]
         first = squeeze(_slice_axis(x, 0, 1, ax), ax)
         last = squeeze(_slice_axis(x, n - 1, n, ax), ax)
         left = linspace(e_lo, first, lo, endpoint=False, dtype=x.dtype, axis=ax)

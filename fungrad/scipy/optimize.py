@@ -119,7 +119,7 @@ def _zoom(phi, phi0, dphi0, lo, hi, skip, c1, c2, maxiter):
     g_dummy = phi(lo[0])[2] * 0.0
 
     def cond(c):
-        done, failed, j = c[0], c[1], c[2]
+        done, failed = c[0], c[1]
         return ~done & ~failed
 
     def body(c):

@@ -15,7 +15,6 @@ import numpy as np
 import scipy.linalg
 
 import fungrad.numpy as fnp
-from fungrad import lax
 from fungrad.lax.eig import eig, eig_numpy, eigvals, sqrtm
 from tests.harness import Arg, Case
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 import fungrad.numpy as fnp
-from fungrad import lax
 
 # arrays of one common floating dtype, as scipy.special's functions promote
 from fungrad.scipy.special import _promote_inexact as promote  # noqa: F401

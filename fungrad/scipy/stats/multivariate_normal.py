@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 import fungrad.numpy as fnp
-from fungrad import lax
 from fungrad.lax import linalg as lax_linalg
 from fungrad.scipy.stats._util import LOG_2PI, promote
 
