@@ -327,17 +327,10 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
 
 
 def _trace(fun, args, static, in_tree, avals):
-    out_tree = []
-
-    def flat(*xs):
-        it = iter(tree_unflatten(in_tree, list(xs)))
-        full = [static[i] if i in static else next(it) for i in range(len(args))]
-        outs, tree = tree_flatten(fun(*full))
-        out_tree.append(tree)
-        return [o if isinstance(o, Tracer) else np.asarray(o) for o in outs]
-    jaxpr, consts = core.trace_to_jaxpr(flat, avals)
-    closed, hoisted = _jit()._closure_convert(jaxpr, consts)
-    return closed, hoisted, out_tree[0]
+    def with_statics(dyn):
+        it = iter(dyn)
+        return fun(*[static[i] if i in static else next(it) for i in range(len(args))])
+    return _jit().stage_pytree(with_statics, in_tree, avals)
 
 
 remat = checkpoint

@@ -65,6 +65,21 @@ def _stage(flat_fun: Callable, avals: Sequence[ShapedArray]) -> ClosedJaxpr:
     return _closure_convert(jaxpr, consts)[0]
 
 
+def stage_pytree(fn: Callable, in_tree, avals: Sequence[ShapedArray]):
+    """Trace ``fn`` (a function of one pytree with structure ``in_tree``) to
+    ``(closed jaxpr, hoisted values, output tree)``: values of enclosing
+    transformations it closes over become explicit leading inputs (hoisted)."""
+    out_tree = []
+
+    def flat(*xs):
+        leaves, tree = tree_flatten(fn(tree_unflatten(in_tree, list(xs))))
+        out_tree.append(tree)
+        return [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
+    jaxpr, consts = core.trace_to_jaxpr(flat, list(avals))
+    closed, hoisted = _closure_convert(jaxpr, consts)
+    return closed, hoisted, out_tree[0]
+
+
 def _closure_convert(jaxpr: Jaxpr, consts) -> tuple[ClosedJaxpr, list]:
     """Constants that are tracers of enclosing transformations become leading
     inputs (returned as the second result); concrete constants stay constants."""
@@ -293,9 +308,6 @@ class Jitted:
         if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
             # fast path: positional array/scalar arguments, no pytrees, no statics
             leaves, in_tree, statics, nums = args, len(args), (), ()
-            entry = self._cache.get((in_tree, tuple(map(_signature, leaves)), statics))
-            if entry is not None:
-                return entry, leaves
         else:
             dyn_args, dyn_kwargs, statics, nums = self._split(args, kwargs)
             leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))

@@ -1397,15 +1397,11 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     avals = [get_aval(x).strip_weak_type() for x in leaves]
 
     def stage(fn, what):
-        def flat(*xs):
-            out = fn(tree_unflatten(tree, list(xs)))
-            out_leaves, out_tree = tree_flatten(out)
-            if what == "body" and out_tree != tree:
-                raise TypeError(f"while_loop: body_fun returns structure {out_tree}, but the "
-                                f"loop carry has structure {tree}")
-            return [x if isinstance(x, Tracer) else np.asarray(x) for x in out_leaves]
-        jaxpr, consts = core.trace_to_jaxpr(flat, avals)
-        return _jit()._closure_convert(jaxpr, consts)
+        closed, hoisted, out_tree = _jit().stage_pytree(fn, tree, avals)
+        if what == "body" and out_tree != tree:
+            raise TypeError(f"while_loop: body_fun returns structure {out_tree}, but the "
+                            f"loop carry has structure {tree}")
+        return closed, hoisted
     cond_closed, cond_hoisted = stage(cond_fun, "cond")
     outs = cond_closed.out_avals
     if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != np.bool_:

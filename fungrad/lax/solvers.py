@@ -36,19 +36,8 @@ def _as_leaves(tree):
     return [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves], treedef
 
 
-def _stage(fn: Callable, in_tree, avals, who: str):
-    """Trace ``fn`` (of the pytree ``in_tree``) to a closed jaxpr; values of
-    enclosing transformations it closes over become explicit inputs (returned)."""
-    jit_module = core.jit_module()
-    out_tree = []
-
-    def flat(*xs):
-        leaves, tree = _as_leaves(fn(tree_unflatten(in_tree, list(xs))))
-        out_tree.append(tree)
-        return leaves
-    jaxpr, consts = core.trace_to_jaxpr(flat, list(avals))
-    closed, hoisted = jit_module._closure_convert(jaxpr, consts)
-    return closed, hoisted, out_tree[0]
+def _stage(fn: Callable, in_tree, avals):
+    return core.jit_module().stage_pytree(fn, in_tree, avals)
 
 
 def _applier(closed, in_tree, out_tree):
@@ -82,7 +71,7 @@ def custom_linear_solve(matvec: Callable, b, solve: Callable, transpose_solve: C
         raise TypeError("custom_linear_solve: matvec and solve must be callables")
     b_leaves, b_tree = _as_leaves(b)
     b_avals = [get_aval(x).strip_weak_type() for x in b_leaves]
-    mv_closed, mv_hoisted, mv_out_tree = _stage(matvec, b_tree, b_avals, "matvec")
+    mv_closed, mv_hoisted, mv_out_tree = _stage(matvec, b_tree, b_avals)
     if mv_out_tree != b_tree or [a.strip_weak_type() for a in mv_closed.out_avals] != b_avals:
         raise TypeError(f"custom_linear_solve: matvec must map b's structure and shapes to "
                         f"themselves, got {mv_out_tree} with "
@@ -90,7 +79,7 @@ def custom_linear_solve(matvec: Callable, b, solve: Callable, transpose_solve: C
                         f"{[a.str_short() for a in b_avals]}")
     apply_mv = _applier(mv_closed, b_tree, b_tree)
     s_closed, s_hoisted, s_out_tree = _stage(
-        lambda rhs: solve(lambda v: apply_mv(mv_hoisted, v), rhs), b_tree, b_avals, "solve")
+        lambda rhs: solve(lambda v: apply_mv(mv_hoisted, v), rhs), b_tree, b_avals)
     apply_solve = _applier(s_closed, b_tree, s_out_tree)
     # the transposed solve is staged now, while the values it closes over exist
     if symmetric:
@@ -98,7 +87,7 @@ def custom_linear_solve(matvec: Callable, b, solve: Callable, transpose_solve: C
     elif transpose_solve is not None:
         A_T = linear_transpose(lambda v: apply_mv(mv_hoisted, v), b)
         t_closed, t_hoisted, _ = _stage(lambda r: transpose_solve(lambda u: A_T(u)[0], r),
-                                        b_tree, b_avals, "transpose_solve")
+                                        b_tree, b_avals)
     else:
         t_closed, t_hoisted = None, []
     apply_t_solve = t_closed and _applier(t_closed, b_tree, s_out_tree)
@@ -136,13 +125,13 @@ def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Call
         raise TypeError("custom_root: f, solve and tangent_solve must be callables")
     g_leaves, g_tree = _as_leaves(initial_guess)
     g_avals = [get_aval(x).strip_weak_type() for x in g_leaves]
-    f_closed, f_hoisted, f_out_tree = _stage(f, g_tree, g_avals, "f")
+    f_closed, f_hoisted, f_out_tree = _stage(f, g_tree, g_avals)
     if f_out_tree != g_tree:
         raise TypeError(f"custom_root: f must return the structure of initial_guess "
                         f"({g_tree}), got {f_out_tree}")
     apply_f = _applier(f_closed, g_tree, g_tree)
     s_closed, s_hoisted, s_out_tree = _stage(
-        lambda x0: solve(lambda x: apply_f(f_hoisted, x), x0), g_tree, g_avals, "solve")
+        lambda x0: solve(lambda x: apply_f(f_hoisted, x), x0), g_tree, g_avals)
     apply_solve = _applier(s_closed, g_tree, s_out_tree)
     # tangent_solve, applied to (∂f/∂x)^T at a symbolic x, is staged now, while
     # the values it (and f) close over exist: (x, x̄) -> λ
@@ -152,7 +141,7 @@ def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Call
         x, ct_x = pair
         _, f_T = vjp(lambda z: apply_f(f_hoisted, z), x)        # v -> (∂f/∂x)^T v
         return tangent_solve(lambda v: f_T(v)[0], ct_x)
-    t_closed, t_hoisted, t_out_tree = _stage(lam_of, pair_tree, g_avals + g_avals, "tangent_solve")
+    t_closed, t_hoisted, t_out_tree = _stage(lam_of, pair_tree, g_avals + g_avals)
     apply_t_solve = _applier(t_closed, pair_tree, t_out_tree)
 
     @custom_vjp
