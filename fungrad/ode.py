@@ -24,6 +24,7 @@ import numpy as np
 from fungrad import lax
 from fungrad import numpy as fnp
 from fungrad.flatten_util import ravel_pytree
+from fungrad.interpreters.partial_eval import stage_pytree
 from fungrad.tree_util import tree_flatten, tree_map
 
 __all__ = ["odeint"]
@@ -118,7 +119,6 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
     every time in ``t`` (stacked along a new leading axis of each leaf of
     ``y0``'s pytree).  Differentiable w.r.t. ``y0``, ``t``, ``args`` and values
     ``func`` closes over (adjoint method in reverse mode)."""
-    from fungrad.core import jit_module
     if not callable(func):
         raise TypeError("odeint: func must be a callable func(y, t, *args)")
     t = _check_times(t)
@@ -135,7 +135,7 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
             raise TypeError(f"odeint: func must return the structure and shapes of y0 "
                             f"({y.shape[0]} numbers in all), got {dy.shape[0]}")
         return fnp.astype(dy, y.dtype)
-    closed, hoisted, _ = jit_module().stage_pytree(flat_field, in_tree, avals)
+    closed, hoisted, _ = stage_pytree(flat_field, in_tree, avals)
     ys = _odeint_flat(closed, hoisted, y0_flat, t, list(arg_leaves), arg_tree,
                       rtol, atol, mxstep, hmax)
     return _unravel_stacked(ys, unravel, y0)

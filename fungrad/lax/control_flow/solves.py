@@ -24,8 +24,8 @@ from typing import Callable
 
 import numpy as np
 
-from fungrad import core
 from fungrad.core import Tracer, eval_jaxpr, get_aval
+from fungrad.interpreters.partial_eval import stage_pytree
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["custom_linear_solve", "custom_root"]
@@ -37,7 +37,7 @@ def _as_leaves(tree):
 
 
 def _stage(fn: Callable, in_tree, avals):
-    return core.jit_module().stage_pytree(fn, in_tree, avals)
+    return stage_pytree(fn, in_tree, avals)
 
 
 def _applier(closed, in_tree, out_tree):
