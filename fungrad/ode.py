@@ -148,7 +148,7 @@ def _aval(x):
 
 def _unravel_stacked(ys, unravel, y0):
     """(N, size) -> y0's pytree with a leading axis of length N on every leaf."""
-    from fungrad import vmap
+    from fungrad.api import vmap
     if not tree_flatten(y0)[0]:
         return y0
     return vmap(unravel)(ys)
@@ -157,7 +157,7 @@ def _unravel_stacked(ys, unravel, y0):
 def _odeint_flat(closed, hoisted, y0, t, arg_leaves, arg_tree, rtol, atol, mxstep, hmax):
     """``y`` at the times ``t`` for the staged flat vector field ``closed``
     ((hoisted values, y, t, argument leaves) -> dy/dt), with the adjoint rule."""
-    from fungrad import custom_vjp
+    from fungrad.custom_derivatives import custom_vjp
     from fungrad.core import eval_jaxpr
     bad = [i for i, x in enumerate(arg_leaves) if fnp.asarray(x).dtype.kind not in "fc"]
     if bad:
@@ -188,7 +188,7 @@ def _odeint_flat(closed, hoisted, y0, t, arg_leaves, arg_tree, rtol, atol, mxste
 def _adjoint(field, consts, ts, a, ys, ct_ys, tolerances):
     """Cotangents of (consts, y0, ts, args) by integrating the adjoint system
     backwards over each interval, restarting ``y`` from the stored forward value."""
-    from fungrad import vjp, vmap
+    from fungrad.api import vjp, vmap
     theta = (consts, a)
     zero_theta = tree_map(fnp.zeros_like, theta)
     _, unravel_aug = ravel_pytree((ys[0], ct_ys[0], zero_theta))

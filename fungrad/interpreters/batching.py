@@ -116,8 +116,9 @@ def vmap_flat(f: Callable, args: Sequence, in_dims: Sequence, axis_size: int,
               out_dims: Sequence, axis_name=None) -> list:
     """Map flat ``f`` over ``args`` along ``in_dims`` (None: not mapped).
 
-    Each output gets its batch axis at ``out_dims[i]``; ``None`` there means
-    the output must not depend on the mapped axis (ValueError if it does).
+    Each output gets its batch axis at ``out_dims[i]`` (negative: from the end);
+    ``None`` there means the output must not depend on the mapped axis
+    (ValueError if it does).
     """
     trace = BatchTrace(core.current_trace(), axis_size, axis_name)
     with new_trace_context(trace):
@@ -135,7 +136,7 @@ def vmap_flat(f: Callable, args: Sequence, in_dims: Sequence, axis_size: int,
             results.append(val)
         else:
             val = bdim_at_front(val, dim, axis_size)
-            results.append(moveaxis(val, 0, out_dim))
+            results.append(moveaxis(val, 0, out_dim % get_aval(val).ndim))
     return results
 
 
