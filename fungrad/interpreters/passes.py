@@ -239,7 +239,9 @@ def inline_calls(closed: ClosedJaxpr, which=None) -> ClosedJaxpr:
     constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
     eqns: list[JaxprEqn] = []
 
-    def splice(jaxpr: Jaxpr, env: dict):
+    def splice(jaxpr: Jaxpr, env: dict, fresh: bool):
+        # A jaxpr called twice is spliced twice: its variables get fresh copies
+        # each time (``fresh``), or the two calls' outputs would be one variable.
         read = lambda a: env.get(a, a) if isinstance(a, Var) else a
         for eqn in jaxpr.eqns:
             sub = eqn.params.get("jaxpr")
@@ -250,12 +252,16 @@ def inline_calls(closed: ClosedJaxpr, which=None) -> ClosedJaxpr:
                     inner_env[v] = Var(v.aval)
                     constvars.append(inner_env[v])
                     consts.append(c)
-                outs = splice(sub.jaxpr, inner_env)
+                outs = splice(sub.jaxpr, inner_env, fresh=True)
                 env.update(zip(eqn.outvars, outs))
             else:
-                eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars))
+                outvars = eqn.outvars
+                if fresh:
+                    outvars = [Var(v.aval) for v in eqn.outvars]
+                    env.update(zip(eqn.outvars, outvars))
+                eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, outvars))
         return [read(v) for v in jaxpr.outvars]
-    outvars = splice(closed.jaxpr, {})
+    outvars = splice(closed.jaxpr, {}, fresh=False)
     return ClosedJaxpr(Jaxpr(constvars, closed.jaxpr.invars, eqns, outvars), consts)
 
 
