@@ -15,7 +15,7 @@ import numpy as np
 
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, get_aval, float0
-from fungrad.interpreters import ad, batching
+from fungrad.interpreters import ad, batching, tape
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.partial_eval import trace_to_jaxpr
 from fungrad.tree_util import tree_flatten, tree_unflatten, tree_map, tree_leaves
@@ -294,9 +294,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     p_leaves, p_tree = tree_flatten(tuple(primals))
     p_leaves = [_as_value(x, "vjp primal") for x in p_leaves]
     f_flat, store, split = _flat_with_aux(fun, p_tree, has_aux, "vjp")
-    outs, jaxpr, residuals = ad.linearize_flat(f_flat, p_leaves)
-    outs, aux = split(outs)
-    jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.eqns, jaxpr.outvars[:len(outs)])
+    outs, backward = _vjp_flat(f_flat, p_leaves)
+    outs, aux = split([_result(o) for o in outs])
     out_tree = store.val
     out_avals = [get_aval(o) for o in outs]
 
@@ -308,11 +307,26 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         cts = [_check_cotangent(c, a, i) for i, (c, a) in enumerate(zip(ct_leaves, out_avals))]
         cts = [Zero(ad.tangent_aval(a)) if ad.tangent_aval(a).dtype == float0 else c
                for c, a in zip(cts, out_avals)]
-        cts_in = ad.backward_pass(jaxpr, residuals, cts)
-        cts_in = [_result(ad.instantiate_zeros(c)) for c in cts_in]
+        cts_in = [_result(ad.instantiate_zeros(c)) for c in backward(cts)]
         return tree_unflatten(p_tree, cts_in)
     out = tree_unflatten(out_tree, outs)
     return (out, pullback, aux) if has_aux else (out, pullback)
+
+
+def _vjp_flat(f_flat, primals):
+    """``(outs, backward)``: eagerly (nothing being traced), the tape of
+    ``interpreters/tape.py``; under another transformation, linearize the whole
+    function into one linear jaxpr (``ad.vjp_flat``).  ``backward(cts)`` takes
+    the cotangents of the leading outputs (the others are aux values)."""
+    if core.current_trace() is core.EVAL_TRACE:
+        return tape.vjp_eager(f_flat, primals)
+    outs, jaxpr, residuals = ad.linearize_flat(f_flat, primals)
+
+    def backward(cts):
+        n = len(cts)
+        main = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.eqns, jaxpr.outvars[:n])
+        return ad.backward_pass(main, residuals, list(cts))
+    return outs, backward
 
 
 def linear_transpose(fun: Callable, *primals):

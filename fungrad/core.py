@@ -203,6 +203,9 @@ class Jaxpr:
     __str__ = __repr__
 
 
+_MISSING = object()
+
+
 class ClosedJaxpr:
     """A jaxpr together with the values of its constvars.
 
@@ -222,11 +225,10 @@ class ClosedJaxpr:
         cache = self._derived
         if cache is None:
             cache = self._derived = {}
-        try:
-            return cache[key]
-        except KeyError:
+        value = cache.get(key, _MISSING)
+        if value is _MISSING:
             value = cache[key] = build()
-            return value
+        return value
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)

@@ -286,9 +286,11 @@ def defbilinear(prim, lhs_transpose, rhs_transpose):
 # Linearize: JVP with unknown tangents, staged by partial evaluation
 # ----------------------------------------------------------------------------
 
-def linearize_flat(f: Callable, primals: Sequence):
+def linearize_flat(f: Callable, primals: Sequence, nonzeros: Sequence[bool] | None = None):
     """``(outs, linear_jaxpr, residuals)``; the jaxpr maps input tangents to
-    output tangents, with the residuals as its constvars.
+    output tangents, with the residuals as its constvars.  With ``nonzeros``,
+    only the marked inputs have a tangent (and an input of the jaxpr); the
+    others are held fixed.
 
     Before/after for ``f = sin``::
 
@@ -296,10 +298,14 @@ def linearize_flat(f: Callable, primals: Sequence):
         residuals:    [cos(x)]
     """
     pe = StagingTrace(core.current_trace(), fold_known=True)
+    nonzeros = [True] * len(primals) if nonzeros is None else nonzeros
     with new_trace_context(pe):
         tangents = []
-        for p in primals:
+        for p, nz in zip(primals, nonzeros):
             t_aval = tangent_aval(get_aval(p))
+            if not nz:
+                tangents.append(Zero(t_aval))
+                continue
             arg = pe.new_arg(t_aval)
             tangents.append(arg if t_aval.dtype != float0 else Zero(t_aval))
         outs, out_tangents = jvp_flat(f, primals, tangents)
