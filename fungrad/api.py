@@ -220,7 +220,13 @@ def _flat_with_aux(fun, in_tree, has_aux: bool, who: str):
     """Flat version of ``fun(*args)``.  With has_aux the aux leaves are extra flat
     outputs after the main ones (so transformations unwrap them like outputs);
     ``split(outs)`` separates the two and rebuilds aux."""
-    store, aux_tree, n_main, aux_plain = _Store(), _Store(), _Store(), _Store()
+    store = _Store()
+    if not has_aux:
+        def flat_main(*leaves):
+            out_leaves, store.val = tree_flatten(fun(*tree_unflatten(in_tree, leaves)))
+            return [_as_value(x, f"{who}: output") for x in out_leaves]
+        return flat_main, store, lambda outs: (outs, None)
+    aux_tree, n_main, aux_plain = _Store(), _Store(), _Store()
 
     def flat(*leaves):
         out = fun(*tree_unflatten(in_tree, leaves))
@@ -278,6 +284,10 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
 # ----------------------------------------------------------------------------
 
 def _check_cotangent(ct, aval: ShapedArray, i: int):
+    t = type(ct)
+    if (t is np.ndarray or t is core.Array) and ct.shape == aval.shape and ct.dtype == aval.dtype \
+            and ad.is_float(aval.dtype):
+        return ct               # the common case, checked without building avals
     ct = _as_value(ct, "cotangent")
     ca = get_aval(ct)
     want = ad.tangent_aval(aval)
@@ -356,8 +366,10 @@ def linear_transpose(fun: Callable, *primals):
 def _check_diff_inputs(dyn_args, argnums, allow_int: bool, who: str):
     for n, arg in zip(argnums, dyn_args):
         for leaf in tree_leaves(arg):
+            if type(leaf) is float or type(leaf) is complex:
+                continue
             dt = get_aval(_as_value(leaf, who)).dtype
-            if not np.issubdtype(dt, np.inexact) and not allow_int:
+            if not ad.is_float(dt) and not allow_int:
                 raise TypeError(
                     f"{who} requires real- or complex-valued inputs (input dtype that is a "
                     f"sub-dtype of np.inexact), but argument {n} has a leaf of dtype "

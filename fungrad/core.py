@@ -126,7 +126,7 @@ def get_aval(x) -> ShapedArray:
     if isinstance(x, np.ndarray):
         return _shaped(x.shape, x.dtype)
     if isinstance(x, np.generic):
-        return ShapedArray((), x.dtype)
+        return _shaped((), x.dtype)
     if isinstance(x, _PY_SCALARS):
         return ShapedArray((), np.asarray(x).dtype, weak_type=type(x) is not bool)
     try:

@@ -50,14 +50,16 @@ __all__ = ["TapeTrace", "TapeTracer", "vjp_eager"]
 
 
 class TapeTracer(Tracer):
-    """A concrete primal value whose tangent is node ``node`` of the tape."""
-    __slots__ = ("primal", "node", "_aval")
+    """A concrete primal value whose tangent is node ``node`` of the tape;
+    ``sig`` is what its linearizations are cached on (differentiated, shape, dtype)."""
+    __slots__ = ("primal", "node", "_aval", "sig")
 
-    def __init__(self, trace, primal, node, aval):
+    def __init__(self, trace, primal, node, aval, sig):
         self._trace = trace
         self.primal = primal
         self.node = node
         self._aval = aval
+        self.sig = sig
 
     @property
     def aval(self):
@@ -68,51 +70,83 @@ class TapeTracer(Tracer):
 
 
 class TapeTrace(core.Trace):
-    """Linearizes each primitive application onto ``self.entries``; its parent
-    is the evaluation trace (see the module docstring)."""
-    __slots__ = ("node_avals", "entries")
+    """Linearizes each primitive application onto ``self.entries``, entries
+    ``(linearization, residuals, input nodes, output nodes)``; its parent is the
+    evaluation trace (see the module docstring)."""
+    __slots__ = ("num_nodes", "entries")
     kind = "grad"
 
     def __init__(self, parent):
         super().__init__(parent)
-        self.node_avals: list = []       # node id -> tangent aval
-        self.entries: list = []          # (linearization, residuals, in_nodes, out_nodes)
-
-    def new_node(self, aval) -> int:
-        self.node_avals.append(aval)
-        return len(self.node_avals) - 1
+        self.num_nodes = 0
+        self.entries: list = []
 
     def input(self, x):
         """``x`` as an input of the differentiated function (a node if it is float)."""
         aval = get_aval(x)
         if not is_float(aval.dtype):
             return x
-        return TapeTracer(self, x, self.new_node(tangent_aval(aval)), aval)
+        node, self.num_nodes = self.num_nodes, self.num_nodes + 1
+        return TapeTracer(self, x, node, aval, (True, aval.shape, aval.dtype))
 
     def process_primitive(self, prim, args, params):
-        primals, nodes = [], []
+        # The hot path of eager grad: one pass over the arguments builds the
+        # primal values, the input nodes and the cache key.
+        primals, in_nodes, key = [], [], [prim]
         for a in args:
             if type(a) is TapeTracer and a._trace is self:
                 primals.append(a.primal)
-                nodes.append(a.node)
+                in_nodes.append(a.node)
+                key.append(a.sig)
             else:
                 if isinstance(a, Tracer):
                     self.check_foreign(a)
                 primals.append(a)
-                nodes.append(None)
-        if all(n is None for n in nodes):
+                key.append(_constant_signature(a))
+        if not in_nodes:
             return core.bind_on(self.parent, prim, primals, params)
-        lin = _cached_linearization(prim, params, primals, nodes)
+        if params:
+            key.append(tuple(params.items()))
+        lin = _linearization(prim, params, primals, tuple(key))
         if lin is None:
-            outs, entry = _linearize_generally(self.parent, prim, params, primals, nodes)
-        else:
-            outs, entry = lin.apply(primals, nodes)
-        out_nodes = [self.new_node(a) if nz else None
-                     for a, nz in zip(entry[3], entry[4])]
-        self.entries.append((entry[0], entry[1], entry[2], out_nodes))
-        wrapped = [o if n is None else TapeTracer(self, o, n, get_aval(o))
-                   for o, n in zip(outs, out_nodes)]
+            return self._append_general(prim, params, primals, args)
+        outs = lin.fwd(*lin.fwd_consts, *primals)
+        if lin.single:              # one output, with a tangent: the common case
+            node, self.num_nodes = self.num_nodes, self.num_nodes + 1
+            self.entries.append((lin, outs[1:], in_nodes, (node,)))
+            return TapeTracer(self, outs[0], node, lin.out_avals[0], lin.out_sigs[0])
+        n_out = lin.num_out
+        return self._wrap(prim, outs[:n_out], lin, outs[n_out:], in_nodes,
+                          lin.out_nonzeros, lin.out_avals, lin.out_sigs)
+
+    def _wrap(self, prim, outs, lin, residuals, in_nodes, out_nonzeros, out_avals, out_sigs):
+        out_nodes, wrapped = [], []
+        for o, nz, aval, sig in zip(outs, out_nonzeros, out_avals, out_sigs):
+            if nz:
+                node, self.num_nodes = self.num_nodes, self.num_nodes + 1
+                out_nodes.append(node)
+                wrapped.append(TapeTracer(self, o, node, aval, sig))
+            else:
+                out_nodes.append(None)
+                wrapped.append(o)
+        self.entries.append((lin, residuals, in_nodes, tuple(out_nodes)))
         return wrapped if prim.multiple_results else wrapped[0]
+
+    def _append_general(self, prim, params, primals, args):
+        nodes = [a.node if type(a) is TapeTracer and a._trace is self else None for a in args]
+        outs, lin, residuals = _linearize_generally(self.parent, prim, params, primals, nodes)
+        avals = [get_aval(o) for o in outs]
+        sigs = [(True, a.shape, a.dtype) for a in avals]
+        return self._wrap(prim, outs, lin, residuals, [n for n in nodes if n is not None],
+                          lin.out_nonzeros, avals, sigs)
+
+
+def _constant_signature(x):
+    """The cache-key part of a value that is not differentiated."""
+    t = type(x)
+    if t is np.ndarray or t is core.Array or isinstance(x, np.generic):
+        return False, x.shape, x.dtype
+    return False, get_aval(x)          # Python scalars: weakly typed
 
 
 # ----------------------------------------------------------------------------
@@ -120,27 +154,30 @@ class TapeTrace(core.Trace):
 # ----------------------------------------------------------------------------
 
 class _Linearization:
-    """The linearization of one primitive at one signature (module docstring)."""
-    __slots__ = ("forward", "backward", "num_out", "out_avals", "out_nonzeros", "in_nonzeros")
+    """The linearization of one primitive at one signature (module docstring):
+    the forward and backward jaxprs, compiled once."""
+    __slots__ = ("forward", "backward", "num_out", "out_avals", "out_sigs", "tangent_avals",
+                 "out_nonzeros", "single", "fwd", "fwd_consts", "bwd", "bwd_consts")
 
-    def __init__(self, forward, backward, num_out, out_avals, out_nonzeros, in_nonzeros):
+    def __init__(self, forward, backward, out_avals, out_nonzeros, multiple_results):
         self.forward, self.backward = forward, backward        # ClosedJaxprs
-        self.num_out, self.out_avals = num_out, out_avals
-        self.out_nonzeros, self.in_nonzeros = out_nonzeros, in_nonzeros
-
-    def apply(self, primals, nodes):
-        comp = compiled(self.forward)
-        outs = comp.fn(*comp.consts, *primals)
-        residuals = outs[self.num_out:]
-        in_nodes = [n for n in nodes if n is not None]
-        return outs[:self.num_out], (self, residuals, in_nodes, self.out_avals,
-                                     self.out_nonzeros)
+        self.num_out = len(out_avals)
+        self.out_avals = [a.strip_weak_type() for a in out_avals]   # as eager results
+        self.out_sigs = [(True, a.shape, a.dtype) for a in self.out_avals]
+        self.tangent_avals = [tangent_aval(a) for a in out_avals]
+        self.out_nonzeros = out_nonzeros
+        self.single = not multiple_results and tuple(out_nonzeros) == (True,)
+        fwd, bwd = compiled(forward), compiled(backward)
+        self.fwd, self.fwd_consts = fwd.fn, fwd.consts
+        self.bwd, self.bwd_consts = bwd.fn, bwd.consts
 
     def transpose(self, residuals, cts):
-        if core.current_trace() is core.EVAL_TRACE and not any(isinstance(c, Tracer) for c in cts):
-            comp = compiled(self.backward)
-            return list(comp.fn(*comp.consts, *residuals, *cts))
+        """Cotangents of the differentiated inputs, through ``bind`` (traceable)."""
         return eval_jaxpr(self.backward.jaxpr, self.backward.consts, *residuals, *cts)
+
+    def transpose_now(self, residuals, cts):
+        """The same on concrete values, by the compiled code."""
+        return self.bwd(*self.bwd_consts, *residuals, *cts)
 
 
 _CACHE: dict = {}
@@ -148,16 +185,15 @@ _CACHE_LIMIT = 4096
 _UNCACHEABLE = object()
 
 
-def _cached_linearization(prim, params, primals, nodes):
+def _linearization(prim, params, primals, key):
     """The cached linearization for this application, or None (general path)."""
     try:
-        key = (prim, tuple(n is not None for n in nodes), tuple(map(get_aval, primals)),
-               tuple(sorted(params.items())) if params else ())
         hit = _CACHE.get(key)
     except TypeError:                   # unhashable params
         return None
     if hit is None:
-        hit = _derive(prim, params, [get_aval(p) for p in primals], key[1])
+        nonzeros = tuple(k[0] for k in key[1:1 + len(primals)])
+        hit = _derive(prim, params, [get_aval(p) for p in primals], nonzeros)
         if len(_CACHE) >= _CACHE_LIMIT:  # bounded: drop the oldest entry
             del _CACHE[next(iter(_CACHE))]
         _CACHE[key] = hit
@@ -198,35 +234,37 @@ def _derive_staged(prim, params, avals, nonzeros):
     if list(out_unknowns) != [False] * n_out + [True] * sum(out_nonzeros):
         return _UNCACHEABLE          # a tangent that does not depend on the tangents
     backward = ad.transpose_jaxpr(linear, (False,) * num_res + (True,) * n_t)
-    out_avals = [tangent_aval(a) for a in closed.out_avals]
-    return _Linearization(forward, backward, n_out, out_avals, tuple(out_nonzeros), nonzeros)
+    return _Linearization(forward, backward, closed.out_avals, tuple(out_nonzeros),
+                          prim.multiple_results)
 
 
 class _GeneralLinearization:
     """A primitive application linearized by the general machinery: its linear
     jaxpr (residuals as consts), transposed by the backward pass."""
-    __slots__ = ("jaxpr", "out_avals", "out_nonzeros")
+    __slots__ = ("jaxpr", "tangent_avals", "out_nonzeros")
 
-    def __init__(self, jaxpr, out_avals, out_nonzeros):
-        self.jaxpr, self.out_avals, self.out_nonzeros = jaxpr, out_avals, out_nonzeros
+    def __init__(self, jaxpr, tangent_avals, out_nonzeros):
+        self.jaxpr, self.tangent_avals, self.out_nonzeros = jaxpr, tangent_avals, out_nonzeros
 
     def transpose(self, residuals, cts):
-        cts = ad.tangents_from(self.out_nonzeros, cts, self.out_avals)
+        cts = ad.tangents_from(self.out_nonzeros, cts, self.tangent_avals)
         return ad.backward_pass(self.jaxpr, residuals, cts)
+
+    transpose_now = transpose
 
 
 def _linearize_generally(parent, prim, params, primals, nodes):
+    """``(outs, linearization, residuals)`` by ``ad.linearize_flat`` of this one
+    application, on the concrete values."""
     def one(*xs):
         out = prim.bind(*xs, **params)
         return list(out) if prim.multiple_results else [out]
     nonzeros = [n is not None for n in nodes]
     with core.set_current_trace(parent):
         outs, jaxpr, residuals = ad.linearize_flat(one, primals, nonzeros)
-    out_avals = [tangent_aval(get_aval(o)) for o in outs]
-    out_nonzeros = [is_float(a.dtype) for a in out_avals]   # the float outputs' tangents
-    lin = _GeneralLinearization(jaxpr, out_avals, out_nonzeros)
-    in_nodes = [n for n in nodes if n is not None]
-    return outs, (lin, residuals, in_nodes, out_avals, out_nonzeros)
+    tangent_avals = [tangent_aval(get_aval(o)) for o in outs]
+    out_nonzeros = [is_float(a.dtype) for a in tangent_avals]   # the float outputs' tangents
+    return outs, _GeneralLinearization(jaxpr, tangent_avals, out_nonzeros), residuals
 
 
 # ----------------------------------------------------------------------------
@@ -247,42 +285,41 @@ def vjp_eager(f: Callable, primals: Sequence):
         if isinstance(o, Tracer):
             trace.check_foreign(o)
     in_nodes = [x.node if type(x) is TapeTracer else None for x in ins]
-    in_avals = [tangent_aval(get_aval(p)) for p in primals]
-    node_avals, entries = trace.node_avals, trace.entries
+    in_avals = [tangent_aval(x._aval if type(x) is TapeTracer else get_aval(x)) for x in ins]
+    entries, num_nodes = trace.entries, trace.num_nodes
 
     def pullback(cts):
-        return _backward(entries, node_avals, out_nodes, cts, in_nodes, in_avals)
+        return _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals)
     return outs, pullback
 
 
-def _backward(entries, node_avals, out_nodes, cts, in_nodes, in_avals) -> list:
-    """Walk the tape backwards from the output cotangents ``cts``."""
-    ct: list[Any] = [None] * len(node_avals)
+def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
+    """Walk the tape backwards from the output cotangents ``cts``: compiled code
+    when they are concrete and nothing is traced, ``bind`` otherwise."""
+    now = core._tls.trace is core.EVAL_TRACE and not any(isinstance(c, Tracer) for c in cts)
+    add = np.add if now else ad.add_tangents
+    ct: list[Any] = [None] * num_nodes
     for n, c in zip(out_nodes, cts):
-        if n is not None:
-            _accumulate(ct, n, c)
+        if n is not None and c is not None and type(c) is not Zero:
+            ct[n] = c if ct[n] is None else add(ct[n], c)
     for lin, residuals, ins, outs in reversed(entries):
-        out_cts = [None if n is None else ct[n] for n in outs]
-        if all(c is None for c in out_cts):
-            continue
+        if len(outs) == 1:
+            n = outs[0]
+            if n is None or ct[n] is None:
+                continue
+            out_cts = (ct[n],)
+        else:
+            out_cts = [None if n is None else ct[n] for n in outs]
+            if all(c is None for c in out_cts):
+                continue
+            out_cts = [instantiate_zeros(Zero(a)) if c is None else c for n, c, a
+                       in zip(outs, out_cts, lin.tangent_avals) if n is not None]
         for n in outs:        # each node is produced once: its cotangent is complete
             if n is not None:
                 ct[n] = None
-        out_cts = [instantiate_zeros(Zero(node_avals[n])) if c is None else c
-                   for n, c in zip(outs, out_cts) if n is not None]
-        for n, c in zip(ins, lin.transpose(residuals, out_cts)):
-            _accumulate(ct, n, c)
+        cts_in = (lin.transpose_now if now else lin.transpose)(residuals, out_cts)
+        for n, c in zip(ins, cts_in):
+            if c is not None and type(c) is not Zero:
+                old = ct[n]
+                ct[n] = c if old is None else add(old, c)
     return [Zero(a) if n is None or ct[n] is None else ct[n] for n, a in zip(in_nodes, in_avals)]
-
-
-def _accumulate(ct: list, n: int, c):
-    """Add cotangent ``c`` into node ``n`` (NumPy directly for concrete arrays)."""
-    if c is None or type(c) is Zero:
-        return
-    old = ct[n]
-    if old is None:
-        ct[n] = c
-    elif isinstance(old, Tracer) or isinstance(c, Tracer):
-        ct[n] = ad.add_tangents(old, c)
-    else:
-        ct[n] = np.add(old, c)
