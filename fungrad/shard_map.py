@@ -1,0 +1,560 @@
+"""``shard_map``: run a function on the blocks of a mesh (``jax.shard_map``).
+
+``shard_map(f, mesh=mesh, in_specs=..., out_specs=...)(*args)`` splits each
+argument into blocks along the mesh axes its ``PartitionSpec`` names, calls
+``f`` once per mesh position on that position's blocks, and assembles the
+outputs from their blocks by ``out_specs``.  Inside ``f`` the collectives
+(``lax.psum``, ``pmean``, ``all_gather``, ``ppermute``, ...) act across the
+positions along a mesh axis.  The body is traced once, to a jaxpr on the
+block shapes, and bound as the primitive ``shard_map_p``::
+
+    shard_map : (blocks a -> blocks b) -> global a -> global b
+
+Its rules, written with derived jaxprs of the body (as the control-flow
+primitives do):
+
+* impl: on a mesh of Dask workers, ``fungrad.distributed.execute`` runs the
+  body as stages of generated NumPy code on the workers; on a mesh of this
+  process's devices the body runs here as a nested named ``vmap`` over the
+  mesh axes — the single-machine reference, with the same collectives;
+* jvp: shard_map of the body's JVP (tangents sharded as their primals);
+* partial eval (linearize, grad): a known shard_map whose residuals stay
+  per position (a leading axis split over every mesh axis) and an unknown one;
+* transpose: shard_map of the body's transpose.  Cotangents of outputs that
+  are replicated over some mesh axes are divided among the copies, and the
+  cotangents of inputs replicated over some axes are summed over them (psum);
+  inside the body ``psum`` transposes to ``psum``;
+* batch (vmap of a shard_map): shard_map of the batched body, the batch axis
+  an unsplit leading axis;
+* jit: the generated code calls the shard_map (one line).
+
+``check_vma=True`` (JAX's default) checks statically that an output whose
+out_specs leaves a mesh axis out (replicated over it) does not vary along that
+axis (it must come from a ``psum``/``pmean``/``all_gather`` over it, or from
+values replicated over it).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable
+
+import numpy as np
+
+from fungrad import core
+from fungrad.core import (ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray, StagingTracer,
+                          Tracer, bind_on, eval_jaxpr, get_aval)
+from fungrad.interpreters import ad, batching, codegen
+from fungrad.interpreters.ad import Zero
+from fungrad.interpreters.partial_eval import partial_eval_jaxpr
+from fungrad.interpreters.passes import inline_calls, optimize
+from fungrad.lax import parallel
+from fungrad.sharding import (Mesh, PartitionSpec, ShardedArray, block_shape, check_spec,
+                              global_shape, merge_blocks, split_blocks)
+from fungrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+
+__all__ = ["shard_map", "shard_map_p"]
+
+
+# ----------------------------------------------------------------------------
+# TEMPORARY: derived jaxprs built on the public machinery (core.trace_to_jaxpr,
+# ad.jvp_flat, ad.backward_pass, batching.vmap_flat), until the architecture
+# refactor gives ad.jvp_jaxpr, ad.transpose_jaxpr, batching.batch_jaxpr and
+# partial_eval.trace_to_jaxpr with one weak-keyed cache.  Then switch to those
+# and delete this section.
+# ----------------------------------------------------------------------------
+
+_derived: dict = {}
+
+
+def _cached(kind: str, closed: ClosedJaxpr, extra, build: Callable):
+    key = (kind, id(closed), extra)
+    hit = _derived.get(key)
+    if hit is None or hit[0] is not closed:
+        hit = _derived[key] = (closed, build())   # holding ``closed`` keeps its id unique
+    return hit[1]
+
+
+def _trace_flat(flat_fun: Callable, avals) -> tuple[ClosedJaxpr, list]:
+    """Stage ``flat_fun``; constants that are tracers of enclosing transformations
+    become leading inputs (returned as the hoisted values)."""
+    jaxpr, consts = core.trace_to_jaxpr(flat_fun, list(avals))
+    traced = [isinstance(c, Tracer) for c in consts]
+    keep = [v for v, t in zip(jaxpr.constvars, traced) if not t]
+    hoist = [v for v, t in zip(jaxpr.constvars, traced) if t]
+    new = Jaxpr(keep, hoist + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
+    return (ClosedJaxpr(new, [c for c, t in zip(consts, traced) if not t]),
+            [c for c, t in zip(consts, traced) if t])
+
+
+def _stage(flat_fun: Callable, avals) -> ClosedJaxpr:
+    closed, hoisted = _trace_flat(flat_fun, avals)
+    assert not hoisted, "a derived jaxpr closed over a tracer"
+    return closed
+
+
+def _jvp_jaxpr(closed: ClosedJaxpr, nonzeros):
+    """ClosedJaxpr(a -> b), nonzeros -> ClosedJaxpr((a, T a) -> (b, T b)), out nonzeros."""
+    n = len(closed.in_avals)
+    out_nonzeros = []
+
+    def jvp_fun(*args):
+        primals, rest = list(args[:n]), iter(args[n:])
+        tangents = [next(rest) if nz else Zero(ad.tangent_aval(a))
+                    for nz, a in zip(nonzeros, closed.in_avals)]
+        outs, out_ts = ad.jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                                   primals, tangents)
+        out_nonzeros[:] = [type(t) is not Zero for t in out_ts]
+        return outs + [t for t in out_ts if type(t) is not Zero]
+    t_avals = [ad.tangent_aval(a) for a, nz in zip(closed.in_avals, nonzeros) if nz]
+    return _stage(jvp_fun, list(closed.in_avals) + t_avals), tuple(out_nonzeros)
+
+
+def _batch_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int) -> ClosedJaxpr:
+    """ClosedJaxpr(a -> b), in_dims -> ClosedJaxpr([n]a -> [n]b), every output at 0."""
+    n_out = len(closed.out_avals)
+
+    def batched(*args):
+        return batching.vmap_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                                  args, in_dims, axis_size, [0] * n_out)
+    avals = [a if d is None else ShapedArray((axis_size,) + a.shape, a.dtype)
+             for a, d in zip(closed.in_avals, in_dims)]
+    return _stage(batched, avals)
+
+# ---------------------------- end of the temporary section -------------------
+
+
+# ----------------------------------------------------------------------------
+# Static analysis of a body: which mesh axes each value varies over
+# ----------------------------------------------------------------------------
+
+_REDUCING = frozenset({"psum", "pmax", "pmin", "all_gather"})   # output invariant over the axis
+
+
+def varying_axes(jaxpr: Jaxpr, in_vma) -> list[frozenset]:
+    """The mesh axes each output of ``jaxpr`` varies over, given its inputs'.
+
+    A value varies over an axis if it depends on an input split over it, or on
+    ``axis_index``/``ppermute``/``psum_scatter``/``all_to_all`` over it, not
+    undone by a ``psum``/``pmax``/``pmin``/``all_gather`` over it.
+    """
+    env = dict(zip(jaxpr.invars, in_vma))
+    read = lambda a: frozenset() if isinstance(a, Literal) else env.get(a, frozenset())
+    for eqn in jaxpr.eqns:
+        ins = frozenset().union(*[read(a) for a in eqn.inputs])
+        prim, name = eqn.primitive, eqn.params.get("axis_name")
+        if prim.inline and "jaxpr" in eqn.params:          # a nested jit: look inside
+            outs = varying_axes(eqn.params["jaxpr"].jaxpr, [read(a) for a in eqn.inputs])
+        elif prim.collective is not None:
+            out = ins - {name} if prim.name in _REDUCING else ins | {name}
+            outs = [out] * len(eqn.outvars)
+        else:
+            outs = [ins] * len(eqn.outvars)
+        env.update(zip(eqn.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _sub_jaxprs(eqn):
+    for v in eqn.params.values():
+        for sub in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(sub, ClosedJaxpr):
+                yield sub.jaxpr
+            elif isinstance(sub, Jaxpr):
+                yield sub
+
+
+def _collectives_in(jaxpr: Jaxpr) -> list[str]:
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.collective is not None:
+            found.append(eqn.primitive.name)
+        for sub in _sub_jaxprs(eqn):
+            found += _collectives_in(sub)
+    return found
+
+
+def check_supported(jaxpr: Jaxpr) -> None:
+    """NotImplementedError naming the construct if a collective sits inside a
+    control-flow body (or another sub-jaxpr than a nested jit) or a shard_map
+    is nested: stages are split only at top-level collectives."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is shard_map_p:
+            raise NotImplementedError("shard_map: a shard_map nested inside a shard_map body "
+                                      "is not supported; use one shard_map over a mesh with "
+                                      "all the axes")
+        if eqn.primitive.inline and "jaxpr" in eqn.params:
+            check_supported(eqn.params["jaxpr"].jaxpr)
+            continue
+        for sub in _sub_jaxprs(eqn):
+            inside = _collectives_in(sub)
+            if inside:
+                raise NotImplementedError(
+                    f"shard_map: the collective {inside[0]} inside a {eqn.primitive.name} "
+                    f"(lax.{_construct(eqn.primitive.name)}) body is not supported; compute it "
+                    f"outside the {eqn.primitive.name}, before or after it")
+
+
+def _construct(name: str) -> str:
+    return {"while": "while_loop", "remat": "checkpoint", "cond": "cond/switch"}.get(name, name)
+
+
+# ----------------------------------------------------------------------------
+# The primitive
+# ----------------------------------------------------------------------------
+
+shard_map_p = Primitive("shard_map", multiple_results=True)
+
+
+def _params(body, mesh, in_specs, out_specs, check_vma):
+    return dict(body=body, mesh=mesh, in_specs=tuple(in_specs), out_specs=tuple(out_specs),
+                check_vma=check_vma)
+
+
+def _abstract_eval(*avals, body, mesh, in_specs, out_specs, check_vma):
+    return [ShapedArray(global_shape(a.shape, s, mesh), a.dtype)
+            for a, s in zip(body.out_avals, out_specs)]
+
+
+def _impl(*args, body, mesh, in_specs, out_specs, check_vma):
+    if mesh.is_distributed:
+        from fungrad.distributed import execute
+        return execute.run(body, mesh, in_specs, out_specs, args)
+    return _run_in_process(body, mesh, in_specs, out_specs, args)
+
+
+shard_map_p.def_impl(_impl)
+shard_map_p.def_abstract_eval(_abstract_eval)
+
+
+def _leading(spec: PartitionSpec, mesh: Mesh) -> list[str]:
+    return [n for n in mesh.axis_names if n in spec.mesh_axes()]
+
+
+def _run_in_process(body, mesh, in_specs, out_specs, args):
+    """Every mesh position at once, as nested named vmaps over the mesh axes."""
+    blocks = [split_blocks(np.asarray(x), s, mesh) for x, s in zip(args, in_specs)]
+    comp = _cached("in_process", body, (tuple(mesh.shape.items()), in_specs),
+                   lambda: _compile_in_process(body, mesh, in_specs, [b.shape for b in blocks],
+                                               [b.dtype for b in blocks]))
+    outs = comp.fn(*comp.consts, *blocks)
+    results = []
+    for y, s in zip(outs, out_specs):
+        # every output comes back with one leading axis per mesh axis; keep one
+        # copy along the axes its spec replicates it over
+        y = np.asarray(y)[tuple(slice(None) if n in s.mesh_axes() else 0 for n in mesh.axis_names)]
+        results.append(core.wrap_array(np.ascontiguousarray(merge_blocks(y, s, mesh))))
+    return results
+
+
+def _compile_in_process(body, mesh, in_specs, shapes, dtypes):
+    flat = inline_calls(body)       # (a jit inside a vmap cannot see the mesh axes)
+    n_out = len(body.out_avals)
+    fun = lambda *xs: eval_jaxpr(flat.jaxpr, flat.consts, *xs)
+    for name in reversed(mesh.axis_names):
+        in_dims = [0 if name in s.mesh_axes() else None for s in in_specs]
+        fun = _vmap_axis(fun, in_dims, mesh.shape[name], n_out, name)
+    closed = _stage(fun, [ShapedArray(s, d) for s, d in zip(shapes, dtypes)])
+    return codegen.compile_closed(optimize(closed))
+
+
+def _vmap_axis(fun, in_dims, size, n_out, name):
+    return lambda *xs: batching.vmap_flat(fun, xs, in_dims, size, [0] * n_out, axis_name=name)
+
+
+# --- jvp ----------------------------------------------------------------------
+
+def _jvp(primals, tangents, body, mesh, in_specs, out_specs, check_vma):
+    nonzeros = tuple(type(t) is not Zero for t in tangents)
+    with batching.extend_axis_env(mesh.shape):
+        jvp_body, out_nz = _cached("jvp", body, nonzeros, lambda: _jvp_jaxpr(body, nonzeros))
+    nz_tangents = [t for t in tangents if type(t) is not Zero]
+    specs_in = in_specs + tuple(s for s, nz in zip(in_specs, nonzeros) if nz)
+    specs_out = out_specs + tuple(s for s, nz in zip(out_specs, out_nz) if nz)
+    outs = shard_map_p.bind(*primals, *nz_tangents,
+                            **_params(jvp_body, mesh, specs_in, specs_out, check_vma))
+    n = len(out_specs)
+    it = iter(outs[n:])
+    out_avals = _abstract_eval(body=body, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                               check_vma=check_vma)
+    t_out = [next(it) if nz else Zero(ad.tangent_aval(a)) for nz, a in zip(out_nz, out_avals)]
+    return outs[:n], t_out
+
+
+shard_map_p.jvp = _jvp
+
+
+# --- partial evaluation (linearize) ---------------------------------------------
+
+def _residual_spec(mesh: Mesh) -> PartitionSpec:
+    # a residual is a per-position value: a leading axis split over every mesh axis
+    return PartitionSpec(tuple(mesh.axis_names))
+
+
+def _split_body(body, unknowns, mesh):
+    known, unknown, out_unknowns, num_res = partial_eval_jaxpr(body, list(unknowns))
+    n_known = len(known.out_avals) - num_res
+
+    def known_fn(*xs):
+        outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
+        from fungrad import lax
+        return outs[:n_known] + [lax.expand_dims(r, (0,)) for r in outs[n_known:]]
+
+    def unknown_fn(*xs):
+        from fungrad import lax
+        res = [lax.squeeze(r, (0,)) for r in xs[:num_res]]
+        return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[num_res:])
+    res_avals = known.out_avals[n_known:]
+    unknown_avals = [ShapedArray((1,) + a.shape, a.dtype) for a in res_avals] + \
+        list(unknown.in_avals[num_res:])
+    return (_stage(known_fn, known.in_avals), _stage(unknown_fn, unknown_avals),
+            tuple(out_unknowns), num_res)
+
+
+def _partial_eval(trace, args, body, mesh, in_specs, out_specs, check_vma):
+    unknowns = tuple(isinstance(a, StagingTracer) and a._trace is trace for a in args)
+    with batching.extend_axis_env(mesh.shape):
+        known, unknown, out_unknowns, num_res = _cached(
+            "pe", body, unknowns, lambda: _split_body(body, unknowns, mesh))
+    res_specs = (_residual_spec(mesh),) * num_res
+    k_in = tuple(s for s, u in zip(in_specs, unknowns) if not u)
+    k_out = tuple(s for s, u in zip(out_specs, out_unknowns) if not u) + res_specs
+    known_args = [a for a, u in zip(args, unknowns) if not u]
+    known_outs = bind_on(trace.parent, shard_map_p, known_args,
+                         _params(known, mesh, k_in, k_out, check_vma))
+    n_known = len(known_outs) - num_res
+    residuals, known_outs = known_outs[n_known:], known_outs[:n_known]
+    u_in = res_specs + tuple(s for s, u in zip(in_specs, unknowns) if u)
+    u_out = tuple(s for s, u in zip(out_specs, out_unknowns) if u)
+    staged = trace.stage(shard_map_p, list(residuals) + [a for a, u in zip(args, unknowns) if u],
+                         _params(unknown, mesh, u_in, u_out, check_vma))
+    k, s = iter(known_outs), iter(staged)
+    return [next(s) if u else next(k) for u in out_unknowns]
+
+
+shard_map_p.partial_eval = _partial_eval
+
+
+# --- transpose ----------------------------------------------------------------
+
+def _replicated_over(spec: PartitionSpec, mesh: Mesh) -> tuple:
+    return tuple(n for n in mesh.axis_names if n not in spec.mesh_axes())
+
+
+def _transpose_body(body, linear, mesh, in_specs, out_specs):
+    """ClosedJaxpr(res, T a -o T b) -> ClosedJaxpr(res, T b -o T a), per block."""
+    from fungrad import lax
+    # what the body computes from the residuals alone (e.g. unpacking them) runs
+    # first; the backward pass walks the part that is linear in the tangents
+    known, lin, out_lin, num_res = partial_eval_jaxpr(body, list(linear))
+    n_known = len(known.out_avals) - num_res
+    j = lin.jaxpr
+    as_linear = Jaxpr(j.constvars + j.invars[:num_res], j.invars[num_res:], j.eqns, j.outvars)
+    lin_specs = [s for s, is_lin in zip(in_specs, linear) if is_lin]
+    n_res = len(linear) - len(lin_specs)
+
+    def transposed(*args):
+        res, cts = args[:n_res], args[n_res:]
+        res2 = eval_jaxpr(known.jaxpr, known.consts, *res)[n_known:]
+        # an output replicated over k positions is one value: its cotangent is
+        # shared among the copies (and summed back by psum's transpose, psum)
+        scaled = []
+        for ct, spec, is_lin in zip(cts, out_specs, out_lin):
+            k = math.prod(mesh.shape[n] for n in _replicated_over(spec, mesh))
+            dtype = get_aval(ct).dtype
+            if is_lin:
+                scaled.append(ct if k == 1 or not ad.is_float(dtype) else
+                              lax.div(ct, np.asarray(k, dtype)))
+        cts_in = ad.backward_pass(as_linear, list(lin.consts) + list(res2), scaled)
+        out = []
+        for ct, spec in zip(cts_in, lin_specs):   # an input used by k copies: sum their cts
+            ct = ad.instantiate_zeros(ct)
+            axes = _replicated_over(spec, mesh)
+            out.append(parallel.psum(ct, axes) if axes and ad.is_float(get_aval(ct).dtype) else ct)
+        return out
+    nonlin_avals = [a for a, is_lin in zip(body.in_avals, linear) if not is_lin]
+    return _stage(transposed, nonlin_avals + [ad.tangent_aval(a) for a in body.out_avals])
+
+
+def _transpose(cts, *args, body, mesh, in_specs, out_specs, check_vma):
+    linear = tuple(ad.is_undefined_primal(a) for a in args)
+    with batching.extend_axis_env(mesh.shape):
+        t_body = _cached("transpose", body, (linear, in_specs, out_specs),
+                         lambda: _transpose_body(body, linear, mesh, in_specs, out_specs))
+    res = [a for a in args if not ad.is_undefined_primal(a)]
+    res_specs = tuple(s for s, lin in zip(in_specs, linear) if not lin)
+    lin_specs = tuple(s for s, lin in zip(in_specs, linear) if lin)
+    cts = [ad.instantiate_zeros(c) for c in cts]
+    outs = iter(shard_map_p.bind(*res, *cts, **_params(t_body, mesh, res_specs + out_specs,
+                                                       lin_specs, check_vma)))
+    return [next(outs) if lin else None for lin in linear]
+
+
+shard_map_p.transpose = _transpose
+shard_map_p.linear = True
+
+
+# --- batching (vmap of a shard_map) ----------------------------------------------
+
+def _batch(axis_size, vals, dims, body, mesh, in_specs, out_specs, check_vma):
+    vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    in_dims = tuple(None if d is None else 0 for d in dims)
+    with batching.extend_axis_env(mesh.shape):
+        b_body = _cached("batch", body, (in_dims, axis_size),
+                         lambda: _batch_jaxpr(body, in_dims, axis_size))
+    b_in = tuple(s if d is None else PartitionSpec(None, *s) for s, d in zip(in_specs, in_dims))
+    b_out = tuple(PartitionSpec(None, *s) for s in out_specs)
+    outs = shard_map_p.bind(*vals, **_params(b_body, mesh, b_in, b_out, check_vma))
+    return outs, [0] * len(outs)
+
+
+shard_map_p.batch = _batch
+
+
+# --- jit: the generated code calls the shard_map ------------------------------
+
+class _Call:
+    """What jit-compiled code calls for a shard_map equation."""
+    __slots__ = ("params",)
+
+    def __init__(self, params):
+        self.params = params
+
+    def __call__(self, *args):
+        return _impl(*args, **self.params)
+
+    def __repr__(self):
+        return f"<shard_map over {self.params['mesh']}>"
+
+
+def _emit(block, eqn, args, out_names):
+    fn = block.names.const(_Call(eqn.params))
+    target = ", ".join(out_names) + "," if out_names else "_"
+    block.line(f"{target} = {fn}({', '.join(args)})")
+
+
+shard_map_p.emit_block = _emit
+
+
+# ----------------------------------------------------------------------------
+# The user-facing function
+# ----------------------------------------------------------------------------
+
+def _spec_leaves(specs, treedef, what: str) -> list[PartitionSpec]:
+    """One PartitionSpec per leaf of ``treedef``: ``specs`` is a tree prefix."""
+    is_spec = lambda x: isinstance(x, PartitionSpec) or x is None
+    leaves, spec_tree = tree_flatten(specs, is_leaf=is_spec)
+    for leaf in leaves:
+        if not isinstance(leaf, PartitionSpec):
+            raise TypeError(f"shard_map {what} must be a PartitionSpec (P(...)) or a pytree of "
+                            f"them, got {leaf!r}; use P() for a replicated value")
+    try:
+        subtrees = spec_tree.flatten_up_to(tree_unflatten(treedef, [0] * treedef.num_leaves))
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"shard_map {what} must be a tree prefix of the {_WHAT[what]}: got "
+                         f"{what}={specs!r} for structure {treedef}. ({err})") from None
+    out = []
+    for spec, sub in zip(leaves, subtrees):
+        out += [spec.normalized()] * len(tree_flatten(sub)[0])
+    return out
+
+
+_WHAT = {"in_specs": "positional arguments", "out_specs": "outputs"}
+
+
+class _ShardMapped:
+    def __init__(self, f, mesh, in_specs, out_specs, check_vma):
+        functools.update_wrapper(self, f)
+        self.f, self.mesh, self.in_specs, self.out_specs = f, mesh, in_specs, out_specs
+        self.check_vma = check_vma
+        self._cache: dict = {}
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"shard_map'd functions take positional arguments only (in_specs "
+                            f"matches them), got keyword arguments {sorted(kwargs)}")
+        paths, in_tree = tree_flatten_with_path(args)
+        leaves = [_as_value(x) for _, x in paths]
+        specs = _spec_leaves(self.in_specs, in_tree, "in_specs")
+        avals = [get_aval(x) for x in leaves]
+        key = (in_tree, tuple(specs), tuple((a.shape, a.dtype, a.weak_type) for a in avals))
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._trace(paths, in_tree, specs, avals)
+            if not hit[1]:
+                self._cache[key] = hit
+        closed, hoisted, out_tree, out_specs = hit
+        in_specs = (PartitionSpec(),) * len(hoisted) + tuple(specs)
+        outs = shard_map_p.bind(*hoisted, *leaves, **_params(closed, self.mesh, in_specs,
+                                                             out_specs, self.check_vma))
+        return tree_unflatten(out_tree, outs)
+
+    def _trace(self, paths, in_tree, specs, avals):
+        mesh = self.mesh
+        blocks = []
+        for (path, _), spec, aval in zip(paths, specs, avals):
+            what = f"shard_map argument args{keystr(path)} (in_specs {spec})"
+            blocks.append(ShapedArray(block_shape(aval.shape, spec, mesh, what), aval.dtype,
+                                      aval.weak_type))
+        store = []
+
+        def flat_body(*xs):
+            out = self.f(*tree_unflatten(in_tree, list(xs)))
+            out_leaves, out_tree = tree_flatten(out)
+            store.append(out_tree)
+            return [x if isinstance(x, Tracer) else np.asarray(x) for x in out_leaves]
+        with batching.extend_axis_env(mesh.shape):
+            closed, hoisted = _trace_flat(flat_body, blocks)
+        check_supported(closed.jaxpr)
+        out_tree = store[-1]
+        out_specs = _spec_leaves(self.out_specs, out_tree, "out_specs")
+        for i, (spec, aval) in enumerate(zip(out_specs, closed.out_avals)):
+            check_spec(spec, mesh, f"shard_map out_specs for output {i}", aval.ndim)
+        if self.check_vma:
+            in_vma = [frozenset()] * len(hoisted) + [frozenset(s.mesh_axes()) for s in specs]
+            _check_replication(varying_axes(closed.jaxpr, in_vma), out_specs)
+        return closed, hoisted, out_tree, tuple(out_specs)
+
+
+def _check_replication(out_vma, out_specs):
+    for i, (vma, spec) in enumerate(zip(out_vma, out_specs)):
+        missing = sorted(vma - set(spec.mesh_axes()))
+        if missing:
+            raise ValueError(
+                f"shard_map out_specs for output {i} is {spec}, which says the output is "
+                f"replicated over mesh axis {missing[0]!r}, but it varies over that axis (it "
+                f"depends on a block split over {missing[0]!r}). Reduce it with lax.psum/pmean/"
+                f"all_gather over {missing[0]!r}, name {missing[0]!r} in its out_specs, or pass "
+                "check_vma=False to take any one copy.")
+
+
+def _as_value(x):
+    if isinstance(x, (Tracer, ShardedArray, np.ndarray, np.generic, bool, int, float, complex)):
+        return x
+    value = np.asarray(x)
+    if value.dtype == object:
+        raise TypeError(f"shard_map: argument of type {type(x).__name__} is not an array")
+    return value
+
+
+def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs, out_specs,
+              check_vma: bool = True, check_rep: bool | None = None, axis_names=None):
+    """Map ``f`` over the blocks of ``mesh`` (see the module docstring).
+
+    ``in_specs``/``out_specs``: PartitionSpecs (pytree prefixes of the
+    positional arguments and of the outputs).  ``check_vma``: check that
+    outputs claimed replicated are (``check_rep`` is its older name).  Usable
+    as a decorator: ``@partial(shard_map, mesh=..., in_specs=..., out_specs=...)``.
+    """
+    if f is None:
+        return lambda g: shard_map(g, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                                   check_vma=check_vma, check_rep=check_rep,
+                                   axis_names=axis_names)
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"shard_map: mesh must be a fungrad.sharding.Mesh, got "
+                        f"{type(mesh).__name__}")
+    if axis_names is not None and set(axis_names) != set(mesh.axis_names):
+        raise NotImplementedError("shard_map: axis_names (manual over some mesh axes only) is "
+                                  "not supported; every mesh axis is manual")
+    if check_rep is not None:
+        check_vma = check_rep
+    return _ShardMapped(f, mesh, in_specs, out_specs, bool(check_vma))
