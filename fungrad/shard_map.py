@@ -242,7 +242,7 @@ def _run_in_process(body, mesh, in_specs, out_specs, args):
         # every output comes back with one leading axis per mesh axis; keep one
         # copy along the axes its spec replicates it over
         y = np.asarray(y)[tuple(slice(None) if n in s.mesh_axes() else 0 for n in mesh.axis_names)]
-        results.append(core.wrap_array(np.ascontiguousarray(merge_blocks(y, s, mesh))))
+        results.append(core.wrap_array(np.array(merge_blocks(y, s, mesh), order="C")))
     return results
 
 
@@ -429,7 +429,7 @@ class _Call:
 def _emit(block, eqn, args, out_names):
     fn = block.names.const(_Call(eqn.params))
     target = ", ".join(out_names) + "," if out_names else "_"
-    block.line(f"{target} = {fn}({', '.join(args)})")
+    block.line(f"{target} = {fn}({', '.join(args)})  # shard_map over {eqn.params['mesh']}")
 
 
 shard_map_p.emit_block = _emit

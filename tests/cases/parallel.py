@@ -8,8 +8,19 @@ jvp, vjp, jit and make_jaxpr.
 import numpy as np
 
 import fungrad
+import fungrad.numpy as fnp
 from fungrad import lax
+from fungrad.distributed import simulated_devices
+from fungrad.sharding import Mesh, P
 from tests.harness import Arg, Case
+
+# shard_map on two devices of this process (the named-vmap execution)
+_MESH = Mesh(simulated_devices(2), ("data",))
+
+
+def _normalise_rows(b):
+    # per-block rows divided by the global column sums (a psum across blocks)
+    return fnp.sin(b) / (lax.psum(fnp.sum(b * b, axis=0), "data") + 1.0)
 
 
 def _named(f, name="i"):
@@ -36,6 +47,16 @@ def _shift(x):
 
 
 CASES = [
+    Case("shard_map_sharded", fungrad.shard_map(_normalise_rows, mesh=_MESH, in_specs=P("data"),
+                                                out_specs=P("data")),
+         lambda x: np.sin(x) / (np.sum(x * x, axis=0) + 1.0), [Arg((4, 3))],
+         prims=("shard_map", "psum")),
+    Case("shard_map_replicated",
+         fungrad.shard_map(lambda w, b: (lax.all_gather(b * w, "data", tiled=True),
+                                         lax.pmean(fnp.tanh(b @ w), "data")),
+                           mesh=_MESH, in_specs=(P(), P("data")), out_specs=(P(), P())),
+         lambda w, x: (x * w, np.mean(np.tanh(x @ w).reshape(2, -1), axis=0)),
+         [Arg((3,)), Arg((4, 3))], prims=("shard_map", "all_gather", "psum")),
     Case("psum_scatter", _named(lambda v: lax.psum_scatter(v, "i")),
          lambda x: np.sum(x, axis=0), [Arg((3, 3, 2))], prims=("psum_scatter",)),
     Case("psum_scatter_tiled", _named(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1,
