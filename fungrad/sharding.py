@@ -501,6 +501,9 @@ def _put_one(x, where):
 def place(value: np.ndarray, sharding: Sharding) -> ShardedArray:
     """Copy ``value``'s blocks to the devices of ``sharding``."""
     aval = core.get_aval(value)
+    if isinstance(sharding, NamedSharding):
+        block_shape(value.shape, sharding.spec, sharding.mesh,
+                    f"device_put of an array of shape {value.shape}")
     mapping = sharding.devices_indices_map(value.shape)     # in mesh position order
     devices = list(mapping)
     blocks = [np.array(value[idx]) for idx in mapping.values()]
