@@ -3,7 +3,7 @@ from fungrad import core, tree_util, lax
 from fungrad.api import (make_jaxpr, eval_shape, ShapeDtypeStruct, jvp, vjp, linearize,
                          linear_transpose, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian,
                          vmap, stop_gradient)
-from fungrad.jit import jit
+from fungrad.jitting import jit
 from fungrad.export import export
 from fungrad.custom_derivatives import custom_jvp, custom_vjp
 from fungrad import ad_checkpoint

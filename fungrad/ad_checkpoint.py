@@ -24,19 +24,15 @@ import functools
 from types import SimpleNamespace
 from typing import Callable
 
-import numpy as np
 
-from fungrad import core
-from fungrad.core import (ClosedJaxpr, Jaxpr, Literal, Primitive, StagingTracer, Tracer,
-                          bind_on, eval_jaxpr, get_aval)
-from fungrad.interpreters import ad
-from fungrad.interpreters.partial_eval import dce_jaxpr, partial_eval_jaxpr
+from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Primitive, bind_on, eval_jaxpr, get_aval
+from fungrad.interpreters import ad, batching
+from fungrad.interpreters.codegen import compiled
+from fungrad.interpreters.partial_eval import (as_value, dce_jaxpr, partial_eval_jaxpr,
+                                               stage_pytree, trace_closed)
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "remat_p", "name_p"]
-
-
-_jit = core.jit_module
 
 
 # ----------------------------------------------------------------------------
@@ -58,7 +54,7 @@ def checkpoint_name(x, name: str):
     if not isinstance(name, str):
         raise TypeError(f"checkpoint_name: name must be a string, got {type(name).__name__}")
     leaves, tree = tree_flatten(x)
-    return tree_unflatten(tree, [name_p.bind(v if isinstance(v, Tracer) else np.asarray(v),
+    return tree_unflatten(tree, [name_p.bind(as_value(v),
                                              name=name) for v in leaves])
 
 
@@ -130,7 +126,7 @@ remat_p = Primitive("checkpoint", multiple_results=True)
 
 
 def _remat_impl(*args, jaxpr, policy, prevent_cse):
-    comp = _jit().compiled(jaxpr)
+    comp = compiled(jaxpr)
     return list(comp.fn(*comp.consts, *args))
 
 
@@ -139,16 +135,12 @@ remat_p.def_abstract_eval(lambda *avals, jaxpr, policy, prevent_cse: list(jaxpr.
 
 
 def _remat_jvp(primals, tangents, jaxpr, policy, prevent_cse):
-    jit = _jit()
-    nonzero = tuple(type(t) is not ad.Zero for t in tangents)
-    jvp_jaxpr, out_nonzero = jit._cached("remat_jvp", jaxpr, nonzero,
-                                         lambda: jit._jvp_jaxpr(jaxpr, nonzero))
+    nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
+    jvp_jaxpr, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
     nz = [t for t in tangents if type(t) is not ad.Zero]
     outs = remat_p.bind(*primals, *nz, jaxpr=jvp_jaxpr, policy=policy, prevent_cse=prevent_cse)
     n = len(jaxpr.out_avals)
-    it = iter(outs[n:])
-    return outs[:n], [next(it) if f else ad.Zero(ad.tangent_aval(a))
-                      for f, a in zip(out_nonzero, jaxpr.out_avals)]
+    return outs[:n], ad.tangents_from(out_nonzeros, outs[n:], jaxpr.out_avals)
 
 
 remat_p.jvp = _remat_jvp
@@ -157,9 +149,9 @@ remat_p.jvp = _remat_jvp
 def _remat_partial_eval(trace, args, jaxpr, policy, prevent_cse):
     """Known part now, saving only what ``policy`` allows; the unknown part is a
     ``remat_p`` that first recomputes the other residuals from the known inputs."""
-    unknowns = tuple(isinstance(a, StagingTracer) and a._trace is trace for a in args)
-    known, recompute_and_apply, out_unknowns, n_saved = _jit()._cached(
-        "remat_pe", jaxpr, (unknowns, policy), lambda: _split_remat(jaxpr, unknowns, policy))
+    unknowns = tuple(trace.owns(a) for a in args)
+    known, recompute_and_apply, out_unknowns, n_saved = jaxpr.derived(
+        ("remat_pe", unknowns, policy), lambda: _split_remat(jaxpr, unknowns, policy))
     known_args = [a for a, u in zip(args, unknowns) if not u]
     params = dict(policy=policy, prevent_cse=prevent_cse)
     known_outs = bind_on(trace.parent, remat_p, known_args, dict(jaxpr=known, **params))
@@ -196,7 +188,7 @@ def _split_remat(closed: ClosedJaxpr, unknowns, policy):
         return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[n_known_in + len(saved):])
     avals = (list(known.in_avals) + [v.aval for v in saved]
              + list(unknown.in_avals[num_res:]))
-    return (known_saving, _jit()._stage(recompute_and_apply, avals), out_unknowns, len(saved))
+    return (known_saving, trace_closed(recompute_and_apply, avals), out_unknowns, len(saved))
 
 
 def _saveable(policy, eqn) -> bool:
@@ -218,33 +210,15 @@ remat_p.partial_eval = _remat_partial_eval
 
 
 def _remat_transpose(cts, *args, jaxpr, policy, prevent_cse):
+    """The transposed body recomputes what the forward pass did not save: the
+    equations that depend only on the nonlinear inputs run first inside it
+    (``ad.transpose_jaxpr``), then the backward pass."""
     linear = tuple(ad.is_undefined_primal(a) for a in args)
-    t_jaxpr = _jit()._cached("remat_t", jaxpr, linear, lambda: _transpose_with_recompute(jaxpr, linear))
     nonlinear = [a for a in args if not ad.is_undefined_primal(a)]
     cts = [ad.instantiate_zeros(c) for c in cts]
-    outs = iter(remat_p.bind(*nonlinear, *cts, jaxpr=t_jaxpr, policy=policy,
-                             prevent_cse=prevent_cse))
+    outs = iter(remat_p.bind(*nonlinear, *cts, jaxpr=ad.transpose_jaxpr(jaxpr, linear),
+                             policy=policy, prevent_cse=prevent_cse))
     return [next(outs) if lin else None for lin in linear]
-
-
-def _transpose_with_recompute(closed: ClosedJaxpr, linear) -> ClosedJaxpr:
-    """The transpose of ``closed`` w.r.t. its ``linear`` inputs, where the
-    equations that depend only on the other inputs are evaluated first (the
-    recomputation), then the linear rest is transposed."""
-    recompute, lin_part, _, num_res = partial_eval_jaxpr(closed, list(linear))
-    lj = lin_part.jaxpr
-    res_vars, lin_vars = lj.invars[:num_res], lj.invars[num_res:]
-    as_linear = Jaxpr(lj.constvars + res_vars, lin_vars, lj.eqns, lj.outvars)
-    n_nonlin = sum(not lin for lin in linear)
-
-    def transposed(*xs):
-        outs = eval_jaxpr(recompute.jaxpr, recompute.consts, *xs[:n_nonlin])
-        res = outs[len(outs) - num_res:] if num_res else []
-        cts_in = ad.backward_pass(as_linear, list(lin_part.consts) + list(res), list(xs[n_nonlin:]))
-        return [ad.instantiate_zeros(c) for c in cts_in]
-    avals = ([a for a, lin in zip(closed.in_avals, linear) if not lin]
-             + [ad.tangent_aval(a) for a in closed.out_avals])
-    return _jit()._stage(transposed, avals)
 
 
 remat_p.transpose = _remat_transpose
@@ -252,13 +226,9 @@ remat_p.linear = True
 
 
 def _remat_batch(axis_size, vals, dims, jaxpr, policy, prevent_cse):
-    from fungrad.interpreters import batching
-    jit = _jit()
-    vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
-    in_dims = tuple(None if d is None else 0 for d in dims)
-    b_jaxpr = jit._cached("remat_batch", jaxpr, (in_dims, axis_size),
-                          lambda: jit._batch_jaxpr(jaxpr, in_dims, axis_size))
-    outs = remat_p.bind(*vals, jaxpr=b_jaxpr, policy=policy, prevent_cse=prevent_cse)
+    vals, in_dims = batching.bdims_to_front(vals, dims)
+    outs = remat_p.bind(*vals, jaxpr=batching.batch_jaxpr(jaxpr, axis_size, in_dims),
+                        policy=policy, prevent_cse=prevent_cse)
     return outs, [0] * len(outs)
 
 
@@ -305,7 +275,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
         static = {i % len(args): args[i] for i in statics} if args else {}
         dyn = [a for i, a in enumerate(args) if i not in static]
         leaves, in_tree = tree_flatten(tuple(dyn))
-        leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
+        leaves = [as_value(x) for x in leaves]
         avals = [get_aval(x) for x in leaves]
         try:
             key = (in_tree, tuple(avals), tuple(sorted(static.items())))
@@ -330,7 +300,7 @@ def _trace(fun, args, static, in_tree, avals):
     def with_statics(dyn):
         it = iter(dyn)
         return fun(*[static[i] if i in static else next(it) for i in range(len(args))])
-    return _jit().stage_pytree(with_statics, in_tree, avals)
+    return stage_pytree(with_statics, in_tree, avals)
 
 
 remat = checkpoint

@@ -17,6 +17,7 @@ from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, get_aval, float0
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
+from fungrad.interpreters.partial_eval import trace_to_jaxpr
 from fungrad.tree_util import tree_flatten, tree_unflatten, tree_map, tree_leaves
 
 __all__ = ["make_jaxpr", "eval_shape", "ShapeDtypeStruct", "jvp", "vjp", "linearize",
@@ -133,7 +134,7 @@ def _stage(fun, args, kwargs, static_argnums=()):
     avals = [_abstractify(x) for x in leaves]
     paths = _leaf_names(fun, in_tree, dyn_idx)
     flat, store = flatten_fun(with_statics, in_tree)
-    jaxpr, consts = core.trace_to_jaxpr(flat, avals, paths)
+    jaxpr, consts = trace_to_jaxpr(flat, avals, paths)
     return ClosedJaxpr(jaxpr, consts), store.val
 
 
@@ -323,7 +324,7 @@ def linear_transpose(fun: Callable, *primals):
     def flat(*leaves):
         out_leaves, store.val = tree_flatten(fun(*tree_unflatten(p_tree, leaves)))
         return [_as_value(x, "linear_transpose output") for x in out_leaves]
-    jaxpr, consts = core.trace_to_jaxpr(flat, avals, fold_known=True)
+    jaxpr, consts = trace_to_jaxpr(flat, avals, fold_known=True)
     out_avals = jaxpr.out_avals
 
     def transposed(*cts):

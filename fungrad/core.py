@@ -35,8 +35,8 @@ import numpy as np
 
 __all__ = [
     "ShapedArray", "Var", "Literal", "JaxprEqn", "Jaxpr", "ClosedJaxpr",
-    "Primitive", "Trace", "Tracer", "Array", "EvalTrace", "StagingTrace",
-    "get_aval", "eval_jaxpr", "trace_to_jaxpr", "typecheck_jaxpr",
+    "Primitive", "Trace", "Tracer", "Array", "EvalTrace",
+    "get_aval", "eval_jaxpr", "typecheck_jaxpr",
     "UnexpectedTracerError", "ConcretizationTypeError", "primitives",
     "float0", "new_trace_context", "Device", "CpuDevice", "cpu_device",
     "register_global_array_type",
@@ -207,12 +207,29 @@ class Jaxpr:
 
 
 class ClosedJaxpr:
-    """A jaxpr together with the values of its constvars."""
-    __slots__ = ("jaxpr", "consts")
+    """A jaxpr together with the values of its constvars.
+
+    ``derived(key, build)`` is the one cache of everything computed from a
+    jaxpr (its JVP, transpose, batched and partially evaluated versions, its
+    compiled code): entries live on the jaxpr itself, so they die with it.
+    """
+    __slots__ = ("jaxpr", "consts", "_derived")
 
     def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
         self.jaxpr = jaxpr
         self.consts = list(consts)
+        self._derived = None
+
+    def derived(self, key, build: Callable):
+        """``build()``, computed once per hashable ``key`` for this jaxpr."""
+        cache = self._derived
+        if cache is None:
+            cache = self._derived = {}
+        try:
+            return cache[key]
+        except KeyError:
+            value = cache[key] = build()
+            return value
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
@@ -534,50 +551,6 @@ def wrap_array(x) -> "Array":
     return out
 
 
-class _ArrayOps:
-    """Operators and methods shared by tracers; they call ``fungrad.numpy``."""
-    __slots__ = ()
-    __array_priority__ = 1000
-
-
-def _install_ops(cls, names):
-    """Give ``cls`` the operators in ``names`` (dunder -> fungrad.numpy name)."""
-    for dunder, (fname, swap) in names.items():
-        def op(self, other=None, _f=fname, _swap=swap):
-            fn = getattr(_numpy_api(), _f)
-            if _swap is None:
-                return fn(self)
-            return fn(other, self) if _swap else fn(self, other)
-        op.__name__ = dunder
-        setattr(cls, dunder, op)
-
-
-_BINARY = {
-    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
-    "floordiv": "floor_divide", "mod": "remainder", "pow": "power",
-    "matmul": "matmul", "and": "bitwise_and", "or": "bitwise_or",
-    "xor": "bitwise_xor", "lshift": "left_shift", "rshift": "right_shift",
-}
-_OPS = {f"__{k}__": (v, False) for k, v in _BINARY.items()}
-_OPS.update({f"__r{k}__": (v, True) for k, v in _BINARY.items()})
-_OPS.update({"__lt__": ("less", False), "__le__": ("less_equal", False),
-             "__gt__": ("greater", False), "__ge__": ("greater_equal", False),
-             "__eq__": ("equal", False), "__ne__": ("not_equal", False),
-             "__neg__": ("negative", None), "__pos__": ("positive", None),
-             "__abs__": ("abs", None), "__invert__": ("invert", None)})
-_install_ops(_ArrayOps, _OPS)
-
-_numpy_module = None
-
-
-def _numpy_api():
-    global _numpy_module
-    if _numpy_module is None:
-        import fungrad.numpy as fnp  # late: fungrad.numpy is built on core
-        _numpy_module = fnp
-    return _numpy_module
-
-
 # ----------------------------------------------------------------------------
 # Devices: one process is one CPU device (fungrad.distributed adds Dask workers)
 # ----------------------------------------------------------------------------
@@ -615,20 +588,11 @@ def register_global_array_type(cls) -> None:
 class Array(np.ndarray):
     """The read-only NumPy array fungrad returns; adds JAX's ``x.at[...]``.
 
-    NumPy's own methods and operators are kept (they give NumPy's results);
-    only ``.at`` is added.
+    NumPy's own methods and operators are kept (they give NumPy's results).
+    ``fungrad.numpy`` installs ``.at`` and indexing by traced indices (see
+    ``fungrad/numpy/_methods.py``): core defines the class, the numpy layer
+    what its array operations mean.
     """
-
-    @property
-    def at(self):
-        return _numpy_api()._at_helper(self)
-
-    def __getitem__(self, idx):
-        # NumPy indexing, unless the index is traced (e.g. a closed-over array
-        # indexed inside jit): then it must go through fungrad's gather.
-        if isinstance(idx, Tracer) or (type(idx) is tuple and any(isinstance(i, Tracer) for i in idx)):
-            return _numpy_api()._getitem(self, idx)
-        return np.ndarray.__getitem__(self, idx)
 
     def __reduce__(self):  # pickle as a plain ndarray
         return np.asarray(self).copy().__reduce__()
@@ -654,12 +618,15 @@ class Array(np.ndarray):
         return {cpu_device}
 
 
-class Tracer(_ArrayOps):
+class Tracer:
     """A value being traced by some transformation; behaves like an array."""
     __slots__ = ("_trace",)
     # Stop NumPy from turning tracers into object arrays: ``ndarray + tracer``
     # returns NotImplemented so that ``Tracer.__radd__`` runs.
     __array_ufunc__ = None
+    __array_priority__ = 1000
+    # Operators (``+``, ``@``, ``<``...), array methods (``x.sum()``, ``x.T``,
+    # ``x.at``) and indexing are installed by fungrad.numpy (numpy/_methods.py).
 
     @property
     def aval(self) -> ShapedArray:
@@ -684,16 +651,6 @@ class Tracer(_ArrayOps):
     def __hash__(self):
         raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays "
                         "cannot be dict keys or set members)")
-
-    def __getattr__(self, name):
-        # Array methods (sum, reshape, T, at, astype, ...) live in fungrad.numpy.
-        meth = _numpy_api()._tracer_attribute(self, name)
-        if meth is None:
-            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
-        return meth
-
-    def __getitem__(self, idx):
-        return _numpy_api()._getitem(self, idx)
 
     def __setitem__(self, idx, value):
         raise TypeError("fungrad arrays are immutable: use x = x.at[idx].set(value) "
@@ -771,105 +728,6 @@ _tls = _TraceState()
 
 
 # ----------------------------------------------------------------------------
-# Staging: record primitives into a jaxpr
-# ----------------------------------------------------------------------------
-
-class StagingTracer(Tracer):
-    __slots__ = ("_aval", "var", "provenance")
-
-    def __init__(self, trace, aval, var, provenance=None):
-        self._trace = trace
-        self._aval = aval
-        self.var = var
-        self.provenance = provenance
-
-    @property
-    def aval(self):
-        return self._aval
-
-
-class StagingTrace(Trace):
-    """Records equations into a jaxpr.
-
-    With ``fold_known=False`` (make_jaxpr, jit) every primitive bound while this
-    trace is current is recorded.  With ``fold_known=True`` (partial evaluation,
-    used by ``linearize``) a primitive none of whose inputs are this trace's
-    tracers is *known*: it is evaluated on the parent trace right away, and
-    only the *unknown* part is recorded; known values that unknown equations
-    use become the jaxpr's constvars (the residuals).
-    """
-    __slots__ = ("fold_known", "eqns", "invars", "const_vars", "const_vals")
-    kind = "staging"
-
-    def __init__(self, parent, fold_known=False):
-        super().__init__(parent)
-        self.fold_known = fold_known
-        self.eqns: list[JaxprEqn] = []
-        self.invars: list[Var] = []
-        self.const_vars: dict[int, Var] = {}   # id(value) -> Var
-        self.const_vals: list[Any] = []
-
-    def new_arg(self, aval: ShapedArray, provenance=None) -> StagingTracer:
-        var = Var(aval)
-        self.invars.append(var)
-        return StagingTracer(self, aval, var, provenance)
-
-    def to_atom(self, x):
-        if isinstance(x, StagingTracer) and x._trace is self:
-            return x.var
-        if isinstance(x, Tracer):
-            self.check_foreign(x)
-        elif isinstance(x, _PY_SCALARS) or isinstance(x, np.generic) or (
-                isinstance(x, np.ndarray) and x.ndim == 0):
-            return Literal(x)
-        var = self.const_vars.get(id(x))
-        if var is None:
-            var = self.const_vars[id(x)] = Var(get_aval(x).strip_weak_type())
-            self.const_vals.append((var, x))
-        return var
-
-    def process_primitive(self, prim, args, params):
-        if self.fold_known:
-            if not any(isinstance(a, StagingTracer) and a._trace is self for a in args):
-                return bind_on(self.parent, prim, args, params)
-            if prim.partial_eval is not None:   # higher-order: split known/unknown
-                return prim.partial_eval(self, args, **params)
-        return self.stage(prim, args, params)
-
-    def stage(self, prim, args, params):
-        """Record ``prim(*args)`` as an equation; returns the output tracer(s)."""
-        atoms = [self.to_atom(a) for a in args]
-        out_aval = prim.abstract_eval(*[a.aval for a in atoms], **params)
-        out_avals = out_aval if prim.multiple_results else [out_aval]
-        outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(prim, atoms, params, outvars))
-        # remember which argument a value derives from, for concretization errors
-        prov = next((a.provenance for a in args if type(a) is StagingTracer
-                     and a.provenance), None)
-        outs = [StagingTracer(self, v.aval, v, prov) for v in outvars]
-        return outs if prim.multiple_results else outs[0]
-
-    def build(self, outs) -> tuple[Jaxpr, list]:
-        """The jaxpr with outputs ``outs`` and the values of its constvars."""
-        outvars = [self.to_atom(o) for o in outs]
-        constvars = [v for v, _ in self.const_vals]
-        consts = [x for _, x in self.const_vals]
-        return Jaxpr(constvars, self.invars, self.eqns, outvars), consts
-
-
-def trace_to_jaxpr(flat_fun: Callable, in_avals: Sequence[ShapedArray],
-                   provenances: Sequence[str] | None = None,
-                   fold_known: bool = False) -> tuple[Jaxpr, list]:
-    """Stage ``flat_fun`` (list of arrays -> list of arrays) into a jaxpr."""
-    trace = StagingTrace(_tls.trace, fold_known)
-    provenances = provenances or [None] * len(in_avals)
-    with new_trace_context(trace):
-        args = [trace.new_arg(a, p) for a, p in zip(in_avals, provenances)]
-        outs = flat_fun(*args)
-        return trace.build(outs)
-
-
-# ----------------------------------------------------------------------------
 # Evaluating a jaxpr (through bind, so any trace can interpret it)
 # ----------------------------------------------------------------------------
 
@@ -891,11 +749,3 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
         else:
             env[eqn.outvars[0]] = out
     return [read(v) for v in jaxpr.outvars]
-
-
-def jit_module():
-    """The ``fungrad.jit`` module (the attribute ``fungrad.jit`` is the function),
-    whose staging, caching and compilation helpers the higher-order primitives
-    share; looked up at call time because it imports those primitives' modules."""
-    import importlib
-    return importlib.import_module("fungrad.jit")

@@ -26,10 +26,12 @@ from typing import Callable
 
 import numpy as np
 
-from fungrad import core
-from fungrad.core import Primitive, Tracer, get_aval, eval_jaxpr
+from fungrad.core import Primitive, get_aval, eval_jaxpr
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
+from fungrad.interpreters.codegen import compiled
+from fungrad.interpreters.partial_eval import (StagingTracer, as_value, closure_convert,
+                                               trace_to_jaxpr)
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "custom_jvp_call_p", "custom_vjp_call_p",
@@ -42,15 +44,12 @@ __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "custom_jvp_call_p", "cus
 SymbolicZero = Zero
 
 
-_jit_module = core.jit_module
-
-
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 custom_jvp_call_p.inline = True        # codegen splices the function's jaxpr
 
 
 def _impl(*args, jaxpr, jvp, num_consts, symbolic_zeros):
-    comp = _jit_module().compiled(jaxpr)
+    comp = compiled(jaxpr)
     return list(comp.fn(*comp.consts, *args))
 
 
@@ -75,11 +74,8 @@ custom_jvp_call_p.jvp = _jvp
 
 
 def _batch(axis_size, vals, dims, jaxpr, jvp, num_consts, symbolic_zeros):
-    vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
-    in_dims = tuple(None if d is None else 0 for d in dims)
-    jit = _jit_module()
-    b_jaxpr = jit._cached("custom_jvp_batch", jaxpr, (in_dims, axis_size),
-                          lambda: jit._batch_jaxpr(jaxpr, in_dims, axis_size))
+    vals, in_dims = batching.bdims_to_front(vals, dims)
+    b_jaxpr = batching.batch_jaxpr(jaxpr, axis_size, in_dims)
     b_jvp = _batched_rule(jvp, in_dims, num_consts, axis_size, len(jaxpr.out_avals))
     outs = custom_jvp_call_p.bind(*vals, jaxpr=b_jaxpr, jvp=b_jvp, num_consts=num_consts,
                                   symbolic_zeros=symbolic_zeros)
@@ -152,7 +148,7 @@ class custom_jvp:
         static = {i: args[i] for i in self.nondiff_argnums}
         dyn = [a for i, a in enumerate(args) if i not in static]
         leaves, in_tree = tree_flatten(tuple(dyn))
-        leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
+        leaves = [as_value(x) for x in leaves]
         out_tree = []
 
         def merge(dyn_args):
@@ -162,10 +158,9 @@ class custom_jvp:
         def flat(*xs):
             out_leaves, tree = tree_flatten(self.fun(*merge(tree_unflatten(in_tree, list(xs)))))
             out_tree.append(tree)
-            return [x if isinstance(x, Tracer) else np.asarray(x) for x in out_leaves]
-        jit = _jit_module()
-        jaxpr, consts = core.trace_to_jaxpr(flat, [get_aval(x).strip_weak_type() for x in leaves])
-        closed, hoisted = jit._closure_convert(jaxpr, consts)
+            return [as_value(x) for x in out_leaves]
+        jaxpr, consts = trace_to_jaxpr(flat, [get_aval(x).strip_weak_type() for x in leaves])
+        closed, hoisted = closure_convert(jaxpr, consts)
         rule = _flat_rule(self.jvp_rule, in_tree, merge_key=tuple(sorted(static.items(), key=repr)),
                           static=static, nargs=len(args), out_tree=out_tree[0])
         outs = custom_jvp_call_p.bind(*hoisted, *leaves, jaxpr=closed, jvp=rule,
@@ -209,7 +204,7 @@ custom_lin_p = Primitive("custom_lin", multiple_results=True)
 
 
 def _vjp_call_impl(*args, jaxpr, fwd, bwd, num_consts, num_res):
-    comp = _jit_module().compiled(jaxpr)
+    comp = compiled(jaxpr)
     return list(comp.fn(*comp.consts, *args))
 
 
@@ -237,7 +232,7 @@ def _vjp_call_jvp(primals, tangents, jaxpr, fwd, bwd, num_consts, num_res):
 
 def _being_linearized(t) -> bool:
     """A tangent staged by linearize's partial evaluation (so a transpose may follow)."""
-    return isinstance(t, core.StagingTracer) and t._trace.fold_known
+    return isinstance(t, StagingTracer) and t._trace.fold_known
 
 
 custom_vjp_call_p.jvp = _vjp_call_jvp
@@ -321,11 +316,8 @@ custom_lin_p.lower = _lin_lower
 
 
 def _vjp_call_batch(axis_size, vals, dims, jaxpr, fwd, bwd, num_consts, num_res):
-    vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
-    in_dims = tuple(None if d is None else 0 for d in dims)
-    jit = _jit_module()
-    b_fun = jit._cached("cvjp_bfun", jaxpr, (in_dims, axis_size),
-                        lambda: jit._batch_jaxpr(jaxpr, in_dims, axis_size))
+    vals, in_dims = batching.bdims_to_front(vals, dims)
+    b_fun = batching.batch_jaxpr(jaxpr, axis_size, in_dims)
     b_fwd = _batched_fwd(fwd, in_dims[num_consts:], axis_size)
     b_bwd = _batched_bwd(bwd, axis_size, len(in_dims) - num_consts)
     outs = custom_vjp_call_p.bind(*vals, jaxpr=b_fun, fwd=b_fwd, bwd=b_bwd,
@@ -385,7 +377,7 @@ class custom_vjp:
         nondiff = [static[i] for i in sorted(static)]
         dyn = tuple(a for i, a in enumerate(args) if i not in static)
         leaves, in_tree = tree_flatten(dyn)
-        leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
+        leaves = [as_value(x) for x in leaves]
         avals = [get_aval(x).strip_weak_type() for x in leaves]
         merge = lambda d: _merge_args(self.nondiff_argnums, nondiff, list(d))
         out_tree, res_tree = [], []
@@ -393,18 +385,16 @@ class custom_vjp:
         def fun_flat(*xs):
             out_leaves, tree = tree_flatten(self.fun(*merge(tree_unflatten(in_tree, list(xs)))))
             out_tree.append(tree)
-            return [x if isinstance(x, Tracer) else np.asarray(x) for x in out_leaves]
+            return [as_value(x) for x in out_leaves]
 
         def fwd_flat(*xs):
             out, res = self.fwd(*merge(tree_unflatten(in_tree, list(xs))))
             out_leaves, _ = tree_flatten(out)
             res_leaves, tree = tree_flatten(res)
             res_tree.append(tree)
-            as_val = lambda x: x if isinstance(x, Tracer) else np.asarray(x)
-            return [as_val(x) for x in out_leaves] + [as_val(x) for x in res_leaves]
-        jit = _jit_module()
-        fun_j, fun_c = core.trace_to_jaxpr(fun_flat, avals)
-        fun_closed, fun_h = jit._closure_convert(fun_j, fun_c)
+            return [as_value(x) for x in out_leaves] + [as_value(x) for x in res_leaves]
+        fun_j, fun_c = trace_to_jaxpr(fun_flat, avals)
+        fun_closed, fun_h = closure_convert(fun_j, fun_c)
         if fun_h:
             raise TypeError("custom_vjp: the function closes over a traced value; pass it as "
                             "an argument so that bwd can return its cotangent")

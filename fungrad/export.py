@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from fungrad.jit import jit as _jit
+from fungrad.jitting import jit as _jit
 from fungrad.interpreters import codegen
 from fungrad.interpreters.passes import optimize
 from fungrad.tree_util import tree_flatten, tree_unflatten, tree_structure

@@ -6,12 +6,11 @@ convergence.  Its derivative does not go through the iterations: with
 
     dz*/dθ = -(∂F/∂z)^-1 ∂F/∂θ = (I - ∂f/∂z)^-1 ∂f/∂θ,
 
-so reverse mode needs one linear solve with ``(I - ∂f/∂z)^T`` (by iterating
-``u <- (∂f/∂z)^T u + z̄``, which converges whenever the forward iteration does,
-or by a dense solve), whatever the number of forward iterations.  Built on
-``fungrad.lax.custom_root``; works under jit, vmap and grad of any order
-(second-order reverse mode inside jit excepted: the backward solve is a
-``while_loop``).
+so forward mode needs one linear solve with ``I - ∂f/∂z`` and reverse mode
+one with its transpose (by iterating ``u <- (∂f/∂z) u + y``, which converges
+whenever the forward iteration does, or by a dense solve), whatever the
+number of forward iterations.  Built on ``fungrad.lax.custom_root`` and
+``custom_linear_solve``; works under jit, vmap and grad of any order.
 """
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ import numpy as np
 
 from fungrad import lax
 from fungrad import numpy as fnp
+from fungrad.api import jacfwd
 
 __all__ = ["fixed_point"]
 
@@ -65,19 +65,17 @@ def fixed_point(f: Callable, z0, params, *, tol: float = 1e-10, max_iter: int = 
         return _iterate(lambda z: z + F(z), z_init, tol, max_iter)
 
     def tangent_solve(g, y):
-        # g(v) = (∂f/∂z - I)^T v; solve g(x) = y
+        # g(v) = (∂f/∂z - I) v; solve g(x) = y (JAX's custom_root convention)
         if solver == "dense":
             n = int(np.prod(np.shape(y)))
             flat_g = lambda v: fnp.ravel(g(fnp.reshape(v, np.shape(y))))
-            M = _jacfwd(flat_g)(fnp.zeros(n, y.dtype))
+            M = jacfwd(flat_g)(fnp.zeros(n, y.dtype))
             return fnp.reshape(fnp.linalg.solve(M, fnp.ravel(y)), np.shape(y))
-        # x = -(I - A)^-1 y with A = g + I: iterate u <- A u + y, x = -u
-        u = _iterate(lambda u: g(u) + u + y, y, tol, max_iter)
-        return -u
+        # matrix-free, as a linear solve (so reverse mode transposes the equation,
+        # not the iterations): with A = g + I, x = -(I - A)^-1 y, the limit of
+        # u <- A u + y; the transposed system iterates with Aᵀ the same way
+        def iterate_solve(matvec, rhs):
+            return -_iterate(lambda u: matvec(u) + u + rhs, rhs, tol, max_iter)
+        return lax.custom_linear_solve(g, y, iterate_solve, transpose_solve=iterate_solve)
 
     return lax.custom_root(lambda z: f(z, params) - z, z0, solve, tangent_solve)
-
-
-def _jacfwd(fun):
-    from fungrad import jacfwd
-    return jacfwd(fun)

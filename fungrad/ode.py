@@ -24,6 +24,7 @@ import numpy as np
 from fungrad import lax
 from fungrad import numpy as fnp
 from fungrad.flatten_util import ravel_pytree
+from fungrad.interpreters.partial_eval import stage_pytree
 from fungrad.tree_util import tree_flatten, tree_map
 
 __all__ = ["odeint"]
@@ -118,7 +119,6 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
     every time in ``t`` (stacked along a new leading axis of each leaf of
     ``y0``'s pytree).  Differentiable w.r.t. ``y0``, ``t``, ``args`` and values
     ``func`` closes over (adjoint method in reverse mode)."""
-    from fungrad.core import jit_module
     if not callable(func):
         raise TypeError("odeint: func must be a callable func(y, t, *args)")
     t = _check_times(t)
@@ -135,7 +135,7 @@ def odeint(func: Callable, y0, t, *args, rtol: float = 1.4e-8, atol: float = 1.4
             raise TypeError(f"odeint: func must return the structure and shapes of y0 "
                             f"({y.shape[0]} numbers in all), got {dy.shape[0]}")
         return fnp.astype(dy, y.dtype)
-    closed, hoisted, _ = jit_module().stage_pytree(flat_field, in_tree, avals)
+    closed, hoisted, _ = stage_pytree(flat_field, in_tree, avals)
     ys = _odeint_flat(closed, hoisted, y0_flat, t, list(arg_leaves), arg_tree,
                       rtol, atol, mxstep, hmax)
     return _unravel_stacked(ys, unravel, y0)
@@ -148,7 +148,7 @@ def _aval(x):
 
 def _unravel_stacked(ys, unravel, y0):
     """(N, size) -> y0's pytree with a leading axis of length N on every leaf."""
-    from fungrad import vmap
+    from fungrad.api import vmap
     if not tree_flatten(y0)[0]:
         return y0
     return vmap(unravel)(ys)
@@ -157,7 +157,7 @@ def _unravel_stacked(ys, unravel, y0):
 def _odeint_flat(closed, hoisted, y0, t, arg_leaves, arg_tree, rtol, atol, mxstep, hmax):
     """``y`` at the times ``t`` for the staged flat vector field ``closed``
     ((hoisted values, y, t, argument leaves) -> dy/dt), with the adjoint rule."""
-    from fungrad import custom_vjp
+    from fungrad.custom_derivatives import custom_vjp
     from fungrad.core import eval_jaxpr
     bad = [i for i, x in enumerate(arg_leaves) if fnp.asarray(x).dtype.kind not in "fc"]
     if bad:
@@ -188,7 +188,7 @@ def _odeint_flat(closed, hoisted, y0, t, arg_leaves, arg_tree, rtol, atol, mxste
 def _adjoint(field, consts, ts, a, ys, ct_ys, tolerances):
     """Cotangents of (consts, y0, ts, args) by integrating the adjoint system
     backwards over each interval, restarting ``y`` from the stored forward value."""
-    from fungrad import vjp, vmap
+    from fungrad.api import vjp, vmap
     theta = (consts, a)
     zero_theta = tree_map(fnp.zeros_like, theta)
     _, unravel_aug = ravel_pytree((ys[0], ct_ys[0], zero_theta))

@@ -42,12 +42,12 @@ from typing import Callable
 import numpy as np
 
 from fungrad import core
-from fungrad.core import (ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray, StagingTracer,
-                          Tracer, bind_on, eval_jaxpr, get_aval)
+from fungrad.core import (ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray, Tracer, bind_on,
+                          eval_jaxpr, get_aval)
 from fungrad.interpreters import ad, batching, codegen
 from fungrad.interpreters.ad import Zero
-from fungrad.interpreters.partial_eval import partial_eval_jaxpr
-from fungrad.interpreters.passes import inline_calls, optimize
+from fungrad.interpreters.partial_eval import partial_eval_jaxpr, stage_pytree, trace_closed
+from fungrad.interpreters.passes import inline_calls
 from fungrad.lax import parallel
 from fungrad.sharding import (Mesh, PartitionSpec, ShardedArray, block_shape, check_spec,
                               global_shape, merge_blocks, split_blocks)
@@ -56,72 +56,6 @@ from fungrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree
 __all__ = ["shard_map", "shard_map_p"]
 
 
-# ----------------------------------------------------------------------------
-# TEMPORARY: derived jaxprs built on the public machinery (core.trace_to_jaxpr,
-# ad.jvp_flat, ad.backward_pass, batching.vmap_flat), until the architecture
-# refactor gives ad.jvp_jaxpr, ad.transpose_jaxpr, batching.batch_jaxpr and
-# partial_eval.trace_to_jaxpr with one weak-keyed cache.  Then switch to those
-# and delete this section.
-# ----------------------------------------------------------------------------
-
-_derived: dict = {}
-
-
-def _cached(kind: str, closed: ClosedJaxpr, extra, build: Callable):
-    key = (kind, id(closed), extra)
-    hit = _derived.get(key)
-    if hit is None or hit[0] is not closed:
-        hit = _derived[key] = (closed, build())   # holding ``closed`` keeps its id unique
-    return hit[1]
-
-
-def _trace_flat(flat_fun: Callable, avals) -> tuple[ClosedJaxpr, list]:
-    """Stage ``flat_fun``; constants that are tracers of enclosing transformations
-    become leading inputs (returned as the hoisted values)."""
-    jaxpr, consts = core.trace_to_jaxpr(flat_fun, list(avals))
-    traced = [isinstance(c, Tracer) for c in consts]
-    keep = [v for v, t in zip(jaxpr.constvars, traced) if not t]
-    hoist = [v for v, t in zip(jaxpr.constvars, traced) if t]
-    new = Jaxpr(keep, hoist + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
-    return (ClosedJaxpr(new, [c for c, t in zip(consts, traced) if not t]),
-            [c for c, t in zip(consts, traced) if t])
-
-
-def _stage(flat_fun: Callable, avals) -> ClosedJaxpr:
-    closed, hoisted = _trace_flat(flat_fun, avals)
-    assert not hoisted, "a derived jaxpr closed over a tracer"
-    return closed
-
-
-def _jvp_jaxpr(closed: ClosedJaxpr, nonzeros):
-    """ClosedJaxpr(a -> b), nonzeros -> ClosedJaxpr((a, T a) -> (b, T b)), out nonzeros."""
-    n = len(closed.in_avals)
-    out_nonzeros = []
-
-    def jvp_fun(*args):
-        primals, rest = list(args[:n]), iter(args[n:])
-        tangents = [next(rest) if nz else Zero(ad.tangent_aval(a))
-                    for nz, a in zip(nonzeros, closed.in_avals)]
-        outs, out_ts = ad.jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
-                                   primals, tangents)
-        out_nonzeros[:] = [type(t) is not Zero for t in out_ts]
-        return outs + [t for t in out_ts if type(t) is not Zero]
-    t_avals = [ad.tangent_aval(a) for a, nz in zip(closed.in_avals, nonzeros) if nz]
-    return _stage(jvp_fun, list(closed.in_avals) + t_avals), tuple(out_nonzeros)
-
-
-def _batch_jaxpr(closed: ClosedJaxpr, in_dims, axis_size: int) -> ClosedJaxpr:
-    """ClosedJaxpr(a -> b), in_dims -> ClosedJaxpr([n]a -> [n]b), every output at 0."""
-    n_out = len(closed.out_avals)
-
-    def batched(*args):
-        return batching.vmap_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
-                                  args, in_dims, axis_size, [0] * n_out)
-    avals = [a if d is None else ShapedArray((axis_size,) + a.shape, a.dtype)
-             for a, d in zip(closed.in_avals, in_dims)]
-    return _stage(batched, avals)
-
-# ---------------------------- end of the temporary section -------------------
 
 
 # ----------------------------------------------------------------------------
@@ -226,16 +160,12 @@ shard_map_p.def_impl(_impl)
 shard_map_p.def_abstract_eval(_abstract_eval)
 
 
-def _leading(spec: PartitionSpec, mesh: Mesh) -> list[str]:
-    return [n for n in mesh.axis_names if n in spec.mesh_axes()]
-
-
 def _run_in_process(body, mesh, in_specs, out_specs, args):
     """Every mesh position at once, as nested named vmaps over the mesh axes."""
     blocks = [split_blocks(np.asarray(x), s, mesh) for x, s in zip(args, in_specs)]
-    comp = _cached("in_process", body, (tuple(mesh.shape.items()), in_specs),
-                   lambda: _compile_in_process(body, mesh, in_specs, [b.shape for b in blocks],
-                                               [b.dtype for b in blocks]))
+    avals = tuple(ShapedArray(b.shape, b.dtype) for b in blocks)
+    key = ("shard_map_in_process", mesh.axis_names, mesh.axis_sizes, in_specs, avals)
+    comp = body.derived(key, lambda: _compile_in_process(body, mesh, in_specs, avals))
     outs = comp.fn(*comp.consts, *blocks)
     results = []
     for y, s in zip(outs, out_specs):
@@ -246,15 +176,14 @@ def _run_in_process(body, mesh, in_specs, out_specs, args):
     return results
 
 
-def _compile_in_process(body, mesh, in_specs, shapes, dtypes):
+def _compile_in_process(body, mesh, in_specs, avals):
     flat = inline_calls(body)       # (a jit inside a vmap cannot see the mesh axes)
     n_out = len(body.out_avals)
     fun = lambda *xs: eval_jaxpr(flat.jaxpr, flat.consts, *xs)
     for name in reversed(mesh.axis_names):
         in_dims = [0 if name in s.mesh_axes() else None for s in in_specs]
         fun = _vmap_axis(fun, in_dims, mesh.shape[name], n_out, name)
-    closed = _stage(fun, [ShapedArray(s, d) for s, d in zip(shapes, dtypes)])
-    return codegen.compile_closed(optimize(closed))
+    return codegen.compiled(trace_closed(fun, list(avals)))
 
 
 def _vmap_axis(fun, in_dims, size, n_out, name):
@@ -266,7 +195,7 @@ def _vmap_axis(fun, in_dims, size, n_out, name):
 def _jvp(primals, tangents, body, mesh, in_specs, out_specs, check_vma):
     nonzeros = tuple(type(t) is not Zero for t in tangents)
     with batching.extend_axis_env(mesh.shape):
-        jvp_body, out_nz = _cached("jvp", body, nonzeros, lambda: _jvp_jaxpr(body, nonzeros))
+        jvp_body, out_nz = ad.jvp_jaxpr(body, nonzeros)
     nz_tangents = [t for t in tangents if type(t) is not Zero]
     specs_in = in_specs + tuple(s for s, nz in zip(in_specs, nonzeros) if nz)
     specs_out = out_specs + tuple(s for s, nz in zip(out_specs, out_nz) if nz)
@@ -306,15 +235,15 @@ def _split_body(body, unknowns, mesh):
     res_avals = known.out_avals[n_known:]
     unknown_avals = [ShapedArray((1,) + a.shape, a.dtype) for a in res_avals] + \
         list(unknown.in_avals[num_res:])
-    return (_stage(known_fn, known.in_avals), _stage(unknown_fn, unknown_avals),
+    return (trace_closed(known_fn, known.in_avals), trace_closed(unknown_fn, unknown_avals),
             tuple(out_unknowns), num_res)
 
 
 def _partial_eval(trace, args, body, mesh, in_specs, out_specs, check_vma):
-    unknowns = tuple(isinstance(a, StagingTracer) and a._trace is trace for a in args)
+    unknowns = tuple(trace.owns(a) for a in args)
     with batching.extend_axis_env(mesh.shape):
-        known, unknown, out_unknowns, num_res = _cached(
-            "pe", body, unknowns, lambda: _split_body(body, unknowns, mesh))
+        known, unknown, out_unknowns, num_res = body.derived(
+            ("shard_map_partial_eval", unknowns), lambda: _split_body(body, unknowns, mesh))
     res_specs = (_residual_spec(mesh),) * num_res
     k_in = tuple(s for s, u in zip(in_specs, unknowns) if not u)
     k_out = tuple(s for s, u in zip(out_specs, out_unknowns) if not u) + res_specs
@@ -341,45 +270,38 @@ def _replicated_over(spec: PartitionSpec, mesh: Mesh) -> tuple:
 
 
 def _transpose_body(body, linear, mesh, in_specs, out_specs):
-    """ClosedJaxpr(res, T a -o T b) -> ClosedJaxpr(res, T b -o T a), per block."""
+    """ClosedJaxpr(res, T a -o T b) -> ClosedJaxpr(res, T b -o T a), per block: the
+    body's transpose, with the copies of replicated values accounted for."""
     from fungrad import lax
-    # what the body computes from the residuals alone (e.g. unpacking them) runs
-    # first; the backward pass walks the part that is linear in the tangents
-    known, lin, out_lin, num_res = partial_eval_jaxpr(body, list(linear))
-    n_known = len(known.out_avals) - num_res
-    j = lin.jaxpr
-    as_linear = Jaxpr(j.constvars + j.invars[:num_res], j.invars[num_res:], j.eqns, j.outvars)
+    t = ad.transpose_jaxpr(body, linear)
     lin_specs = [s for s, is_lin in zip(in_specs, linear) if is_lin]
     n_res = len(linear) - len(lin_specs)
 
     def transposed(*args):
         res, cts = args[:n_res], args[n_res:]
-        res2 = eval_jaxpr(known.jaxpr, known.consts, *res)[n_known:]
         # an output replicated over k positions is one value: its cotangent is
         # shared among the copies (and summed back by psum's transpose, psum)
         scaled = []
-        for ct, spec, is_lin in zip(cts, out_specs, out_lin):
+        for ct, spec in zip(cts, out_specs):
             k = math.prod(mesh.shape[n] for n in _replicated_over(spec, mesh))
             dtype = get_aval(ct).dtype
-            if is_lin:
-                scaled.append(ct if k == 1 or not ad.is_float(dtype) else
-                              lax.div(ct, np.asarray(k, dtype)))
-        cts_in = ad.backward_pass(as_linear, list(lin.consts) + list(res2), scaled)
+            scaled.append(ct if k == 1 or not ad.is_float(dtype) else
+                          lax.div(ct, np.asarray(k, dtype)))
+        cts_in = eval_jaxpr(t.jaxpr, t.consts, *res, *scaled)
         out = []
         for ct, spec in zip(cts_in, lin_specs):   # an input used by k copies: sum their cts
-            ct = ad.instantiate_zeros(ct)
             axes = _replicated_over(spec, mesh)
             out.append(parallel.psum(ct, axes) if axes and ad.is_float(get_aval(ct).dtype) else ct)
         return out
     nonlin_avals = [a for a, is_lin in zip(body.in_avals, linear) if not is_lin]
-    return _stage(transposed, nonlin_avals + [ad.tangent_aval(a) for a in body.out_avals])
+    return trace_closed(transposed, nonlin_avals + [ad.tangent_aval(a) for a in body.out_avals])
 
 
 def _transpose(cts, *args, body, mesh, in_specs, out_specs, check_vma):
     linear = tuple(ad.is_undefined_primal(a) for a in args)
     with batching.extend_axis_env(mesh.shape):
-        t_body = _cached("transpose", body, (linear, in_specs, out_specs),
-                         lambda: _transpose_body(body, linear, mesh, in_specs, out_specs))
+        t_body = body.derived(("shard_map_transpose", linear, in_specs, out_specs),
+                              lambda: _transpose_body(body, linear, mesh, in_specs, out_specs))
     res = [a for a in args if not ad.is_undefined_primal(a)]
     res_specs = tuple(s for s, lin in zip(in_specs, linear) if not lin)
     lin_specs = tuple(s for s, lin in zip(in_specs, linear) if lin)
@@ -399,8 +321,7 @@ def _batch(axis_size, vals, dims, body, mesh, in_specs, out_specs, check_vma):
     vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
     in_dims = tuple(None if d is None else 0 for d in dims)
     with batching.extend_axis_env(mesh.shape):
-        b_body = _cached("batch", body, (in_dims, axis_size),
-                         lambda: _batch_jaxpr(body, in_dims, axis_size))
+        b_body = batching.batch_jaxpr(body, axis_size, in_dims)
     b_in = tuple(s if d is None else PartitionSpec(None, *s) for s, d in zip(in_specs, in_dims))
     b_out = tuple(PartitionSpec(None, *s) for s in out_specs)
     outs = shard_map_p.bind(*vals, **_params(b_body, mesh, b_in, b_out, check_vma))
@@ -495,17 +416,9 @@ class _ShardMapped:
             what = f"shard_map argument args{keystr(path)} (in_specs {spec})"
             blocks.append(ShapedArray(block_shape(aval.shape, spec, mesh, what), aval.dtype,
                                       aval.weak_type))
-        store = []
-
-        def flat_body(*xs):
-            out = self.f(*tree_unflatten(in_tree, list(xs)))
-            out_leaves, out_tree = tree_flatten(out)
-            store.append(out_tree)
-            return [x if isinstance(x, Tracer) else np.asarray(x) for x in out_leaves]
         with batching.extend_axis_env(mesh.shape):
-            closed, hoisted = _trace_flat(flat_body, blocks)
+            closed, hoisted, out_tree = stage_pytree(lambda a: self.f(*a), in_tree, blocks)
         check_supported(closed.jaxpr)
-        out_tree = store[-1]
         out_specs = _spec_leaves(self.out_specs, out_tree, "out_specs")
         for i, (spec, aval) in enumerate(zip(out_specs, closed.out_avals)):
             check_spec(spec, mesh, f"shard_map out_specs for output {i}", aval.ndim)

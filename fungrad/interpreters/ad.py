@@ -27,12 +27,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fungrad import core
-from fungrad.core import (ShapedArray, Tracer, Trace, Var, Literal, Jaxpr,
-                          get_aval, bind_on, new_trace_context,
-                          StagingTrace, float0)
+from fungrad.core import (ClosedJaxpr, ShapedArray, Tracer, Trace, Var, Literal, Jaxpr,
+                          eval_jaxpr, get_aval, bind_on, new_trace_context, float0)
+from fungrad.interpreters import array_ops
+from fungrad.interpreters.partial_eval import (StagingTrace, partial_eval_jaxpr,
+                                               trace_closed)
 
 __all__ = ["Zero", "UndefinedPrimal", "JVPTrace", "JVPTracer", "jvp_flat",
-           "linearize_flat", "backward_pass", "defjvp", "defjvp2", "deflinear",
+           "linearize_flat", "vjp_flat", "backward_pass", "jvp_jaxpr", "transpose_jaxpr",
+           "defjvp", "defjvp2", "deflinear",
            "defbilinear", "defjvp_zero", "instantiate_zeros", "add_tangents",
            "tangent_aval", "is_undefined_primal", "unbroadcast"]
 
@@ -71,8 +74,7 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
 def zeros_like_aval(aval: ShapedArray):
     if aval.dtype == float0:
         return np.zeros(aval.shape, float0)
-    from fungrad import lax  # late import: lax is built on this module
-    return lax.full(aval.shape, 0, aval.dtype)
+    return array_ops.full(aval.shape, 0, aval.dtype)
 
 
 def instantiate_zeros(t):
@@ -85,8 +87,7 @@ def add_tangents(x, y):
         return y
     if y is None or type(y) is Zero:
         return x
-    from fungrad import lax
-    return lax.add(x, y)
+    return array_ops.add(x, y)
 
 
 def unbroadcast(x, aval: ShapedArray):
@@ -94,13 +95,12 @@ def unbroadcast(x, aval: ShapedArray):
     shape = tuple(np.shape(x)) if not isinstance(x, Tracer) else x.shape
     if shape == aval.shape:
         return x
-    from fungrad import lax
     lead = len(shape) - len(aval.shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(aval.shape) if d == 1 and shape[lead + i] != 1)
-    summed = lax.reduce_sum(x, axes) if axes else x
+    summed = array_ops.reduce_sum(x, axes) if axes else x
     kept = tuple(d for i, d in enumerate(shape) if i not in axes)
-    return summed if kept == aval.shape else lax.reshape(summed, aval.shape)
+    return summed if kept == aval.shape else array_ops.reshape(summed, aval.shape)
 
 
 # ----------------------------------------------------------------------------
@@ -182,6 +182,19 @@ def jvp_flat(f: Callable, primals: Sequence, tangents: Sequence):
         outs = f(*ins)
         pairs = [trace.lift(o) for o in outs]
     return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+def vjp_flat(f: Callable, primals: Sequence):
+    """``vjp : ([a] -> [b]), [a] -> ([b], [T b] -o [T a])`` on flat lists:
+    linearize, then a backward pass per call of the pullback."""
+    outs, jaxpr, residuals = linearize_flat(f, primals)
+    return outs, lambda cts: backward_pass(jaxpr, residuals, list(cts))
+
+
+def tangents_from(nonzeros: Sequence[bool], values, avals) -> list:
+    """One tangent per aval: the next of ``values`` where ``nonzeros``, else a Zero."""
+    it = iter(values)
+    return [next(it) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzeros, avals)]
 
 
 # ----------------------------------------------------------------------------
@@ -296,6 +309,44 @@ def linearize_flat(f: Callable, primals: Sequence):
 
 
 # ----------------------------------------------------------------------------
+# Derived jaxprs: the JVP of a jaxpr (higher-order primitives' jvp rules)
+# ----------------------------------------------------------------------------
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool],
+              instantiate: bool | Sequence[bool] = False):
+    """``jvp_jaxpr : ClosedJaxpr(a -> b), nonzeros -> (ClosedJaxpr((a, T a') -> (b, T b')), out_nonzeros)``
+
+    ``T a'`` are the tangents of the inputs marked in ``nonzeros`` (the others
+    are zero); ``T b'`` those of the outputs whose tangent is not symbolically
+    zero (``out_nonzeros``), or that ``instantiate`` forces (float outputs
+    only: integers have no tangent).  Cached on ``closed``.  For ``sin``::
+
+        { lambda ; a:f64[]. let b = sin a in (b,) }, nonzeros=(True,) ->
+        { lambda ; a:f64[] c:f64[]. let b = sin a; d = cos a; e = mul c d in (b, e) }
+    """
+    n_out = len(closed.out_avals)
+    inst = (instantiate,) * n_out if isinstance(instantiate, bool) else tuple(instantiate)
+    return closed.derived(("jvp", tuple(nonzeros), inst),
+                          lambda: _jvp_jaxpr(closed, tuple(nonzeros), inst))
+
+
+def _jvp_jaxpr(closed: ClosedJaxpr, nonzeros, inst):
+    n = len(closed.in_avals)
+    out_nonzeros = []
+
+    def jvp_fun(*args):
+        tangents = tangents_from(nonzeros, args[n:], closed.in_avals)
+        outs, out_ts = jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                                list(args[:n]), tangents)
+        out_ts = [instantiate_zeros(t) if i and is_float(a.dtype) else t
+                  for t, i, a in zip(out_ts, inst, closed.out_avals)]
+        out_nonzeros[:] = [type(t) is not Zero for t in out_ts]
+        return outs + [t for t in out_ts if type(t) is not Zero]
+    t_avals = [tangent_aval(a) for a, nz in zip(closed.in_avals, nonzeros) if nz]
+    return trace_closed(jvp_fun, list(closed.in_avals) + t_avals), tuple(out_nonzeros)
+
+
+# ----------------------------------------------------------------------------
 # Transposition: the backward pass over a linear jaxpr
 # ----------------------------------------------------------------------------
 
@@ -350,3 +401,57 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, cts_out: Sequence) -> list:
             if type(a) is Var and a not in known:
                 accumulate(a, c)
     return [ct_env.pop(v) if v in ct_env else Zero(v.aval) for v in jaxpr.invars]
+
+
+def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
+    """``transpose_jaxpr : ClosedJaxpr((r, T a) -o T b), linear -> ClosedJaxpr((r, T b) -o T a)``
+
+    ``linear[i]`` marks the inputs the jaxpr is linear in; the transposed
+    jaxpr takes the others (residuals ``r``, in order) and then one cotangent
+    per output, and returns one instantiated cotangent per linear input.
+    Equations that depend on residuals only are evaluated first (a
+    checkpoint's recomputation, constants), then the backward pass runs over
+    the linear rest.  Cached on ``closed``.
+    """
+    return closed.derived(("transpose", tuple(linear)),
+                          lambda: _transpose_jaxpr(closed, tuple(linear)))
+
+
+def _transpose_jaxpr(closed: ClosedJaxpr, linear):
+    forward, lin_part, out_linear, num_res = _split_nonlinear(closed, linear)
+    lj = lin_part.jaxpr
+    as_linear = Jaxpr(lj.constvars + lj.invars[:num_res], lj.invars[num_res:], lj.eqns,
+                      lj.outvars)
+    n_res = sum(not lin for lin in linear)
+
+    def transposed(*args):
+        res, cts = list(args[:n_res]), args[n_res:]
+        if forward is not None:
+            outs = eval_jaxpr(forward.jaxpr, forward.consts, *res)
+            res = outs[len(outs) - num_res:] if num_res else []
+        cts = [c for c, lin in zip(cts, out_linear) if lin]
+        cts_in = backward_pass(as_linear, list(lin_part.consts) + res, cts)
+        return [instantiate_zeros(c) for c in cts_in]
+    avals = ([a for a, lin in zip(closed.in_avals, linear) if not lin]
+             + [tangent_aval(a) for a in closed.out_avals])
+    return trace_closed(transposed, avals)
+
+
+def _split_nonlinear(closed: ClosedJaxpr, linear):
+    """``(forward, linear part, out_linear, num_res)``: when some equations do not
+    depend on the linear inputs, ``forward`` computes them (residuals -> the
+    linear part's residuals) and the linear part takes those; otherwise
+    ``forward`` is None and the linear part is ``closed`` with its residual
+    inputs first."""
+    jaxpr = closed.jaxpr
+    linear_vars = {v for v, lin in zip(jaxpr.invars, linear) if lin}
+    for eqn in jaxpr.eqns:
+        if not any(isinstance(a, Var) and a in linear_vars for a in eqn.inputs):
+            forward, lin_part, out_unknowns, num_res = partial_eval_jaxpr(closed, linear)
+            return forward, lin_part, out_unknowns, num_res
+        linear_vars.update(eqn.outvars)
+    res = [v for v, lin in zip(jaxpr.invars, linear) if not lin]
+    lin = [v for v, lin in zip(jaxpr.invars, linear) if lin]
+    reordered = ClosedJaxpr(Jaxpr(jaxpr.constvars, res + lin, jaxpr.eqns, jaxpr.outvars),
+                            closed.consts)
+    return None, reordered, [True] * len(jaxpr.outvars), len(res)

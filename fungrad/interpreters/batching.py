@@ -17,9 +17,12 @@ import threading
 from typing import Callable, Sequence
 
 from fungrad import core
-from fungrad.core import Tracer, Trace, ShapedArray, get_aval, bind_on, set_current_trace, new_trace_context
+from fungrad.core import (ClosedJaxpr, Tracer, Trace, ShapedArray, eval_jaxpr, get_aval,
+                          bind_on, set_current_trace, new_trace_context)
+from fungrad.interpreters import array_ops
+from fungrad.interpreters.partial_eval import trace_closed
 
-__all__ = ["not_mapped", "BatchTrace", "BatchTracer", "vmap_flat", "moveaxis",
+__all__ = ["not_mapped", "BatchTrace", "BatchTracer", "vmap_flat", "batch_jaxpr", "bdims_to_front", "moveaxis",
            "bdim_at_front", "vectorized_batcher", "broadcasting_batcher",
            "reducer_batcher", "shift_axes", "extend_axis_env", "manual_axis_size"]
 
@@ -145,8 +148,9 @@ def vmap_flat(f: Callable, args: Sequence, in_dims: Sequence, axis_size: int,
               out_dims: Sequence, axis_name=None) -> list:
     """Map flat ``f`` over ``args`` along ``in_dims`` (None: not mapped).
 
-    Each output gets its batch axis at ``out_dims[i]``; ``None`` there means
-    the output must not depend on the mapped axis (ValueError if it does).
+    Each output gets its batch axis at ``out_dims[i]`` (negative: from the end);
+    ``None`` there means the output must not depend on the mapped axis
+    (ValueError if it does).
     """
     trace = BatchTrace(core.current_trace(), axis_size, axis_name)
     with new_trace_context(trace):
@@ -164,28 +168,56 @@ def vmap_flat(f: Callable, args: Sequence, in_dims: Sequence, axis_size: int,
             results.append(val)
         else:
             val = bdim_at_front(val, dim, axis_size)
-            results.append(moveaxis(val, 0, out_dim))
+            results.append(moveaxis(val, 0, out_dim % get_aval(val).ndim))
     return results
+
+
+def batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_dims) -> ClosedJaxpr:
+    """``batch_jaxpr : ClosedJaxpr(a -> b), n, in_dims -> ClosedJaxpr([n]a -> [n]b)``
+
+    Inputs with an int in ``in_dims`` carry a batch axis of size ``n`` there
+    (None: not batched); every output gets its batch axis at 0.  Cached on
+    ``closed``.
+    """
+    in_dims = tuple(in_dims)
+    return closed.derived(("batch", axis_size, in_dims),
+                          lambda: _batch_jaxpr(closed, axis_size, in_dims))
+
+
+def _batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims):
+    n_out = len(closed.out_avals)
+
+    def batched(*args):
+        return vmap_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                         args, in_dims, axis_size, [0] * n_out)
+    avals = [a if d is None else ShapedArray(a.shape[:d] + (axis_size,) + a.shape[d:], a.dtype)
+             for a, d in zip(closed.in_avals, in_dims)]
+    return trace_closed(batched, avals)
+
+
+def bdims_to_front(vals, dims):
+    """Batched values with their batch axis moved to 0: ``(vals, in_dims)`` with
+    ``in_dims`` 0 or None, as the rules of higher-order primitives want them."""
+    vals = [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    return vals, tuple(None if d is None else 0 for d in dims)
 
 
 def moveaxis(x, src: int, dst: int):
     """Move axis ``src`` of ``x`` to position ``dst`` with one transpose."""
     if src == dst:
         return x
-    from fungrad import lax
     ndim = len(get_aval(x).shape)
     perm = [i for i in range(ndim) if i != src]
     perm.insert(dst, src)
-    return lax.transpose(x, tuple(perm))
+    return array_ops.transpose(x, tuple(perm))
 
 
 def bdim_at_front(x, dim, axis_size: int):
     """``x`` with its batch axis first; unmapped values are broadcast."""
-    from fungrad import lax
     if dim is None:
         aval = get_aval(x)
-        return lax.broadcast_in_dim(x, (axis_size,) + aval.shape,
-                                    tuple(range(1, aval.ndim + 1)))
+        return array_ops.broadcast_in_dim(x, (axis_size,) + aval.shape,
+                                          tuple(range(1, aval.ndim + 1)))
     return moveaxis(x, dim, 0)
 
 
@@ -207,7 +239,6 @@ def broadcasting_batcher(prim):
     and pad the per-example shapes with 1s to a common rank, so NumPy's own
     broadcasting lines everything up (unmapped operands are left alone)."""
     def rule(axis_size, vals, dims, **params):
-        from fungrad import lax
         ranks = [get_aval(v).ndim - (d is not None) for v, d in zip(vals, dims)]
         rank = max(ranks)
         if all(d is not None for d in dims) and len(set(dims)) == 1 and len(set(ranks)) == 1:
@@ -218,7 +249,7 @@ def broadcasting_batcher(prim):
                 v = moveaxis(v, d, 0)
                 shape = get_aval(v).shape
                 if r < rank:
-                    v = lax.reshape(v, (shape[0],) + (1,) * (rank - r) + shape[1:])
+                    v = array_ops.reshape(v, (shape[0],) + (1,) * (rank - r) + shape[1:])
             new_vals.append(v)
         return prim.bind(*new_vals, **params), 0
     prim.batch = rule

@@ -26,8 +26,10 @@ import numpy as np
 
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
+from fungrad.interpreters.passes import optimize
 
-__all__ = ["lower_jaxpr", "compile_jaxpr", "compile_closed", "compile_source", "CompiledFunction"]
+__all__ = ["lower_jaxpr", "compile_jaxpr", "compile_closed", "compile_source", "compiled",
+           "CompiledFunction"]
 
 _RESERVED = {"np", "fn", "_impl", "_unbound_axis", "dtype", "inf", "nan"}
 
@@ -286,3 +288,9 @@ def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
 
 def compile_closed(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:
     return compile_jaxpr(closed.jaxpr, name, closed.consts)
+
+
+def compiled(closed: ClosedJaxpr) -> CompiledFunction:
+    """The optimised, compiled code of ``closed``, cached on it (so it dies with
+    it); call it as ``comp.fn(*comp.consts, *args)``."""
+    return closed.derived("compiled", lambda: compile_closed(optimize(closed)))

@@ -1,11 +1,12 @@
-"""Partial evaluation and dead-code elimination of jaxprs.
+"""Staging functions into jaxprs, partial evaluation, dead-code elimination.
 
-Partial evaluation splits a computation into what can be computed now (the
-*known* part) and what must wait for the *unknown* inputs.  The staging trace
-of ``core.StagingTrace(fold_known=True)`` does it on the fly: an equation none
-of whose inputs are unknown runs on the parent trace, the others are recorded,
-and known values they use become residuals.  ``ad.linearize_flat`` is exactly
-that with the tangents unknown.
+The staging trace records every primitive bound while it is current as an
+equation of a jaxpr (``make_jaxpr``, ``jit``, the bodies of control flow).
+With ``fold_known=True`` it *partially evaluates*: an equation none of whose
+inputs are unknown (this trace's tracers) runs on the parent trace right away,
+and only the unknown part is recorded; known values that unknown equations
+use become the jaxpr's constvars (the residuals).  ``ad.linearize_flat`` is
+exactly that with the tangents unknown.
 
 ``partial_eval_jaxpr`` applies the same split to an existing jaxpr, by
 re-interpreting it under two stacked staging traces: the outer one records the
@@ -15,21 +16,208 @@ the unknown part.  Before/after, with the second input unknown::
     { lambda ; a:f64[] b:f64[]. let c = sin a; d = mul c b in (d,) }
   known:   { lambda ; a:f64[]. let c = sin a in (c,) }            # residual c
   unknown: { lambda ; c:f64[] b:f64[]. let d = mul c b in (d,) }
+
+Types::
+
+    trace_to_jaxpr  : ([a] -> [b]), avals a -> (Jaxpr(a -> b), consts)
+    stage_pytree    : (pytree a -> pytree b), tree, avals -> (ClosedJaxpr(hoisted, a -> b), hoisted, out tree)
+    trace_closed    : ([a] -> [b]), avals a -> ClosedJaxpr(a -> b)      (no hoisting: derived jaxprs)
+    partial_eval_jaxpr : ClosedJaxpr(a -> b), unknowns -> (known, unknown, out_unknowns, num_res)
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from fungrad import core
-from fungrad.core import (ClosedJaxpr, Jaxpr, JaxprEqn, StagingTrace, StagingTracer,
-                          Var, eval_jaxpr, new_trace_context)
+from fungrad.core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Trace, Tracer,
+                          Var, bind_on, eval_jaxpr, get_aval, new_trace_context)
+from fungrad.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["partial_eval_jaxpr", "dce_jaxpr"]
+__all__ = ["StagingTrace", "StagingTracer", "trace_to_jaxpr", "closure_convert",
+           "stage_pytree", "trace_closed", "as_value", "partial_eval_jaxpr", "dce_jaxpr",
+           "select_inputs", "permute_binders"]
 
+_PY_SCALARS = (bool, int, float, complex)
+
+
+# ----------------------------------------------------------------------------
+# The staging trace
+# ----------------------------------------------------------------------------
+
+class StagingTracer(Tracer):
+    __slots__ = ("_aval", "var", "provenance")
+
+    def __init__(self, trace, aval, var, provenance=None):
+        self._trace = trace
+        self._aval = aval
+        self.var = var
+        self.provenance = provenance
+
+    @property
+    def aval(self):
+        return self._aval
+
+
+class StagingTrace(Trace):
+    """Records equations into a jaxpr (see the module docstring for ``fold_known``)."""
+    __slots__ = ("fold_known", "eqns", "invars", "const_vars", "const_vals")
+    kind = "staging"
+
+    def __init__(self, parent, fold_known=False):
+        super().__init__(parent)
+        self.fold_known = fold_known
+        self.eqns: list[JaxprEqn] = []
+        self.invars: list[Var] = []
+        self.const_vars: dict[int, Var] = {}   # id(value) -> Var
+        self.const_vals: list[Any] = []
+
+    def new_arg(self, aval: ShapedArray, provenance=None) -> StagingTracer:
+        var = Var(aval)
+        self.invars.append(var)
+        return StagingTracer(self, aval, var, provenance)
+
+    def owns(self, x) -> bool:
+        """Is ``x`` a value of this trace (an unknown, under partial evaluation)?"""
+        return isinstance(x, StagingTracer) and x._trace is self
+
+    def to_atom(self, x):
+        if isinstance(x, StagingTracer) and x._trace is self:
+            return x.var
+        if isinstance(x, Tracer):
+            self.check_foreign(x)
+        elif isinstance(x, _PY_SCALARS) or isinstance(x, np.generic) or (
+                isinstance(x, np.ndarray) and x.ndim == 0):
+            return Literal(x)
+        var = self.const_vars.get(id(x))
+        if var is None:
+            var = self.const_vars[id(x)] = Var(get_aval(x).strip_weak_type())
+            self.const_vals.append((var, x))
+        return var
+
+    def process_primitive(self, prim, args, params):
+        if self.fold_known:
+            if not any(isinstance(a, StagingTracer) and a._trace is self for a in args):
+                return bind_on(self.parent, prim, args, params)
+            if prim.partial_eval is not None:   # higher-order: split known/unknown
+                return prim.partial_eval(self, args, **params)
+        return self.stage(prim, args, params)
+
+    def stage(self, prim, args, params):
+        """Record ``prim(*args)`` as an equation; returns the output tracer(s)."""
+        atoms = [self.to_atom(a) for a in args]
+        out_aval = prim.abstract_eval(*[a.aval for a in atoms], **params)
+        out_avals = out_aval if prim.multiple_results else [out_aval]
+        outvars = [Var(a) for a in out_avals]
+        self.eqns.append(JaxprEqn(prim, atoms, params, outvars))
+        # remember which argument a value derives from, for concretization errors
+        prov = next((a.provenance for a in args if type(a) is StagingTracer
+                     and a.provenance), None)
+        outs = [StagingTracer(self, v.aval, v, prov) for v in outvars]
+        return outs if prim.multiple_results else outs[0]
+
+    def build(self, outs) -> tuple[Jaxpr, list]:
+        """The jaxpr with outputs ``outs`` and the values of its constvars."""
+        outvars = [self.to_atom(o) for o in outs]
+        constvars = [v for v, _ in self.const_vals]
+        consts = [x for _, x in self.const_vals]
+        return Jaxpr(constvars, self.invars, self.eqns, outvars), consts
+
+
+def trace_to_jaxpr(flat_fun: Callable, in_avals: Sequence[ShapedArray],
+                   provenances: Sequence[str] | None = None,
+                   fold_known: bool = False) -> tuple[Jaxpr, list]:
+    """Stage ``flat_fun`` (arrays -> list of arrays) into a jaxpr and its consts.
+
+    ``provenances`` name the inputs for concretization errors ("argument 'x'").
+    """
+    trace = StagingTrace(core.current_trace(), fold_known)
+    provenances = provenances or [None] * len(in_avals)
+    with new_trace_context(trace):
+        args = [trace.new_arg(a, p) for a, p in zip(in_avals, provenances)]
+        outs = flat_fun(*args)
+        return trace.build(outs)
+
+
+# ----------------------------------------------------------------------------
+# Closure conversion and the staging entry points of higher-order primitives
+# ----------------------------------------------------------------------------
+
+def closure_convert(jaxpr: Jaxpr, consts) -> tuple[ClosedJaxpr, list]:
+    """Constants that are tracers of enclosing transformations become leading
+    inputs (*hoisted*, returned as the second result), so that those
+    transformations see them as operands; concrete constants stay constants."""
+    traced = [isinstance(c, Tracer) for c in consts]
+    if not any(traced):
+        return ClosedJaxpr(jaxpr, consts), []
+    keep = [v for v, t in zip(jaxpr.constvars, traced) if not t]
+    hoist = [v for v, t in zip(jaxpr.constvars, traced) if t]
+    new = Jaxpr(keep, hoist + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
+    return (ClosedJaxpr(new, [c for c, t in zip(consts, traced) if not t]),
+            [c for c, t in zip(consts, traced) if t])
+
+
+def as_value(x):
+    """A leaf as an operand: tracers stay, everything else becomes an ndarray."""
+    return x if isinstance(x, Tracer) else np.asarray(x)
+
+
+def stage_pytree(fn: Callable, in_tree, avals: Sequence[ShapedArray], provenances=None):
+    """Trace ``fn`` (a function of one pytree with structure ``in_tree``) to
+    ``(closed jaxpr, hoisted values, output tree)``; the jaxpr takes the hoisted
+    values (tracers ``fn`` closes over) first, then the leaves of its argument."""
+    out_tree = []
+
+    def flat(*xs):
+        leaves, tree = tree_flatten(fn(tree_unflatten(in_tree, list(xs))))
+        out_tree.append(tree)
+        return [as_value(x) for x in leaves]
+    jaxpr, consts = trace_to_jaxpr(flat, list(avals), provenances)
+    closed, hoisted = closure_convert(jaxpr, consts)
+    return closed, hoisted, out_tree[0]
+
+
+def trace_closed(flat_fun: Callable, avals: Sequence[ShapedArray]) -> ClosedJaxpr:
+    """Stage a function derived from existing jaxprs (an interpreter run over
+    them): it closes over no tracers, so nothing is hoisted."""
+    jaxpr, consts = trace_to_jaxpr(flat_fun, list(avals))
+    closed, hoisted = closure_convert(jaxpr, consts)
+    if hoisted:
+        raise AssertionError("internal error: a derived jaxpr closes over traced values")
+    return closed
+
+
+def select_inputs(closed: ClosedJaxpr, all_avals, picks) -> ClosedJaxpr:
+    """``closed`` as a function of inputs typed ``all_avals``, of which it reads
+    ``picks`` (``closed``'s input i is the new input ``picks[i]``)."""
+    def fn(*xs):
+        return eval_jaxpr(closed.jaxpr, closed.consts, *[xs[k] for k in picks])
+    return closed.derived(("select_inputs", tuple(all_avals), tuple(picks)),
+                          lambda: trace_closed(fn, list(all_avals)))
+
+
+def permute_binders(closed: ClosedJaxpr, in_order, out_order) -> ClosedJaxpr:
+    """``closed`` with its inputs and outputs reordered (no re-tracing): new input
+    ``i`` is old input ``in_order[i]``, new output ``j`` old output ``out_order[j]``."""
+    in_order, out_order = tuple(in_order), tuple(out_order)
+    if in_order == tuple(range(len(in_order))) and out_order == tuple(range(len(out_order))):
+        return closed
+
+    def build():
+        j = closed.jaxpr
+        return ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in in_order], j.eqns,
+                                 [j.outvars[i] for i in out_order]), closed.consts)
+    return closed.derived(("permute", in_order, out_order), build)
+
+
+# ----------------------------------------------------------------------------
+# Partial evaluation of a jaxpr, dead-code elimination
+# ----------------------------------------------------------------------------
 
 def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
                        instantiate: bool | Sequence[bool] = False):
-    """Split ``closed`` by which inputs are unknown.
+    """Split ``closed`` by which inputs are unknown (cached per jaxpr).
 
     Returns ``(known, unknown, out_unknowns, num_res)``:
     ``known`` maps the known inputs to the known outputs followed by
@@ -37,12 +225,17 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
     unknown inputs to the unknown outputs.  ``instantiate[i]`` forces output
     ``i`` to be computed by ``unknown`` even if it is known.
     """
+    n_out = len(closed.jaxpr.outvars)
+    inst = (instantiate,) * n_out if isinstance(instantiate, bool) else tuple(instantiate)
+    return closed.derived(("partial_eval", tuple(unknowns), inst),
+                          lambda: _partial_eval_jaxpr(closed, list(unknowns), list(inst)))
+
+
+def _partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, inst):
     jaxpr = closed.jaxpr
     if len(unknowns) != len(jaxpr.invars):
         raise ValueError(f"partial_eval_jaxpr: {len(unknowns)} unknown flags for "
                          f"{len(jaxpr.invars)} inputs")
-    n_out = len(jaxpr.outvars)
-    inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
     known_trace = StagingTrace(core.current_trace(), fold_known=False)
     with new_trace_context(known_trace):
         unknown_trace = StagingTrace(known_trace, fold_known=True)
@@ -50,9 +243,7 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
             args = [unknown_trace.new_arg(v.aval) if u else known_trace.new_arg(v.aval)
                     for v, u in zip(jaxpr.invars, unknowns)]
             outs = eval_jaxpr(jaxpr, closed.consts, *args)
-            is_unknown = [isinstance(o, StagingTracer) and o._trace is unknown_trace
-                          for o in outs]
-            out_unknowns = [u or i for u, i in zip(is_unknown, inst)]
+            out_unknowns = [unknown_trace.owns(o) or i for o, i in zip(outs, inst)]
             unknown_jaxpr, residuals = unknown_trace.build(
                 [o for o, u in zip(outs, out_unknowns) if u])
         known_outs = [o for o, u in zip(outs, out_unknowns) if not u]

@@ -18,8 +18,12 @@ linalg.eig = _eig_module.eig
 linalg.__all__ = list(linalg.__all__) + ["eig"]
 from fungrad.lax.parallel import *  # noqa: F401,F403
 from fungrad.lax.control_flow import *  # noqa: F401,F403
-from fungrad.lax.solvers import *  # noqa: F401,F403
 from fungrad.lax.fft import *  # noqa: F401,F403
 from fungrad.lax.convolution import *  # noqa: F401,F403
 from fungrad.lax.windowed import *  # noqa: F401,F403
 from fungrad.lax.special import *  # noqa: F401,F403
+
+# the array operations the interpreters need (tangent sums, zeros, batch axes)
+from fungrad.interpreters import array_ops as _array_ops  # noqa: E402
+_array_ops.register(add=add, full=full, reduce_sum=reduce_sum, reshape=reshape,  # noqa: F405
+                    transpose=transpose, broadcast_in_dim=broadcast_in_dim)  # noqa: F405

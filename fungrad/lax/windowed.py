@@ -39,6 +39,7 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
+from fungrad.interpreters.partial_eval import trace_to_jaxpr
 from fungrad.lax import _window_numpy as _wn
 from fungrad.lax.convolution import canonical_padding, positive_ints
 from fungrad.lax.utils import as_operand, checked_bind
@@ -276,15 +277,14 @@ _MONOID_PRIMS = {"add": "sum", "max": "max", "min": "min"}
 @functools.lru_cache(maxsize=None)
 def _known_monoids():
     lax = _lax()
-    from fungrad import numpy as jnp
     return {lax.add: "sum", lax.max: "max", lax.min: "min", operator.add: "sum",
-            jnp.add: "sum", jnp.maximum: "max", jnp.minimum: "min",
             np.add: "sum", np.maximum: "max", np.minimum: "min"}
 
 
 def _monoid_kind(computation, dtype):
     """'sum' / 'max' / 'min' for computations that are one add / max / min of
-    their two arguments (``lax.add``, ``jnp.maximum``, ``lambda a, b: a + b``...)."""
+    their two arguments (``lax.add``, ``jnp.maximum``, ``lambda a, b: a + b``...),
+    recognised by staging the computation on two scalars."""
     try:
         kind = _known_monoids().get(computation)
     except TypeError:          # unhashable callable
@@ -292,10 +292,9 @@ def _monoid_kind(computation, dtype):
     if kind is not None:
         return kind
     if callable(computation):
-        from fungrad.api import make_jaxpr
+        scalar = ShapedArray((), dtype)
         try:
-            scalar = np.zeros((), dtype)
-            jaxpr = make_jaxpr(computation)(scalar, scalar).jaxpr
+            jaxpr, _ = trace_to_jaxpr(lambda a, b: [computation(a, b)], [scalar, scalar])
         except Exception:      # noqa: BLE001 - reported below as unsupported
             jaxpr = None
         if (jaxpr is not None and len(jaxpr.eqns) == 1 and len(jaxpr.outvars) == 1):

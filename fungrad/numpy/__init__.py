@@ -17,7 +17,8 @@ from fungrad.numpy._extras import *  # noqa: F401,F403
 from fungrad.numpy._convolve import *  # noqa: F401,F403
 from fungrad.numpy import linalg  # noqa: F401
 from fungrad.numpy import fft  # noqa: F401
-from fungrad.numpy._methods import _tracer_attribute, _getitem, _at_helper  # noqa: F401
+from fungrad.numpy import _methods as _methods_module
+_methods_module.install()   # tracers' operators and methods, Array.at
 
 # dtypes and constants, as jax.numpy re-exports them
 from numpy import (float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401

@@ -13,6 +13,7 @@ for ``bincount``) fixes the output shape; without it a
 """
 from __future__ import annotations
 
+import itertools
 import operator
 import re
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from fungrad import lax
 from fungrad.core import ConcretizationTypeError, Tracer, get_aval
+from fungrad.interpreters import batching
 from fungrad.numpy._convolve import convolve  # (polymul and poly multiply by convolution)
 from fungrad.numpy._dtypes import asarray_operand, promote
 
@@ -971,8 +973,26 @@ def _vectorized_call(call, arrays, core_in, core_out):
 
 
 def _vmap_level(fun, axes):
-    import fungrad
-    return fungrad.vmap(fun, in_axes=axes)
+    return _vmap_arrays(fun, axes)
+
+
+def _vmap_arrays(fun, in_axes, out_axes=0):
+    """``vmap`` of a function of positional arrays returning an array or a tuple
+    of arrays (all vectorize and apply_along_axis need; the full vmap, with
+    pytrees, is the api layer's): ``in_axes`` one per argument or one for all."""
+    def mapped(*xs):
+        axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(xs)
+        axes = [None if a is None else a % len(_shape(x)) for a, x in zip(axes, xs)]
+        size = next(_shape(x)[a] for x, a in zip(xs, axes) if a is not None)
+        returns_tuple = []
+
+        def flat(*vals):
+            out = fun(*vals)
+            returns_tuple.append(isinstance(out, tuple))
+            return [asarray_operand(o) for o in (out if isinstance(out, tuple) else (out,))]
+        outs = batching.vmap_flat(flat, list(xs), axes, size, itertools.repeat(out_axes))
+        return tuple(outs) if returns_tuple[0] else outs[0]
+    return mapped
 
 
 def _checked_outputs(call, core_out, sizes):
@@ -1004,7 +1024,6 @@ def _checked_outputs(call, core_out, sizes):
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """``func1d`` applied to the 1-d slices of ``arr`` along ``axis`` (via vmap);
     the output's dimensions replace ``axis``."""
-    import fungrad
     fnp = _fnp()
     arr = asarray_operand(arr)
     ndim = len(_shape(arr))
@@ -1014,9 +1033,9 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     axis %= ndim
     fun = lambda x: fnp.asarray(func1d(x, *args, **kwargs))  # noqa: E731
     for _ in _builtin_range(ndim - 1 - axis):    # the dimensions after axis
-        fun = fungrad.vmap(fun, in_axes=-1, out_axes=-1)
+        fun = _vmap_arrays(fun, -1, out_axes=-1)
     for _ in _builtin_range(axis):               # the dimensions before axis
-        fun = fungrad.vmap(fun, in_axes=0, out_axes=0)
+        fun = _vmap_arrays(fun, 0, out_axes=0)
     return fun(arr)
 
 

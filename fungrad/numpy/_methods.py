@@ -1,11 +1,16 @@
-"""Array methods and properties of tracers (``x.sum()``, ``x.T``, ``x.at``...).
+"""Array operators and methods of tracers (``x + y``, ``x.sum()``, ``x.T``, ``x.at``...),
+installed on ``core.Tracer`` and ``core.Array`` by ``install()``.
 
-Tracers look their attributes up here, so that every method is one line that
-forwards to the fungrad.numpy function of the same meaning.
+core defines the classes; what their array operations mean is fungrad.numpy's
+(as JAX's numpy installs the methods of its arrays and tracers), so core never
+imports this layer.  Every method is one line forwarding to the fungrad.numpy
+function of the same meaning.
 """
 from __future__ import annotations
 
 import fungrad.numpy as fnp
+from fungrad import core
+from fungrad.core import Tracer
 
 
 def _method(name):
@@ -36,9 +41,11 @@ for _name in ["sum", "mean", "var", "std", "prod", "max", "min", "argmax", "argm
     _ATTRIBUTES[_name] = _method(_name)
 
 
-def _tracer_attribute(x, name):
+def _tracer_getattr(x, name):
     getter = _ATTRIBUTES.get(name)
-    return None if getter is None else getter(x)
+    if getter is None:
+        raise AttributeError(f"{type(x).__name__} has no attribute {name!r}")
+    return getter(x)
 
 
 def _getitem(x, idx):
@@ -49,3 +56,53 @@ def _getitem(x, idx):
 def _at_helper(x):
     from fungrad.numpy._indexing import _IndexUpdateHelper
     return _IndexUpdateHelper(x)
+
+
+def _array_getitem(x, idx):
+    # NumPy indexing, unless the index is traced (e.g. a closed-over array
+    # indexed inside jit): then it must go through fungrad's gather.
+    if isinstance(idx, Tracer) or (type(idx) is tuple and any(isinstance(i, Tracer) for i in idx)):
+        return _getitem(x, idx)
+    return core.np.ndarray.__getitem__(x, idx)
+
+
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power",
+    "matmul": "matmul", "and": "bitwise_and", "or": "bitwise_or",
+    "xor": "bitwise_xor", "lshift": "left_shift", "rshift": "right_shift",
+}
+# dunder -> (fungrad.numpy function, operand order: False x op y, True y op x, None unary)
+_OPERATORS = {f"__{k}__": (v, False) for k, v in _BINARY.items()}
+_OPERATORS.update({f"__r{k}__": (v, True) for k, v in _BINARY.items()})
+_OPERATORS.update({"__lt__": ("less", False), "__le__": ("less_equal", False),
+                   "__gt__": ("greater", False), "__ge__": ("greater_equal", False),
+                   "__eq__": ("equal", False), "__ne__": ("not_equal", False),
+                   "__neg__": ("negative", None), "__pos__": ("positive", None),
+                   "__abs__": ("abs", None), "__invert__": ("invert", None)})
+
+
+def _operator(dunder, fname, swap):
+    fn = getattr(fnp, fname)
+    if swap is None:
+        def op(self):
+            return fn(self)
+    elif swap:
+        def op(self, other):
+            return fn(other, self)
+    else:
+        def op(self, other):
+            return fn(self, other)
+    op.__name__ = dunder
+    return op
+
+
+def install():
+    """Give tracers their operators, methods and indexing, and fungrad Arrays
+    ``.at`` and traced-index indexing."""
+    for dunder, (fname, swap) in _OPERATORS.items():
+        setattr(Tracer, dunder, _operator(dunder, fname, swap))
+    Tracer.__getattr__ = _tracer_getattr
+    Tracer.__getitem__ = _getitem
+    core.Array.at = property(_at_helper)
+    core.Array.__getitem__ = _array_getitem

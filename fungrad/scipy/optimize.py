@@ -154,7 +154,7 @@ def line_search(f: Callable, xk, pk, old_fval=None, gfk=None, c1=1e-4, c2=0.9,
     Returns ``_LineSearchResults(failed, nit, nfev, ngev, a_k, f_k, g_k, status)``;
     status 0 ok, 1 zoom failed, 2 saddle point (zero slope), 3 maxiter reached.
     """
-    from fungrad import value_and_grad
+    from fungrad.api import value_and_grad
     vg = value_and_grad(f)
 
     def phi(a):
@@ -213,7 +213,7 @@ def _bfgs_update(H, s, y):
 
 def _minimize_bfgs(fun, x0, *, maxiter=None, norm=np.inf, gtol=1e-5, line_search_maxiter=10):
     """BFGS from ``x0``; returns the final ``OptimizeResults``."""
-    from fungrad import value_and_grad
+    from fungrad.api import value_and_grad
     maxiter = 200 * x0.shape[0] if maxiter is None else int(maxiter)
     f0, g0 = value_and_grad(fun)(x0)
     f0 = _f(f0)
@@ -275,7 +275,7 @@ def _minimize_lbfgs(fun, x0, *, maxiter=None, norm=np.inf, maxcor=10, ftol=2.220
                     gtol=1e-5, maxls=20):
     """Limited-memory BFGS (history ``maxcor``) with the same line search;
     stops when ``||g|| < gtol`` or the relative decrease of f is below ``ftol``."""
-    from fungrad import value_and_grad
+    from fungrad.api import value_and_grad
     maxiter = 200 * x0.shape[0] if maxiter is None else int(maxiter)
     n, m = x0.shape[0], int(maxcor)
     f0, g0 = value_and_grad(fun)(x0)

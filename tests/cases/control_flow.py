@@ -159,3 +159,35 @@ CASES += [
          [Arg((4,), low=0.2, high=3.0)], prims=("while_lin", "while_lin_t"),
          grad_order=1, modes=("fwd",), rtol=1e-10),
 ]
+
+
+# implicit differentiation: the solvers' primitives (custom_linear_solve, custom_root)
+def _spd_solve(a, b):
+    A = a @ a.T + 3.0 * fnp.eye(3)
+    return lax.custom_linear_solve(lambda v: A @ v, b,
+                                   solve=lambda mv, r: fnp.linalg.solve(A, r), symmetric=True)
+
+
+def _general_solve(a, b):
+    A = a + 4.0 * fnp.eye(3)
+    return lax.custom_linear_solve(lambda v: A @ v, b,
+                                   solve=lambda mv, r: fnp.linalg.solve(A, r),
+                                   transpose_solve=lambda vm, r: fnp.linalg.solve(A.T, r))
+
+
+def _cube_root(a):
+    newton = lambda F, x0: lax.fori_loop(0, 40, lambda i, x: x - F(x) / (3 * x * x), x0)
+    return lax.custom_root(lambda x: x ** 3 - a, fnp.ones_like(a), newton,
+                           lambda g, y: y / g(fnp.ones_like(y)))
+
+
+CASES += [
+    Case("custom_linear_solve_symmetric", _spd_solve,
+         lambda a, b: np.linalg.solve(a @ a.T + 3.0 * np.eye(3), b),
+         [Arg((3, 3), low=-1, high=1), Arg((3,))], prims=("custom_linear_solve",), rtol=1e-10),
+    Case("custom_linear_solve_transpose_solve", _general_solve,
+         lambda a, b: np.linalg.solve(a + 4.0 * np.eye(3), b),
+         [Arg((3, 3), low=-1, high=1), Arg((3,))], prims=("custom_linear_solve",), rtol=1e-10),
+    Case("custom_root_cube_root", _cube_root, np.cbrt, [Arg("any", low=0.5, high=3.0)],
+         prims=("custom_root",), rtol=1e-12),
+]

@@ -1,21 +1,13 @@
 """``jit``: stage a function into a jaxpr once per abstract signature, lower it to
 NumPy source (``interpreters/codegen.py``), compile it, and reuse it.
 
-``jit`` is a higher-order primitive, ``jit_p``, whose ``jaxpr`` param is the
-staged function, so every transformation composes with it:
+A jitted function binds ``jit_p`` (``fungrad/lax/control_flow/call.py``), a
+higher-order primitive whose ``jaxpr`` param is the staged function, so every
+transformation composes with it.  This module is the user-facing wrapper:
+argument flattening, static arguments, the per-signature cache (a cache hit,
+outside any transformation, is a dict lookup and a call of the compiled
+function), ``lower()`` and the cache-miss log.
 
-* eval (no transformation, the common case): a cache hit is a dict lookup
-  and a call of the compiled function;
-* jvp: the jaxpr's JVP is staged once (per pattern of nonzero tangents) and
-  bound as another ``jit_p``;
-* linearize / vjp: a ``partial_eval`` rule splits the call into a known
-  ``jit_p`` (evaluated now) and an unknown one (staged into the linear jaxpr);
-* transpose: the backward pass over the inner jaxpr is itself staged once
-  and bound as a ``jit_p``;
-* vmap: the batched jaxpr is staged once per batching pattern;
-* lowering: nested calls are inlined into the enclosing generated code.
-
-All derived jaxprs are cached on the identity of the jaxpr they come from.
 Side effects in the jitted Python function (print, appending to a list) run
 only while tracing, i.e. once per new signature, as in JAX.
 """
@@ -28,190 +20,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fungrad import core
-from fungrad.core import (ClosedJaxpr, Jaxpr, Primitive, ShapedArray, StagingTrace,
-                          StagingTracer, Tracer, bind_on, eval_jaxpr, get_aval, wrap_array)
-from fungrad.interpreters import ad, batching, codegen
-from fungrad.interpreters.ad import Zero
-from fungrad.interpreters.partial_eval import partial_eval_jaxpr
+from fungrad.core import ClosedJaxpr, Tracer, get_aval, wrap_array
+from fungrad.interpreters.codegen import compiled
+from fungrad.interpreters.partial_eval import as_value, closure_convert, trace_to_jaxpr
+from fungrad.lax.control_flow.call import jit_p
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["jit", "jit_p", "Lowered"]
+__all__ = ["jit", "Lowered"]
 
 log = logging.getLogger("fungrad.jit")
-
-# ----------------------------------------------------------------------------
-# Caches of compiled code and derived jaxprs, keyed on jaxpr identity
-# ----------------------------------------------------------------------------
-
-_derived: dict[tuple, tuple[ClosedJaxpr, Any]] = {}
-
-
-def _cached(kind: str, closed: ClosedJaxpr, extra, build: Callable):
-    key = (kind, id(closed), extra)
-    hit = _derived.get(key)
-    if hit is None or hit[0] is not closed:
-        hit = _derived[key] = (closed, build())   # keep ``closed`` alive: ids stay unique
-    return hit[1]
-
-
-def compiled(closed: ClosedJaxpr) -> codegen.CompiledFunction:
-    """The compiled code of ``closed``; call it as ``fn(*comp.consts, *args)``."""
-    from fungrad.interpreters.passes import optimize
-    return _cached("compile", closed, None, lambda: codegen.compile_closed(optimize(closed)))
-
-
-def _stage(flat_fun: Callable, avals: Sequence[ShapedArray]) -> ClosedJaxpr:
-    jaxpr, consts = core.trace_to_jaxpr(flat_fun, avals)
-    return _closure_convert(jaxpr, consts)[0]
-
-
-def stage_pytree(fn: Callable, in_tree, avals: Sequence[ShapedArray]):
-    """Trace ``fn`` (a function of one pytree with structure ``in_tree``) to
-    ``(closed jaxpr, hoisted values, output tree)``: values of enclosing
-    transformations it closes over become explicit leading inputs (hoisted)."""
-    out_tree = []
-
-    def flat(*xs):
-        leaves, tree = tree_flatten(fn(tree_unflatten(in_tree, list(xs))))
-        out_tree.append(tree)
-        return [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
-    jaxpr, consts = core.trace_to_jaxpr(flat, list(avals))
-    closed, hoisted = _closure_convert(jaxpr, consts)
-    return closed, hoisted, out_tree[0]
-
-
-def _closure_convert(jaxpr: Jaxpr, consts) -> tuple[ClosedJaxpr, list]:
-    """Constants that are tracers of enclosing transformations become leading
-    inputs (returned as the second result); concrete constants stay constants."""
-    traced = [isinstance(c, Tracer) for c in consts]
-    if not any(traced):
-        return ClosedJaxpr(jaxpr, consts), []
-    keep = [v for v, t in zip(jaxpr.constvars, traced) if not t]
-    hoist = [v for v, t in zip(jaxpr.constvars, traced) if t]
-    new = Jaxpr(keep, hoist + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
-    return (ClosedJaxpr(new, [c for c, t in zip(consts, traced) if not t]),
-            [c for c, t in zip(consts, traced) if t])
-
-
-# ----------------------------------------------------------------------------
-# The primitive and its rules
-# ----------------------------------------------------------------------------
-
-jit_p = Primitive("jit", multiple_results=True)
-jit_p.inline = True          # codegen inlines nested calls
-
-
-def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
-    comp = compiled(jaxpr)
-    return list(comp.fn(*comp.consts, *args))
-
-
-jit_p.def_impl(_jit_impl)
-jit_p.def_abstract_eval(lambda *avals, jaxpr, name: list(jaxpr.out_avals))
-jit_p.lower = None           # inlined by codegen, never called
-
-
-def _jit_jvp(primals, tangents, jaxpr, name):
-    nonzero = tuple(type(t) is not Zero for t in tangents)
-    jvp_jaxpr, out_nonzero = _cached("jvp", jaxpr, nonzero, lambda: _jvp_jaxpr(jaxpr, nonzero))
-    nz_tangents = [t for t in tangents if type(t) is not Zero]
-    outs = jit_p.bind(*primals, *nz_tangents, jaxpr=jvp_jaxpr, name=f"jvp_{name}")
-    n = len(jaxpr.out_avals)
-    it = iter(outs[n:])
-    t_out = [next(it) if nz else Zero(ad.tangent_aval(a))
-             for nz, a in zip(out_nonzero, jaxpr.out_avals)]
-    return outs[:n], t_out
-
-
-def _jvp_jaxpr(closed: ClosedJaxpr, nonzero):
-    n = len(closed.in_avals)
-    out_nonzero = []
-
-    def jvp_fun(*args):
-        primals, rest = list(args[:n]), iter(args[n:])
-        tangents = [next(rest) if nz else Zero(ad.tangent_aval(a))
-                    for nz, a in zip(nonzero, closed.in_avals)]
-        outs, out_ts = ad.jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
-                                   primals, tangents)
-        out_nonzero[:] = [type(t) is not Zero for t in out_ts]
-        return outs + [t for t in out_ts if type(t) is not Zero]
-    t_avals = [ad.tangent_aval(a) for a, nz in zip(closed.in_avals, nonzero) if nz]
-    return _stage(jvp_fun, list(closed.in_avals) + t_avals), tuple(out_nonzero)
-
-
-jit_p.jvp = _jit_jvp
-
-
-def _jit_partial_eval(trace: StagingTrace, args, jaxpr, name):
-    """Split a call with some unknown inputs into a known call evaluated now and
-    an unknown call staged into ``trace`` (which takes residuals + unknowns)."""
-    unknowns = tuple(isinstance(a, StagingTracer) and a._trace is trace for a in args)
-    known, unknown, out_unknowns, num_res = _cached(
-        "pe", jaxpr, unknowns, lambda: partial_eval_jaxpr(jaxpr, list(unknowns)))
-    known_args = [a for a, u in zip(args, unknowns) if not u]
-    known_outs = bind_on(trace.parent, jit_p, known_args, dict(jaxpr=known, name=f"known_{name}"))
-    n_known = len(known_outs) - num_res
-    residuals, known_outs = known_outs[n_known:], known_outs[:n_known]
-    unknown_args = [a for a, u in zip(args, unknowns) if u]
-    staged = trace.stage(jit_p, list(residuals) + unknown_args,
-                         dict(jaxpr=unknown, name=f"unknown_{name}"))
-    k, s = iter(known_outs), iter(staged)
-    return [next(s) if u else next(k) for u in out_unknowns]
-
-
-jit_p.partial_eval = _jit_partial_eval
-
-
-def _jit_transpose(cts, *args, jaxpr, name):
-    linear = tuple(ad.is_undefined_primal(a) for a in args)
-    t_jaxpr = _cached("transpose", jaxpr, linear, lambda: _transpose_jaxpr(jaxpr, linear))
-    residuals = [a for a in args if not ad.is_undefined_primal(a)]
-    cts = [ad.instantiate_zeros(c) for c in cts]
-    outs = iter(jit_p.bind(*residuals, *cts, jaxpr=t_jaxpr, name=f"transpose_{name}"))
-    return [next(outs) if lin else None for lin in linear]
-
-
-def _transpose_jaxpr(closed: ClosedJaxpr, linear):
-    jaxpr = closed.jaxpr
-    nonlin_vars = [v for v, lin in zip(jaxpr.invars, linear) if not lin]
-    lin_vars = [v for v, lin in zip(jaxpr.invars, linear) if lin]
-    as_linear = Jaxpr(jaxpr.constvars + nonlin_vars, lin_vars, jaxpr.eqns, jaxpr.outvars)
-    n_res = len(nonlin_vars)
-
-    def transposed(*args):
-        res, cts = args[:n_res], args[n_res:]
-        cts_in = ad.backward_pass(as_linear, list(closed.consts) + list(res), list(cts))
-        return [ad.instantiate_zeros(c) for c in cts_in]
-    avals = [v.aval for v in nonlin_vars] + [ad.tangent_aval(a) for a in closed.out_avals]
-    return _stage(transposed, avals)
-
-
-jit_p.transpose = _jit_transpose
-jit_p.linear = True
-
-
-def _jit_batch(axis_size, vals, dims, jaxpr, name):
-    vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
-    in_dims = tuple(None if d is None else 0 for d in dims)
-    b_jaxpr = _cached("batch", jaxpr, (in_dims, axis_size),
-                      lambda: _batch_jaxpr(jaxpr, in_dims, axis_size))
-    outs = jit_p.bind(*vals, jaxpr=b_jaxpr, name=f"vmap_{name}")
-    return outs, [0] * len(outs)
-
-
-def _batch_jaxpr(closed: ClosedJaxpr, in_dims, axis_size):
-    n_out = len(closed.out_avals)
-
-    def batched(*args):
-        return batching.vmap_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
-                                  args, in_dims, axis_size, [0] * n_out)
-    avals = [a if d is None else ShapedArray((axis_size,) + a.shape, a.dtype)
-             for a, d in zip(closed.in_avals, in_dims)]
-    return _stage(batched, avals)
-
-
-jit_p.batch = _jit_batch
-
 
 # ----------------------------------------------------------------------------
 # The user-facing wrapper
@@ -350,10 +167,10 @@ class Jitted:
             kw.update(dyn_kwargs)
             out_leaves, out_tree = tree_flatten(self.fun(*full, **kw))
             out_store.append(out_tree)
-            return [x if isinstance(x, Tracer) else np.asarray(x) for x in out_leaves]
-        jaxpr, consts = core.trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums))
+            return [as_value(x) for x in out_leaves]
+        jaxpr, consts = trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums))
         entry = _Entry()
-        entry.closed, entry.hoisted = _closure_convert(jaxpr, consts)
+        entry.closed, entry.hoisted = closure_convert(jaxpr, consts)
         entry.out_tree = out_store[-1]
         entry.output_kind = _output_kind(entry.out_tree)
         entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)

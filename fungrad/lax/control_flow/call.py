@@ -1,0 +1,91 @@
+"""``jit_p``: a call of a staged jaxpr, compiled to NumPy once.
+
+    jit_p(*args, jaxpr=ClosedJaxpr(args -> outs), name)
+
+What ``fungrad.jit`` binds (``fungrad/jitting.py`` is the user-facing wrapper),
+and what other rules bind to run a derived jaxpr as one compiled call (scan's
+loop-invariant residuals).  Its rules only ask the interpreters for derived
+jaxprs:
+
+* eval: the compiled code of ``jaxpr`` (cached on it);
+* jvp: a call of the jaxpr's JVP (per pattern of nonzero tangents);
+* partial eval (linearize): a known call evaluated now and an unknown call
+  staged, which takes the known call's residuals;
+* transpose: a call of the jaxpr's transpose;
+* vmap: a call of the batched jaxpr;
+* lowering: nested calls are inlined into the enclosing generated code.
+"""
+from __future__ import annotations
+
+from fungrad.core import Primitive, bind_on
+from fungrad.interpreters import ad, batching
+from fungrad.interpreters.ad import Zero
+from fungrad.interpreters.codegen import compiled
+from fungrad.interpreters.partial_eval import partial_eval_jaxpr
+from fungrad.lax.control_flow.common import merge_lists, partition_list
+
+__all__ = ["jit_p"]
+
+jit_p = Primitive("jit", multiple_results=True)
+jit_p.inline = True          # codegen inlines nested calls
+
+
+def _jit_impl(*args, jaxpr, name):
+    comp = compiled(jaxpr)
+    return list(comp.fn(*comp.consts, *args))
+
+
+jit_p.def_impl(_jit_impl)
+jit_p.def_abstract_eval(lambda *avals, jaxpr, name: list(jaxpr.out_avals))
+
+
+def _jit_jvp(primals, tangents, jaxpr, name):
+    nonzeros = tuple(type(t) is not Zero for t in tangents)
+    jvp_jaxpr, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros)
+    nz_tangents = [t for t in tangents if type(t) is not Zero]
+    outs = jit_p.bind(*primals, *nz_tangents, jaxpr=jvp_jaxpr, name=f"jvp_{name}")
+    n = len(jaxpr.out_avals)
+    return outs[:n], ad.tangents_from(out_nonzeros, outs[n:], jaxpr.out_avals)
+
+
+jit_p.jvp = _jit_jvp
+
+
+def _jit_partial_eval(trace, args, jaxpr, name):
+    """Split a call with some unknown inputs into a known call evaluated now and
+    an unknown call staged into ``trace`` (which takes residuals + unknowns)."""
+    unknowns = tuple(trace.owns(a) for a in args)
+    known, unknown, out_unknowns, num_res = partial_eval_jaxpr(jaxpr, unknowns)
+    known_args, unknown_args = partition_list(unknowns, args)
+    known_outs = bind_on(trace.parent, jit_p, known_args, dict(jaxpr=known, name=f"known_{name}"))
+    n_known = len(known_outs) - num_res
+    known_outs, residuals = known_outs[:n_known], known_outs[n_known:]
+    staged = trace.stage(jit_p, list(residuals) + unknown_args,
+                         dict(jaxpr=unknown, name=f"unknown_{name}"))
+    return merge_lists(out_unknowns, known_outs, staged)
+
+
+jit_p.partial_eval = _jit_partial_eval
+
+
+def _jit_transpose(cts, *args, jaxpr, name):
+    linear = tuple(ad.is_undefined_primal(a) for a in args)
+    residuals, _ = partition_list(linear, args)
+    cts = [ad.instantiate_zeros(c) for c in cts]
+    ct_args = jit_p.bind(*residuals, *cts, jaxpr=ad.transpose_jaxpr(jaxpr, linear),
+                         name=f"transpose_{name}")
+    return merge_lists(linear, [None] * len(residuals), ct_args)
+
+
+jit_p.transpose = _jit_transpose
+jit_p.linear = True
+
+
+def _jit_batch(axis_size, vals, dims, jaxpr, name):
+    vals, in_dims = batching.bdims_to_front(vals, dims)
+    outs = jit_p.bind(*vals, jaxpr=batching.batch_jaxpr(jaxpr, axis_size, in_dims),
+                      name=f"vmap_{name}")
+    return outs, [0] * len(outs)
+
+
+jit_p.batch = _jit_batch

@@ -1,0 +1,256 @@
+"""``cond`` / ``switch``: run one of several branches, chosen by an index.
+
+    cond_p(index, *operands, branches=(ClosedJaxpr(ops -> outs), ...))
+
+Every branch takes the same operands (values the branches close over are
+hoisted into them) and returns the same types.  Rules:
+
+* eval: run the chosen branch's compiled code;
+* jvp: the JVP of every branch (same tangent pattern; every float output's
+  tangent instantiated so the branches agree) under one ``cond``;
+* partial eval (linearize): each branch splits into a known part, evaluated
+  now by a ``cond`` on the same index, and an unknown part staged as a
+  ``cond``; the residuals of all branches are merged into one signature (each
+  branch fills its own slots and zeros elsewhere);
+* transpose: the transpose of every branch under one ``cond``;
+* vmap: an unbatched index keeps a ``cond`` of batched branches; a batched
+  index runs every branch and selects per lane (``select_n``);
+* lowering: a real ``if``/``elif``/``else`` block in the generated code.
+
+Partial evaluation, before/after, for ``cond(p, lambda x, t: sin(x) * t,
+lambda x, t: t, x, t)`` with ``t`` unknown (a tangent under linearize)::
+
+    y = cond[branches=(x, t -> sin x * t;  x, t -> t)] p x t
+  known, now:    r = cond[branches=(x -> sin x;  x -> 0.0)] p x
+  unknown:       y = cond[branches=(r, t -> r * t;  r, t -> t)] p r t
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from fungrad.core import ClosedJaxpr, Primitive, bind_on, eval_jaxpr, get_aval
+from fungrad.interpreters import ad, batching
+from fungrad.interpreters.ad import Zero
+from fungrad.interpreters.codegen import compiled
+from fungrad.interpreters.partial_eval import (as_value, partial_eval_jaxpr, select_inputs,
+                                               stage_pytree, trace_closed)
+from fungrad.lax.control_flow.common import cached, merge_lists, partition_list
+from fungrad.tree_util import tree_flatten, tree_unflatten
+
+__all__ = ["cond", "switch", "cond_p"]
+
+cond_p = Primitive("cond", multiple_results=True)
+
+
+def _cond_impl(index, *args, branches):
+    comp = compiled(branches[int(np.clip(index, 0, len(branches) - 1))])
+    return list(comp.fn(*comp.consts, *args))
+
+
+def _cond_abstract_eval(index, *avals, branches):
+    if index.shape != () or index.dtype.kind not in "iub":
+        raise TypeError(f"cond/switch: the index must be an integer or boolean scalar, "
+                        f"got {index.str_short()}")
+    return list(branches[0].out_avals)
+
+
+cond_p.def_impl(_cond_impl)
+cond_p.def_abstract_eval(_cond_abstract_eval)
+
+
+def _cond_jvp(primals, tangents, branches):
+    index, *args = primals
+    nonzeros = tuple(type(t) is not Zero for t in tangents[1:])
+    jvp_branches = tuple(ad.jvp_jaxpr(br, nonzeros, instantiate=True)[0] for br in branches)
+    nz_tangents = [t for t in tangents[1:] if type(t) is not Zero]
+    outs = cond_p.bind(index, *args, *nz_tangents, branches=jvp_branches)
+    out_avals = branches[0].out_avals
+    n = len(out_avals)
+    floats = [ad.is_float(a.dtype) for a in out_avals]
+    return outs[:n], ad.tangents_from(floats, outs[n:], out_avals)
+
+
+cond_p.jvp = _cond_jvp
+
+
+def _cond_partial_eval(trace, args, branches):
+    index, ops = args[0], args[1:]
+    if trace.owns(index):
+        return trace.stage(cond_p, list(args), dict(branches=branches))
+    unknowns = tuple(trace.owns(x) for x in ops)
+    known, unknown, out_unknowns = cached("cond_pe", branches, unknowns,
+                                          lambda: _split_branches(branches, unknowns))
+    known_ops, unknown_ops = partition_list(unknowns, ops)
+    known_outs = bind_on(trace.parent, cond_p, [index] + known_ops, dict(branches=known))
+    n_known = sum(not u for u in out_unknowns)
+    known_outs, residuals = known_outs[:n_known], known_outs[n_known:]
+    staged = trace.stage(cond_p, [index] + residuals + unknown_ops, dict(branches=unknown))
+    return merge_lists(out_unknowns, known_outs, staged)
+
+
+def _split_branches(branches, unknowns):
+    """Known/unknown parts of every branch with one merged residual signature:
+    known branch i returns (known outs, zeros..., its residuals, zeros...)."""
+    first = [partial_eval_jaxpr(br, unknowns) for br in branches]
+    out_unknowns = [any(p[2][i] for p in first) for i in range(len(branches[0].out_avals))]
+    parts = [partial_eval_jaxpr(br, unknowns, instantiate=out_unknowns) for br in branches]
+    res_avals = [list(k.out_avals[len(k.out_avals) - n:]) if n else [] for k, _, _, n in parts]
+    known, unknown = [], []
+    for i, (k, u, _, n) in enumerate(parts):
+        before = [a for r in res_avals[:i] for a in r]
+        after = [a for r in res_avals[i + 1:] for a in r]
+        known.append(_place_residuals(k, n, before, after))
+        all_res = before + res_avals[i] + after
+        picks = list(range(len(before), len(before) + n)) + list(
+            range(len(all_res), len(all_res) + len(u.in_avals) - n))
+        unknown.append(select_inputs(u, all_res + list(u.in_avals[n:]), picks))
+    return tuple(known), tuple(unknown), out_unknowns
+
+
+def _place_residuals(known: ClosedJaxpr, n_res, before, after) -> ClosedJaxpr:
+    """Known outputs, then zeros for other branches' residuals around this one's."""
+    n_out = len(known.out_avals) - n_res
+
+    def fn(*xs):
+        outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
+        zeros = lambda avals: [ad.zeros_like_aval(a) for a in avals]
+        return outs[:n_out] + zeros(before) + outs[n_out:] + zeros(after)
+    return trace_closed(fn, list(known.in_avals))
+
+
+cond_p.partial_eval = _cond_partial_eval
+
+
+def _cond_transpose(cts, index, *args, branches):
+    linear = tuple(ad.is_undefined_primal(a) for a in args)
+    t_branches = tuple(ad.transpose_jaxpr(br, linear) for br in branches)
+    residuals = [a for a in args if not ad.is_undefined_primal(a)]
+    cts = [ad.instantiate_zeros(c) for c in cts]
+    ct_args = cond_p.bind(index, *residuals, *cts, branches=t_branches)
+    return [None] + merge_lists(linear, [None] * len(residuals), ct_args)
+
+
+cond_p.transpose = _cond_transpose
+cond_p.linear = True
+
+
+def _cond_batch(axis_size, vals, dims, branches):
+    from fungrad import lax
+    (index, *ops), (idim, *odims) = vals, dims
+    ops, in_dims = batching.bdims_to_front(ops, odims)
+    batched = tuple(batching.batch_jaxpr(br, axis_size, in_dims) for br in branches)
+    if idim is None:
+        outs = cond_p.bind(index, *ops, branches=batched)
+        return outs, [0] * len(outs)
+    # a batched index: every branch runs on the whole batch, lanes select
+    per_branch = [eval_jaxpr(br.jaxpr, br.consts, *ops) for br in batched]
+    index = batching.moveaxis(index, idim, 0)
+    outs = []
+    for k, aval in enumerate(batched[0].out_avals):
+        which = lax.reshape(index, (axis_size,) + (1,) * (aval.ndim - 1))
+        outs.append(lax.select_n(which, *[p[k] for p in per_branch]))
+    return outs, [0] * len(outs)
+
+
+cond_p.batch = _cond_batch
+
+
+def _cond_emit(block, eqn, args, out_names):
+    index, ops = args[0], args[1:]
+    branches = eqn.params["branches"]
+    for i, br in enumerate(branches):
+        if i == 0:
+            block.line(f"if {index} <= 0:" if len(branches) > 1 else "if True:")
+        elif i < len(branches) - 1:
+            block.line(f"elif {index} == {i}:")
+        else:
+            block.line("else:")
+        outs = block.body(br, ops)
+        if out_names:
+            block.line(f"{', '.join(out_names)}{',' if len(out_names) == 1 else ''} = "
+                       f"{', '.join(outs)}{',' if len(outs) == 1 else ''}", "    ")
+
+
+cond_p.emit_block = _cond_emit
+
+
+# ----------------------------------------------------------------------------
+# Staging the branches, public API
+# ----------------------------------------------------------------------------
+
+def _stage_branches(branches: Sequence[Callable], operands, who: str, labels):
+    """Trace every branch on the operands' avals.
+
+    Returns (branch jaxprs all taking ``hoisted + operand leaves``, the hoisted
+    values of all branches, the operand leaves, the output tree).
+    """
+    leaves, in_tree = tree_flatten(tuple(operands))
+    leaves = [as_value(x) for x in leaves]
+    avals = [get_aval(x).strip_weak_type() for x in leaves]
+    staged = [stage_pytree(lambda ops, fn=fn: fn(*ops), in_tree, avals) for fn in branches]
+    _check_same_outputs(staged, who, labels)
+    hoisted = [h for _, hs, _ in staged for h in hs]
+    all_avals = [get_aval(h) for h in hoisted] + avals
+    unified, offset = [], 0
+    for closed, hs, _ in staged:
+        if len(hs) == len(hoisted):
+            unified.append(closed)
+        else:     # each branch reads its own hoisted values, then the operands
+            picks = list(range(offset, offset + len(hs))) + list(
+                range(len(hoisted), len(all_avals)))
+            unified.append(select_inputs(closed, all_avals, picks))
+        offset += len(hs)
+    return tuple(unified), hoisted, leaves, staged[0][2]
+
+
+def _check_same_outputs(staged, who, labels):
+    tree0, avals0 = staged[0][2], [a.strip_weak_type() for a in staged[0][0].out_avals]
+    for i, (closed, _, tree) in enumerate(staged[1:], 1):
+        avals = [a.strip_weak_type() for a in closed.out_avals]
+        if tree != tree0 or avals != avals0:
+            raise TypeError(
+                f"{who}: the branches must return the same types, but {labels[0]} returns "
+                f"{tree0} with {[a.str_short() for a in avals0]} and {labels[i]} returns "
+                f"{tree} with {[a.str_short() for a in avals]}")
+
+
+def switch(index, branches: Sequence[Callable], *operands):
+    """``branches[index](*operands)``, index clamped into range (``jax.lax.switch``)."""
+    branches = list(branches)
+    return _switch(index, branches, operands, "switch",
+                   [f"branch {i}" for i in range(len(branches))])
+
+
+def _switch(index, branches, operands, who, labels):
+    from fungrad import lax
+    if not branches or not all(callable(b) for b in branches):
+        raise TypeError("switch: branches must be a non-empty sequence of callables")
+    index_aval = get_aval(index)
+    if index_aval.shape != () or index_aval.dtype.kind not in "iub":
+        raise TypeError(f"switch: the index must be an integer scalar, got "
+                        f"{index_aval.str_short()}")
+    index = lax.convert_element_type(index, np.int32)
+    index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    closed, hoisted, leaves, out_tree = _stage_branches(branches, operands, who, labels)
+    outs = cond_p.bind(index, *hoisted, *leaves, branches=closed)
+    return tree_unflatten(out_tree, outs)
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)`` (``jax.lax.cond``).
+
+    Only the chosen branch runs (also in jit-generated code: an ``if`` block);
+    under vmap with a batched predicate both run and lanes select.
+    """
+    from fungrad import lax
+    pred_aval = get_aval(pred)
+    if pred_aval.shape != ():
+        raise TypeError(f"cond: the predicate must be a scalar, got {pred_aval.str_short()}; "
+                        "use fungrad.numpy.where for elementwise selection, or vmap")
+    if not (callable(true_fun) and callable(false_fun)):
+        raise TypeError("cond: true_fun and false_fun must be callables")
+    if pred_aval.dtype != np.bool_:
+        pred = lax.ne(pred, np.zeros((), pred_aval.dtype))
+    return _switch(pred, [false_fun, true_fun], operands, "cond", ["false_fun", "true_fun"])
