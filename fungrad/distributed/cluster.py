@@ -116,7 +116,7 @@ def initialize(address=None, *, n_workers: int | None = None, threads_per_worker
         if address is None:
             n = int(n_workers or os.cpu_count() or 1)
             kwargs = dict(n_workers=n, threads_per_worker=threads_per_worker, processes=True,
-                          host="127.0.0.1", dashboard_address=None,
+                          protocol="tcp://", host="127.0.0.1", dashboard_address=None,
                           silence_logs=logging.ERROR)
             kwargs.update(cluster_kwargs)
             local = dd.LocalCluster(**kwargs)
@@ -160,6 +160,7 @@ def shutdown() -> None:
 
 
 def is_initialized() -> bool:
+    """Whether a Dask client is connected (``initialize`` was called)."""
     return _state.client is not None
 
 
@@ -204,6 +205,7 @@ def device_count(backend: str | None = None) -> int:
 
 
 def local_device_count(backend: str | None = None) -> int:
+    """The number of devices this process drives (``device_count()``: one controller)."""
     return len(local_devices())
 
 

@@ -7,17 +7,19 @@ Plan (once per body)::
     between stage k-1 and k: the collectives of level k
 
 so a data-parallel step (``value_and_grad`` then ``pmean``) is two stages
-and one tree reduction.  ``axis_index`` is a constant of each position.  The
+and one all-reduce between them.  ``axis_index`` is a constant of each position.  The
 last stage returns exactly the body's outputs.
 
-Run (once per call): tasks are submitted without waiting — per stage, one
-``worker.run_stage`` task per mesh position, restricted (loosely) to that
-position's worker, so blocks stay where they are; per reduction, a binary
-tree of ``worker.combine`` tasks over the positions along the axis (the
-result is shared by all of them); gathers, ppermutes and all_to_alls move
-only the values they need (``worker.pack``).  The results are ShardedArrays
-of Dask futures: the next call uses them where they are, ``np.asarray``
-gathers them.
+Run (once per call): one task graph, sent to the scheduler in one message
+and not waited for — per stage, one ``worker.run_stage`` task per mesh
+position, restricted (loosely) to that position's worker, so blocks stay
+where they are; per reduction, ``worker.combine`` tasks over the positions
+along the axis (recursive doubling for 2, 4, 8 ... positions, so that every
+position ends with the total; a binary tree otherwise); gathers,
+ppermutes and all_to_alls move only the values they need (``worker.pack``).
+The results are ShardedArrays of Dask futures: the next call uses them where
+they are, ``np.asarray`` gathers them.  Only the last stage's tasks are kept
+as futures; the scheduler frees the others once they are used.
 
 Fault tolerance is Dask's: every block, input and program is the result of
 a task whose spec holds its data (``worker.hold``), so a block whose worker
@@ -202,8 +204,28 @@ def plan(body: ClosedJaxpr, mesh) -> Plan:
 # Running one call
 # ----------------------------------------------------------------------------
 
+def _task(tasks: dict, placement: dict, key: str, address: str, fn, *args):
+    """Add ``fn(*args)`` under ``key``, to run on the worker at ``address`` if it
+    is there (elsewhere if not); returns a reference to its result."""
+    from dask._task_spec import Task, TaskRef, parse_input
+    tasks[key] = Task(key, fn, *[parse_input(a) for a in args])
+    placement[key] = [address]
+    return TaskRef(key)
+
+
+def _send(client, tasks: dict, placement: dict, keys: list) -> dict:
+    """Send a task graph in one message (no waiting); futures of ``keys``."""
+    import dask
+    # per-task placement: the scheduler calls this with each key (a dict's bound
+    # method: the scheduler needs nothing of fungrad to use it)
+    with dask.annotate(workers=placement.get, allow_other_workers=True):
+        futures = client.get(tasks, keys, sync=False)
+    return dict(zip(keys, futures))
+
+
 class _Call:
-    """The state of one call: where every value of the body is, per position."""
+    """The state of one call: where every value of the body is, per position, and
+    the task graph being built (keys -> tasks, keys -> the worker to run on)."""
 
     def __init__(self, plan_: Plan, client):
         self.plan, self.client = plan_, client
@@ -212,7 +234,9 @@ class _Call:
         self.addresses = [d.address for d in mesh.devices.flat]
         self.coords = mesh.positions()
         self.env: dict = {}
-        self.lengths: dict = {}         # future key -> number of values in its tuple
+        self.lengths: dict = {}         # task key -> number of values in its tuple
+        self.tasks: dict = {}
+        self.placement: dict = {}
         self.tag = uuid.uuid4().hex[:12]
         self.counter = itertools.count()
 
@@ -223,11 +247,18 @@ class _Call:
         self.env.setdefault(var, [None] * self.n)[p] = ref
 
     def submit(self, fn, *args, p, name, n_out=None):
-        fut = self.client.submit(fn, *args, key=f"fungrad-{name}-{self.tag}-{next(self.counter)}",
-                                 workers=[self.addresses[p]], allow_other_workers=True, pure=False)
+        """Add the task ``fn(*args)`` to run at position ``p``; returns a reference
+        to its result (a Dask TaskRef until ``send``)."""
+        key = f"fungrad-{name}-{self.tag}-{next(self.counter)}"
+        ref = _task(self.tasks, self.placement, key, self.addresses[p], fn, *args)
         if n_out is not None:
-            self.lengths[fut.key] = n_out
-        return fut
+            self.lengths[key] = n_out
+        return ref
+
+    def send(self, wanted: list) -> dict:
+        """Send the graph (one message); futures of the ``wanted`` references."""
+        return _send(self.client, self.tasks, self.placement, [r.key for r in wanted])
+
 
     # --- stages -------------------------------------------------------------------
     def stage(self, s: Stage, program):
@@ -249,7 +280,7 @@ class _Call:
         if not any(isinstance(r, RemoteRef) for r in refs):
             return tuple(refs)
         fut = refs[0].future if isinstance(refs[0], RemoteRef) else None
-        if fut is not None and self.lengths.get(fut.key) == len(refs) and all(
+        if fut is not None and self.lengths.get(fut.key, -1) == len(refs) and all(
                 isinstance(r, RemoteRef) and r.future is fut and r.index == i
                 for i, r in enumerate(refs)):
             return fut                  # already exactly these values
@@ -278,24 +309,37 @@ class _Call:
                       if e.primitive.name == "psum_scatter" else None for e in c.eqns)
         ins = [e.inputs[0] for e in c.eqns]
         for group in self.groups(c.axis):
-            nodes = [(self.payload(ins, p), p) for p in group]
-            while len(nodes) > 1:           # a binary tree, pairs of neighbouring lanes
-                nxt = []
-                for i in range(0, len(nodes) - 1, 2):
-                    (a, pa), (b, _) = nodes[i], nodes[i + 1]
-                    nxt.append((self.submit(worker.combine, ops, a, b, p=pa, name="combine",
-                                            n_out=len(ops)), pa))
-                if len(nodes) % 2:
-                    nxt.append(nodes[-1])
-                nodes = nxt
-            total = nodes[0][0]
+            payloads = [self.payload(ins, p) for p in group]
+            totals = self.all_reduce(ops, payloads, group)
             for lane, p in enumerate(group):
-                res = total
+                res = totals[lane]
                 if any(posts):
-                    res = self.submit(worker.scatter_chunks, total, lane, len(group), posts,
+                    res = self.submit(worker.scatter_chunks, res, lane, len(group), posts,
                                       p=p, name="scatter", n_out=len(ops))
                 for i, e in enumerate(c.eqns):
                     self.set(e.outvars[0], p, _element(res, i))
+
+    def all_reduce(self, ops, values, group) -> list:
+        """Every lane's reduction of ``values``.  With 2, 4, 8, ... lanes: recursive
+        doubling (log2 n rounds; in round r lane i combines with lane i xor 2**r,
+        so every lane ends with the total, with no broadcast after); otherwise a
+        binary tree to lane 0, whose result every lane then fetches.  Operands are
+        combined in lane order, so every lane's total is bitwise the same."""
+        n = len(group)
+        if n & (n - 1) == 0:
+            step = 1
+            while step < n:
+                values = [self.submit(worker.combine, ops, *(
+                    (values[i], values[i ^ step]) if i < i ^ step else (values[i ^ step], values[i])),
+                    p=group[i], name="combine", n_out=len(ops)) for i in range(n)]
+                step *= 2
+            return values
+        nodes = list(zip(values, group))
+        while len(nodes) > 1:
+            nxt = [(self.submit(worker.combine, ops, a, b, p=pa, name="combine", n_out=len(ops)),
+                    pa) for (a, pa), (b, _) in zip(nodes[0::2], nodes[1::2])]
+            nodes = nxt + ([nodes[-1]] if len(nodes) % 2 else [])
+        return [nodes[0][0]] * n
 
     def gather(self, c: Collective):
         specs = tuple((e.params["axis"], e.params["tiled"]) for e in c.eqns)
@@ -356,6 +400,8 @@ def run(body: ClosedJaxpr, mesh, in_specs, out_specs, args) -> list:
             last = call.stage(step, program)
         else:
             call.collective(step)
+    futures = call.send(last)
+    last = [futures[r.key] for r in last]
     outs = []
     for i, (v, spec) in enumerate(zip(p_.outvars, out_specs)):
         aval = ShapedArray(global_shape(v.aval.shape, spec, mesh), v.aval.dtype)
@@ -381,9 +427,12 @@ def _input_refs(x, spec, mesh, call: _Call) -> list:
 
 
 def put_blocks(blocks, devices) -> list:
-    """Each block as a task on its device's worker (``device_put``)."""
-    client = cluster.client()
+    """Each block as a task on its device's worker (``device_put``): the data is
+    in the task, so a block whose worker dies is sent again."""
     tag = uuid.uuid4().hex[:12]
-    return [RemoteRef(client.submit(worker.hold, b, key=f"fungrad-block-{tag}-{i}",
-                                    workers=[d.address], allow_other_workers=True, pure=False))
-            for i, (b, d) in enumerate(zip(blocks, devices))]
+    tasks, placement, keys = {}, {}, []
+    for i, (b, d) in enumerate(zip(blocks, devices)):
+        keys.append(f"fungrad-block-{tag}-{i}")
+        _task(tasks, placement, keys[-1], d.address, worker.hold, b)
+    futures = _send(cluster.client(), tasks, placement, keys)
+    return [RemoteRef(futures[k]) for k in keys]

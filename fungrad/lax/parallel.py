@@ -290,10 +290,12 @@ def pmean(x, axis_name):
 
 
 def pmax(x, axis_name):
+    """Maximum of ``x`` over the lanes of the named axis."""
     return _over_names(pmax_p, x, axis_name)
 
 
 def pmin(x, axis_name):
+    """Minimum of ``x`` over the lanes of the named axis."""
     return _over_names(pmin_p, x, axis_name)
 
 
