@@ -333,7 +333,7 @@ shard_map_p.batch = _batch
 
 # --- jit: the generated code calls the shard_map ------------------------------
 
-class _Call:
+class _ShardMapCall:
     """What jit-compiled code calls for a shard_map equation."""
     __slots__ = ("params",)
 
@@ -348,7 +348,7 @@ class _Call:
 
 
 def _emit(block, eqn, args, out_names):
-    fn = block.names.const(_Call(eqn.params))
+    fn = block.names.const(_ShardMapCall(eqn.params))
     target = ", ".join(out_names) + "," if out_names else "_"
     block.line(f"{target} = {fn}({', '.join(args)})  # shard_map over {eqn.params['mesh']}")
 

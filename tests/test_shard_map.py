@@ -312,3 +312,10 @@ def test_unreachable_scheduler_raises_connection_error():
     with pytest.raises(ConnectionError, match=r"tcp://127\.0\.0\.1:9.*within 1"):
         fungrad.distributed.initialize("tcp://127.0.0.1:9", timeout=1)
     assert not fungrad.distributed.is_initialized()
+
+
+def test_export_refuses_a_shard_map():
+    f = fungrad.shard_map(lambda b: b * 2, mesh=mesh_1d(2), in_specs=P("data"),
+                          out_specs=P("data"))
+    with pytest.raises(TypeError, match="shard_map.*cannot be exported"):
+        fungrad.export(f, np.ones(4))
