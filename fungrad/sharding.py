@@ -24,10 +24,12 @@ import numpy as np
 from fungrad import core
 from fungrad.core import Array, Device, ShapedArray, Tracer, cpu_device, wrap_array
 from fungrad.distributed import cluster
-from fungrad.tree_util import keystr, tree_flatten_with_path, tree_map, tree_unflatten
+from fungrad.tree_util import (keystr, tree_flatten_with_path, tree_leaves, tree_map,
+                                tree_unflatten)
 
 __all__ = ["Mesh", "PartitionSpec", "P", "Sharding", "NamedSharding", "SingleDeviceSharding",
-           "ShardedArray", "Shard", "make_mesh", "device_put", "device_get", "describe_shards"]
+           "ShardedArray", "Shard", "make_mesh", "device_put", "device_get", "block_until_ready",
+           "describe_shards"]
 
 
 # ----------------------------------------------------------------------------
@@ -541,6 +543,16 @@ def device_get(x):
     """The value of ``x`` (a pytree) in this process: ShardedArrays are gathered;
     fungrad Arrays already live here and are returned as they are."""
     return tree_map(lambda v: v._value() if isinstance(v, ShardedArray) else v, x)
+
+
+def block_until_ready(x):
+    """Wait until every array of the pytree ``x`` is computed; returns ``x``.
+    fungrad Arrays already are (NumPy is synchronous); ShardedArrays wait for
+    their blocks on the workers."""
+    for leaf in tree_leaves(x):
+        if isinstance(leaf, ShardedArray):
+            leaf.block_until_ready()
+    return x
 
 
 def describe_shards(x) -> str:

@@ -45,6 +45,8 @@ def test_arrays_live_on_the_one_cpu_device():
     assert fungrad.device_count() == 1 and fungrad.local_device_count() == 1
     assert fungrad.default_backend() == "cpu" and cpu.platform == "cpu"
     assert x.block_until_ready() is x
+    tree = {"x": x}
+    assert fungrad.block_until_ready(tree) is tree
     assert x.devices() == {cpu} and x.device is cpu
     assert x.copy_to_host_async() is None
     assert x.sharding == SingleDeviceSharding(cpu) and x.sharding.is_fully_replicated
