@@ -192,6 +192,18 @@ def test_grad_and_vmap_of_shard_map_on_the_cluster(cluster):
                                                                 np.zeros(8)))[1], rtol=1e-12)
 
 
+def test_grad_vmap_and_jit_inside_the_body_on_the_cluster(cluster):
+    mesh = worker_mesh()
+    x, w = RNG.standard_normal((8, 3)), RNG.standard_normal(3)
+
+    def body(w, xb):     # per-example gradients inside, their global sum across workers
+        per_example = fungrad.vmap(fungrad.grad(lambda w, xi: fnp.tanh(xi @ w)), (None, 0))(w, xb)
+        return fungrad.jit(lambda g: lax.psum(fnp.sum(g, axis=0), "data"))(per_example), per_example
+    got, ref = on_both(body, mesh, (P(), P("data")), (P(), P("data")), w, x)
+    assert_trees_close(got, ref)
+    np.testing.assert_allclose(got[0], ((1 - np.tanh(x @ w) ** 2)[:, None] * x).sum(0), rtol=1e-13)
+
+
 def test_bad_specs_raise_before_anything_runs(cluster):
     mesh = worker_mesh()
     with pytest.raises(ValueError, match=r"args\[0\].*not divisible by 2"):

@@ -189,15 +189,9 @@ def _unique(items) -> list:
     return out
 
 
-_plans: dict = {}
-
-
 def plan(body: ClosedJaxpr, mesh) -> Plan:
-    key = (id(body), mesh)
-    hit = _plans.get(key)
-    if hit is None or hit[0] is not body:
-        hit = _plans[key] = (body, Plan(body, mesh))   # holding body keeps its id unique
-    return hit[1]
+    """The plan of ``body`` on ``mesh`` (cached on the body: it dies with it)."""
+    return body.derived(("distributed_plan", mesh), lambda: Plan(body, mesh))
 
 
 # ----------------------------------------------------------------------------
