@@ -41,21 +41,18 @@ from typing import Callable
 
 import numpy as np
 
-from fungrad import core
+from fungrad import core, lax
 from fungrad.core import (ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray, Tracer, bind_on,
                           eval_jaxpr, get_aval)
 from fungrad.interpreters import ad, batching, codegen
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.partial_eval import partial_eval_jaxpr, stage_pytree, trace_closed
 from fungrad.interpreters.passes import inline_calls
-from fungrad.lax import parallel
 from fungrad.sharding import (Mesh, PartitionSpec, ShardedArray, block_shape, check_spec,
                               global_shape, merge_blocks, split_blocks)
 from fungrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = ["shard_map", "shard_map_p"]
-
-
 
 
 # ----------------------------------------------------------------------------
@@ -122,14 +119,16 @@ def check_supported(jaxpr: Jaxpr) -> None:
         for sub in _sub_jaxprs(eqn):
             inside = _collectives_in(sub)
             if inside:
+                name = eqn.primitive.name
                 raise NotImplementedError(
-                    f"shard_map: the collective {inside[0]} inside a {eqn.primitive.name} "
-                    f"(lax.{_construct(eqn.primitive.name)}) body is not supported; compute it "
-                    f"outside the {eqn.primitive.name}, before or after it")
+                    f"shard_map: the collective {inside[0]} inside a {name} "
+                    f"({_CONSTRUCTS.get(name, name)}) body is not supported; compute it outside "
+                    f"the {name}, before or after it")
 
 
-def _construct(name: str) -> str:
-    return {"while": "while_loop", "remat": "checkpoint", "cond": "cond/switch"}.get(name, name)
+_CONSTRUCTS = {"while": "lax.while_loop / fori_loop", "scan": "lax.scan / fori_loop / map",
+               "cond": "lax.cond / switch", "checkpoint": "fungrad.checkpoint",
+               "custom_jvp_call": "custom_jvp", "custom_vjp_call": "custom_vjp"}
 
 
 # ----------------------------------------------------------------------------
@@ -225,11 +224,9 @@ def _split_body(body, unknowns, mesh):
 
     def known_fn(*xs):
         outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
-        from fungrad import lax
         return outs[:n_known] + [lax.expand_dims(r, (0,)) for r in outs[n_known:]]
 
     def unknown_fn(*xs):
-        from fungrad import lax
         res = [lax.squeeze(r, (0,)) for r in xs[:num_res]]
         return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[num_res:])
     res_avals = known.out_avals[n_known:]
@@ -272,7 +269,6 @@ def _replicated_over(spec: PartitionSpec, mesh: Mesh) -> tuple:
 def _transpose_body(body, linear, mesh, in_specs, out_specs):
     """ClosedJaxpr(res, T a -o T b) -> ClosedJaxpr(res, T b -o T a), per block: the
     body's transpose, with the copies of replicated values accounted for."""
-    from fungrad import lax
     t = ad.transpose_jaxpr(body, linear)
     lin_specs = [s for s, is_lin in zip(in_specs, linear) if is_lin]
     n_res = len(linear) - len(lin_specs)
@@ -291,7 +287,7 @@ def _transpose_body(body, linear, mesh, in_specs, out_specs):
         out = []
         for ct, spec in zip(cts_in, lin_specs):   # an input used by k copies: sum their cts
             axes = _replicated_over(spec, mesh)
-            out.append(parallel.psum(ct, axes) if axes and ad.is_float(get_aval(ct).dtype) else ct)
+            out.append(lax.psum(ct, axes) if axes and ad.is_float(get_aval(ct).dtype) else ct)
         return out
     nonlin_avals = [a for a, is_lin in zip(body.in_avals, linear) if not is_lin]
     return trace_closed(transposed, nonlin_avals + [ad.tangent_aval(a) for a in body.out_avals])

@@ -288,7 +288,7 @@ def test_collectives_inside_control_flow_raise_not_implemented():
 
     def body(b):
         return lax.scan(lambda c, _: (lax.psum(c, "data"), None), b, None, length=2)[0]
-    with pytest.raises(NotImplementedError, match=r"psum inside a scan.*lax.scan"):
+    with pytest.raises(NotImplementedError, match=r"psum inside a scan \(lax.scan"):
         fungrad.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P())(np.ones(2))
     with pytest.raises(NotImplementedError, match="nested"):
         inner = fungrad.shard_map(lambda b: b, mesh=mesh, in_specs=P(), out_specs=P())
