@@ -96,7 +96,6 @@ class Plan:
             self.steps.append(stages[k])
         self._wire(stages, colls, jaxpr)
         self.program = worker.Program([self._code(s, jaxpr, flat.consts) for s in stages])
-        self.n_outputs = len(self.outvars)
         self._future = (None, None)     # (client generation, future of the program)
 
     def _levels(self, jaxpr):
@@ -252,7 +251,6 @@ class _Call:
     def send(self, wanted: list) -> dict:
         """Send the graph (one message); futures of the ``wanted`` references."""
         return _send(self.client, self.tasks, self.placement, [r.key for r in wanted])
-
 
     # --- stages -------------------------------------------------------------------
     def stage(self, s: Stage, program):
