@@ -39,7 +39,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     rounds, target = (3, 0.02) if args.quick else (9, 0.1)
     rows = []
-    makers = [m for m in workloads.WORKLOADS if not args.only or args.only in m.__name__]
+    makers = [m for m in all_workloads() if not args.only or args.only in m.__name__]
     started = time.perf_counter()
     for i, make in enumerate(makers):
         # Building a workload verifies (and for JAX compiles) every peer once.
@@ -56,6 +56,16 @@ def main(argv=None):
     extras = [] if args.only else one_shot_measurements()
     write_table(rows, args.out, extras)
     print(f"wrote {args.out}", file=sys.stderr)
+
+
+def all_workloads() -> list:
+    """The one-process workloads, and the cluster ones when Dask is installed
+    (the ``distributed`` extra): those start a 2-worker LocalCluster."""
+    import importlib.util
+    if importlib.util.find_spec("distributed") is None:
+        return list(workloads.WORKLOADS)
+    from benchmarks import cluster_workloads
+    return list(workloads.WORKLOADS) + cluster_workloads.WORKLOADS
 
 
 def one_shot_measurements() -> list:

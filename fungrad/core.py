@@ -38,7 +38,8 @@ __all__ = [
     "Primitive", "Trace", "Tracer", "Array", "EvalTrace",
     "get_aval", "eval_jaxpr", "typecheck_jaxpr",
     "UnexpectedTracerError", "ConcretizationTypeError", "primitives",
-    "float0", "new_trace_context",
+    "float0", "new_trace_context", "Device", "CpuDevice", "cpu_device",
+    "register_global_array_type",
 ]
 
 # JAX's dtype for the (empty) tangent space of integer and boolean values.
@@ -129,6 +130,8 @@ def get_aval(x) -> ShapedArray:
         return _shaped((), x.dtype)
     if isinstance(x, _PY_SCALARS):
         return ShapedArray((), np.asarray(x).dtype, weak_type=type(x) is not bool)
+    if type(x) in _global_array_types:   # fungrad.sharding's arrays: no gather for an aval
+        return x.aval
     try:
         arr = np.asarray(x)
     except Exception as err:  # pragma: no cover - numpy's own message is kept
@@ -538,15 +541,50 @@ def _eval_tracer_message(a) -> str:
 
 
 def wrap_array(x) -> "Array":
-    """A read-only fungrad Array viewing ``x`` (no copy)."""
+    """A read-only fungrad Array viewing ``x`` (no copy); arrays whose shards live
+    elsewhere (``register_global_array_type``) are returned as they are."""
     t = type(x)
     if t is not np.ndarray:
-        if t is Array:
+        if t is Array or t in _global_array_types:
             return x
         x = np.asarray(x)
     out = x.view(Array)
     out.setflags(write=False)
     return out
+
+
+# ----------------------------------------------------------------------------
+# Devices: one process is one CPU device (fungrad.distributed adds Dask workers)
+# ----------------------------------------------------------------------------
+
+class Device:
+    """A place arrays live (``jax.Device``): ``id``, ``platform``, ``device_kind``."""
+    platform = "cpu"
+    device_kind = "cpu"
+    process_index = 0
+
+    def __init__(self, id: int = 0):
+        self.id = int(id)
+
+    def __repr__(self):
+        return f"CpuDevice(id={self.id})"
+
+
+class CpuDevice(Device):
+    """This process's CPU, where every fungrad Array lives (NumPy memory)."""
+
+
+cpu_device = CpuDevice(0)
+
+# Types of arrays whose data lives on other devices (fungrad.sharding's global
+# arrays): get_aval asks them for their aval, and wrap_array passes them through.
+_global_array_types: set = set()
+
+
+def register_global_array_type(cls) -> None:
+    """Make ``cls`` (with an ``aval`` attribute and ``__array__``) a fungrad value
+    that evaluation passes through without gathering it."""
+    _global_array_types.add(cls)
 
 
 class Array(np.ndarray):
@@ -560,6 +598,26 @@ class Array(np.ndarray):
 
     def __reduce__(self):  # pickle as a plain ndarray
         return np.asarray(self).copy().__reduce__()
+
+    # --- the device API of jax.Array, with its NumPy meaning -------------------
+    # NumPy computes synchronously in this process's memory: a result is ready
+    # when it is returned, and it lives on the one CPU device.
+    def block_until_ready(self):
+        """Wait until the value is computed: it already is; returns ``self``."""
+        return self
+
+    def copy_to_host_async(self):
+        """Start copying to host memory: the data is already there; returns None."""
+        return None
+
+    @property
+    def device(self) -> Device:
+        """The device holding this array: this process's CPU."""
+        return cpu_device
+
+    def devices(self) -> set:
+        """The set of devices holding this array: ``{CpuDevice(id=0)}``."""
+        return {cpu_device}
 
 
 class Tracer:

@@ -30,6 +30,9 @@ __all__ = ["export"]
 
 def _const_source(name: str, value) -> str:
     arr = np.ascontiguousarray(np.asarray(value))
+    if arr.dtype == object:     # e.g. the call of a shard_map: not NumPy data
+        raise TypeError(f"export: the generated code calls {value!r}, which is not NumPy "
+                        "data; this function cannot be exported as NumPy-only code")
     return (f"{name} = np.frombuffer(bytes.fromhex({arr.tobytes().hex()!r}), "
             f"dtype={arr.dtype.str!r}).reshape({arr.shape!r})")
 

@@ -12,6 +12,8 @@ broadcasting) and ``reducer_batcher`` (axis-parameterised ops).
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import Callable, Sequence
 
 from fungrad import core
@@ -22,7 +24,7 @@ from fungrad.interpreters.partial_eval import trace_closed
 
 __all__ = ["not_mapped", "BatchTrace", "BatchTracer", "vmap_flat", "batch_jaxpr", "bdims_to_front", "moveaxis",
            "bdim_at_front", "vectorized_batcher", "broadcasting_batcher",
-           "reducer_batcher", "shift_axes"]
+           "reducer_batcher", "shift_axes", "extend_axis_env", "manual_axis_size"]
 
 not_mapped = None
 
@@ -109,7 +111,37 @@ def enclosing_batch_traces(trace=None):
 
 
 def bound_axis_names(trace=None) -> list:
-    return [t.axis_name for t in enclosing_batch_traces(trace) if t.axis_name is not None]
+    names = [t.axis_name for t in enclosing_batch_traces(trace) if t.axis_name is not None]
+    return names + [n for frame in reversed(_axis_env.frames) for n in frame if n not in names]
+
+
+# Axis names bound without a batch trace: the mesh axes of a ``shard_map`` body
+# while it is traced (its collectives are staged, and run later across shards).
+class _AxisEnv(threading.local):
+    def __init__(self):
+        self.frames: list[dict] = []
+
+
+_axis_env = _AxisEnv()
+
+
+@contextlib.contextmanager
+def extend_axis_env(sizes: dict):
+    """Bind the axis names in ``sizes`` (name -> size) while tracing a body whose
+    collectives run elsewhere (shard_map's mesh axes)."""
+    _axis_env.frames.append(dict(sizes))
+    try:
+        yield
+    finally:
+        _axis_env.frames.pop()
+
+
+def manual_axis_size(name):
+    """The size of a name bound by ``extend_axis_env``, or None."""
+    for frame in reversed(_axis_env.frames):
+        if name in frame:
+            return frame[name]
+    return None
 
 
 def vmap_flat(f: Callable, args: Sequence, in_dims: Sequence, axis_size: int,

@@ -28,7 +28,8 @@ from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
 from fungrad.interpreters.passes import optimize
 
-__all__ = ["lower_jaxpr", "compile_jaxpr", "compile_closed", "compiled", "CompiledFunction"]
+__all__ = ["lower_jaxpr", "compile_jaxpr", "compile_closed", "compile_source", "compiled",
+           "CompiledFunction"]
 
 _RESERVED = {"np", "fn", "_impl", "_unbound_axis", "dtype", "inf", "nan"}
 
@@ -265,16 +266,24 @@ def _bind_helper_modules(source: str):
     return source, modules
 
 
+def compile_source(source: str, name: str = "fn", block_consts=None):
+    """Compile source that ``lower_jaxpr_and_consts`` generated (with the constants
+    of its nested blocks), in this process: ``(function, source as compiled)``.
+    Other processes (Dask workers) compile shipped source with this too."""
+    source, helper_modules = _bind_helper_modules(source)
+    namespace = {"np": np, "_impl": {n: p.impl for n, p in core.primitives.items()},
+                 "_unbound_axis": _unbound_axis, **(block_consts or {}), **helper_modules}
+    code = compile(source, f"<fungrad.jit {name}>", "exec")
+    exec(code, namespace)
+    return namespace[name], source
+
+
 def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
                   reuse_buffers: bool = True) -> CompiledFunction:
     """Lower and compile a flat ``jaxpr`` (compile/exec once)."""
     source, block_consts = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers)
-    source, helper_modules = _bind_helper_modules(source)
-    namespace = {"np": np, "_impl": {n: p.impl for n, p in core.primitives.items()},
-                 "_unbound_axis": _unbound_axis, **block_consts, **helper_modules}
-    code = compile(source, f"<fungrad.jit {name}>", "exec")
-    exec(code, namespace)
-    return CompiledFunction(namespace[name], source, jaxpr, consts)
+    fn, source = compile_source(source, name, block_consts)
+    return CompiledFunction(fn, source, jaxpr, consts)
 
 
 def compile_closed(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:

@@ -1,0 +1,567 @@
+"""Meshes, partition specs, shardings and global arrays (``jax.sharding``).
+
+A ``Mesh`` is a NumPy array of devices with a name per axis; a
+``PartitionSpec`` says, per array dimension, which mesh axes split it (None:
+not split); a ``NamedSharding(mesh, spec)`` places one block of an array on
+every device of the mesh (devices along axes the spec does not mention hold
+copies).  ``device_put(x, NamedSharding(...))`` returns a ``ShardedArray``: a
+global array (``.shape``, ``.dtype``, ``.sharding`` as in JAX) whose blocks
+live on the devices — on Dask workers once ``fungrad.distributed`` is
+initialised, in this process for the local CPU device or
+``fungrad.distributed.simulated_devices``.  ``np.asarray`` / ``device_get``
+gathers it.
+
+On NumPy without a cluster there is one device, this process's CPU: every
+fungrad ``Array`` lives there (``SingleDeviceSharding``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from fungrad import core
+from fungrad.core import Array, Device, ShapedArray, Tracer, cpu_device, wrap_array
+from fungrad.distributed import cluster
+from fungrad.tree_util import (keystr, tree_flatten_with_path, tree_leaves, tree_map,
+                                tree_unflatten)
+
+__all__ = ["Mesh", "PartitionSpec", "P", "Sharding", "NamedSharding", "SingleDeviceSharding",
+           "ShardedArray", "Shard", "make_mesh", "device_put", "device_get", "block_until_ready",
+           "describe_shards"]
+
+
+# ----------------------------------------------------------------------------
+# PartitionSpec
+# ----------------------------------------------------------------------------
+
+class PartitionSpec(tuple):
+    """Per array dimension: None (not split), a mesh axis name, or a tuple of names
+    (split over their product, first name major).  Trailing dimensions that the
+    spec does not reach are not split."""
+
+    def __new__(cls, *partitions):
+        for p in partitions:
+            ok = p is None or isinstance(p, str) or (
+                isinstance(p, tuple) and all(isinstance(n, str) for n in p))
+            if not ok:
+                raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a "
+                                f"tuple of names, got {p!r}")
+        return super().__new__(cls, partitions)
+
+    def __repr__(self):
+        return f"PartitionSpec{tuple.__repr__(self)}"
+
+    __str__ = __repr__
+
+    def axes_of(self, dim: int) -> tuple:
+        """The mesh axis names splitting dimension ``dim`` (empty if none)."""
+        if dim >= len(self) or self[dim] is None:
+            return ()
+        p = self[dim]
+        return (p,) if isinstance(p, str) else tuple(p)
+
+    def mesh_axes(self) -> tuple:
+        """Every mesh axis name the spec mentions, in order."""
+        return tuple(n for d in range(len(self)) for n in self.axes_of(d))
+
+    def normalized(self) -> "PartitionSpec":
+        """The same spec with names as tuples and trailing Nones dropped."""
+        parts = [self.axes_of(d) or None for d in range(len(self))]
+        while parts and parts[-1] is None:
+            parts.pop()
+        return PartitionSpec(*parts)
+
+
+P = PartitionSpec
+
+
+# ----------------------------------------------------------------------------
+# Mesh
+# ----------------------------------------------------------------------------
+
+class Mesh:
+    """Devices in an n-dimensional array with a name per axis (``jax.sharding.Mesh``)."""
+
+    def __init__(self, devices, axis_names):
+        if isinstance(axis_names, str):
+            axis_names = (axis_names,)
+        axis_names = tuple(axis_names)
+        arr = np.array(devices, dtype=object)
+        flat = list(arr.flat)
+        if arr.ndim != len(axis_names):
+            raise ValueError(f"Mesh: devices has {arr.ndim} dimensions {arr.shape} but "
+                             f"{len(axis_names)} axis_names {axis_names} were given; give one "
+                             "name per dimension of the devices array")
+        if len(set(axis_names)) != len(axis_names):
+            raise ValueError(f"Mesh: axis_names {axis_names} repeat a name")
+        if not all(isinstance(d, Device) for d in flat):
+            bad = next(d for d in flat if not isinstance(d, Device))
+            raise TypeError(f"Mesh: devices must be fungrad devices (fungrad.devices()), got "
+                            f"{type(bad).__name__}")
+        if len({id(d) for d in flat}) != len(flat):
+            raise ValueError("Mesh: a device appears more than once in devices")
+        kinds = {type(d) is cluster.WorkerDevice for d in flat}
+        if len(kinds) > 1:
+            raise ValueError("Mesh: devices mix Dask workers and local CPU devices")
+        self.devices = arr
+        self.axis_names = axis_names
+
+    @property
+    def shape(self) -> dict:
+        """Axis name -> size, in order."""
+        return dict(zip(self.axis_names, self.devices.shape))
+
+    axis_sizes = property(lambda self: tuple(self.devices.shape))
+    size = property(lambda self: self.devices.size)
+    device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
+
+    @property
+    def is_distributed(self) -> bool:
+        """True if the devices are Dask workers (shards live in other processes)."""
+        return self.size > 0 and type(self.devices.flat[0]) is cluster.WorkerDevice
+
+    def positions(self) -> list[dict]:
+        """Each device's coordinates (axis name -> index), in ``devices.flat`` order."""
+        return [dict(zip(self.axis_names, idx)) for idx in np.ndindex(*self.devices.shape)]
+
+    def _key(self):
+        return (self.axis_names, self.devices.shape, tuple(id(d) for d in self.devices.flat))
+
+    def __eq__(self, other):
+        return isinstance(other, Mesh) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"Mesh(device_ids={self.device_ids.tolist()}, axis_names={self.axis_names})"
+
+    def __str__(self):
+        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
+        return f"Mesh({axes})"
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices=None) -> Mesh:
+    """A mesh of the first ``prod(axis_shapes)`` devices (``jax.make_mesh``)."""
+    devices = list(cluster.devices() if devices is None else devices)
+    n = math.prod(axis_shapes)
+    if n > len(devices):
+        raise ValueError(f"make_mesh: axis_shapes {tuple(axis_shapes)} need {n} devices but "
+                         f"there are {len(devices)}")
+    arr = np.empty(len(devices[:n]), dtype=object)
+    arr[:] = devices[:n]
+    return Mesh(arr.reshape(tuple(axis_shapes)), tuple(axis_names))
+
+
+# ----------------------------------------------------------------------------
+# Shardings
+# ----------------------------------------------------------------------------
+
+class Sharding:
+    """How an array's blocks map to devices (``jax.sharding.Sharding``)."""
+
+    def devices_indices_map(self, global_shape) -> dict:
+        raise NotImplementedError
+
+    def shard_shape(self, global_shape) -> tuple:
+        raise NotImplementedError
+
+    @property
+    def device_set(self) -> set:
+        return set(self._device_list())
+
+    @property
+    def num_devices(self) -> int:
+        return len(self._device_list())
+
+    @property
+    def addressable_devices(self) -> set:
+        # one controller drives every device (the Dask client), so all are addressable
+        return self.device_set
+
+
+class SingleDeviceSharding(Sharding):
+    """The whole array on one device."""
+
+    def __init__(self, device: Device):
+        self._device = device
+
+    def _device_list(self):
+        return [self._device]
+
+    def devices_indices_map(self, global_shape) -> dict:
+        return {self._device: tuple(slice(None) for _ in global_shape)}
+
+    def shard_shape(self, global_shape) -> tuple:
+        return tuple(global_shape)
+
+    is_fully_replicated = True
+    mesh = property(lambda self: Mesh(np.array([self._device], dtype=object), ("_",)))
+    spec = property(lambda self: PartitionSpec())
+
+    def __eq__(self, other):
+        return isinstance(other, SingleDeviceSharding) and other._device is self._device
+
+    def __hash__(self):
+        return hash(id(self._device))
+
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={self._device!r})"
+
+
+class NamedSharding(Sharding):
+    """Blocks of an array split over the mesh axes named by ``spec``."""
+
+    def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec()):
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"NamedSharding: mesh must be a Mesh, got {type(mesh).__name__}")
+        if not isinstance(spec, PartitionSpec):
+            raise TypeError(f"NamedSharding: spec must be a PartitionSpec (P(...)), got {spec!r}")
+        check_spec(spec, mesh, "NamedSharding spec")
+        self.mesh = mesh
+        self.spec = spec
+
+    def _device_list(self):
+        return list(self.mesh.devices.flat)
+
+    def shard_shape(self, global_shape) -> tuple:
+        return block_shape(global_shape, self.spec, self.mesh, "the array")
+
+    def position_indices(self, global_shape) -> list[tuple]:
+        """The index (tuple of slices) of each mesh position's block."""
+        block = self.shard_shape(global_shape)
+        out = []
+        for coords in self.mesh.positions():
+            idx = []
+            for d, size in enumerate(block):
+                k = 0
+                for name in self.spec.axes_of(d):
+                    k = k * self.mesh.shape[name] + coords[name]
+                idx.append(slice(k * size, (k + 1) * size))
+            out.append(tuple(idx))
+        return out
+
+    def devices_indices_map(self, global_shape) -> dict:
+        return dict(zip(self.mesh.devices.flat, self.position_indices(global_shape)))
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return all(self.mesh.shape[n] == 1 for n in self.spec.mesh_axes())
+
+    def __eq__(self, other):
+        return (isinstance(other, NamedSharding) and other.mesh == self.mesh
+                and other.spec.normalized() == self.spec.normalized())
+
+    def __hash__(self):
+        return hash((self.mesh, self.spec.normalized()))
+
+    def __repr__(self):
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec})"
+
+
+def check_spec(spec: PartitionSpec, mesh: Mesh, what: str, ndim: int | None = None) -> None:
+    """ValueError naming ``what`` if ``spec`` names an axis the mesh lacks, uses an
+    axis twice, or has more entries than the array has dimensions."""
+    names = spec.mesh_axes()
+    unknown = [n for n in names if n not in mesh.shape]
+    if unknown:
+        raise ValueError(f"{what} = {spec} names mesh axis {unknown[0]!r}, but the mesh axes "
+                         f"are {mesh.axis_names}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{what} = {spec} uses a mesh axis more than once")
+    if ndim is not None and len(spec.normalized()) > ndim:
+        raise ValueError(f"{what} = {spec} has {len(spec)} entries but the value has rank "
+                         f"{ndim}")
+
+
+def block_shape(global_shape, spec: PartitionSpec, mesh: Mesh, what: str) -> tuple:
+    """The shape of one block; ValueError naming ``what`` if a split dimension is
+    not divisible by the product of its mesh axis sizes."""
+    check_spec(spec, mesh, f"the spec of {what}", len(global_shape))
+    out = []
+    for d, size in enumerate(global_shape):
+        parts = math.prod(mesh.shape[n] for n in spec.axes_of(d))
+        if size % parts:
+            raise ValueError(f"{what}: dimension {d} has size {size}, which is not divisible "
+                             f"by {parts}, the size of mesh axes {spec.axes_of(d)} that "
+                             f"{spec} splits it over")
+        out.append(size // parts)
+    return tuple(out)
+
+
+def global_shape(block, spec: PartitionSpec, mesh: Mesh) -> tuple:
+    return tuple(b * math.prod(mesh.shape[n] for n in spec.axes_of(d))
+                 for d, b in enumerate(block))
+
+
+def split_blocks(x: np.ndarray, spec: PartitionSpec, mesh: Mesh) -> np.ndarray:
+    """``x`` as an array with one leading axis per mesh axis ``spec`` mentions (in
+    mesh order), followed by the block shape: the layout a nested named vmap over
+    the mesh axes maps over."""
+    shape, split = [], []
+    for d, size in enumerate(x.shape):
+        names = spec.axes_of(d)
+        sizes = [mesh.shape[n] for n in names]
+        shape += sizes + [size // max(1, math.prod(sizes))]
+        split += [(n, len(shape) - len(sizes) - 1 + i) for i, n in enumerate(names)]
+    y = x.reshape(shape)
+    pos = dict(split)
+    lead = [pos[n] for n in mesh.axis_names if n in pos]
+    rest = [i for i in range(len(shape)) if i not in lead]
+    return y.transpose(lead + rest)
+
+
+def merge_blocks(y: np.ndarray, spec: PartitionSpec, mesh: Mesh) -> np.ndarray:
+    """Inverse of ``split_blocks``."""
+    lead_names = [n for n in mesh.axis_names if n in spec.mesh_axes()]
+    block = y.shape[len(lead_names):]
+    order = []          # axes of y in the reshaped global layout
+    for d in range(len(block)):
+        order += [lead_names.index(n) for n in spec.axes_of(d)] + [len(lead_names) + d]
+    z = y.transpose(order)
+    return z.reshape(global_shape(block, spec, mesh))
+
+
+# ----------------------------------------------------------------------------
+# Global arrays
+# ----------------------------------------------------------------------------
+
+class Shard:
+    """One block of a ShardedArray: its ``device``, ``index`` and ``data``."""
+
+    def __init__(self, array: "ShardedArray", position: int):
+        self._array, self._position = array, position
+        self.device = array._devices[position]
+        self.index = array._indices[position]
+
+    @property
+    def data(self) -> Array:
+        return self._array._fetch([self._position])[0]
+
+    def __repr__(self):
+        return f"Shard(device={self.device!r}, index={self.index})"
+
+
+class ShardedArray:
+    """A global array whose blocks live on the devices of its ``sharding``.
+
+    ``refs`` holds one block per mesh position (in ``mesh.devices.flat``
+    order): a NumPy array for blocks in this process, or a reference to a
+    block on a Dask worker.  Replicated blocks (mesh axes the spec does not
+    mention) are copies; gathering reads one copy of each.
+    """
+    __array_priority__ = 1000
+
+    def __init__(self, aval: ShapedArray, sharding: Sharding, refs: Sequence[Any]):
+        self.aval = aval.strip_weak_type()
+        self.sharding = sharding
+        self._refs = list(refs)
+        self._devices = list(sharding.devices_indices_map(aval.shape))
+        self._indices = (sharding.position_indices(aval.shape)
+                         if isinstance(sharding, NamedSharding) else
+                         list(sharding.devices_indices_map(aval.shape).values()))
+        self._host = None
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated)
+
+    @property
+    def addressable_shards(self) -> list:
+        return [Shard(self, i) for i in range(len(self._refs))]
+
+    def devices(self) -> set:
+        return self.sharding.device_set
+
+    @property
+    def device(self):
+        devs = self._devices
+        if len(devs) != 1:
+            raise ValueError(f"this array is sharded over {len(devs)} devices; use .devices() "
+                             "or .sharding")
+        return devs[0]
+
+    # --- gathering ----------------------------------------------------------------
+    def _fetch(self, positions) -> list:
+        remote = [p for p in positions if not isinstance(self._refs[p], np.ndarray)]
+        got = dict(zip(remote, cluster.gather_refs([self._refs[p] for p in remote]))) if remote else {}
+        return [wrap_array(got.get(p, self._refs[p])) for p in positions]
+
+    def _value(self) -> Array:
+        """The whole array in this process (gathered once, then kept: it is immutable)."""
+        if self._host is None:
+            first = {}
+            for p, idx in enumerate(self._indices):
+                first.setdefault(tuple((s.start, s.stop) for s in idx), p)
+            positions = list(first.values())
+            out = np.empty(self.shape, self.dtype)
+            for p, block in zip(positions, self._fetch(positions)):
+                out[self._indices[p]] = block
+            self._host = wrap_array(out)
+        return self._host
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._value().view(np.ndarray)
+        return value if dtype is None else value.astype(dtype)
+
+    def block_until_ready(self):
+        """Wait until every block is computed; returns ``self``."""
+        cluster.wait_refs([r for r in self._refs if not isinstance(r, np.ndarray)])
+        return self
+
+    def copy_to_host_async(self):
+        return None
+
+    # --- behaving like an array: through the gathered value ----------------------
+    def __repr__(self):
+        return f"ShardedArray({np.asarray(self)!r}, sharding={self.sharding})"
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        return iter(self._value())
+
+    def __getitem__(self, idx):
+        return self._value()[idx]
+
+    def __bool__(self):
+        return bool(self._value())
+
+    def __float__(self):
+        return float(self._value())
+
+    def __int__(self):
+        return int(self._value())
+
+    def __index__(self):
+        return self._value().__index__()
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._value(), name)
+
+    def __reduce__(self):   # pickles as the gathered NumPy array
+        return np.asarray(self).copy().__reduce__()
+
+
+def _install_operators():
+    binary = ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
+              "xor", "lshift", "rshift", "lt", "le", "gt", "ge", "eq", "ne"]
+    names = [f"__{b}__" for b in binary] + [f"__r{b}__" for b in binary[:13]]
+    names += ["__neg__", "__pos__", "__abs__", "__invert__"]
+    for dunder in names:
+        def op(self, *other, _d=dunder):
+            return getattr(self._value(), _d)(*other)
+        op.__name__ = dunder
+        setattr(ShardedArray, dunder, op)
+
+
+_install_operators()
+ShardedArray.__hash__ = None
+core.register_global_array_type(ShardedArray)
+Array.sharding = property(lambda self: SingleDeviceSharding(cpu_device),
+                          doc="Where the array lives: this process's CPU device.")
+
+
+# ----------------------------------------------------------------------------
+# device_put / device_get
+# ----------------------------------------------------------------------------
+
+def _check_leaf(x, path: str):
+    if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex, ShardedArray, Tracer)):
+        return
+    raise TypeError(f"device_put: the leaf {path or 'x'} is a {type(x).__name__}, which is not "
+                    "an array; device_put takes arrays, NumPy scalars and Python numbers "
+                    "(and pytrees of them)")
+
+
+def _put_one(x, where):
+    if isinstance(x, Tracer):
+        return x            # inside a transformation the value is already where it runs
+    if where is None or where is cpu_device or where == SingleDeviceSharding(cpu_device):
+        if isinstance(x, ShardedArray):
+            return x._value()
+        return x if type(x) is Array else wrap_array(np.array(x))
+    if isinstance(where, Device):
+        where = SingleDeviceSharding(where)
+    if not isinstance(where, Sharding):
+        raise TypeError(f"device_put: device must be a device or a sharding, got "
+                        f"{type(where).__name__}")
+    if isinstance(x, ShardedArray) and x.sharding == where:
+        return x
+    return place(np.asarray(x), where)
+
+
+def place(value: np.ndarray, sharding: Sharding) -> ShardedArray:
+    """Copy ``value``'s blocks to the devices of ``sharding``."""
+    aval = core.get_aval(value)
+    if isinstance(sharding, NamedSharding):
+        block_shape(value.shape, sharding.spec, sharding.mesh,
+                    f"device_put of an array of shape {value.shape}")
+    mapping = sharding.devices_indices_map(value.shape)     # in mesh position order
+    devices = list(mapping)
+    blocks = [np.array(value[idx]) for idx in mapping.values()]
+    for b in blocks:
+        b.setflags(write=False)
+    if isinstance(devices[0], cluster.WorkerDevice):
+        from fungrad.distributed import execute
+        refs = execute.put_blocks(blocks, devices)
+    else:
+        refs = blocks
+    return ShardedArray(aval, sharding, refs)
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """Place ``x`` (a pytree of arrays) on ``device`` (a device or a sharding).
+
+    On NumPy without a cluster every array lives in this process: the result is
+    a read-only copy (a fungrad Array).  With a ``NamedSharding`` the blocks go
+    to the mesh's devices (Dask workers once ``fungrad.distributed`` is
+    initialised) and the result is a ``ShardedArray``.  ``device`` may also be a
+    pytree of devices/shardings matching ``x``.  ``src``, ``donate`` and
+    ``may_alias`` are accepted and ignored (NumPy has nothing to donate).
+    """
+    paths, treedef = tree_flatten_with_path(x)
+    for path, leaf in paths:
+        _check_leaf(leaf, keystr(path))
+    leaves = [leaf for _, leaf in paths]
+    if device is None or isinstance(device, (Device, Sharding)):
+        return tree_unflatten(treedef, [_put_one(v, device) for v in leaves])
+    where = treedef.flatten_up_to(device)
+    return tree_unflatten(treedef, [_put_one(v, w) for v, w in zip(leaves, where)])
+
+
+def device_get(x):
+    """The value of ``x`` (a pytree) in this process: ShardedArrays are gathered;
+    fungrad Arrays already live here and are returned as they are."""
+    return tree_map(lambda v: v._value() if isinstance(v, ShardedArray) else v, x)
+
+
+def block_until_ready(x):
+    """Wait until every array of the pytree ``x`` is computed; returns ``x``.
+    fungrad Arrays already are (NumPy is synchronous); ShardedArrays wait for
+    their blocks on the workers."""
+    for leaf in tree_leaves(x):
+        if isinstance(leaf, ShardedArray):
+            leaf.block_until_ready()
+    return x
+
+
+def describe_shards(x) -> str:
+    """A text description of where ``x``'s blocks live (one line per device), or
+    ``"single CPU device"`` for an array of this process."""
+    if not isinstance(x, ShardedArray):
+        return "single CPU device"
+    lines = [f"{x.aval.str_short()} with {x.sharding}"]
+    for dev, idx in zip(x._devices, x._indices):
+        where = ", ".join(f"{s.start}:{s.stop}" if s != slice(None) else ":" for s in idx)
+        lines.append(f"  {dev!r}: [{where}]")
+    return "\n".join(lines)

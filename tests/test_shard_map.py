@@ -1,0 +1,323 @@
+"""shard_map, meshes, shardings and the device API on one machine (no cluster).
+
+A mesh of ``simulated_devices`` runs shard_map in this process, as nested
+named vmaps over the mesh axes: these tests check it against vmaps written
+by hand (the reference the cluster tests compare with), and every
+composition (jit, grad, vmap, jvp inside and outside the body).  The cluster
+itself is tested in tests/test_distributed.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fungrad
+import fungrad.numpy as fnp
+from fungrad import lax
+from fungrad.distributed import simulated_devices
+from fungrad.sharding import Mesh, NamedSharding, P, ShardedArray, SingleDeviceSharding
+from fungrad.test_util import check_grads
+
+RNG = np.random.default_rng(0)
+
+
+def mesh_1d(n=4, name="data"):
+    return Mesh(simulated_devices(n), (name,))
+
+
+def mesh_2d():
+    return Mesh(np.array(simulated_devices(4), dtype=object).reshape(2, 2), ("data", "model"))
+
+
+def blocks(x, n, axis=0):
+    """x split into n blocks along ``axis``, stacked on a new leading axis."""
+    return np.stack(np.split(x, n, axis=axis))
+
+
+# ----------------------------------------------------------------------------
+# The device API with its NumPy meaning
+# ----------------------------------------------------------------------------
+
+def test_arrays_live_on_the_one_cpu_device():
+    x = fnp.arange(3.0)
+    cpu = fungrad.devices()[0]
+    assert fungrad.devices() == [cpu] and fungrad.local_devices() == [cpu]
+    assert fungrad.device_count() == 1 and fungrad.local_device_count() == 1
+    assert fungrad.default_backend() == "cpu" and cpu.platform == "cpu"
+    assert x.block_until_ready() is x
+    tree = {"x": x}
+    assert fungrad.block_until_ready(tree) is tree
+    assert x.devices() == {cpu} and x.device is cpu
+    assert x.copy_to_host_async() is None
+    assert x.sharding == SingleDeviceSharding(cpu) and x.sharding.is_fully_replicated
+
+
+def test_device_put_copies_and_device_get_returns_values():
+    src = np.arange(4.0)
+    tree = {"a": src, "b": (1.5, np.float32(2))}
+    put = fungrad.device_put(tree)
+    src[0] = 99.0                     # the placed copy does not see later writes
+    assert put["a"][0] == 0.0 and isinstance(put["a"], fungrad.Array)
+    assert not put["a"].flags.writeable
+    assert put["b"][1].dtype == np.float32
+    assert fungrad.device_put(src, fungrad.devices()[0])[0] == 99.0
+    got = fungrad.device_get(put)
+    np.testing.assert_array_equal(got["a"], [0.0, 1.0, 2.0, 3.0])
+    # inside a transformation device_put is the identity
+    assert fungrad.jit(lambda v: fungrad.device_put(v) * 2)(np.ones(2))[0] == 2.0
+
+
+def test_device_put_rejects_non_array_leaves():
+    with pytest.raises(TypeError, match=r"leaf \['b'\] is a str"):
+        fungrad.device_put({"a": np.ones(2), "b": "text"})
+
+
+def test_mesh_and_named_sharding():
+    mesh = mesh_2d()
+    assert mesh.shape == {"data": 2, "model": 2} and mesh.size == 4
+    assert mesh.device_ids.tolist() == [[0, 1], [2, 3]]
+    s = NamedSharding(mesh, P("data", None))
+    assert s.shard_shape((4, 6)) == (2, 6)
+    idx = s.devices_indices_map((4, 6))
+    assert [tuple((sl.start, sl.stop) for sl in v) for v in idx.values()] == \
+        [((0, 2), (0, 6)), ((0, 2), (0, 6)), ((2, 4), (0, 6)), ((2, 4), (0, 6))]
+    assert NamedSharding(mesh, P(("data", "model"))).shard_shape((8,)) == (2,)
+    assert s == NamedSharding(mesh, P("data")) and not s.is_fully_replicated
+    assert repr(P("data", None)) == "PartitionSpec('data', None)"
+
+
+def test_mesh_and_spec_errors():
+    with pytest.raises(ValueError, match="one name per dimension"):
+        Mesh(simulated_devices(2), ("a", "b"))
+    with pytest.raises(ValueError, match="repeat"):
+        Mesh(np.array(simulated_devices(4), dtype=object).reshape(2, 2), ("a", "a"))
+    with pytest.raises(ValueError, match="more than once"):
+        Mesh(simulated_devices(1) * 2, ("a",))
+    with pytest.raises(ValueError, match=r"names mesh axis 'x'.*\('data',\)"):
+        NamedSharding(mesh_1d(), P("x"))
+    with pytest.raises(ValueError, match="dimension 0 has size 6, which is not divisible by 4"):
+        NamedSharding(mesh_1d(), P("data")).shard_shape((6,))
+    with pytest.raises(TypeError, match="PartitionSpec entries"):
+        P(3)
+
+
+def test_sharded_array_on_simulated_devices():
+    mesh = mesh_2d()
+    x = RNG.standard_normal((4, 6))
+    a = fungrad.device_put(x, NamedSharding(mesh, P("data", "model")))
+    assert isinstance(a, ShardedArray) and a.shape == (4, 6) and a.dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(a), x)
+    np.testing.assert_array_equal(fungrad.device_get(a), x)
+    shards = a.addressable_shards
+    assert len(shards) == 4 and shards[1].index == (slice(0, 2), slice(3, 6))
+    np.testing.assert_array_equal(shards[1].data, x[:2, 3:])
+    np.testing.assert_allclose(a * 2 + 1, x * 2 + 1)
+    np.testing.assert_allclose(fnp.sum(a), x.sum())
+    assert a.devices() == set(mesh.devices.flat)
+    text = fungrad.sharding.describe_shards(a)
+    assert text.count("CpuDevice") == 4 and "[2:4, 3:6]" in text
+    assert fungrad.sharding.describe_shards(fnp.ones(2)) == "single CPU device"
+
+
+# ----------------------------------------------------------------------------
+# In-process shard_map against named vmaps written by hand
+# ----------------------------------------------------------------------------
+
+def test_every_collective_matches_a_named_vmap():
+    n = 4
+    mesh = mesh_1d(n)
+    x = RNG.standard_normal((n * 4, 3))
+
+    def body(b):
+        s = lax.psum(b, "data")
+        return (s, lax.pmean(b, "data"), lax.pmax(b, "data"), lax.pmin(b, "data"),
+                lax.all_gather(b, "data", tiled=True),
+                lax.psum_scatter(b, "data", scatter_dimension=0, tiled=True),
+                lax.ppermute(b, "data", [(i, (i + 1) % n) for i in range(n)]),
+                lax.all_to_all(b, "data", 0, 0, tiled=True),
+                b * lax.axis_index("data") + lax.axis_size("data"))
+    specs = (P(), P(), P(), P(), P(), P("data"), P("data"), P("data"), P("data"))
+    got = fungrad.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=specs)(x)
+    ref = fungrad.vmap(body, axis_name="data")(blocks(x, n))
+    for g, r, s in zip(got, ref, specs):
+        want = r[0] if s == P() else np.concatenate(list(r))
+        np.testing.assert_allclose(g, want, rtol=1e-13, atol=1e-14)
+
+
+def test_two_axis_mesh_matches_nested_named_vmaps():
+    mesh = mesh_2d()
+    x = RNG.standard_normal((4, 6))
+    w = RNG.standard_normal((6,))
+
+    def body(xb, wb):   # xb: (2, 3) block, wb: (3,) block (split over "model")
+        partial = fnp.sum(xb * wb, axis=1)
+        return lax.psum(partial, "model"), lax.psum(partial, ("data", "model"))
+    f = fungrad.shard_map(body, mesh=mesh, in_specs=(P("data", "model"), P("model")),
+                          out_specs=(P("data"), P()))
+    rows, total = f(x, w)
+    np.testing.assert_allclose(rows, x @ w, rtol=1e-13)
+    np.testing.assert_allclose(total, (x @ w).reshape(2, 2).sum(0), rtol=1e-13)
+    xb = x.reshape(2, 2, 2, 3).transpose(0, 2, 1, 3)          # (data, model, 2, 3)
+    ref = fungrad.vmap(fungrad.vmap(body, in_axes=(0, 0), axis_name="model"),
+                       in_axes=(0, None), axis_name="data")(xb, w.reshape(2, 3))
+    np.testing.assert_allclose(rows, np.concatenate(list(ref[0][:, 0])), rtol=1e-13)
+
+
+# ----------------------------------------------------------------------------
+# Composition
+# ----------------------------------------------------------------------------
+
+def _data_parallel(mesh):
+    """Mean squared error of a linear model, batch split over "data"."""
+    def loss(w, xb, yb):
+        return lax.pmean(fnp.mean((xb @ w - yb) ** 2), "data")
+    return fungrad.shard_map(loss, mesh=mesh, in_specs=(P(), P("data"), P("data")),
+                             out_specs=P())
+
+
+def test_grad_of_shard_map_from_outside_is_the_full_gradient():
+    mesh = mesh_1d(4)
+    x, y, w = RNG.standard_normal((16, 3)), RNG.standard_normal(16), RNG.standard_normal(3)
+    loss = _data_parallel(mesh)
+    full = lambda w, x, y: fnp.mean((x @ w - y) ** 2)
+    np.testing.assert_allclose(loss(w, x, y), full(w, x, y), rtol=1e-13)
+    for argnums in (0, 1, 2):
+        np.testing.assert_allclose(fungrad.grad(loss, argnums)(w, x, y),
+                                   fungrad.grad(full, argnums)(w, x, y), rtol=1e-12)
+    np.testing.assert_allclose(fungrad.jit(fungrad.grad(loss))(w, x, y),
+                               fungrad.grad(full)(w, x, y), rtol=1e-12)
+    check_grads(loss, (w, x, y), order=2, modes=("fwd", "rev"))
+
+
+def test_transpose_of_replicated_outputs_and_gathers():
+    mesh = mesh_1d(2)
+    x = RNG.standard_normal(6)
+
+    def body(b):
+        return lax.all_gather(b, "data", tiled=True) * 2.0, lax.psum(fnp.sin(b), "data")
+    f = fungrad.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=(P(), P()))
+    check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+    g = fungrad.grad(lambda v: fnp.sum(f(v)[0] * np.arange(6.0)) + fnp.sum(f(v)[1]))(x)
+    np.testing.assert_allclose(g, 2 * np.arange(6.0) + np.cos(x), rtol=1e-13)
+
+
+def test_grad_vmap_and_jit_inside_the_body():
+    mesh = mesh_1d(2)
+    w = RNG.standard_normal(3)
+    x = RNG.standard_normal((8, 3))
+
+    def body(w, xb):
+        per_example = fungrad.vmap(fungrad.grad(lambda w, xi: fnp.tanh(xi @ w)), (None, 0))(w, xb)
+        g = fungrad.jit(lambda v: lax.psum(fnp.sum(v, axis=0), "data"))(per_example)
+        return g, per_example
+    f = fungrad.shard_map(body, mesh=mesh, in_specs=(P(), P("data")), out_specs=(P(), P("data")))
+    g, per = f(w, x)
+    want = (1 - np.tanh(x @ w)[:, None] ** 2) * x
+    np.testing.assert_allclose(per, want, rtol=1e-13)
+    np.testing.assert_allclose(g, want.sum(0), rtol=1e-13)
+    np.testing.assert_allclose(fungrad.jit(f)(w, x)[0], want.sum(0), rtol=1e-13)
+
+
+def test_vmap_and_jvp_of_shard_map():
+    mesh = mesh_1d(2)
+    f = fungrad.shard_map(lambda b: lax.psum(b * b, "data") + b[:1], mesh=mesh,
+                          in_specs=P("data"), out_specs=P("data"))
+    xs = RNG.standard_normal((3, 4))
+    got = fungrad.vmap(f)(xs)
+    np.testing.assert_allclose(got[1], f(xs[1]), rtol=1e-13)
+    np.testing.assert_allclose(fungrad.vmap(f, in_axes=1, out_axes=1)(xs.T), got.T, rtol=1e-13)
+    out, tan = fungrad.jvp(f, (xs[0],), (np.ones(4),))
+    np.testing.assert_allclose(out, f(xs[0]))
+    b = xs[0].reshape(2, 2)
+    np.testing.assert_allclose(tan, np.concatenate([2 * b.sum(0) + 1] * 2), rtol=1e-13)
+    check_grads(lambda v: fungrad.vmap(f)(v), (xs,), order=1)
+
+
+def test_jit_of_shard_map_calls_it_from_generated_code():
+    f = fungrad.jit(fungrad.shard_map(lambda b: b * 2, mesh=mesh_1d(2), in_specs=P("data"),
+                                      out_specs=P("data")))
+    assert "shard_map" in f.lower(np.ones(4)).source()
+    np.testing.assert_allclose(f(np.arange(4.0)), 2 * np.arange(4.0))
+
+
+def test_closed_over_tracers_become_replicated_inputs():
+    mesh = mesh_1d(2)
+    x = np.arange(4.0)
+    f = lambda s: fnp.sum(fungrad.shard_map(lambda b: b * s, mesh=mesh, in_specs=P("data"),
+                                            out_specs=P("data"))(x))
+    np.testing.assert_allclose(fungrad.grad(f)(2.0), x.sum())
+
+
+def test_decorator_form_and_check_rep_alias():
+    from functools import partial
+
+    @partial(fungrad.shard_map, mesh=mesh_1d(2), in_specs=P("data"), out_specs=P(),
+             check_rep=False)
+    def first_block(b):
+        return b
+    np.testing.assert_allclose(first_block(np.arange(4.0)), [0.0, 1.0])
+
+
+# ----------------------------------------------------------------------------
+# Bad input
+# ----------------------------------------------------------------------------
+
+def test_mesh_spec_mismatches_raise_value_errors():
+    mesh = mesh_1d(4)
+    ident = lambda b: b
+    with pytest.raises(ValueError, match=r"args\[0\].*dimension 0 has size 6.*not divisible by 4"):
+        fungrad.shard_map(ident, mesh=mesh, in_specs=P("data"), out_specs=P("data"))(np.ones(6))
+    with pytest.raises(ValueError, match=r"names mesh axis 'batch'"):
+        fungrad.shard_map(ident, mesh=mesh, in_specs=P("batch"), out_specs=P())(np.ones(4))
+    with pytest.raises(ValueError, match=r"out_specs for output 0.*replicated over mesh axis "
+                                         r"'data'.*lax.psum"):
+        fungrad.shard_map(ident, mesh=mesh, in_specs=P("data"), out_specs=P())(np.ones(4))
+    with pytest.raises(ValueError, match="tree prefix"):
+        fungrad.shard_map(lambda a, b: a, mesh=mesh, in_specs=(P(), P(), P()),
+                          out_specs=P())(np.ones(4), np.ones(4))
+    with pytest.raises(TypeError, match="PartitionSpec"):
+        fungrad.shard_map(ident, mesh=mesh, in_specs="data", out_specs=P())(np.ones(4))
+    with pytest.raises(TypeError, match="keyword"):
+        fungrad.shard_map(ident, mesh=mesh, in_specs=P(), out_specs=P())(b=np.ones(4))
+    with pytest.raises(TypeError, match="Mesh"):
+        fungrad.shard_map(ident, mesh=None, in_specs=P(), out_specs=P())
+
+
+def test_collectives_inside_control_flow_raise_not_implemented():
+    mesh = mesh_1d(2)
+
+    def body(b):
+        return lax.scan(lambda c, _: (lax.psum(c, "data"), None), b, None, length=2)[0]
+    with pytest.raises(NotImplementedError, match=r"psum inside a scan \(lax.scan"):
+        fungrad.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P())(np.ones(2))
+    with pytest.raises(NotImplementedError, match="nested"):
+        inner = fungrad.shard_map(lambda b: b, mesh=mesh, in_specs=P(), out_specs=P())
+        fungrad.shard_map(inner, mesh=mesh, in_specs=P(), out_specs=P())(np.ones(2))
+
+
+def test_bad_collective_arguments():
+    mesh = mesh_1d(2)
+    run = lambda body: fungrad.shard_map(body, mesh=mesh, in_specs=P("data"),
+                                         out_specs=P("data"))(np.ones((4, 3)))
+    with pytest.raises(ValueError, match="scatter_dimension.*size 3 but axis 'data' has size 2"):
+        run(lambda b: lax.psum_scatter(b, "data", scatter_dimension=1)[None])
+    with pytest.raises(ValueError, match=r"pair \(0, 2\).*out of range"):
+        run(lambda b: lax.ppermute(b, "data", [(0, 2)]))
+    with pytest.raises(ValueError, match="must not repeat"):
+        run(lambda b: lax.ppermute(b, "data", [(0, 1), (1, 1)]))
+    with pytest.raises(NameError, match="unbound axis name: 'model'"):
+        run(lambda b: lax.psum(b, "model"))
+
+
+def test_unreachable_scheduler_raises_connection_error():
+    # (the wait is bounded by ``timeout``; nothing listens on port 9 of this machine)
+    with pytest.raises(ConnectionError, match=r"tcp://127\.0\.0\.1:9.*within 1"):
+        fungrad.distributed.initialize("tcp://127.0.0.1:9", timeout=1)
+    assert not fungrad.distributed.is_initialized()
+
+
+def test_export_refuses_a_shard_map():
+    f = fungrad.shard_map(lambda b: b * 2, mesh=mesh_1d(2), in_specs=P("data"),
+                          out_specs=P("data"))
+    with pytest.raises(TypeError, match="shard_map.*cannot be exported"):
+        fungrad.export(f, np.ones(4))
