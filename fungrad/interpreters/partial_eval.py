@@ -24,7 +24,7 @@ from fungrad import core
 from fungrad.core import (ClosedJaxpr, Jaxpr, JaxprEqn, StagingTrace, StagingTracer,
                           Var, eval_jaxpr, new_trace_context)
 
-__all__ = ["partial_eval_jaxpr", "dce_jaxpr"]
+__all__ = ["partial_eval_jaxpr", "dce_jaxpr", "has_effects"]
 
 
 def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
@@ -64,8 +64,11 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
             out_unknowns, len(residuals))
 
 
-def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None):
-    """Drop equations whose outputs are never used (primitives are pure).
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
+              keep_effects: bool = True):
+    """Drop equations whose outputs are never used.  Effectful equations (debug
+    callbacks, checks: ``primitive.effectful``) are kept unless ``keep_effects``
+    is False (when slicing out part of a jaxpr that is also run in full).
 
     Returns ``(new_jaxpr, used_inputs)``; the new jaxpr keeps the outputs
     marked in ``used_outputs`` (all by default) and all of its inputs.
@@ -75,9 +78,23 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None):
     live = {v for v in outvars if isinstance(v, Var)}
     kept: list[JaxprEqn] = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars) or (keep_effects and has_effects(eqn)):
             kept.append(eqn)
             live.update(a for a in eqn.inputs if isinstance(a, Var))
     kept.reverse()
     used_inputs = [v in live for v in jaxpr.invars]
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept, outvars), used_inputs
+
+
+def has_effects(eqn: JaxprEqn) -> bool:
+    """The equation is effectful, or carries a sub-jaxpr (a loop body, a branch)
+    with an effectful equation: it must run even if its outputs are unused."""
+    if eqn.primitive.effectful:
+        return True
+    for value in eqn.params.values():
+        subs = value if isinstance(value, tuple) else (value,)
+        for sub in subs:
+            jaxpr = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+            if isinstance(jaxpr, Jaxpr) and any(has_effects(e) for e in jaxpr.eqns):
+                return True
+    return False

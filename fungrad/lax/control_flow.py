@@ -531,7 +531,8 @@ def _hoist_invariants(known: ClosedJaxpr, num_res, n_consts, invariant, stacked)
         return body, None
     inv = core.Jaxpr(kj.constvars, kj.invars[:n_consts], kj.eqns,
                      [r for r, f in zip(res, invariant) if f])
-    return body, ClosedJaxpr(dce_jaxpr(inv)[0], known.consts)
+    # (effects stay in the body, which runs every iteration, not in the invariants)
+    return body, ClosedJaxpr(dce_jaxpr(inv, keep_effects=False)[0], known.consts)
 
 
 scan_p.partial_eval = _scan_partial_eval
