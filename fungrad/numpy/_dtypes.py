@@ -15,6 +15,11 @@ from fungrad.core import Tracer, get_aval
 _PY_SCALARS = (bool, int, float, complex)
 
 
+class TypePromotionError(ValueError):
+    """An implicit dtype promotion that ``jax_numpy_dtype_promotion="strict"`` forbids
+    (also ``fungrad.dtypes.TypePromotionError``)."""
+
+
 def is_weak(x) -> bool:
     """Python scalars (not NumPy scalars such as np.float64, which are strong),
     and traced values that jit received as Python scalars."""
