@@ -49,8 +49,10 @@ def _as_value(x, what: str):
     """Leaves become arrays (Python scalars keep NumPy's default dtypes)."""
     if isinstance(x, (Tracer, np.ndarray)):
         return x
-    if isinstance(x, (bool, int, float, complex, np.generic)):
+    if isinstance(x, np.generic):
         return np.asarray(x)
+    if isinstance(x, (bool, int, float, complex)):      # (32-bit without jax_enable_x64)
+        return np.asarray(x, dtype=core.scalar_dtype(x))
     try:
         arr = np.asarray(x)
     except Exception:

@@ -698,17 +698,18 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     (every transform, reverse mode included); with traced bounds a ``while_loop``
     (every transform; see ``while_loop`` for reverse mode).  ``unroll`` is
     accepted and ignored, as scan's (the generated code is a Python loop)."""
+    index = core.default_int_dtype()     # (int32 when jax_enable_x64 is off, as JAX)
     try:
         lo, hi = int(lower), int(upper)
     except (TypeError, core.ConcretizationTypeError):
         from fungrad import lax
-        start = lax.convert_element_type(lower, np.int64)
-        stop = lax.convert_element_type(upper, np.int64)
+        start = lax.convert_element_type(lower, index)
+        stop = lax.convert_element_type(upper, index)
         _, _, out = while_loop(lambda c: lax.lt(c[0], c[1]),
-                               lambda c: (lax.add(c[0], np.int64(1)), c[1], body_fun(c[0], c[2])),
+                               lambda c: (lax.add(c[0], index.type(1)), c[1], body_fun(c[0], c[2])),
                                (start, stop, init_val))
         return out
-    idx = np.arange(lo, max(lo, hi), dtype=np.int64)
+    idx = np.arange(lo, max(lo, hi), dtype=index)
     carry, _ = scan(lambda c, i: (body_fun(i, c), None), init_val, idx)
     return carry
 
