@@ -37,8 +37,9 @@ def canonicalize_dtype(dtype, allow_extended_dtype: bool = False) -> np.dtype:
 
 def issubdtype(a, b) -> bool:
     """``np.issubdtype``, also for ``float0`` and the abstract ``extended``/``prng_key``."""
-    if isinstance(a, np.dtype) and a == float0 or (isinstance(b, np.dtype) and b == float0):
-        return np.dtype(a) == float0 and np.dtype(b) == float0
+    is_float0 = lambda d: isinstance(d, np.dtype) and d == float0
+    if is_float0(a) or is_float0(b):       # float0 is its own category (JAX's)
+        return is_float0(a) and is_float0(b)
     return bool(np.issubdtype(a, b))
 
 
