@@ -92,6 +92,7 @@ class Option:
         self.affects_tracing = affects_tracing
         self.hooks: list[Callable[[Any], None]] = []
         self.default = default
+        self.__doc__ = f"Context manager for the config option {name} ({allowed}): {help}."
         env = os.environ.get(name.upper())
         if env is not None:
             default = (from_env or (lambda n, text: parse(text)))(name, env)
@@ -225,14 +226,15 @@ def bool_option(name, default, help, affects_tracing=False) -> Option:
                              affects_tracing=affects_tracing))
 
 
-def enum_option(name, default, values, help, affects_tracing=False) -> Option:
+def enum_option(name, default, values, help, affects_tracing=False, allowed=None) -> Option:
+    shown = ", ".join(repr(v) for v in values)
+
     def parse(value):
         if value not in values:
-            shown = ", ".join(repr(v) for v in values)
             raise ValueError(f"config option {name} must be one of {shown}, got {value!r}")
         return value
-    return config.add(Option(name, default, help, parse,
-                             ", ".join(repr(v) for v in values), affects_tracing=affects_tracing))
+    return config.add(Option(name, default, help, parse, allowed or shown,
+                             affects_tracing=affects_tracing))
 
 
 def _parse_platforms(name, single: bool):
@@ -284,7 +286,8 @@ numpy_dtype_promotion = enum_option(
     affects_tracing=True)
 default_matmul_precision = enum_option(
     "jax_default_matmul_precision", None, _MATMUL_PRECISIONS,
-    "accepted for compatibility: NumPy computes matmuls at full precision")
+    "accepted for compatibility: NumPy computes matmuls at full precision",
+    allowed="None or one of JAX's precision names, e.g. 'highest'")
 platforms = config.add(Option(
     "jax_platforms", None, "accepted: fungrad runs on the CPU ('cpu')",
     _parse_platforms("jax_platforms", single=False), "None or 'cpu'"))

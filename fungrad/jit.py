@@ -281,6 +281,7 @@ class Lowered:
 # every Jitted, so that fungrad.clear_caches() (and changing jax_enable_x64 or the
 # promotion options, which change what tracing produces) can empty their caches
 _instances: weakref.WeakSet = weakref.WeakSet()
+_disable_jit = _config.disable_jit
 _config.on_tracing_change.append(
     lambda: (_derived.clear(), [j._cache.clear() for j in list(_instances)]))
 
@@ -327,7 +328,7 @@ class Jitted:
         return entry, leaves
 
     def __call__(self, *args, **kwargs):
-        if _config.disable_jit.value:     # jax_disable_jit: the Python function, op by op
+        if _disable_jit.value:            # jax_disable_jit: the Python function, op by op
             return self.fun(*args, **kwargs)
         entry, leaves = self._entry(args, kwargs)
         if core._tls.trace is core.EVAL_TRACE and entry.cacheable:
