@@ -10,7 +10,7 @@ import pytest
 
 import fungrad
 import fungrad.numpy as fnp
-from fungrad import random
+from fungrad import lax, random
 
 
 @pytest.fixture(autouse=True)
@@ -263,3 +263,24 @@ def test_print_environment_info_shows_changed_options():
     with fungrad.debug_nans(True), warnings.catch_warnings():
         info = fungrad.print_environment_info(return_string=True)
     assert "fungrad:" in info and "numpy:" in info and "'jax_debug_nans': True" in info
+
+
+def test_disable_jit_runs_control_flow_in_python(capsys):
+    def body(c, x):
+        print("c", float(c), "x", float(x))          # Python print sees values
+        return c + x, c * x
+    with fungrad.disable_jit():
+        carry, ys = fungrad.jit(lambda xs: lax.scan(body, 0.0, xs))(np.arange(3.0))
+        assert float(carry) == 3.0 and list(np.asarray(ys)) == [0.0, 0.0, 2.0]
+        assert float(lax.while_loop(lambda v: v < 5, lambda v: v * 2, 1.0)) == 8.0
+        assert float(lax.cond(True, lambda v: v + 1, lambda v: v - 1, 2.0)) == 3.0
+        assert float(lax.fori_loop(0, 3, lambda i, v: v + i, 0.0)) == 3.0
+        g = fungrad.grad(lambda x: lax.scan(lambda c, _: (c * x, None), 1.0, None, length=3)[0])
+        assert float(g(2.0)) == 12.0
+        # traced predicates (vmap) fall back to the primitives, as in JAX
+        np.testing.assert_array_equal(
+            fungrad.vmap(lambda x: lax.while_loop(lambda v: v < 5, lambda v: v * 2, x))(
+                np.array([1.0, 3.0])), [8.0, 6.0])
+        with pytest.raises(ValueError, match="zero-length scan"):
+            lax.scan(body, 0.0, np.zeros(0))
+    assert capsys.readouterr().out.splitlines() == ["c 0.0 x 0.0", "c 0.0 x 1.0", "c 1.0 x 2.0"]

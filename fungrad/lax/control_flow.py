@@ -22,19 +22,44 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from fungrad import core
+from fungrad import _config, core
 from fungrad.core import (ClosedJaxpr, Primitive, ShapedArray, StagingTracer, Tracer,
                           bind_on, eval_jaxpr, get_aval)
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.partial_eval import partial_eval_jaxpr
-from fungrad.tree_util import tree_flatten, tree_unflatten
+from fungrad.tree_util import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["cond", "switch", "scan", "fori_loop", "while_loop", "map", "associative_scan",
            "cond_p", "scan_p", "while_p", "while_lin_p", "while_lin_t_p"]
 
 
 _jit = core.jit_module
+
+
+# ----------------------------------------------------------------------------
+# jax_disable_jit: cond/switch, scan (and fori_loop) and while_loop run as Python
+# on the values (so that print and pdb see them), as JAX's do
+# ----------------------------------------------------------------------------
+
+def _python_control_flow() -> bool:
+    return _config.disable_jit.value
+
+
+def _python_scan(f, init, xs, length, reverse):
+    """``scan`` as a Python loop; the ys are stacked with lax.concatenate."""
+    from fungrad import lax
+    if length == 0:
+        raise ValueError("scan: a zero-length scan is not supported under disable_jit "
+                         "(the type of its outputs is unknown without tracing)")
+    carry, ys = init, []
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        carry, y = f(carry, tree_map(lambda x: x[i], xs))
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    stack = lambda *leaves: lax.concatenate([lax.expand_dims(v, (0,)) for v in leaves], 0)
+    return carry, tree_map(stack, *ys)
 
 
 # ----------------------------------------------------------------------------
@@ -291,6 +316,8 @@ def _switch(index, branches, operands, who, labels):
     if index_aval.shape != () or index_aval.dtype.kind not in "iub":
         raise TypeError(f"switch: the index must be an integer scalar, got "
                         f"{index_aval.str_short()}")
+    if _python_control_flow() and not isinstance(index, Tracer):   # jax_disable_jit
+        return branches[int(np.clip(np.asarray(index), 0, len(branches) - 1))](*operands)
     index = lax.convert_element_type(index, np.int32)
     index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
     closed, hoisted, leaves, out_tree = _stage_branches(branches, operands, who, labels)
@@ -661,6 +688,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     if not lengths:
         raise ValueError("scan: give xs or length")
     n = lengths.pop()
+    if _python_control_flow():                                    # jax_disable_jit
+        return _python_scan(f, init, xs, n, reverse)
     init_leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in init_leaves]
     xs_leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in xs_leaves]
     carry_avals = [get_aval(x).strip_weak_type() for x in init_leaves]
@@ -1394,6 +1423,14 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     so does vmap (lanes keep their own trip counts); reverse over reverse
     (``jit(grad(grad(f)))``) raises a TypeError.
     """
+    if _python_control_flow():                                    # jax_disable_jit
+        try:
+            val = init_val
+            while cond_fun(val):
+                val = body_fun(val)
+            return val
+        except core.ConcretizationTypeError:
+            pass      # a traced predicate (e.g. under vmap): the primitive, as JAX does
     leaves, tree = tree_flatten(init_val)
     leaves = [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
     avals = [get_aval(x).strip_weak_type() for x in leaves]
