@@ -6,7 +6,7 @@
 
     checked = checkify.checkify(f, errors=checkify.all_checks)
     err, out = fungrad.jit(checked)(x, -2)
-    err.throw()      # JaxRuntimeError: index needs to be non-negative, got -2 (`check` failed at ...)
+    err.throw()   # JaxRuntimeError: index needs to be non-negative, got -2 (`check` failed ...)
 
 ``checkify(f, errors)`` traces ``f`` to a jaxpr and interprets it once more,
 binding every equation as it is and adding, after the ones that can fail, a

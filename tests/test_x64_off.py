@@ -63,7 +63,8 @@ def _assert_x32_close(got, want, case, what):
     for i, (g, w) in enumerate(zip(g_leaves, w_leaves)):
         g, w = np.asarray(g), np.asarray(w)
         assert g.shape == w.shape, f"{what}: output {i} shape {g.shape} vs {w.shape}"
-        assert g.dtype == _x32(w.dtype), f"{what}: output {i} dtype {g.dtype}, JAX gives {_x32(w.dtype)}"
+        assert g.dtype == _x32(w.dtype), \
+            f"{what}: output {i} dtype {g.dtype}, JAX gives {_x32(w.dtype)}"
         if g.dtype.kind in "biu":
             np.testing.assert_array_equal(g, w, err_msg=what)
         else:

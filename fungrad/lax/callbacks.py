@@ -201,8 +201,9 @@ class _SequentialCallback:
 
     def __call__(self, *args):
         size = next(np.shape(a)[0] for a, b in zip(args, self.batched) if b)
-        lanes = [_checked_results(self.inner(*[a[i] if b else a for a, b in zip(args, self.batched)]),
-                                  self.lane_avals, self.__name__) for i in range(size)]
+        lane_args = lambda i: [a[i] if b else a for a, b in zip(args, self.batched)]
+        lanes = [_checked_results(self.inner(*lane_args(i)), self.lane_avals, self.__name__)
+                 for i in range(size)]
         return [np.stack([lane[k] for lane in lanes]) if lanes
                 else np.zeros((0,) + a.shape, a.dtype) for k, a in enumerate(self.lane_avals)]
 
