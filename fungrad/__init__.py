@@ -5,7 +5,7 @@ from fungrad.api import (make_jaxpr, eval_shape, ShapeDtypeStruct, jvp, vjp, lin
                          vmap, stop_gradient)
 from fungrad.jitting import jit
 from fungrad.export import export
-from fungrad.custom_derivatives import custom_jvp, custom_vjp
+from fungrad.custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert
 from fungrad import ad_checkpoint
 from fungrad.ad_checkpoint import checkpoint, remat, checkpoint_policies
 from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError
@@ -18,5 +18,14 @@ from fungrad.shard_map import shard_map
 from fungrad.distributed.cluster import (devices, local_devices, device_count,
                                          local_device_count, default_backend, process_index,
                                          process_count)
+# configuration and debugging (as jax.config, jax.debug, ...)
+from fungrad._config import (config, enable_x64, debug_nans, debug_infs, log_compiles,
+                             default_matmul_precision, numpy_rank_promotion,
+                             numpy_dtype_promotion)
+from fungrad.environment import (disable_jit, ensure_compile_time_eval, default_device,
+                                 clear_caches, live_arrays, print_environment_info)
+from fungrad.callback import pure_callback
+from fungrad.profiler import named_scope, named_call
+from fungrad import debug, dtypes, typing, errors, profiler, checkify, experimental
 
 __version__ = "0.1.0"

@@ -50,8 +50,10 @@ def _as_value(x, what: str):
     """Leaves become arrays (Python scalars keep NumPy's default dtypes)."""
     if isinstance(x, (Tracer, np.ndarray)):
         return x
-    if isinstance(x, (bool, int, float, complex, np.generic)):
+    if isinstance(x, np.generic):
         return np.asarray(x)
+    if isinstance(x, (bool, int, float, complex)):      # (32-bit without jax_enable_x64)
+        return np.asarray(x, dtype=core.scalar_dtype(x))
     try:
         arr = np.asarray(x)
     except Exception:
@@ -328,7 +330,8 @@ def _vjp_flat(f_flat, primals):
     ``interpreters/tape.py``; under another transformation, linearize the whole
     function into one linear jaxpr (``ad.vjp_flat``).  ``backward(cts)`` takes
     the cotangents of the leading outputs (the others are aux values)."""
-    if core.current_trace() is core.EVAL_TRACE:
+    if core.current_trace() is core.EVAL_TRACE and not core._float_checks:
+        # (with jax_debug_nans/infs on, every primal result goes through EvalTrace's check)
         return tape.vjp_eager(f_flat, primals)
     outs, jaxpr, residuals = ad.linearize_flat(f_flat, primals)
 

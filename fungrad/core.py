@@ -33,13 +33,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from fungrad import _config
+
 __all__ = [
     "ShapedArray", "Var", "Literal", "JaxprEqn", "Jaxpr", "ClosedJaxpr",
     "Primitive", "Trace", "Tracer", "Array", "EvalTrace",
     "get_aval", "eval_jaxpr", "typecheck_jaxpr",
-    "UnexpectedTracerError", "ConcretizationTypeError", "primitives",
-    "float0", "new_trace_context", "Device", "CpuDevice", "cpu_device",
-    "register_global_array_type",
+    "UnexpectedTracerError", "ConcretizationTypeError", "TracerBoolConversionError",
+    "TracerIntegerConversionError", "TracerArrayConversionError", "KeyReuseError", "JaxRuntimeError",
+    "primitives", "float0", "new_trace_context", "canonicalize_dtype", "scalar_dtype",
+    "Device", "CpuDevice", "cpu_device", "register_global_array_type",
 ]
 
 # JAX's dtype for the (empty) tangent space of integer and boolean values.
@@ -52,12 +55,37 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 # Errors
 # ----------------------------------------------------------------------------
 
+# ``fungrad.errors`` re-exports these with JAX's names (``jax.errors``); the
+# specific conversion errors subclass ConcretizationTypeError, so both
+# ``except fungrad.ConcretizationTypeError`` and ``except jax.errors.X`` work.
+
 class UnexpectedTracerError(Exception):
     """A tracer was used after the transformation that created it finished."""
 
 
 class ConcretizationTypeError(TypeError):
     """Python needed a concrete value (``if``, ``bool``, ``int``...) of a tracer."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """``bool()`` (``if``, ``while``, ``and``...) of a tracer without a value."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    """``int()`` / ``__index__`` (a size, an index) of a tracer without a value."""
+
+
+class TracerArrayConversionError(ConcretizationTypeError):
+    """``np.asarray(tracer)`` (NumPy code on a traced value)."""
+
+
+class JaxRuntimeError(ValueError):
+    """A run-time check failed (``checkify.check``, ``Error.throw()``)."""
+
+
+class KeyReuseError(TypeError):
+    """A PRNG key was used twice (JAX's ``jax_debug_key_reuse``; fungrad does not
+    track key use, so it never raises this: the class exists for ``except``)."""
 
 
 # ----------------------------------------------------------------------------
@@ -129,7 +157,7 @@ def get_aval(x) -> ShapedArray:
     if isinstance(x, np.generic):
         return _shaped((), x.dtype)
     if isinstance(x, _PY_SCALARS):
-        return ShapedArray((), np.asarray(x).dtype, weak_type=type(x) is not bool)
+        return ShapedArray((), scalar_dtype(x), weak_type=type(x) is not bool)
     if type(x) in _global_array_types:   # fungrad.sharding's arrays: no gather for an aval
         return x.aval
     try:
@@ -141,6 +169,63 @@ def get_aval(x) -> ShapedArray:
             f"Value of type {type(x).__name__} is not a valid fungrad array: "
             "pass numbers, NumPy arrays or (nested) lists of numbers.")
     return ShapedArray(arr.shape, arr.dtype)
+
+
+# ----------------------------------------------------------------------------
+# Default dtypes (jax_enable_x64)
+# ----------------------------------------------------------------------------
+# With x64 (fungrad's default) Python scalars and defaults are NumPy's: float64,
+# int64, complex128.  Without it they are JAX's 32-bit ones.  The tables below
+# are rewritten in place when the option changes, so that hot paths (and jit's
+# argument conversion, which shares SCALAR_TO_NUMPY) read them directly.
+
+_x64 = True
+_TO_32_BIT = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.int64): np.dtype(np.int32),
+              np.dtype(np.uint64): np.dtype(np.uint32),
+              np.dtype(np.complex128): np.dtype(np.complex64)}
+# Python scalars -> the NumPy value the compiled code of jit receives for them
+SCALAR_TO_NUMPY: dict = {}
+
+
+def canonicalize_dtype(dtype) -> np.dtype:
+    """``dtype`` as fungrad uses it: unchanged with x64, else 64-bit -> 32-bit."""
+    dtype = np.dtype(dtype)
+    return dtype if _x64 else _TO_32_BIT.get(dtype, dtype)
+
+
+def default_float_dtype() -> np.dtype:
+    return np.dtype(np.float64 if _x64 else np.float32)
+
+
+def default_int_dtype() -> np.dtype:
+    return np.dtype(np.int64 if _x64 else np.int32)
+
+
+def scalar_dtype(x) -> np.dtype:
+    """The dtype a Python scalar takes (NumPy's with x64, else 32-bit as JAX)."""
+    if _x64 or type(x) is bool:
+        return np.asarray(x).dtype
+    if isinstance(x, int) and not -2**31 <= x < 2**31:
+        raise OverflowError(f"Python int {x} too large to convert to int32 "
+                            "(jax_enable_x64 is off; turn it on for 64-bit integers)")
+    return _TO_32_BIT.get(np.asarray(x).dtype, np.asarray(x).dtype)
+
+
+def _set_x64(on: bool):
+    global _x64
+    _x64 = on
+    SCALAR_TO_NUMPY.clear()
+    SCALAR_TO_NUMPY.update({float: np.float64 if on else np.float32, bool: np.bool_,
+                            complex: np.complex128 if on else np.complex64,
+                            int: np.asarray if on else _int32_scalar})
+
+
+def _int32_scalar(x):
+    return np.asarray(x, dtype=scalar_dtype(x))
+
+
+_config.enable_x64.hooks.append(_set_x64)
+_set_x64(_config.enable_x64.value)
 
 
 # ----------------------------------------------------------------------------
@@ -385,6 +470,8 @@ class Primitive:
         self.partial_eval: Callable | None = None
         self.inline = False       # codegen inlines the ``jaxpr`` param
         self.emit_block = None    # control flow: emits a Python block (codegen.Block)
+        # has a side effect (debug callbacks, checks): dce keeps it, cse never merges it
+        self.effectful = False
         primitives[name] = self
 
     def __repr__(self):
@@ -528,9 +615,69 @@ class EvalTrace(Trace):
                 raise UnexpectedTracerError(_eval_tracer_message(a))
             vals.append(a)
         out = prim.impl(*vals, **params)
+        if _float_checks:           # jax_debug_nans / jax_debug_infs
+            check_floats(out if prim.multiple_results else [out], _op_name(prim, params))
         if prim.multiple_results:
             return [wrap_array(o) for o in out]
         return wrap_array(out)
+
+
+# ----------------------------------------------------------------------------
+# jax_debug_nans / jax_debug_infs: eager results and jitted calls are checked
+# ----------------------------------------------------------------------------
+
+_float_checks = False     # either option is on (mirrored here for the hot path)
+
+
+def _set_float_checks(_):
+    global _float_checks
+    _float_checks = _config.debug_nans.value or _config.debug_infs.value
+
+
+_config.debug_nans.hooks.append(_set_float_checks)
+_config.debug_infs.hooks.append(_set_float_checks)
+_set_float_checks(None)
+
+
+def _op_name(prim, params) -> str:
+    name = params.get("name")
+    return f"{prim.name}({name})" if isinstance(name, str) else prim.name
+
+
+def _nonfinite(values) -> str | None:
+    """"nan" or "inf" if a float result holds one the enabled checks look for."""
+    for v in values:
+        v = np.asarray(v)
+        if v.dtype.kind not in "fc" or not v.size:
+            continue
+        if _config.debug_nans.value and np.isnan(v).any():
+            return "nan"
+        if _config.debug_infs.value and np.isinf(v).any():
+            return "inf"
+    return None
+
+
+def check_floats(values, where: str) -> None:
+    """FloatingPointError if ``values`` (results of ``where``) hold a NaN/inf that
+    jax_debug_nans/jax_debug_infs look for."""
+    bad = _nonfinite(values)
+    if bad is not None:
+        option = "jax_debug_nans" if bad == "nan" else "jax_debug_infs"
+        raise FloatingPointError(
+            f"invalid value ({bad}) encountered in {where} ({option} is on; switch it off "
+            f"with fungrad.config.update({option!r}, False))")
+
+
+def check_jit_outputs(jitted, args, kwargs, outs) -> None:
+    """The results of a compiled call, checked; on a NaN/inf the Python function is
+    run again op by op (jit disabled) to name the operation, as JAX does."""
+    bad = _nonfinite(outs)
+    if bad is None:
+        return
+    with _config.disable_jit(True):
+        jitted.fun(*args, **kwargs)       # raises at the operation that produced it
+    check_floats(outs, f"the output of jit({jitted.name}) (running it op by op did not "
+                       "reproduce it)")
 
 
 def _eval_tracer_message(a) -> str:
@@ -665,17 +812,17 @@ class Tracer:
         """The concrete value this tracer stands for, or None if there is none."""
         return None
 
-    def _concrete_or_raise(self, what: str):
+    def _concrete_or_raise(self, what: str, error=ConcretizationTypeError):
         val = self._concrete_value()
         if val is None:
-            raise ConcretizationTypeError(concretization_message(self, what))
+            raise error(concretization_message(self, what))
         return val
 
     def __bool__(self):
-        return bool(self._concrete_or_raise("bool()/if/while"))
+        return bool(self._concrete_or_raise("bool()/if/while", TracerBoolConversionError))
 
     def __int__(self):
-        return int(self._concrete_or_raise("int()"))
+        return int(self._concrete_or_raise("int()", TracerIntegerConversionError))
 
     def __float__(self):
         return float(self._concrete_or_raise("float()"))
@@ -684,7 +831,8 @@ class Tracer:
         return complex(self._concrete_or_raise("complex()"))
 
     def __index__(self):
-        return self._concrete_or_raise("use as an index/size (__index__)").__index__()
+        return self._concrete_or_raise("use as an index/size (__index__)",
+                                       TracerIntegerConversionError).__index__()
 
     def item(self, *args):
         return self._concrete_or_raise(".item()").item(*args)
@@ -693,7 +841,7 @@ class Tracer:
         return self._concrete_or_raise(".tolist()").tolist()
 
     def __array__(self, dtype=None, copy=None):
-        raise ConcretizationTypeError(concretization_message(
+        raise TracerArrayConversionError(concretization_message(
             self, "conversion to a NumPy array (np.asarray / np.* functions)")
             + " To get a value out of a transformed function, return it.")
 

@@ -30,12 +30,12 @@ from fungrad.core import Primitive, get_aval, eval_jaxpr
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
-from fungrad.interpreters.partial_eval import (StagingTracer, as_value, closure_convert,
-                                               trace_to_jaxpr)
+from fungrad.interpreters import partial_eval as pe
+from fungrad.interpreters.partial_eval import StagingTracer, as_value, trace_to_jaxpr
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "custom_jvp_call_p", "custom_vjp_call_p",
-           "custom_lin_p"]
+           "custom_lin_p", "custom_gradient", "closure_convert"]
 
 #: What a ``defjvp(..., symbolic_zeros=True)`` rule receives as the tangent of an
 #: input that is not being differentiated (it has ``shape``, ``dtype`` and
@@ -160,7 +160,7 @@ class custom_jvp:
             out_tree.append(tree)
             return [as_value(x) for x in out_leaves]
         jaxpr, consts = trace_to_jaxpr(flat, [get_aval(x).strip_weak_type() for x in leaves])
-        closed, hoisted = closure_convert(jaxpr, consts)
+        closed, hoisted = pe.closure_convert(jaxpr, consts)
         rule = _flat_rule(self.jvp_rule, in_tree, merge_key=tuple(sorted(static.items(), key=repr)),
                           static=static, nargs=len(args), out_tree=out_tree[0])
         outs = custom_jvp_call_p.bind(*hoisted, *leaves, jaxpr=closed, jvp=rule,
@@ -394,7 +394,7 @@ class custom_vjp:
             res_tree.append(tree)
             return [as_value(x) for x in out_leaves] + [as_value(x) for x in res_leaves]
         fun_j, fun_c = trace_to_jaxpr(fun_flat, avals)
-        fun_closed, fun_h = closure_convert(fun_j, fun_c)
+        fun_closed, fun_h = pe.closure_convert(fun_j, fun_c)
         if fun_h:
             raise TypeError("custom_vjp: the function closes over a traced value; pass it as "
                             "an argument so that bwd can return its cotangent")
@@ -434,3 +434,102 @@ def _none_as_zeros(cts: tuple, in_tree, arg_avals) -> tuple:
         leaves, tree = tree_flatten(avals)
         return tree_unflatten(tree, [ad.zeros_like_aval(ad.tangent_aval(a)) for a in leaves])
     return tuple(zeros(a) if c is None else c for c, a in zip(cts, per_arg))
+
+
+# ----------------------------------------------------------------------------
+# custom_gradient and closure_convert (JAX's conveniences over custom_vjp)
+# ----------------------------------------------------------------------------
+
+from fungrad.tree_util import register_pytree_node  # noqa: E402
+
+
+class _GradRule:
+    """custom_gradient's residuals: the staged gradient rule (a jaxpr of the
+    output cotangents) and the values it closes over (its consts, the leaves)."""
+    __slots__ = ("consts", "jaxpr", "ct_tree", "in_tree")
+
+    def __init__(self, consts, jaxpr, ct_tree, in_tree):
+        self.consts, self.jaxpr, self.ct_tree, self.in_tree = list(consts), jaxpr, ct_tree, in_tree
+
+
+register_pytree_node(_GradRule, lambda r: (r.consts, (r.jaxpr, r.ct_tree, r.in_tree)),
+                     lambda aux, consts: _GradRule(consts, *aux))
+
+
+def custom_gradient(fun: Callable) -> custom_vjp:
+    """``fun(*args) -> (output, vjp)`` with ``vjp(output_cotangent) -> tuple of
+    argument cotangents`` becomes a function with that gradient (as
+    ``jax.custom_gradient``)::
+
+        @fungrad.custom_gradient
+        def f(x):
+            return x ** 2, lambda g: (g * x,)
+    """
+    def primal(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        out, rule = fun(*args)
+        if not callable(rule):
+            raise TypeError(f"custom_gradient: {getattr(fun, '__name__', 'the function')} "
+                            f"must return (output, vjp function), got a second element of "
+                            f"type {type(rule).__name__}")
+        out_leaves, ct_tree = tree_flatten(out)
+        ct_avals = [ad.tangent_aval(get_aval(x)) for x in out_leaves]
+        in_tree = []
+
+        def flat_rule(*cts):
+            leaves, tree = tree_flatten(rule(tree_unflatten(ct_tree, list(cts))))
+            in_tree.append(tree)
+            return [as_value(x) for x in leaves]
+        jaxpr, consts = trace_to_jaxpr(flat_rule, ct_avals)
+        return out, _GradRule(consts, jaxpr, ct_tree, in_tree[0])
+
+    def bwd(res, ct):
+        ct_leaves, tree = tree_flatten(ct)
+        if tree != res.ct_tree:
+            raise TypeError(f"custom_gradient: cotangent structure {tree} differs from the "
+                            f"output's {res.ct_tree}")
+        cts = tree_unflatten(res.in_tree, eval_jaxpr(res.jaxpr, res.consts, *ct_leaves))
+        return cts if isinstance(cts, tuple) else (cts,)
+
+    wrapped = custom_vjp(primal)
+    functools.update_wrapper(wrapped, fun)
+    wrapped.defvjp(fwd, bwd)
+    return wrapped
+
+
+def closure_convert(fun: Callable, *example_args):
+    """``(converted, consts)``: ``converted(*args, *consts)`` computes ``fun(*args)``
+    with the floating-point values ``fun`` closes over (arrays, tracers of
+    enclosing transformations) passed explicitly, so that a custom_vjp's bwd
+    can return their cotangents (as ``jax.closure_convert``).  Other closed-over
+    values (integers, booleans) stay inside."""
+    leaves, in_tree = tree_flatten(example_args)
+    leaves = [as_value(x) for x in leaves]
+    out_tree = []
+
+    def flat(*xs):
+        out_leaves, tree = tree_flatten(fun(*tree_unflatten(in_tree, list(xs))))
+        out_tree.append(tree)
+        return [as_value(x) for x in out_leaves]
+    jaxpr, consts = trace_to_jaxpr(flat, [get_aval(x).strip_weak_type() for x in leaves])
+    hoist = [ad.is_float(get_aval(c).dtype) for c in consts]
+    kept = [c for c, h in zip(consts, hoist) if not h]
+    hoisted = [c for c, h in zip(consts, hoist) if h]
+
+    def converted(*args):
+        args, extra = args[:len(example_args)], list(args[len(example_args):])
+        if len(extra) != len(hoisted):
+            raise TypeError(f"closure_convert: the converted function takes the "
+                            f"{len(example_args)} arguments and then {len(hoisted)} hoisted "
+                            f"constants, got {len(extra)} constants")
+        k, h = iter(kept), iter(extra)
+        all_consts = [next(h) if f else next(k) for f in hoist]
+        xs, tree = tree_flatten(args)
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: arguments have structure {tree}, expected "
+                            f"{in_tree} (as the example arguments)")
+        return tree_unflatten(out_tree[0], eval_jaxpr(jaxpr, all_consts, *xs))
+    converted.__name__ = getattr(fun, "__name__", "converted")
+    return converted, hoisted

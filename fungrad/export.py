@@ -95,6 +95,11 @@ def export(fun, *example_args, path: str | None = None, name: str | None = None)
     closed = jitted.lower(*example_args).jaxpr
     opt = optimize(closed)
     body, block_consts = codegen.lower_jaxpr_and_consts(opt.jaxpr, "_compiled")
+    if any(callable(c) for c in block_consts.values()):
+        raise TypeError("export: the function calls a Python callback (debug.print, "
+                        "debug.callback, breakpoint, pure_callback or checkify.check) or a "
+                        "shard_map, which a NumPy-only module cannot contain, so it cannot be "
+                        "exported as NumPy-only code; remove it before exporting")
     body, helpers = _embed_helper_modules(body)
     helpers += [_const_source(n, c) for n, c in block_consts.items()]
     out_tree = tree_structure(fun(*example_args))

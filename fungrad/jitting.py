@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fungrad import core
+from fungrad import _config, core
 from fungrad.core import ClosedJaxpr, Tracer, get_aval, wrap_array
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.partial_eval import as_value, closure_convert, trace_to_jaxpr
@@ -55,8 +56,8 @@ def _signature(x):
 # same dtype and promotion as the 0-d array jit traced with, but NumPy's scalar
 # fast path makes scalar code several times faster.  (int keeps np.asarray:
 # an int beyond int64 must fail or promote as it did before, not overflow.)
-_SCALAR_TO_NUMPY = {float: np.float64, bool: np.bool_, complex: np.complex128,
-                    int: np.asarray}
+# (the table is core's: without jax_enable_x64 floats become np.float32, ...)
+_SCALAR_TO_NUMPY = core.SCALAR_TO_NUMPY
 
 
 def _output_kind(out_tree) -> str:
@@ -94,6 +95,13 @@ class Lowered:
         return self._source
 
 
+# every Jitted, so that fungrad.clear_caches() (and changing jax_enable_x64 or the
+# promotion options, which change what tracing produces) can empty their caches
+_instances: weakref.WeakSet = weakref.WeakSet()
+_disable_jit = _config.disable_jit
+_config.on_tracing_change.append(lambda: [j._cache.clear() for j in list(_instances)])
+
+
 class Jitted:
     """A jit-compiled function; call it like the original."""
 
@@ -105,6 +113,7 @@ class Jitted:
         self.name = getattr(fun, "__name__", "fn").replace("<", "").replace(">", "") or "fn"
         self._cache: dict = {}
         self._last_key = None
+        _instances.add(self)
 
     def _split(self, args, kwargs):
         nums = {n % len(args) if -len(args) <= n < len(args) else n for n in self.static_argnums}
@@ -135,12 +144,16 @@ class Jitted:
         return entry, leaves
 
     def __call__(self, *args, **kwargs):
+        if _disable_jit.value:            # jax_disable_jit: the Python function, op by op
+            return self.fun(*args, **kwargs)
         entry, leaves = self._entry(args, kwargs)
         if core._tls.trace is core.EVAL_TRACE and entry.cacheable:
             if entry.scalar_args:     # Python scalars -> NumPy values for the code
                 leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else x
                           for x in leaves]
             outs = entry.fn(*entry.consts, *leaves)
+            if core._float_checks:        # jax_debug_nans / jax_debug_infs
+                core.check_jit_outputs(self, args, kwargs, outs)
             kind = entry.output_kind
             if kind == "single":
                 return wrap_array(outs[0])
@@ -179,6 +192,9 @@ class Jitted:
             comp = compiled(entry.closed)
             entry.fn, entry.consts = comp.fn, comp.consts
             self._cache[key] = entry
+            if _config.log_compiles.value:
+                log.warning("jit(%s): compiled %d equations to %d lines of NumPy code",
+                            self.name, len(entry.closed.eqns), comp.source.count("\n"))
         return entry
 
     def _arg_names(self, args, kwargs, nums) -> list[str]:
@@ -190,7 +206,11 @@ class Jitted:
         return _leaf_names(self.fun, tree_flatten(dyn)[1], dyn_idx)
 
     def _explain_miss(self, key):
-        if log.isEnabledFor(logging.DEBUG) and self._last_key is not None:
+        if _config.log_compiles.value:    # jax_log_compiles: every trace, with its reason
+            reason = ("first call" if self._last_key is None
+                      else _describe_change(self._last_key, key))
+            log.warning("jit(%s): tracing for arguments %s: %s", self.name, key[1], reason)
+        elif log.isEnabledFor(logging.DEBUG) and self._last_key is not None:
             log.debug("jit(%s): cache miss: %s", self.name, _describe_change(self._last_key, key))
         self._last_key = key
 

@@ -21,7 +21,7 @@ import numpy as np
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
-from fungrad.core import Tracer, get_aval
+from fungrad.core import Tracer, canonicalize_dtype, get_aval
 from fungrad.custom_derivatives import custom_jvp
 
 __all__ = [
@@ -245,7 +245,7 @@ def _shape_tuple(shape, caller, name):
 # ----------------------------------------------------------------------------
 
 def _float_dtype(dtype, caller):
-    dtype = np.dtype(dtype)
+    dtype = canonicalize_dtype(dtype)    # float32 when jax_enable_x64 is off, as JAX
     if dtype not in (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16)):
         raise TypeError(f"fungrad.random.{caller}: `dtype` must be float16, float32 "
                         f"or float64, got {dtype}.")
@@ -431,7 +431,8 @@ def rademacher(key, shape=(), dtype=np.int64):
     """Random signs, -1 or +1 with equal probability."""
     key = _check_key(key, "rademacher")
     heads = bernoulli(key, 0.5, _shape_tuple(shape, "rademacher", "shape"))
-    return lax.convert_element_type(2 * lax.convert_element_type(heads, np.int64) - 1, dtype)
+    return lax.convert_element_type(2 * lax.convert_element_type(heads, np.int64) - 1,
+                                    canonicalize_dtype(dtype))
 
 
 def randint(key, shape, minval, maxval, dtype=np.int64):
@@ -442,7 +443,7 @@ def randint(key, shape, minval, maxval, dtype=np.int64):
     """
     key = _check_key(key, "randint")
     shape = _shape_tuple(shape, "randint", "shape")
-    dtype = np.dtype(dtype)
+    dtype = canonicalize_dtype(dtype)     # int32 when jax_enable_x64 is off
     if dtype.kind not in "iu":
         raise TypeError(f"fungrad.random.randint: `dtype` must be an integer type, "
                         f"got {dtype}.")
@@ -805,7 +806,7 @@ def poisson(key, lam, shape=None, dtype=np.int64):
     inf) gives -1 (an integer result cannot hold nan).
     """
     key = _check_key(key, "poisson")
-    dtype = np.dtype(dtype)
+    dtype = canonicalize_dtype(dtype)     # int32 when jax_enable_x64 is off
     if dtype.kind not in "iu":
         raise TypeError(f"fungrad.random.poisson: `dtype` must be an integer type, got "
                         f"{dtype}; e.g. dtype=numpy.int64.")

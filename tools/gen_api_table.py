@@ -30,6 +30,7 @@ import fungrad.scipy.integrate as scipy_integrate  # noqa: E402
 import fungrad.lax.linalg as lax_linalg  # noqa: E402
 import fungrad.sharding as sharding  # noqa: E402
 import fungrad.distributed as distributed  # noqa: E402
+from fungrad import checkify, debug, dtypes, profiler  # noqa: E402
 
 MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg", fnp_linalg),
            ("fungrad.numpy.fft", fnp_fft),
@@ -43,7 +44,9 @@ MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg"
            ("fungrad.scipy.sparse.linalg", scipy_sparse_linalg),
            ("fungrad.scipy.signal", scipy_signal), ("fungrad.scipy.fft", scipy_fft),
            ("fungrad.scipy.ndimage", scipy_ndimage), ("fungrad.scipy.integrate", scipy_integrate),
-           ("fungrad.sharding", sharding), ("fungrad.distributed", distributed)]
+           ("fungrad.sharding", sharding), ("fungrad.distributed", distributed),
+           ("fungrad.debug", debug), ("fungrad.checkify", checkify),
+           ("fungrad.profiler", profiler), ("fungrad.dtypes", dtypes)]
 # each jax.scipy.stats distribution is a module of functions (norm.pdf, ...)
 MODULES += [(f"fungrad.scipy.stats.{name}", getattr(scipy_stats, name))
             for name in sorted(getattr(scipy_stats, "__all__", []))

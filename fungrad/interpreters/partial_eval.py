@@ -37,7 +37,7 @@ from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["StagingTrace", "StagingTracer", "trace_to_jaxpr", "closure_convert",
            "stage_pytree", "trace_closed", "as_value", "partial_eval_jaxpr", "dce_jaxpr",
-           "select_inputs", "permute_binders"]
+           "select_inputs", "permute_binders", "has_effects"]
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -159,8 +159,13 @@ def closure_convert(jaxpr: Jaxpr, consts) -> tuple[ClosedJaxpr, list]:
 
 
 def as_value(x):
-    """A leaf as an operand: tracers stay, everything else becomes an ndarray."""
-    return x if isinstance(x, Tracer) else np.asarray(x)
+    """A leaf as an operand: tracers stay, everything else becomes an ndarray
+    (Python scalars of the default dtypes: 32-bit without jax_enable_x64)."""
+    if isinstance(x, Tracer):
+        return x
+    if type(x) in _PY_SCALARS:
+        return np.asarray(x, core.scalar_dtype(x))
+    return np.asarray(x)
 
 
 def stage_pytree(fn: Callable, in_tree, avals: Sequence[ShapedArray], provenances=None):
@@ -255,8 +260,11 @@ def _partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, inst):
             out_unknowns, len(residuals))
 
 
-def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None):
-    """Drop equations whose outputs are never used (primitives are pure).
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
+              keep_effects: bool = True):
+    """Drop equations whose outputs are never used.  Effectful equations (debug
+    callbacks, checks: ``primitive.effectful``) are kept unless ``keep_effects``
+    is False (when slicing out part of a jaxpr that is also run in full).
 
     Returns ``(new_jaxpr, used_inputs)``; the new jaxpr keeps the outputs
     marked in ``used_outputs`` (all by default) and all of its inputs.
@@ -266,9 +274,23 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None):
     live = {v for v in outvars if isinstance(v, Var)}
     kept: list[JaxprEqn] = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars) or (keep_effects and has_effects(eqn)):
             kept.append(eqn)
             live.update(a for a in eqn.inputs if isinstance(a, Var))
     kept.reverse()
     used_inputs = [v in live for v in jaxpr.invars]
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept, outvars), used_inputs
+
+
+def has_effects(eqn: JaxprEqn) -> bool:
+    """The equation is effectful, or carries a sub-jaxpr (a loop body, a branch)
+    with an effectful equation: it must run even if its outputs are unused."""
+    if eqn.primitive.effectful:
+        return True
+    for value in eqn.params.values():
+        subs = value if isinstance(value, tuple) else (value,)
+        for sub in subs:
+            jaxpr = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+            if isinstance(jaxpr, Jaxpr) and any(has_effects(e) for e in jaxpr.eqns):
+                return True
+    return False

@@ -14,6 +14,9 @@ Each pass is a function ``Jaxpr -> Jaxpr`` that keeps the jaxpr's meaning
   folded into its dimension numbers (or an operand swap);
 * ``dce``: dead-code elimination (``partial_eval.dce_jaxpr``).
 
+Effectful primitives (``primitive.effectful``: debug callbacks, checks) are
+never removed by ``dce`` nor merged by ``cse``; they have no outputs to fold.
+
 * ``inline_calls``: nested ``jit`` calls are spliced into the enclosing jaxpr,
   so the other passes (and code generation) see one flat program.
 
@@ -30,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from fungrad.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from fungrad.interpreters.partial_eval import dce_jaxpr
+from fungrad.interpreters.partial_eval import dce_jaxpr, has_effects
 
 __all__ = ["optimize", "inline_calls", "simplify", "fold_constants", "cse", "fold_transposes",
            "dce"]
@@ -207,7 +210,8 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
     read = lambda a: subst.get(a, a) if isinstance(a, Var) else a
     for eqn in jaxpr.eqns:
         inputs = [read(a) for a in eqn.inputs]
-        if _is_remat(eqn.primitive):      # recomputation is the point: never merged
+        if _is_remat(eqn.primitive) or has_effects(eqn):   # never merged: recomputation
+            # is the point of remat, and each effect (a print, a check) must happen
             eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars))
             continue
         try:

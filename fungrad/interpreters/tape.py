@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fungrad import core
+from fungrad import _config, core
 from fungrad.core import ClosedJaxpr, Tracer, eval_jaxpr, get_aval, new_trace_context
 from fungrad.interpreters import ad
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_float, tangent_aval
@@ -183,6 +183,8 @@ class _Linearization:
 _CACHE: dict = {}
 _CACHE_LIMIT = 4096
 _UNCACHEABLE = object()
+# what staging produces depends on jax_enable_x64 and the promotion options
+_config.on_tracing_change.append(_CACHE.clear)
 
 
 def _linearization(prim, params, primals, key):

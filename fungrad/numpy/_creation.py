@@ -20,6 +20,10 @@ jaxpr, which is what ``jnp`` does too in effect.  Their traced arguments raise
 the usual concretization error.
 
 Python scalars get NumPy's default dtypes (float64, int64, bool, complex128).
+With ``jax_enable_x64`` off, creation functions without a ``dtype`` give 32-bit
+dtypes instead (float32, int32, complex64), and ``array``/``asarray`` convert
+Python data and 64-bit NumPy input to them, as JAX's; an explicit ``dtype``
+(float64 included) is respected.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ import numpy as np
 
 from fungrad import core, lax
 from fungrad.core import Tracer, get_aval
-from fungrad.numpy._dtypes import asarray_operand, dtype_of
+from fungrad.numpy._dtypes import asarray_operand, dtype_of, user_dtype, x32_default
 from fungrad.numpy._shape import (_astype, _axis, _concrete, _dtype_arg, _out, _shape_tuple,
                                   _slice_axis, _static_int, broadcast_arrays,
                                   broadcast_to, concatenate, diagonal, moveaxis,
@@ -49,8 +53,24 @@ def _eager() -> bool:
 
 
 def _dtype(dtype, default=None):
-    """``np.dtype`` of a user dtype; note ``np.dtype(None)`` would be float64."""
-    return default if dtype is None else np.dtype(dtype)
+    """``np.dtype`` of a user dtype; ``None`` gives ``default`` (``np.dtype(None)``
+    would be float64), which is 32-bit when jax_enable_x64 is off."""
+    if dtype is not None:
+        return user_dtype(dtype)
+    return None if default is None else core.canonicalize_dtype(default)
+
+
+def _canonical(arr: np.ndarray) -> np.ndarray:
+    """``arr`` in fungrad's dtype for it (jax_enable_x64 off: 64-bit -> 32-bit)."""
+    dtype = core.canonicalize_dtype(arr.dtype)
+    if dtype == arr.dtype:
+        return arr
+    if dtype.kind in "iu" and arr.size:
+        info = np.iinfo(dtype)
+        if arr.min() < info.min or arr.max() > info.max:
+            raise OverflowError(f"integers up to {arr.max()} do not fit in {dtype.name} "
+                                "(jax_enable_x64 is off; turn it on, or pass dtype=np.int64)")
+    return arr.astype(dtype)
 
 
 def _check_numeric(arr: np.ndarray, who: str) -> np.ndarray:
@@ -80,7 +100,7 @@ def _stack_nested(obj):
     if isinstance(obj, Tracer):
         return obj
     if not _holds_tracer(obj):
-        return _check_numeric(np.asarray(obj), "array")
+        return _canonical(_check_numeric(np.asarray(obj), "array"))
     parts = [_stack_nested(o) for o in obj]
     shapes = {p.shape for p in parts}
     if len(shapes) != 1:
@@ -112,8 +132,10 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin=0, subok=False, lik
         return _traced_array(object, dtype, ndmin)
     if isinstance(object, np.ndarray) and type(object) is not np.ndarray:
         object = object.view(np.ndarray)   # fungrad.Array: copy as a plain ndarray
-    arr = np.array(object, dtype=dtype, copy=copy, order=order, ndmin=ndmin)
-    return core.wrap_array(_check_numeric(arr, "array"))
+    dtype = None if dtype is None else user_dtype(dtype)
+    arr = _check_numeric(np.array(object, dtype=dtype, copy=copy, order=order, ndmin=ndmin),
+                         "array")
+    return core.wrap_array(arr if dtype is not None else _canonical(arr))
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None, like=None):
@@ -127,12 +149,14 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None, like=None):
     if _holds_tracer(a):
         return _traced_array(a, dtype, 0)
     if type(a) is core.Array and copy is not True and (
-            dtype is None or np.dtype(dtype) == a.dtype):
+            dtype is None or np.dtype(dtype) == a.dtype) and core._x64:
         return a
     if copy is False:
+        dtype = None if dtype is None else user_dtype(dtype)
         arr = np.asarray(a.view(np.ndarray) if isinstance(a, np.ndarray) else a,
                          dtype=dtype, order=order, copy=False)
-        return core.wrap_array(_check_numeric(arr, "asarray"))
+        arr = _check_numeric(arr, "asarray")
+        return core.wrap_array(arr if dtype is not None else _canonical(arr))
     return array(a, dtype=dtype, copy=True, order=order or "K")
 
 
@@ -145,7 +169,7 @@ def astype(x, dtype, /, *, copy=False, device=None):
     """``x`` converted to ``dtype`` with NumPy's casting (the function form of
     ``x.astype``, as in NumPy 2 / jnp); differentiable between float dtypes."""
     operand = asarray_operand(x)
-    dtype = np.dtype(dtype)
+    dtype = user_dtype(dtype)
     if dtype_of(operand) == dtype and not isinstance(operand, Tracer):
         return array(operand, copy=True) if copy else _out(operand)
     return _out(_astype(operand, dtype))
@@ -164,11 +188,11 @@ def _filled(shape, value, dtype):
 
 
 def zeros(shape, dtype=None, order="C", *, device=None, like=None):
-    return _filled(shape, 0, _dtype(dtype, np.dtype(np.float64)))
+    return _filled(shape, 0, _dtype(dtype, np.float64))
 
 
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
-    return _filled(shape, 1, _dtype(dtype, np.dtype(np.float64)))
+    return _filled(shape, 1, _dtype(dtype, np.float64))
 
 
 def empty(shape, dtype=None, order="C", *, device=None, like=None):
@@ -229,12 +253,14 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
         _concrete(v, f"fungrad.numpy.arange's {name} (the length of the result depends "
                      "on it; pass a Python number, or use linspace for traced endpoints)")
         for name, v in (("start", start), ("stop", stop), ("step", step)))
-    return core.wrap_array(np.arange(start, stop, step, dtype=dtype))
+    if dtype is not None:
+        return core.wrap_array(np.arange(start, stop, step, dtype=user_dtype(dtype)))
+    return core.wrap_array(_canonical(np.arange(start, stop, step)))
 
 
 def _linspace_dtype(start, stop) -> np.dtype:
     """NumPy's linspace dtype: promote (Python scalars weak), then ensure inexact."""
-    return np.result_type(_dtype_arg(start), _dtype_arg(stop), 0.0)
+    return x32_default(np.result_type(_dtype_arg(start), _dtype_arg(stop), 0.0), (start, stop))
 
 
 def _linspace_body(start, stop, num: int, endpoint: bool, dt):
@@ -273,7 +299,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if axis:
         y = moveaxis(y, 0, axis)
     if dtype is not None:
-        dtype = np.dtype(dtype)
+        dtype = user_dtype(dtype)
         if np.issubdtype(dtype, np.integer):
             y = lax.floor(y)   # NumPy rounds down, not towards zero
         y = _astype(y, dtype)
@@ -339,7 +365,7 @@ def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
     N = _static_int(N, "eye's N")
     M = None if M is None else _static_int(M, "eye's M")
     k = _static_int(k, "eye's k")
-    return core.wrap_array(np.eye(N, M, k, dtype=_dtype(dtype, np.dtype(np.float64))))
+    return core.wrap_array(np.eye(N, M, k, dtype=_dtype(dtype, np.float64)))
 
 
 def identity(n, dtype=None, *, like=None):
@@ -350,7 +376,7 @@ def tri(N, M=None, k=0, dtype=None, *, like=None):
     N = _static_int(N, "tri's N")
     M = None if M is None else _static_int(M, "tri's M")
     k = _static_int(k, "tri's k")
-    return core.wrap_array(np.tri(N, M, k, dtype=_dtype(dtype, np.dtype(np.float64))))
+    return core.wrap_array(np.tri(N, M, k, dtype=_dtype(dtype, np.float64)))
 
 
 def _diag_matrix(v, k: int):

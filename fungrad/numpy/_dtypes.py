@@ -8,11 +8,19 @@ stays float32, ``int_array * 2.5`` becomes float64), exactly as
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
+from fungrad import _config, core
 from fungrad.core import Tracer, get_aval
 
 _PY_SCALARS = (bool, int, float, complex)
+
+
+class TypePromotionError(ValueError):
+    """An implicit dtype promotion that ``jax_numpy_dtype_promotion="strict"`` forbids
+    (also ``fungrad.dtypes.TypePromotionError``)."""
 
 
 def is_weak(x) -> bool:
@@ -37,11 +45,76 @@ def dtype_of(x) -> np.dtype:
 _WEAK_STANDIN = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
 
 
+# ----------------------------------------------------------------------------
+# jax_numpy_rank_promotion and jax_numpy_dtype_promotion (JAX's wording)
+# ----------------------------------------------------------------------------
+
+def check_promotion(name: str, args, ranks: bool = True, dtypes: bool = True) -> None:
+    """Warn or raise as the promotion options say, for ``name`` applied to ``args``."""
+    if ranks and _config.numpy_rank_promotion.value != "allow":
+        _check_ranks(name, args)
+    if dtypes and _config.numpy_dtype_promotion.value == "strict":
+        _check_strict(name, args)
+
+
+def _check_ranks(name, args):
+    shapes = [tuple(get_aval(a).shape) for a in args if not type(a) in _PY_SCALARS]
+    if len({len(s) for s in shapes if s}) < 2:      # scalars broadcast freely, as in JAX
+        return
+    shown = " ".join(map(str, shapes))
+    if _config.numpy_rank_promotion.value == "warn":
+        warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {shown}. "
+                      "Set the jax_numpy_rank_promotion config option to 'allow' to disable "
+                      "this warning.", stacklevel=4)
+    else:
+        raise ValueError(f"Operands could not be broadcast together for {name} on shapes "
+                         f"{shown} and with the config option jax_numpy_rank_promotion="
+                         "'raise'. Add the missing axes explicitly (x[:, None], "
+                         "fnp.expand_dims) or allow rank promotion.")
+
+
+# a weakly typed value may take any dtype of these kinds in strict mode (JAX's lattice)
+_WEAK_TARGETS = {"b": "b", "i": "iufc", "u": "iufc", "f": "fc", "c": "c"}
+
+
+def _check_strict(name, args):
+    strong = {dtype_of(a) for a in args if not is_weak(a)}
+    weak = {dtype_of(a).kind for a in args if is_weak(a)}
+    if len(strong) > 1 or (strong and any(
+            next(iter(strong)).kind not in _WEAK_TARGETS[k] for k in weak)):
+        shown = tuple(str(dtype_of(a)) + (" (weak)" if is_weak(a) else "") for a in args)
+        raise TypePromotionError(
+            f"{name}: input dtypes {shown} have no available implicit dtype promotion path "
+            "when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
+            "desired output type (x.astype(...)), or set jax_numpy_dtype_promotion=standard.")
+
+
+def x32_default(dtype, args) -> np.dtype:
+    """``dtype``, or with jax_enable_x64 off its 32-bit counterpart when no strongly
+    typed argument is 64-bit: NumPy's default dtypes become JAX's 32-bit ones,
+    and a 64-bit dtype appears only where an input brings one."""
+    dtype = np.dtype(dtype)
+    if core._x64 or core.canonicalize_dtype(dtype) == dtype:
+        return dtype
+    if any(not is_weak(a) and core.canonicalize_dtype(dtype_of(a)) != dtype_of(a) for a in args):
+        return dtype
+    return core.canonicalize_dtype(dtype)
+
+
+def user_dtype(dtype) -> np.dtype:
+    """``np.dtype`` of a ``dtype=`` argument.  Python's ``int``, ``float`` and
+    ``complex`` mean the default dtypes of their kind (int32/float32/complex64
+    when jax_enable_x64 is off, as JAX); NumPy dtypes are taken as they are."""
+    if dtype in (int, float, complex):
+        return core.canonicalize_dtype(dtype)
+    return np.dtype(dtype)
+
+
 def result_type(*args) -> np.dtype:
     """The dtype NumPy 2 gives an operation on ``args`` (arrays, tracers, scalars)."""
     parts = [(_WEAK_STANDIN[a.aval.dtype.kind] if isinstance(a, Tracer) else a)
              if is_weak(a) else dtype_of(a) for a in args]
-    return np.result_type(*parts)
+    return x32_default(np.result_type(*parts), args)
 
 
 def asarray_operand(x, dtype=None):
@@ -78,9 +151,10 @@ def promote(name: str, *args, to_float: bool = False):
         if all(isinstance(a, _ARRAYS) and a.dtype == dtype for a in args[1:]) and (
                 not to_float or dtype.kind in "fc"):
             return args
+    check_promotion(name, args, ranks=False)
     dtype = result_type(*args)
     if to_float and not np.issubdtype(dtype, np.inexact):
-        dtype = np.promote_types(dtype, np.float16)  # int8 -> f16, int32 -> f64, as NumPy
+        dtype = x32_default(np.promote_types(dtype, np.float16), args)  # int32 -> f64, as NumPy
     from fungrad import lax
     out = []
     for a in args:

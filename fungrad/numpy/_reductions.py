@@ -15,9 +15,9 @@ import operator
 
 import numpy as np
 
-from fungrad import lax
+from fungrad import core, lax
 from fungrad.core import Tracer, get_aval
-from fungrad.numpy._dtypes import asarray_operand, result_type
+from fungrad.numpy._dtypes import asarray_operand, result_type, x32_default
 
 __all__ = ["sum", "mean", "var", "std", "prod", "max", "min", "amax", "amin", "argmax",
            "argmin", "all", "any", "nansum", "nanmean", "nanmax", "nanmin", "nanprod",
@@ -110,9 +110,9 @@ def _accumulator_dtype(x_dtype, dtype, promote_integers=True):
     if not promote_integers:
         return x_dtype
     if x_dtype == np.bool_ or (x_dtype.kind == "i" and x_dtype.itemsize < 8):
-        return np.dtype(np.int64)
+        return core.canonicalize_dtype(np.int64)       # (int32 without jax_enable_x64)
     if x_dtype.kind == "u" and x_dtype.itemsize < 8:
-        return np.dtype(np.uint64)
+        return core.canonicalize_dtype(np.uint64)
     return x_dtype
 
 
@@ -120,7 +120,7 @@ def _float_dtype(x_dtype, dtype=None):
     """Result dtype of mean/var/median: integers and bools give float64."""
     if dtype is not None:
         return np.dtype(dtype)
-    return x_dtype if x_dtype.kind in "fc" else np.dtype(np.float64)
+    return x_dtype if x_dtype.kind in "fc" else core.default_float_dtype()
 
 
 def _real_dtype(dtype):
@@ -249,7 +249,7 @@ def _arg_extreme(name, lax_fn, a, axis, out, keepdims):
     if x.shape[ax] == 0:
         raise ValueError(f"attempt to get {name} of an empty sequence (shape {get_aval(a).shape}"
                          f", axis {axis})")
-    r = lax_fn(x, ax, np.int64)
+    r = lax_fn(x, ax, core.default_int_dtype())
     if keepdims:
         r = lax.reshape(r, (1,) * ndim) if axis is None else lax.expand_dims(r, (ax,))
     return r
@@ -299,7 +299,7 @@ def any(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
 def count_nonzero(a, axis=None, *, keepdims=False):
     """Number of non-zero elements over ``axis`` (int64)."""
     x = _truth(asarray_operand(a))
-    return sum(_cast(x, np.dtype(np.int64)), axis=axis, keepdims=keepdims)
+    return sum(_cast(x, core.default_int_dtype()), axis=axis, keepdims=keepdims)
 
 
 # ----------------------------------------------------------------------------
@@ -316,7 +316,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     _no_out("mean", out)
     x = asarray_operand(a)
     res_dtype = _float_dtype(get_aval(x).dtype, dtype)
-    work = _compute_dtype(res_dtype if res_dtype.kind in "fc" else np.dtype(np.float64))
+    work = _compute_dtype(res_dtype if res_dtype.kind in "fc" else core.default_float_dtype())
     axes = _normalize_axes("mean", axis, x.ndim)
     x = _cast(x, work)
     if where is None and _reduced_size(x, axes) == 0:
@@ -347,7 +347,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     ddof = _ddof("var", ddof, correction)
     x = asarray_operand(a)
     res_dtype = _float_dtype(get_aval(x).dtype, dtype)
-    work = _compute_dtype(res_dtype if res_dtype.kind in "fc" else np.dtype(np.float64))
+    work = _compute_dtype(res_dtype if res_dtype.kind in "fc" else core.default_float_dtype())
     axes = _normalize_axes("var", axis, x.ndim)
     x = _cast(x, work)
     m = _mean_fn(x, axes, keepdims=True, where=where) if mean is None else \
@@ -385,7 +385,9 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         return avg, scl
     w = asarray_operand(weights)
     x_dtype = get_aval(x).dtype
-    dt = result_type(x, w, np.float64) if x_dtype.kind in "biu" else result_type(x, w)
+    dt = result_type(x, w)
+    if x_dtype.kind in "biu":    # integer data: a float average (the default float dtype)
+        dt = x32_default(np.promote_types(dt, core.default_float_dtype()), (x, w))
     axes = _normalize_axes("average", axis, x.ndim)
     w = _cast(_weights_like(w, x, axis, axes), dt)
     scl = sum(w, axes, keepdims=keepdims)
@@ -489,7 +491,7 @@ def _nan_arg(name, kind, a, axis, out, keepdims):
     r = fn(_replace_nans(x, _identity_for(kind, get_aval(x).dtype)), axis, out,
            keepdims=keepdims)
     all_nan = all(_isnan(x), axis, None, keepdims)
-    return lax.select(all_nan, _full(get_aval(r).shape, -1, np.int64), r)
+    return lax.select(all_nan, _full(get_aval(r).shape, -1, get_aval(r).dtype), r)
 
 
 def nanargmax(a, axis=None, out=None, *, keepdims=False):

@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 
-from fungrad import lax
+from fungrad import core, lax
 from fungrad.core import Tracer, ConcretizationTypeError, get_aval, wrap_array
 from fungrad.numpy._dtypes import asarray_operand, promote
 
@@ -55,18 +55,19 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
-    """Indices that sort ``a`` along ``axis`` (int64), stable: equal elements keep
-    their original order, also with ``descending=True``."""
+    """Indices that sort ``a`` along ``axis`` (int64; int32 without jax_enable_x64),
+    stable: equal elements keep their original order, also with ``descending=True``."""
     _check_kind("argsort", kind, order)
     x, ax = _operand_and_axis("argsort", a, axis)
     shape = x.shape
     if descending:
         x = lax.rev(x, (ax,))
-    iota = lax.broadcasted_iota(np.int64, shape, ax)
+    index = core.default_int_dtype()
+    iota = lax.broadcasted_iota(index, shape, ax)
     _, perm = lax.sort((x, iota), dimension=ax, num_keys=1)
     if descending:
         # positions in the reversed array, read back to front
-        perm = lax.sub(np.asarray(shape[ax] - 1, np.int64), lax.rev(perm, (ax,)))
+        perm = lax.sub(np.asarray(shape[ax] - 1, index), lax.rev(perm, (ax,)))
     return perm
 
 
@@ -82,7 +83,7 @@ def lexsort(keys, axis=-1):
         raise ValueError(f"lexsort: all keys need the same shape, got "
                          f"{[get_aval(k).shape for k in keys]}")
     ax = _axis("lexsort", axis, len(shape))
-    iota = lax.broadcasted_iota(np.int64, shape, ax)
+    iota = lax.broadcasted_iota(core.default_int_dtype(), shape, ax)
     outs = lax.sort(tuple(keys[::-1]) + (iota,), dimension=ax, num_keys=len(keys))
     return outs[-1]
 

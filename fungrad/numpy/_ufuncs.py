@@ -24,8 +24,9 @@ import numpy as np
 from fungrad import core, lax
 from fungrad.core import Array, Tracer, get_aval
 from fungrad.lax import elementwise as _ew
+from fungrad import _config
 from fungrad.numpy._dtypes import (is_weak, weak_python_type, dtype_of, asarray_operand,
-                                    result_type)
+                                    result_type, check_promotion, x32_default)
 
 __all__ = [
     # arithmetic
@@ -92,11 +93,14 @@ def _loop_dtypes(ufunc, args):
         # only Python scalars: NumPy converts them to its default dtypes first
         signature = tuple(dtype_of(a) for a in args)
     try:
-        return _resolve(ufunc, signature + (None,) * ufunc.nout)
+        loop = _resolve(ufunc, signature + (None,) * ufunc.nout)
     except TypeError as err:
         kinds = ", ".join(getattr(s, "name", getattr(s, "__name__", str(s))) for s in signature)
         raise TypeError(f"fungrad.numpy.{ufunc.__name__} is not defined for inputs of "
                         f"type ({kinds}), as in NumPy: {err}") from None
+    if core._x64:
+        return loop
+    return tuple(x32_default(d, args) for d in loop)   # jax_enable_x64 off: 32-bit defaults
 
 
 def _cast(x, dtype):
@@ -129,6 +133,21 @@ def _native_loop(ufunc, dtype, nargs) -> bool:
 _EVAL = core.EVAL_TRACE
 _SCALAR_TYPES = (float, int)
 
+# jax_numpy_rank_promotion != "allow" or jax_numpy_dtype_promotion == "strict":
+# the fast paths below step aside so that _args checks every call
+_promotion_checks = False
+
+
+def _set_promotion_checks(_):
+    global _promotion_checks
+    _promotion_checks = (_config.numpy_rank_promotion.value != "allow"
+                         or _config.numpy_dtype_promotion.value == "strict")
+
+
+_config.numpy_rank_promotion.hooks.append(_set_promotion_checks)
+_config.numpy_dtype_promotion.hooks.append(_set_promotion_checks)
+_set_promotion_checks(None)
+
 
 def _eager(ufunc, args):
     """NumPy's own ufunc, when nothing is being traced and NumPy's loop takes the
@@ -136,8 +155,8 @@ def _eager(ufunc, args):
     type); else None.  This is what binding the primitive would do (its impl is
     the same ufunc), minus the dispatch: eager calls on small arrays cost little
     more than NumPy's."""
-    if core._tls.trace is not _EVAL:
-        return None
+    if core._tls.trace is not _EVAL or _promotion_checks or core._float_checks:
+        return None       # (promotion and NaN/inf checks happen on the way through bind)
     first = args[0]
     kind = type(first)
     if kind is np.ndarray or kind is Array:
@@ -155,8 +174,8 @@ def _eager(ufunc, args):
         if not native:
             return None
         out = ufunc(*vals)
-    elif kind in _SCALAR_TYPES and all(type(a) is kind for a in args):
-        out = ufunc(*args)
+    elif kind in _SCALAR_TYPES and all(type(a) is kind for a in args) and core._x64:
+        out = ufunc(*args)        # (NumPy's 64-bit defaults: not without jax_enable_x64)
     else:
         return None
     if type(out) is not np.ndarray:
@@ -168,6 +187,8 @@ def _eager(ufunc, args):
 
 def _args(ufunc, *args):
     """``args`` converted to the input dtypes of NumPy's loop for ``ufunc``."""
+    if _promotion_checks and len(args) > 1:
+        check_promotion(ufunc.__name__, args)
     # Fast path: arrays or (strongly typed) tracers of one dtype the loop takes as is.
     first = args[0]
     if type(first) in _ARRAY_TYPES or isinstance(first, Tracer):
@@ -774,6 +795,9 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if size is not None or fill_value is not None:
         raise TypeError("fungrad.numpy.where: size= and fill_value= apply only to the "
                         "one-argument form.")
+    if _promotion_checks:
+        check_promotion("where", (condition, x, y), dtypes=False)
+        check_promotion("where", (x, y), ranks=False)
     dtype = result_type(x, y)
     return lax.select(_to_bool(condition), _cast(x, dtype), _cast(y, dtype))
 

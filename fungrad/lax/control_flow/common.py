@@ -11,12 +11,19 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from fungrad import _config
 from fungrad.core import ClosedJaxpr, get_aval
 from fungrad.interpreters import ad
 from fungrad.interpreters.partial_eval import permute_binders
 
 __all__ = ["split_list", "partition_list", "merge_lists", "cached", "grouped_jvp_jaxpr",
-           "lane_mask"]
+           "lane_mask", "python_control_flow"]
+
+
+def python_control_flow() -> bool:
+    """Under ``jax_disable_jit`` control flow runs as Python on the values (so that
+    print and pdb see them), as JAX's does."""
+    return _config.disable_jit.value
 
 
 def split_list(seq: Sequence, sizes: Sequence[int]) -> list[list]:

@@ -30,13 +30,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from fungrad.core import ClosedJaxpr, Primitive, bind_on, eval_jaxpr, get_aval
+from fungrad.core import ClosedJaxpr, Primitive, Tracer, bind_on, eval_jaxpr, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.partial_eval import (as_value, partial_eval_jaxpr, select_inputs,
                                                stage_pytree, trace_closed)
-from fungrad.lax.control_flow.common import cached, merge_lists, partition_list
+from fungrad.lax.control_flow.common import (cached, merge_lists, partition_list,
+                                             python_control_flow)
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -231,6 +232,8 @@ def _switch(index, branches, operands, who, labels):
     if index_aval.shape != () or index_aval.dtype.kind not in "iub":
         raise TypeError(f"switch: the index must be an integer scalar, got "
                         f"{index_aval.str_short()}")
+    if python_control_flow() and not isinstance(index, Tracer):   # jax_disable_jit
+        return branches[int(np.clip(np.asarray(index), 0, len(branches) - 1))](*operands)
     index = lax.convert_element_type(index, np.int32)
     index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
     closed, hoisted, leaves, out_tree = _stage_branches(branches, operands, who, labels)

@@ -42,8 +42,8 @@ from fungrad.interpreters.partial_eval import (as_value, dce_jaxpr, partial_eval
                                                select_inputs, stage_pytree, trace_closed)
 from fungrad.lax.control_flow.call import jit_p
 from fungrad.lax.control_flow.common import (grouped_jvp_jaxpr, merge_lists, partition_list,
-                                             split_list)
-from fungrad.tree_util import tree_flatten, tree_unflatten
+                                             python_control_flow, split_list)
+from fungrad.tree_util import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["scan", "fori_loop", "map", "scan_p"]
 
@@ -236,7 +236,8 @@ def _hoist_invariants(known: ClosedJaxpr, num_res, n_consts, invariant, stacked)
         return body, None
     inv = core.Jaxpr(kj.constvars, kj.invars[:n_consts], kj.eqns,
                      [r for r, f in zip(res, invariant) if f])
-    return body, ClosedJaxpr(dce_jaxpr(inv)[0], known.consts)
+    # (effects stay in the body, which runs every iteration, not in the invariants)
+    return body, ClosedJaxpr(dce_jaxpr(inv, keep_effects=False)[0], known.consts)
 
 
 scan_p.partial_eval = _scan_partial_eval
@@ -363,6 +364,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     init_leaves, init_tree = tree_flatten(init)
     xs_leaves, xs_tree = tree_flatten(xs)
     n = _scan_length(xs_leaves, length)
+    if python_control_flow():                                    # jax_disable_jit
+        return _python_scan(f, init, xs, n, reverse)
     init_leaves = [as_value(x) for x in init_leaves]
     xs_leaves = [as_value(x) for x in xs_leaves]
     carry_avals = [get_aval(x).strip_weak_type() for x in init_leaves]
@@ -389,23 +392,40 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return tree_unflatten(init_tree, outs[:k]), tree_unflatten(y_tree_box[0], outs[k:])
 
 
+def _python_scan(f, init, xs, length, reverse):
+    """``scan`` as a Python loop (jax_disable_jit); the ys are stacked with lax."""
+    from fungrad import lax
+    if length == 0:
+        raise ValueError("scan: a zero-length scan is not supported under disable_jit "
+                         "(the type of its outputs is unknown without tracing)")
+    carry, ys = init, []
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        carry, y = f(carry, tree_map(lambda x: x[i], xs))
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    stack = lambda *leaves: lax.concatenate([lax.expand_dims(v, (0,)) for v in leaves], 0)
+    return carry, tree_map(stack, *ys)
+
+
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
     """``jax.lax.fori_loop``: with concrete bounds a ``scan`` over ``range(lower, upper)``
     (every transform, reverse mode included); with traced bounds a ``while_loop``
     (every transform; see ``while_loop`` for reverse mode).  ``unroll`` is
     accepted and ignored, as scan's (the generated code is a Python loop)."""
+    index = core.default_int_dtype()     # (int32 when jax_enable_x64 is off, as JAX)
     try:
         lo, hi = int(lower), int(upper)
     except (TypeError, core.ConcretizationTypeError):
         from fungrad import lax
         from fungrad.lax.control_flow.while_loop import while_loop
-        start = lax.convert_element_type(lower, np.int64)
-        stop = lax.convert_element_type(upper, np.int64)
+        start = lax.convert_element_type(lower, index)
+        stop = lax.convert_element_type(upper, index)
         _, _, out = while_loop(lambda c: lax.lt(c[0], c[1]),
-                               lambda c: (lax.add(c[0], np.int64(1)), c[1], body_fun(c[0], c[2])),
+                               lambda c: (lax.add(c[0], index.type(1)), c[1], body_fun(c[0], c[2])),
                                (start, stop, init_val))
         return out
-    idx = np.arange(lo, max(lo, hi), dtype=np.int64)
+    idx = np.arange(lo, max(lo, hi), dtype=index)
     carry, _ = scan(lambda c, i: (body_fun(i, c), None), init_val, idx)
     return carry
 

@@ -27,14 +27,15 @@ from typing import Callable
 
 import numpy as np
 
-from fungrad.core import ClosedJaxpr, Primitive, ShapedArray, Tracer, bind_on, eval_jaxpr, get_aval
+from fungrad.core import (ClosedJaxpr, ConcretizationTypeError, Primitive, ShapedArray, Tracer,
+                          bind_on, eval_jaxpr, get_aval)
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.partial_eval import (as_value, partial_eval_jaxpr, select_inputs,
                                                stage_pytree, trace_closed)
 from fungrad.lax.control_flow.common import (cached, lane_mask, merge_lists, partition_list,
-                                             split_list)
+                                             python_control_flow, split_list)
 from fungrad.lax.control_flow.scan import _check_carry, _scan_partial_eval, loop_jvp_body
 from fungrad.lax.control_flow.while_tape import while_lin_partial_eval
 from fungrad.tree_util import tree_flatten, tree_unflatten
@@ -266,6 +267,14 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     so does vmap (lanes keep their own trip counts); reverse over reverse
     (``jit(grad(grad(f)))``) raises a TypeError.
     """
+    if python_control_flow():                                    # jax_disable_jit
+        try:
+            val = init_val
+            while cond_fun(val):
+                val = body_fun(val)
+            return val
+        except ConcretizationTypeError:
+            pass      # a traced predicate (e.g. under vmap): the primitive, as JAX does
     leaves, tree = tree_flatten(init_val)
     leaves = [as_value(x) for x in leaves]
     avals = [get_aval(x).strip_weak_type() for x in leaves]

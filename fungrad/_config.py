@@ -1,0 +1,300 @@
+"""``fungrad.config``: JAX's configuration options, with JAX's interface.
+
+    fungrad.config.update("jax_enable_x64", False)   # as jax.config.update
+    fungrad.config.jax_enable_x64                    # -> False
+    fungrad.config.values                            # {name: value, ...}
+    with fungrad.disable_jit(): ...                  # context managers (JAX's names)
+
+Every option is also read from the environment at import, under its name in
+capitals (``JAX_ENABLE_X64=0``, ``JAX_DEBUG_NANS=true``), as in JAX; boolean
+variables take JAX's spellings (1/0, true/false, yes/no, on/off, y/n, t/f).
+
+The options that mean something in fungrad:
+
+* ``jax_enable_x64`` (default **True** here, False in JAX): False makes the
+  defaults 32-bit as in JAX -- float32/int32/complex64 for Python scalars,
+  creation functions without a ``dtype``, ``asarray``/``array``, random
+  samplers and NumPy's int -> float promotions; a 64-bit dtype then appears
+  only where you bring one (a float64 NumPy array passed to an operation
+  keeps its dtype; ``fnp.asarray`` converts it, as JAX does).
+* ``jax_disable_jit``: ``jit`` calls the Python function directly (op by op).
+* ``jax_debug_nans`` / ``jax_debug_infs``: an eager operation or a jitted
+  call whose result holds a NaN / an infinity raises ``FloatingPointError``
+  (a jitted call is re-run op by op to name the operation, as JAX does).
+* ``jax_numpy_rank_promotion``: ``"allow"``, ``"warn"`` or ``"raise"`` when a
+  fungrad.numpy elementwise operation broadcasts arrays of different ranks.
+* ``jax_numpy_dtype_promotion``: ``"standard"`` or ``"strict"`` (no implicit
+  promotion between different strongly typed dtypes).
+* ``jax_log_compiles``: log every trace and compilation of ``jit`` (with the
+  reason) at WARNING level through the ``fungrad.jit`` logger.
+* ``jax_default_matmul_precision``, ``jax_platforms``, ``jax_platform_name``,
+  ``jax_default_device``: accepted for compatibility (NumPy computes at full
+  precision on the CPU; the platform must be ``"cpu"``).
+
+A context manager sets an option for the whole process while it is active
+(JAX's are thread-local; fungrad's hot paths read one process-wide value)
+and restores the previous value on exit.  Options that change what tracing
+produces (x64, promotion) clear the ``jit`` caches when they change.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+import threading
+from typing import Any, Callable
+
+__all__ = ["config", "Config", "Option"]
+
+_NO_VALUE = object()
+_lock = threading.RLock()
+
+
+def _parse_bool(name: str, value):
+    if isinstance(value, bool) or (type(value).__name__ == "bool_"):
+        return bool(value)
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ValueError(f"config option {name} takes a bool (True or False), got "
+                     f"{value!r} of type {type(value).__name__}")
+
+
+_TRUE_WORDS = ("y", "yes", "t", "true", "on", "1")
+_FALSE_WORDS = ("n", "no", "f", "false", "off", "0")
+
+
+def _bool_from_env(name: str, text: str) -> bool:
+    word = text.strip().lower()
+    if word in _TRUE_WORDS:
+        return True
+    if word in _FALSE_WORDS:
+        return False
+    raise ValueError(f"invalid truth value {text!r} for environment variable {name.upper()}: "
+                     f"use one of {', '.join(_TRUE_WORDS + _FALSE_WORDS)}")
+
+
+class Option:
+    """One configuration option: its value, how to check a new value, and the
+    hooks that mirror it where fungrad's hot paths read it.
+
+    Calling the option gives a context manager (also usable as a decorator)
+    that sets it while active: ``with fungrad.disable_jit(): ...``.
+    """
+
+    def __init__(self, name: str, default, help: str, parse: Callable, allowed: str,
+                 from_env: Callable | None = None, context_default=_NO_VALUE,
+                 affects_tracing: bool = False):
+        self.name = name
+        self.help = help
+        self.allowed = allowed
+        self._parse = parse
+        self.context_default = context_default
+        self.affects_tracing = affects_tracing
+        self.hooks: list[Callable[[Any], None]] = []
+        self.default = default
+        self.__doc__ = f"Context manager for the config option {name} ({allowed}): {help}."
+        env = os.environ.get(name.upper())
+        if env is not None:
+            default = (from_env or (lambda n, text: parse(text)))(name, env)
+        self.value = default
+
+    def parse(self, value):
+        return self._parse(value)
+
+    def _assign(self, value):
+        """Set the value (already parsed) and run the hooks."""
+        with _lock:
+            changed = self.affects_tracing and value != self.value
+            self.value = value
+            for hook in self.hooks:
+                hook(value)
+            if changed:
+                for clear in on_tracing_change:
+                    clear()
+
+    def __call__(self, new_value=_NO_VALUE):
+        if new_value is _NO_VALUE:
+            if self.context_default is _NO_VALUE:
+                raise TypeError(f"the context manager for {self.name} needs the new value, "
+                                f"e.g. {self.name[4:]}({self.allowed.split(',')[0]})")
+            new_value = self.context_default
+        return _OptionContext(self, self.parse(new_value))
+
+    def __repr__(self):
+        return f"<config option {self.name}={self.value!r}>"
+
+
+class _OptionContext:
+    """Sets an option on entry and restores the previous value on exit."""
+
+    def __init__(self, option: Option, value):
+        self.option, self.value, self.saved = option, value, []
+
+    def __enter__(self):
+        self.saved.append(self.option.value)
+        self.option._assign(self.value)
+        return self
+
+    def __exit__(self, *exc):
+        self.option._assign(self.saved.pop())
+        return False
+
+    def __call__(self, fun):
+        @functools.wraps(fun)
+        def wrapper(*args, **kwargs):
+            with _OptionContext(self.option, self.value):
+                return fun(*args, **kwargs)
+        return wrapper
+
+
+#: functions that clear the caches of staged and compiled code; called when an
+#: option that changes what tracing produces (x64, promotion) changes.
+#: ``jit`` registers its caches here; ``fungrad.clear_caches()`` calls them too.
+on_tracing_change: list[Callable[[], None]] = []
+
+
+class Config:
+    """The configuration: ``update(name, value)``, ``config.<name>``, ``values``."""
+
+    def __init__(self):
+        object.__setattr__(self, "_options", {})
+
+    def add(self, option: Option) -> Option:
+        self._options[option.name] = option
+        return option
+
+    def _option(self, name: str) -> Option:
+        option = self._options.get(name)
+        if option is None:
+            close = difflib.get_close_matches(str(name), list(self._options), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise AttributeError(f"Unrecognized config option: {name!r}{hint} "
+                                 f"(the options are listed by fungrad.config.values)")
+        return option
+
+    def update(self, name: str, value) -> None:
+        """Set option ``name`` (``ValueError`` naming the allowed values if wrong)."""
+        option = self._option(name)
+        option._assign(option.parse(value))
+
+    def read(self, name: str):
+        return self._option(name).value
+
+    _read = read
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._option(name).value
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"set config options with fungrad.config.update({name!r}, "
+                             f"{value!r}), not by assignment")
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._options))
+
+    @property
+    def values(self) -> dict:
+        """Every option and its current value."""
+        return {name: option.value for name, option in sorted(self._options.items())}
+
+    def non_defaults(self) -> dict:
+        """The options whose value differs from fungrad's default."""
+        return {name: o.value for name, o in sorted(self._options.items())
+                if o.value is not o.default and o.value != o.default}
+
+    @property
+    def x64_enabled(self) -> bool:
+        return self._options["jax_enable_x64"].value
+
+    def describe(self) -> str:
+        """One line per option: name, value, allowed values, meaning."""
+        return "\n".join(f"{o.name} = {o.value!r}  ({o.allowed}): {o.help}"
+                         for _, o in sorted(self._options.items()))
+
+    def __repr__(self):
+        return "fungrad.config(" + ", ".join(f"{k}={v!r}" for k, v in self.values.items()) + ")"
+
+
+config = Config()
+
+
+def bool_option(name, default, help, affects_tracing=False) -> Option:
+    return config.add(Option(name, default, help, functools.partial(_parse_bool, name),
+                             "True or False", from_env=_bool_from_env, context_default=True,
+                             affects_tracing=affects_tracing))
+
+
+def enum_option(name, default, values, help, affects_tracing=False, allowed=None) -> Option:
+    shown = ", ".join(repr(v) for v in values)
+
+    def parse(value):
+        if value not in values:
+            raise ValueError(f"config option {name} must be one of {shown}, got {value!r}")
+        return value
+    return config.add(Option(name, default, help, parse, allowed or shown,
+                             affects_tracing=affects_tracing))
+
+
+def _parse_platforms(name, single: bool):
+    def parse(value):
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise ValueError(f"config option {name} takes a platform name string such as "
+                             f"'cpu', got {value!r} of type {type(value).__name__}")
+        names = [value.strip().lower()] if single else \
+            [p.strip().lower() for p in value.split(",") if p.strip()]
+        unsupported = [p for p in names if p != "cpu"]
+        if unsupported:
+            raise ValueError(f"config option {name}: fungrad runs on NumPy on the CPU only; "
+                             f"the platform must be 'cpu', got {value!r}")
+        return value
+    return parse
+
+
+# JAX's list (jax_default_matmul_precision): accepted, NumPy computes at full precision
+_MATMUL_PRECISIONS = (
+    None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+    "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+    "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
+    "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
+    "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+
+
+enable_x64 = bool_option(
+    "jax_enable_x64", True,
+    "64-bit default dtypes (fungrad: True; False gives JAX's 32-bit defaults)",
+    affects_tracing=True)
+disable_jit = bool_option(
+    "jax_disable_jit", False, "jit calls the Python function op by op instead of compiling")
+debug_nans = bool_option(
+    "jax_debug_nans", False, "raise FloatingPointError when an operation produces a NaN")
+debug_infs = bool_option(
+    "jax_debug_infs", False, "raise FloatingPointError when an operation produces an inf")
+log_compiles = bool_option(
+    "jax_log_compiles", False,
+    "log each jit trace and compilation with its reason (logger 'fungrad.jit', WARNING)")
+numpy_rank_promotion = enum_option(
+    "jax_numpy_rank_promotion", "allow", ("allow", "warn", "raise"),
+    "what fungrad.numpy does when an elementwise op broadcasts arrays of different ranks",
+    affects_tracing=True)
+numpy_dtype_promotion = enum_option(
+    "jax_numpy_dtype_promotion", "standard", ("standard", "strict"),
+    "strict: no implicit promotion between different strongly typed dtypes",
+    affects_tracing=True)
+default_matmul_precision = enum_option(
+    "jax_default_matmul_precision", None, _MATMUL_PRECISIONS,
+    "accepted for compatibility: NumPy computes matmuls at full precision",
+    allowed="None or one of JAX's precision names, e.g. 'highest'")
+platforms = config.add(Option(
+    "jax_platforms", None, "accepted: fungrad runs on the CPU ('cpu')",
+    _parse_platforms("jax_platforms", single=False), "None or 'cpu'"))
+platform_name = config.add(Option(
+    "jax_platform_name", None, "accepted: fungrad runs on the CPU ('cpu')",
+    _parse_platforms("jax_platform_name", single=True), "None or 'cpu'"))
+default_device = config.add(Option(
+    "jax_default_device", None,
+    "accepted: any value; fungrad computes on the local CPU (see fungrad.default_device)",
+    lambda value: value, "any device object or platform name"))

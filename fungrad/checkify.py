@@ -1,0 +1,523 @@
+"""``checkify`` (as ``jax.experimental.checkify``): run-time checks as values.
+
+    def f(x, i):
+        checkify.check(i >= 0, "index needs to be non-negative, got {i}", i=i)
+        return fnp.sin(x[i])
+
+    checked = checkify.checkify(f, errors=checkify.all_checks)
+    err, out = fungrad.jit(checked)(x, -2)
+    err.throw()   # JaxRuntimeError: index needs to be non-negative, got -2 (`check` failed ...)
+
+``checkify(f, errors)`` traces ``f`` to a jaxpr and interprets it once more,
+binding every equation as it is and adding, after the ones that can fail, a
+few array operations that update an error *value*: per kind of error, a
+boolean flag, the code of the first failing site (codes grow in program
+order, so the first error wins) and its payload (the format arguments of a
+``check``, the offending index).  The error is a pytree, so the checked
+function is pure and composes with ``jit``, ``vmap`` (one error per lane:
+``err.throw()`` names the mapped indices) and ``grad``; ``checkify(grad(f))``
+also checks the backward pass.  Loop bodies and branches (``scan``,
+``while_loop``, ``cond``) thread the error through; nested ``jit`` calls are
+checked inline.  Functions with custom derivatives and checkpointed ones run
+as they are, their outputs checked for NaNs (a ``check`` inside one raises
+directly).
+
+Outside ``checkify`` a ``check`` raises ``JaxRuntimeError`` when it fails, also
+inside ``jit`` (the generated code raises at run time; JAX refuses to stage
+it instead).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from typing import Callable
+
+import numpy as np
+
+from fungrad import core, lax
+from fungrad import numpy as fnp
+from fungrad.core import ClosedJaxpr, Literal, Tracer, get_aval
+from fungrad.interpreters.partial_eval import as_value, trace_to_jaxpr
+from fungrad.lax.callbacks import check_message, check_p
+from fungrad.tree_util import register_pytree_node, tree_flatten, tree_unflatten
+
+__all__ = ["checkify", "check", "debug_check", "Error", "JaxRuntimeError", "init_error",
+           "user_checks", "nan_checks", "index_checks", "div_checks", "float_checks",
+           "automatic_checks", "all_checks", "JaxException", "FailedCheckError", "NaNError",
+           "DivisionByZeroError", "OOBError"]
+
+JaxRuntimeError = core.JaxRuntimeError
+
+
+# ----------------------------------------------------------------------------
+# Error categories and sets (JAX's names)
+# ----------------------------------------------------------------------------
+
+class JaxException(Exception):
+    """Base class of the error categories that ``errors=`` selects."""
+
+
+class FailedCheckError(JaxException):
+    """A ``checkify.check`` predicate was False."""
+
+
+class NaNError(JaxException):
+    """A floating-point operation produced a NaN."""
+
+
+class DivisionByZeroError(JaxException):
+    """A division by zero."""
+
+
+class OOBError(JaxException):
+    """An out-of-bounds index (gather, scatter, dynamic slices)."""
+
+
+user_checks = frozenset({FailedCheckError})
+nan_checks = frozenset({NaNError})
+index_checks = frozenset({OOBError})
+div_checks = frozenset({DivisionByZeroError})
+float_checks = nan_checks | div_checks
+automatic_checks = float_checks | index_checks
+all_checks = automatic_checks | user_checks
+_CATEGORIES = (FailedCheckError, NaNError, DivisionByZeroError, OOBError)
+
+
+def _error_set(errors) -> frozenset:
+    if not isinstance(errors, (set, frozenset)):
+        raise TypeError(f"checkify: errors must be a set of error categories such as "
+                        f"checkify.float_checks | checkify.user_checks, got "
+                        f"{type(errors).__name__} {errors!r}")
+    unknown = [e for e in errors if e not in _CATEGORIES]
+    if unknown:
+        raise TypeError(f"checkify: unknown error categories {unknown}; the sets are "
+                        "user_checks, nan_checks, div_checks, index_checks, float_checks, "
+                        "automatic_checks and all_checks (or their union)")
+    return frozenset(errors)
+
+
+# ----------------------------------------------------------------------------
+# The error value
+# ----------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Site:
+    """Where an error can happen and how to word it (static: part of the treedef)."""
+    category: type
+    what: str                 # the primitive, or the check's format string
+    origin: str = ""
+    fmt_tree: object = None   # FailedCheckError: structure of the format arguments
+    shape: tuple = ()         # OOBError: the indexed array's shape
+
+    def message(self, payload) -> str:
+        if self.category is FailedCheckError:
+            return check_message(self.what, self.fmt_tree, payload, self.origin)
+        where = f" at {self.origin}" if self.origin else ""
+        if self.category is NaNError:
+            return f"nan generated by primitive: {self.what}{where}"
+        if self.category is DivisionByZeroError:
+            return f"division by zero in {self.what}{where}"
+        index, axis, size = (int(v) for v in np.asarray(payload[0]))
+        return (f"out-of-bounds indexing for array of shape {self.shape}: index {index} is out "
+                f"of bounds for axis {axis} with size {size} (in {self.what}{where})")
+
+
+_codes = itertools.count(1)   # site codes in the order checks are added: first one wins
+
+
+class Error:
+    """The error of a checked call: ``get()`` (message or None), ``throw()``.
+
+    Per kind of error (category and payload shapes, the *slot*) it holds a
+    boolean ``pred``, the ``code`` of the first failing site and its payload;
+    ``sites`` maps codes to their description.  Under ``vmap`` the arrays get
+    a leading batch axis, one error per lane.
+    """
+    __slots__ = ("_slots", "_sites")
+
+    def __init__(self, slots: dict, sites: dict):
+        self._slots = dict(slots)     # key -> (pred, code, tuple of payload arrays)
+        self._sites = dict(sites)     # code -> _Site
+
+    def _first_failures(self):
+        """{lane index (tuple, () when unbatched): message} of failing lanes."""
+        if not self._slots:
+            return {}
+        preds = {k: np.asarray(p) for k, (p, _, _) in self._slots.items()}
+        shape = next(iter(preds.values())).shape
+        found = {}
+        for idx in np.ndindex(*shape):
+            best = None
+            for key, (_, code, payload) in self._slots.items():
+                c = int(np.asarray(code)[idx])
+                if preds[key][idx] and (best is None or c < best[0]):
+                    best = (c, [np.asarray(p)[idx] for p in payload])
+            if best is not None:
+                found[idx] = self._sites[best[0]].message(best[1])
+        return found
+
+    def get(self) -> str | None:
+        """The message of the first error (per mapped index under vmap), or None."""
+        found = self._first_failures()
+        if not found:
+            return None
+        if list(found) == [()]:
+            return found[()]
+        return "\n".join(f"at mapped index {', '.join(map(str, idx))}: {msg}"
+                         for idx, msg in found.items())
+
+    def get_exception(self) -> JaxRuntimeError | None:
+        msg = self.get()
+        return None if msg is None else JaxRuntimeError(msg)
+
+    def throw(self) -> None:
+        """Raise ``JaxRuntimeError`` with the message if an error happened."""
+        exc = self.get_exception()
+        if exc is not None:
+            raise exc
+
+    def __str__(self):
+        return f"Error({self.get()})"
+
+    __repr__ = __str__
+
+
+def _flatten_error(err: Error):
+    keys = tuple(sorted(err._slots, key=repr))
+    leaves = [x for k in keys for x in (err._slots[k][0], err._slots[k][1], *err._slots[k][2])]
+    spec = tuple((k, len(err._slots[k][2])) for k in keys)
+    return leaves, (spec, tuple(sorted(err._sites.items())))
+
+
+def _unflatten_error(aux, leaves) -> Error:
+    spec, sites = aux
+    it, slots = iter(leaves), {}
+    for key, n in spec:
+        slots[key] = (next(it), next(it), tuple(next(it) for _ in range(n)))
+    return Error(slots, dict(sites))
+
+
+register_pytree_node(Error, _flatten_error, _unflatten_error)
+init_error = Error({}, {})
+
+
+def _slot_key(category, payload) -> tuple:
+    return (category.__name__, tuple((get_aval(p).shape, get_aval(p).dtype.str) for p in payload))
+
+
+def _update(error: Error, failed, site: _Site, payload=()) -> Error:
+    """``error`` with ``site`` failing where ``failed`` (a bool scalar) is True,
+    unless an earlier error of the same slot is already recorded."""
+    code = next(_codes)
+    payload = tuple(fnp.asarray(p) for p in payload)
+    key = _slot_key(site.category, payload)
+    slots, sites = dict(error._slots), {**error._sites, code: site}
+    if key in slots:
+        pred0, code0, payload0 = slots[key]
+        slots[key] = (fnp.logical_or(pred0, failed), fnp.where(pred0, code0, np.int32(code)),
+                      tuple(fnp.where(pred0, p0, p) for p0, p in zip(payload0, payload)))
+    else:
+        slots[key] = (fnp.asarray(failed), fnp.asarray(np.int32(code)), payload)
+    return Error(slots, sites)
+
+
+def _with_slots(error: Error, template: Error) -> Error:
+    """``error`` plus a never-failing placeholder for each slot of ``template`` it
+    lacks (a loop carry or the branches of a cond need one error structure)."""
+    slots = dict(error._slots)
+    for key, (pred, code, payload) in template._slots.items():
+        if key not in slots:
+            slots[key] = (np.asarray(False), np.asarray(np.int32(-1)),
+                          tuple(np.zeros(get_aval(p).shape, get_aval(p).dtype) for p in payload))
+    return Error(slots, error._sites)
+
+
+# ----------------------------------------------------------------------------
+# The interpreter
+# ----------------------------------------------------------------------------
+
+def _checkify_jaxpr(jaxpr: core.Jaxpr, consts, errors, error: Error, args):
+    """Evaluate ``jaxpr`` by ``bind`` (so any trace may be current), with checks."""
+    env = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    read = lambda a: a.val if type(a) is Literal else env[a]
+    for eqn in jaxpr.eqns:
+        invals = [read(a) for a in eqn.inputs]
+        rule = _RULES.get(eqn.primitive.name, _default_rule)
+        error, outs = rule(error, errors, eqn, invals)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        env.update(zip(eqn.outvars, outs))
+    return error, [read(v) for v in jaxpr.outvars]
+
+
+def _bind(eqn, invals):
+    return eqn.primitive.bind(*invals, **eqn.params)
+
+
+def _outs(eqn, out):
+    return out if eqn.primitive.multiple_results else [out]
+
+
+def _default_rule(error, errors, eqn, invals):
+    out = _bind(eqn, invals)
+    if NaNError in errors and eqn.primitive.name in _NAN_PRIMITIVES:
+        error = _nan_check(error, eqn.primitive.name, _outs(eqn, out))
+    return error, out
+
+
+def _nan_check(error, name, outs):
+    floats = [o for o in outs if get_aval(o).dtype.kind in "fc" and get_aval(o).size]
+    if not floats:
+        return error
+    found = fnp.any(fnp.stack([fnp.any(fnp.isnan(o)) for o in floats]))
+    return _update(error, found, _Site(NaNError, name))
+
+
+# the primitives that can produce a NaN (JAX's list, in fungrad's names)
+_NAN_PRIMITIVES = frozenset({
+    "acos", "acosh", "add", "asin", "asinh", "atan2", "atan", "atanh", "bessel_i0e",
+    "bessel_i1e", "cbrt", "conv_general_dilated", "cos", "cosh", "cumlogsumexp", "cummax",
+    "cummin", "cumprod", "cumsum", "digamma", "div", "dot_general", "erf_inv", "erf", "erfc",
+    "exp", "exp2", "expm1", "fft", "igamma_grad_a", "igamma", "igammac", "integer_pow",
+    "lgamma", "linear_solve", "log1p", "log", "logistic", "mul", "pad", "pow", "psum",
+    "reduce_prod", "reduce_sum", "reduce_window_sum", "regularized_incomplete_beta", "rem",
+    "rsqrt", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh", "polygamma", "zeta",
+    "ndtri", "custom_jvp_call", "custom_vjp_call", "checkpoint", "custom_lin"})
+
+
+def _check_rule(error, errors, eqn, invals):
+    failed, *fmt_values = invals
+    p = eqn.params
+    if FailedCheckError not in errors:
+        return error, []          # user checks not selected: dropped, as in JAX
+    site = _Site(FailedCheckError, p["msg"], p["origin"], p["fmt_tree"])
+    return _update(error, failed, site, fmt_values), []
+
+
+def _div_rule(error, errors, eqn, invals):
+    if DivisionByZeroError in errors:
+        error = _update(error, fnp.any(fnp.equal(invals[1], 0)), _Site(DivisionByZeroError, "div"))
+    return _default_rule(error, errors, eqn, invals)
+
+
+# --- out-of-bounds indices -------------------------------------------------------
+
+def _oob_payload(values, bad_masks, axes, sizes):
+    """(any out of bounds, int32 [index, axis, axis size] of the first one) for index
+    arrays ``values`` with out-of-bounds masks ``bad_masks``; None without indices."""
+    counts = [math.prod(get_aval(v).shape) for v in values]
+    if not sum(counts):
+        return None
+    flat = fnp.concatenate([fnp.ravel(fnp.asarray(v)).astype(np.int64) for v in values])
+    bad = fnp.concatenate([fnp.ravel(m) for m in bad_masks])
+    axis_of = np.repeat(np.asarray(axes, np.int64), counts)
+    size_of = np.repeat(np.asarray(sizes, np.int64), counts)
+    first = fnp.argmax(bad)
+    payload = fnp.stack([flat[first], fnp.asarray(axis_of)[first], fnp.asarray(size_of)[first]])
+    return fnp.any(bad), payload.astype(np.int32)
+
+
+def _oob_update(error, errors, name, shape, found_payload):
+    if OOBError not in errors or found_payload is None:
+        return error
+    found, payload = found_payload
+    return _update(error, found, _Site(OOBError, name, shape=tuple(shape)), [payload])
+
+
+def _index_check(error, errors, eqn, operand, indices):
+    """The OOB check of a gather/scatter's index arrays (negative ones wrap once)."""
+    if not indices or OOBError not in errors:
+        return error
+    from fungrad.lax.indexing import _array_dims
+    shape = get_aval(operand).shape
+    dims = _array_dims(eqn.params["indexer"])
+    sizes = [shape[d] for d in dims]
+    wrapped = [fnp.where(fnp.asarray(i) < 0, fnp.asarray(i) + n, i) for i, n in zip(indices, sizes)]
+    bad = [(w < 0) | (w >= n) for w, n in zip(wrapped, sizes)]
+    return _oob_update(error, errors, eqn.primitive.name, shape,
+                       _oob_payload(indices, bad, dims, sizes))
+
+
+def _gather_rule(error, errors, eqn, invals):
+    operand, *indices = invals
+    error = _index_check(error, errors, eqn, operand, indices)
+    return error, _bind(eqn, invals)
+
+
+def _scatter_rule(error, errors, eqn, invals):
+    operand, *indices, _ = invals
+    error = _index_check(error, errors, eqn, operand, indices)
+    return _default_rule(error, errors, eqn, invals)
+
+
+def _dynamic_slice_rule(error, errors, eqn, invals, update_shape=None):
+    """A start is out of bounds if the window does not fit (JAX would clamp it)."""
+    if update_shape is None:
+        operand, *starts = invals
+        sizes = eqn.params["slice_sizes"]
+    else:
+        operand, _, *starts = invals
+        sizes = update_shape
+    shape = get_aval(operand).shape
+    if OOBError in errors and starts:
+        fixed = [fnp.where(s < 0, s + n, s) if neg else fnp.asarray(s)
+                 for s, n, neg in zip(starts, shape, eqn.params["allow_negative"])]
+        bad = [(s < 0) | (s + k > n) for s, k, n in zip(fixed, sizes, shape)]
+        error = _oob_update(error, errors, eqn.primitive.name, shape,
+                            _oob_payload(starts, bad, list(range(len(shape))), list(shape)))
+    return error, _bind(eqn, invals)
+
+
+def _dus_rule(error, errors, eqn, invals):
+    return _dynamic_slice_rule(error, errors, eqn, invals, get_aval(invals[1]).shape)
+
+
+# --- higher-order primitives: check inside -----------------------------------------
+
+def _jit_rule(error, errors, eqn, invals):
+    closed = eqn.params["jaxpr"]                  # checked inline, equation by equation
+    return _checkify_jaxpr(closed.jaxpr, closed.consts, errors, error, invals)
+
+
+def _stage_checked(closed: ClosedJaxpr, errors, error: Error, n_before: int = 0,
+                   wrap: Callable | None = None):
+    """Stage ``closed`` checkified, as a function of (its first ``n_before``
+    inputs, the leaves of ``error``, its other inputs) returning (error leaves,
+    outputs); returns (ClosedJaxpr, output error treedef).  ``wrap`` may
+    rearrange the outputs (see while)."""
+    err_leaves, err_tree = tree_flatten(error)
+    avals = list(closed.in_avals)
+    in_avals = avals[:n_before] + [get_aval(x) for x in err_leaves] + avals[n_before:]
+    out_tree = []
+
+    def fn(*xs):
+        before, err, rest = xs[:n_before], xs[n_before:n_before + len(err_leaves)], \
+            xs[n_before + len(err_leaves):]
+        err_out, outs = _checkify_jaxpr(closed.jaxpr, closed.consts, errors,
+                                        tree_unflatten(err_tree, list(err)), [*before, *rest])
+        leaves, tree = tree_flatten(err_out)
+        out_tree.append(tree)
+        return [fnp.asarray(x) for x in leaves] + list(outs)
+    jaxpr, consts = trace_to_jaxpr(fn, [a.strip_weak_type() for a in in_avals])
+    return ClosedJaxpr(jaxpr, consts), out_tree[0]
+
+
+def _loop_error(closed, errors, error, n_before):
+    """The incoming error with placeholders for every slot the body may add."""
+    _, out_tree = _stage_checked(closed, errors, error, n_before)
+    probe = tree_unflatten(out_tree, [np.zeros(()) for _ in range(out_tree.num_leaves)])
+    return _with_slots(error, probe)
+
+
+def _scan_rule(error, errors, eqn, invals):
+    p = eqn.params
+    nc, nk = p["num_consts"], p["num_carry"]
+    error = _loop_error(p["body"], errors, error, nc)
+    body, out_tree = _stage_checked(p["body"], errors, error, nc)
+    err_leaves, _ = tree_flatten(error)
+    outs = lax.scan_p.bind(*invals[:nc], *err_leaves, *invals[nc:], body=body, num_consts=nc,
+                           num_carry=nk + len(err_leaves), length=p["length"],
+                           reverse=p["reverse"])
+    n = len(err_leaves)
+    return tree_unflatten(out_tree, outs[:n]), outs[n:]
+
+
+def _while_rule(error, errors, eqn, invals):
+    p = eqn.params
+    cc, bc = p["cond_nconsts"], p["body_nconsts"]
+    error = _loop_error(p["body"], errors, error, bc)
+    body, out_tree = _stage_checked(p["body"], errors, error, bc)
+    err_leaves, _ = tree_flatten(error)
+    n = len(err_leaves)
+    cond = p["cond"]
+
+    def cond_fn(*xs):         # the loop's condition ignores the error carry
+        return core.eval_jaxpr(cond.jaxpr, cond.consts, *xs[:cc], *xs[cc + n:])
+    cond_jaxpr, cond_consts = trace_to_jaxpr(
+        cond_fn, list(cond.in_avals[:cc]) + [get_aval(x) for x in err_leaves]
+        + list(cond.in_avals[cc:]))
+    outs = lax.while_p.bind(*invals[:cc], *invals[cc:cc + bc], *err_leaves, *invals[cc + bc:],
+                            cond=ClosedJaxpr(cond_jaxpr, cond_consts), body=body,
+                            cond_nconsts=cc, body_nconsts=bc)
+    return tree_unflatten(out_tree, outs[:n]), outs[n:]
+
+
+def _cond_rule(error, errors, eqn, invals):
+    index, *ops = invals
+    branches = eqn.params["branches"]
+    for br in branches:                       # one error structure for every branch
+        error = _loop_error(br, errors, error, 0)
+    staged = [_stage_checked(br, errors, error, 0) for br in branches]
+    err_leaves, _ = tree_flatten(error)
+    outs = lax.cond_p.bind(index, *err_leaves, *ops, branches=tuple(s for s, _ in staged))
+    n = len(err_leaves)
+    merged = tree_unflatten(staged[0][1], outs[:n])
+    for _, tree in staged[1:]:
+        merged._sites.update(tree_unflatten(tree, outs[:n])._sites)
+    return merged, outs[n:]
+
+
+_RULES = {"check": _check_rule, "div": _div_rule, "gather": _gather_rule,
+          "scatter": _scatter_rule, "scatter_add": _scatter_rule, "scatter_mul": _scatter_rule,
+          "scatter_min": _scatter_rule, "scatter_max": _scatter_rule,
+          "dynamic_slice": _dynamic_slice_rule, "dynamic_update_slice": _dus_rule,
+          "jit": _jit_rule, "scan": _scan_rule, "while": _while_rule, "cond": _cond_rule}
+
+
+# ----------------------------------------------------------------------------
+# The API
+# ----------------------------------------------------------------------------
+
+def checkify(f: Callable, errors=user_checks) -> Callable:
+    """``checked(*args, **kwargs) -> (error, f(*args, **kwargs))``, with the checks
+    of ``errors`` (default: ``user_checks``, the ``check`` calls only)."""
+    errors = _error_set(errors)
+
+    def checked(*args, **kwargs):
+        leaves, in_tree = tree_flatten((args, kwargs))
+        leaves = [as_value(x) for x in leaves]
+        out_tree = []
+
+        def flat(*xs):
+            a, kw = tree_unflatten(in_tree, list(xs))
+            out, tree = tree_flatten(f(*a, **kw))
+            out_tree.append(tree)
+            return [as_value(x) for x in out]
+        jaxpr, consts = trace_to_jaxpr(flat, [get_aval(x) for x in leaves])
+        error, outs = _checkify_jaxpr(jaxpr, consts, errors, init_error, leaves)
+        return error, tree_unflatten(out_tree[0], outs)
+    checked.__name__ = f"checkify({getattr(f, '__name__', 'f')})"
+    checked.__wrapped__ = f
+    return checked
+
+
+def _check(pred, msg: str, debug: bool, fmt_args, fmt_kwargs):
+    aval = get_aval(pred)
+    if aval.shape != () or aval.dtype != np.bool_:
+        raise TypeError(f"check takes a scalar boolean predicate, got {aval.str_short()} "
+                        "(reduce it with fnp.all / fnp.any)")
+    if not isinstance(msg, str):
+        raise TypeError(f"check: the message must be a str, got {type(msg).__name__}")
+    leaves, tree = tree_flatten((tuple(fmt_args), dict(fmt_kwargs)))
+    for leaf in leaves:
+        if not isinstance(leaf, (Tracer, np.ndarray, np.generic, bool, int, float, complex)):
+            raise TypeError(f"check: format arguments must be arrays or numbers, got "
+                            f"{type(leaf).__name__} {leaf!r:.40}")
+    check_p.bind(fnp.logical_not(pred), *[fnp.asarray(x) for x in leaves], msg=msg,
+                 fmt_tree=tree, origin=core._user_frame(), debug=debug)
+
+
+def check(pred, msg: str, *fmt_args, debug: bool = False, **fmt_kwargs) -> None:
+    """Assert ``pred`` (a boolean scalar, possibly traced).  Under ``checkify`` a
+    failure becomes part of the error value; elsewhere it raises
+    ``JaxRuntimeError`` (also at run time inside ``jit``).  ``msg`` is a format
+    string over ``fmt_args``/``fmt_kwargs`` (arrays, shown with their values)."""
+    _check(pred, msg, debug, fmt_args, fmt_kwargs)
+
+
+def debug_check(pred, msg: str, *fmt_args, **fmt_kwargs) -> None:
+    """A check that only ``checkify`` sees (elsewhere it does nothing)."""
+    _check(pred, msg, True, fmt_args, fmt_kwargs)
+
