@@ -38,7 +38,9 @@ class Arg:
         "same"  - the base argument's shape
         "bcast" - a shape that broadcasts with the base shape (NumPy rules)
         "vec", "mat", "sqmat" - rank 1 / rank 2 / square rank 2 with sizes 1..4
-    dtype: a dtype name, or a tuple of names drawn from.
+    dtype: a dtype name, or a tuple of names drawn from; "same": the dtype
+        drawn for the first argument (operands that must share a dtype, such
+        as a lax binary op's or a solve's, drawn real or complex together).
     low, high: value range (integers: inclusive range).
     avoid: points the values keep at least ``margin`` away from (singular points,
         kinks such as 0 for abs, ties).
