@@ -108,7 +108,8 @@ def _values(rng, arg: Arg, shape, dtype):
         near = np.abs(x - a) < arg.margin
         x = np.where(near, a + np.where(x >= a, 1, -1) * (arg.margin + rng.uniform(0, 0.2, shape)), x)
     if np.issubdtype(dtype, np.complexfloating):
-        x = x + 1j * rng.uniform(arg.low, arg.high, size=shape)
+        low, high = arg.imag if arg.imag is not None else (arg.low, arg.high)
+        x = x + 1j * rng.uniform(low, high, size=shape)
     return np.asarray(x).astype(dtype)
 
 

@@ -422,14 +422,23 @@ defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
 
 
 def _logistic_impl(x):
+    if np.iscomplexobj(x):      # 1 / (1 + exp(-z)), as JAX (poles at z = iπ(2k+1))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return 1 / (1 + np.exp(-x))
     # exp of -|x| only: never overflows, full relative accuracy in both tails
     e = np.exp(-np.abs(x))
-    return np.where(np.real(x) >= 0, 1 / (1 + e), e / (1 + e))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
-logistic_p = _unary("logistic", _logistic_impl,
-                    "(lambda x, e: np.where(x >= 0, 1 / (1 + e), e / (1 + e)))"
-                    "({0}, np.exp(-np.abs({0})))", FLOAT)
+def _logistic_lowering(args, in_avals):
+    if in_avals[0].dtype.kind == "c":
+        return f"1 / (1 + np.exp(-{args[0]}))"
+    return ("(lambda x, e: np.where(x >= 0, 1 / (1 + e), e / (1 + e)))"
+            f"({args[0]}, np.exp(-np.abs({args[0]})))")
+
+
+logistic_p = _unary("logistic", _logistic_impl, _logistic_lowering, INEXACT)
+def_lowering(logistic_p, _logistic_lowering, typed=True)
 defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans))))
 
 
@@ -499,7 +508,9 @@ asinh_p = _unary("asinh", np.arcsinh, "np.arcsinh({0})", INEXACT)
 defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
 
 acosh_p = _unary("acosh", np.arccosh, "np.arccosh({0})", INEXACT)
-defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
+# 1/(sqrt(x-1) sqrt(x+1)), not rsqrt(x²-1): the two differ in sign on the
+# complex half-plane Re x < 0 (acosh's principal branch is log(x + sqrt(x-1) sqrt(x+1)))
+defjvp(acosh_p, lambda g, x: mul(g, mul(rsqrt(sub(x, _const(x, 1))), rsqrt(add(x, _const(x, 1))))))
 
 atanh_p = _unary("atanh", np.arctanh, "np.arctanh({0})", INEXACT)
 defjvp(atanh_p, lambda g, x: div(g, mul(add(_const(x, 1), x), sub(_const(x, 1), x))))
@@ -633,7 +644,7 @@ complex_p = _nary("complex", lambda x, y: x + 1j * y,
 deflinear(real_p, lambda ct, x: [complex(ct, _zeros(ct))])
 deflinear(imag_p, lambda ct, x: [complex(_zeros(ct), neg(ct))])
 deflinear(conj_p, lambda ct, x: [conj(ct) if np.issubdtype(x.aval.dtype, np.complexfloating)
-                                 else real(ct)])
+                                 else ct])   # conj of a real array is the identity
 deflinear(complex_p, lambda ct, x, y: [
     unbroadcast(real(ct), x.aval) if is_undefined_primal(x) else None,
     unbroadcast(neg(imag(ct)), y.aval) if is_undefined_primal(y) else None])

@@ -678,7 +678,8 @@ def sinc(x, /):
     x = asarray_operand(x)
     dtype = result_type(x, 1.0)
     x = _cast(x, dtype)
-    near_zero = lax.lt(lax.abs(x), _const(1e-3 if dtype == np.float64 else 1e-2, dtype))
+    real_dtype = np.finfo(dtype).dtype          # |x| of a complex x is real
+    near_zero = lax.lt(lax.abs(x), _const(1e-3 if real_dtype == np.float64 else 1e-2, real_dtype))
     safe = lax.select(near_zero, _full_like(x, 1, dtype), x)
     pi_x = lax.mul(safe, _const(math.pi, dtype))
     return lax.select(near_zero, _sinc_taylor(x), lax.div(lax.sin(pi_x), pi_x))
