@@ -221,3 +221,53 @@ def test_jacfwd_of_complex_input_needs_holomorphic():
 def test_grad_of_integer_output_points_to_vjp():
     with pytest.raises(TypeError, match=r"real-valued outputs.*int64.*vjp"):
         grad(lambda x: fnp.round(x).astype(int))(1.0)
+
+
+# ----------------------------------------------------------------------------
+# Functions JAX defines only for real numbers
+# ----------------------------------------------------------------------------
+
+import fungrad.scipy.special as fsp  # noqa: E402
+from fungrad import lax  # noqa: E402
+
+_Z = np.array([1.0 + 1.0j, 0.5 - 2.0j])
+
+_REAL_ONLY_SPECIAL = [
+    ("erf", (_Z,)), ("erfc", (_Z,)), ("erfinv", (_Z,)), ("gammaln", (_Z,)), ("digamma", (_Z,)),
+    ("ndtr", (_Z,)), ("log_ndtr", (_Z,)), ("entr", (_Z,)), ("gamma", (_Z,)),
+    ("gammasgn", (_Z,)), ("gammainc", (2.0, _Z)), ("gammaincc", (_Z, 1.0)),
+    ("betainc", (1.0, 2.0, _Z)), ("betaln", (_Z, 1.0)), ("beta", (1.0, _Z)),
+    ("multigammaln", (_Z, 2)), ("polygamma", (1, _Z)), ("zeta", (_Z, 1.0)), ("i0", (_Z,)),
+    ("i0e", (_Z,)), ("i1", (_Z,)), ("i1e", (_Z,)), ("ndtri", (_Z,)), ("rel_entr", (_Z, 1.0)),
+    ("kl_div", (1.0, _Z)), ("poch", (_Z, 2.0)), ("factorial", (_Z,)),
+]
+
+
+@pytest.mark.parametrize("name, args", _REAL_ONLY_SPECIAL, ids=[n for n, _ in _REAL_ONLY_SPECIAL])
+def test_real_only_special_functions_reject_complex_input_by_name(name, args):
+    with pytest.raises(TypeError, match=rf"scipy\.special\.{name} is defined for real inputs "
+                                        r"only.*complex128.*real part"):
+        getattr(fsp, name)(*args)
+    with pytest.raises(TypeError, match=rf"scipy\.special\.{name} .*complex128"):
+        fungrad.jit(lambda *a: getattr(fsp, name)(*a))(*args)   # under tracing too
+
+
+@pytest.mark.parametrize("fn", [lax.erf, lax.erfc, lax.erf_inv, lax.lgamma, lax.digamma,
+                                lax.cbrt, lax.floor, lax.ceil, lax.round, lax.is_finite,
+                                lambda z: lax.atan2(z, z), lambda z: lax.rem(z, z),
+                                lambda z: lax.nextafter(z, z), lambda z: lax.polygamma(z, z)])
+def test_real_only_lax_primitives_reject_complex_input(fn):
+    with pytest.raises(TypeError, match=r"lax\.\w+ requires (integer or )?real "
+                                        r"floating-point arguments, got complex128"):
+        fn(_Z)
+    with pytest.raises(TypeError, match=r"lax\.\w+ requires .*real .*complex128"):
+        fungrad.make_jaxpr(fn)(_Z)
+
+
+@pytest.mark.parametrize("name", ["cbrt", "floor", "ceil", "trunc", "fabs", "deg2rad",
+                                  "logaddexp", "arctan2", "hypot", "fmod", "heaviside"])
+def test_real_only_numpy_functions_reject_complex_input_as_numpy(name):
+    fn = getattr(fnp, name)
+    nargs = getattr(np, name).nin
+    with pytest.raises(TypeError, match=rf"{name} .*complex128"):
+        fn(*([_Z] * nargs))

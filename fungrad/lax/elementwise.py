@@ -94,6 +94,8 @@ NUMBER = _Kind("iufc", "numeric (non-boolean)",
                "For booleans use bitwise_and/or/xor/not, or convert them to a number.")
 SIGNED = _Kind("ifc", "signed integer, floating-point or complex",
                "Convert unsigned values first.")
+REAL_NUMBER = _Kind("iuf", "integer or real floating-point",
+                   "Complex numbers have no remainder; take the real part first.")
 ANY = _Kind("biufc", "any", "")
 INT_OR_BOOL = _Kind("biu", "integer or boolean", "Compare or convert floats first.")
 INT = _Kind("iu", "integer", "Convert with lax.convert_element_type first.")
@@ -732,7 +734,7 @@ def _rem_impl(x, y):
         return np.fmod(x, y)
 
 
-rem_p = _nary("rem", _rem_impl, "np.fmod({0}, {1})", NUMBER)
+rem_p = _nary("rem", _rem_impl, "np.fmod({0}, {1})", REAL_NUMBER)
 defjvp(rem_p,
        lambda g, x, y: _brcast(g, y),
        # d/dy fmod(x, y) = -trunc(x / y)
