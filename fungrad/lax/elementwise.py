@@ -94,6 +94,10 @@ NUMBER = _Kind("iufc", "numeric (non-boolean)",
                "For booleans use bitwise_and/or/xor/not, or convert them to a number.")
 SIGNED = _Kind("ifc", "signed integer, floating-point or complex",
                "Convert unsigned values first.")
+ORDERED = _Kind("biuf", "real (ordered)",
+                "Complex numbers have no order in lax (as in JAX): compare the real parts, "
+                "or use fungrad.numpy's comparisons, which order them lexicographically "
+                "as NumPy does.")
 REAL_NUMBER = _Kind("iuf", "integer or real floating-point",
                    "Complex numbers have no remainder; take the real part first.")
 ANY = _Kind("biufc", "any", "")
@@ -872,18 +876,18 @@ def nextafter(x1, x2):
 # Comparisons, logic and bit operations (piecewise constant: zero derivative)
 # ----------------------------------------------------------------------------
 
-def _comparison(name, np_name):
-    p = _nary(name, getattr(np, np_name), f"np.{np_name}({{0}}, {{1}})", ANY, _bool_out)
+def _comparison(name, np_name, kind=ANY):
+    p = _nary(name, getattr(np, np_name), f"np.{np_name}({{0}}, {{1}})", kind, _bool_out)
     defjvp_zero(p)
     return p
 
 
 eq_p = _comparison("eq", "equal")
 ne_p = _comparison("ne", "not_equal")
-lt_p = _comparison("lt", "less")
-le_p = _comparison("le", "less_equal")
-gt_p = _comparison("gt", "greater")
-ge_p = _comparison("ge", "greater_equal")
+lt_p = _comparison("lt", "less", ORDERED)
+le_p = _comparison("le", "less_equal", ORDERED)
+gt_p = _comparison("gt", "greater", ORDERED)
+ge_p = _comparison("ge", "greater_equal", ORDERED)
 
 not_p = _unary("not", np.invert, "np.invert({0})", INT_OR_BOOL)
 and_p = _nary("and", np.bitwise_and, "np.bitwise_and({0}, {1})", INT_OR_BOOL)

@@ -814,8 +814,20 @@ def _comparison(ufunc, lax_fn):
             array = asarray_operand(y if x_inf is not None else x)
             answer = (ufunc(x_inf, 0.0) if x_inf is not None else ufunc(0.0, y_inf))
             return _full_like(array, bool(answer), np.bool_)
-        return lax_fn(*_args(ufunc, x, y))
+        x, y = _args(ufunc, x, y)
+        if _is_complex(_dtype(x)) and lax_fn not in (lax.eq, lax.ne):
+            return _lexicographic(lax_fn, x, y)
+        return lax_fn(x, y)
     return fn
+
+
+def _lexicographic(lax_fn, x, y):
+    """NumPy's order of complex numbers: by real part, ties by imaginary part
+    (lax's comparisons, as JAX's, take real numbers only)."""
+    strict = lax.lt if lax_fn in (lax.lt, lax.le) else lax.gt
+    re_x, re_y = lax.real(x), lax.real(y)
+    ties = lax.bitwise_and(lax.eq(re_x, re_y), lax_fn(lax.imag(x), lax.imag(y)))
+    return lax.bitwise_or(strict(re_x, re_y), ties)
 
 
 equal = _comparison(np.equal, lax.eq)

@@ -255,8 +255,10 @@ EXTREMA = [
 COMPARISON_NAMES = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
 
 LOGIC = [
-    _b(name, Arg(dtype=DT4C if name in ("equal", "not_equal") else DT4, low=-2, high=2),
-       Arg("bcast", dtype=DT4, low=-2, high=2), grad_order=0)
+    # complex numbers compare lexicographically (NumPy's order); small integer
+    # values make ties in the real part common
+    _b(name, Arg(dtype=DT4C, low=-2, high=2), Arg("bcast", dtype=DT4C, low=-2, high=2),
+       grad_order=0)
     for name in COMPARISON_NAMES
 ] + [
     _b(name, Arg(dtype=("uint8", "int32")), None, label=f"{name}_out_of_range",
