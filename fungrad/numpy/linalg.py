@@ -155,8 +155,9 @@ def slogdet(a):
 # --- decompositions ----------------------------------------------------------------------
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
-    """Lower factor L (a = L Lᴴ) or, with ``upper``, U = Lᴴ (a = Uᴴ U) of a
-    Hermitian positive-definite matrix; NaNs if not positive definite."""
+    """Cholesky factor L (a = L Lᴴ), or U = Lᴴ with ``upper``; NaNs if not PD.
+
+    ``a`` is symmetric (complex: Hermitian) positive definite."""
     a = _matrix_operand("cholesky", a)
     factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
     return _mH(factor) if upper else factor
