@@ -150,6 +150,22 @@ def test_linearize_equals_jvp_for_complex_function():
     np.testing.assert_allclose(f_jvp(t), jvp(f, (z,), (t,))[1], rtol=1e-14)
 
 
+def test_linear_transpose_of_complex_maps_is_the_plain_transpose():
+    # JAX's convention: the transpose of z -> A z is u -> Aᵀ u (not Aᴴ u), and
+    # that of conj is conj: <u, L z> = <Lᵀ u, z> for the bilinear Re Σ u·v
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))
+    u = rng.standard_normal(3) + 1j * rng.standard_normal(3)
+    z = np.zeros(2, complex)
+    (t,) = fungrad.linear_transpose(lambda z: a @ z, z)(u)
+    np.testing.assert_allclose(t, a.T @ u, rtol=1e-14)
+    (t,) = fungrad.linear_transpose(lambda z: a @ fnp.conj(z), z)(u)
+    np.testing.assert_allclose(t, np.conj(a.T @ u), rtol=1e-14)
+    (t,) = fungrad.linear_transpose(lambda x: a @ x, np.zeros(2))(u)   # real input
+    assert t.dtype == np.float64
+    np.testing.assert_allclose(t, np.real(a.T @ u), rtol=1e-14)
+
+
 def test_check_grads_on_complex_functions():
     z = np.array([0.5 + 1j, -1.0 + 0.3j, 2 - 0.5j])
     for f in (fnp.sin, fnp.conj, fnp.abs, lambda z: fnp.exp(z) * fnp.conj(z),
