@@ -408,6 +408,8 @@ def _symmetric_from_triangle(t, lower):
     triangle of ``t`` sees; LAPACK also ignores the imaginary part of the
     diagonal of a Hermitian matrix."""
     strict = _tril(t, -1) if lower else _triu(t, 1)
+    if not _is_complex(t):
+        return add(_tril(t) if lower else _triu(t), _mT(strict))
     diag = _mask(t, lambda m, n: np.eye(m, n))
     return add(add(strict, _real_part_as(diag, t)), _H(strict))
 
