@@ -205,6 +205,14 @@ def test_vmap_and_jit_of_complex_gradients():
     _, pullback_eager = vjp(lambda z: fnp.exp(z) * fnp.conj(z), zs)
     ct = np.array([1 - 1j, 2j, 0.5, -1 + 0j])
     np.testing.assert_allclose(pullback(ct)[0], pullback_eager(ct)[0], rtol=1e-13)
+    # jvp and linearize under jit and vmap
+    f = lambda z: fnp.exp(z) * fnp.conj(z) + fnp.abs(z)
+    ts = np.array([0.3 - 1j, 2 + 0.5j, 1j, -1 + 0j])
+    want = np.stack([jvp(f, (z,), (t,))[1] for z, t in zip(zs, ts)])
+    jvp_fn = lambda z, t: jvp(f, (z,), (t,))[1]
+    np.testing.assert_allclose(fungrad.jit(fungrad.vmap(jvp_fn))(zs, ts), want, rtol=1e-13)
+    np.testing.assert_allclose(fungrad.vmap(lambda z, t: linearize(f, z)[1](t))(zs, ts), want,
+                               rtol=1e-13)
 
 
 # ----------------------------------------------------------------------------
