@@ -54,7 +54,8 @@ def _is_float(x) -> bool:
 
 def _defaults(leaves, eps, rtol, atol):
     dts = [np.asarray(x).dtype for x in leaves if _is_float(x)]
-    worst = min(dts, key=lambda d: d.itemsize) if dts else np.dtype(np.float64)
+    # the least precise leaf sets the defaults (complex64 is as coarse as float32)
+    worst = max(dts, key=lambda d: np.finfo(d).eps) if dts else np.dtype(np.float64)
     d_eps, d_rtol, d_atol = _DEFAULTS.get(worst, _DEFAULTS[np.dtype(np.float64)])
     return (d_eps if eps is None else eps, d_rtol if rtol is None else rtol,
             d_atol if atol is None else atol)
