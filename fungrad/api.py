@@ -584,21 +584,14 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
                       has_aux=has_aux)
             return res[1:] if has_aux else res[1]
         out = vmap(push)(*basis)
-        if holomorphic:
+        if holomorphic:     # (jacfwd checks outputs only then, as JAX)
             for leaf in tree_leaves(out[0] if has_aux else out):
-                _check_holomorphic_output("jacfwd", leaf)
+                _check_output_dtype("jacfwd", True, leaf)
         ys = jvp(f_partial, tree_unflatten(tree, leaves), tree_unflatten(tree, [np.zeros_like(b[0]) for b in basis]), has_aux=has_aux) if has_aux else None
         jac_t, aux = (out[0], ys[2]) if has_aux else (out, None)
         jac = tree_map(lambda j: _split_in_axis(j, leaves, tree, nums, argnums), jac_t)
         return (jac, aux) if has_aux else jac
     return jacfun
-
-
-def _check_holomorphic_output(who, leaf):
-    dt = get_aval(leaf).dtype
-    if not _is_complex(dt):
-        raise TypeError(f"{who} with holomorphic=True requires outputs with complex dtype, "
-                        f"but got {dt.name}.")
 
 
 def _split_in_axis(j, in_leaves, in_tree, nums, argnums):
