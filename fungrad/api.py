@@ -366,12 +366,24 @@ def linear_transpose(fun: Callable, *primals):
     return transposed
 
 
-def _check_diff_inputs(dyn_args, argnums, allow_int: bool, who: str):
+def _is_complex(dtype) -> bool:
+    return np.issubdtype(dtype, np.complexfloating)
+
+
+def _check_diff_inputs(dyn_args, argnums, allow_int: bool, who: str,
+                       holomorphic: bool = False, real_only: bool = False):
+    """JAX's input checks: inexact leaves (ints only with allow_int); complex
+    ones with ``holomorphic``; real floats only for ``real_only`` (jacfwd)."""
     for n, arg in zip(argnums, dyn_args):
         for leaf in tree_leaves(arg):
-            if type(leaf) is float or type(leaf) is complex:
-                continue
+            if type(leaf) is float and not holomorphic:
+                continue              # the common case, without building an aval
             dt = get_aval(_as_value(leaf, who)).dtype
+            if holomorphic and not _is_complex(dt):
+                raise TypeError(
+                    f"{who} with holomorphic=True requires inputs with complex dtype, but "
+                    f"argument {n} has a leaf of dtype {dt.name}. Convert it (e.g. "
+                    f"x.astype(complex)), or drop holomorphic=True.")
             if not ad.is_float(dt) and not allow_int:
                 raise TypeError(
                     f"{who} requires real- or complex-valued inputs (input dtype that is a "
@@ -379,22 +391,56 @@ def _check_diff_inputs(dyn_args, argnums, allow_int: bool, who: str):
                     f"{dt.name}. Convert it with .astype(float), differentiate with "
                     f"respect to other arguments (argnums), or pass allow_int=True "
                     f"to get a float0 zero gradient for it.")
+            if real_only and not holomorphic and _is_complex(dt):
+                raise TypeError(
+                    f"{who} requires real-valued inputs (input dtype that is a sub-dtype of "
+                    f"np.floating), but argument {n} has a leaf of dtype {dt.name}. For "
+                    f"holomorphic functions pass holomorphic=True; for the derivative of a "
+                    f"non-holomorphic function of complex inputs use jvp directly, or "
+                    f"differentiate with respect to the real and imaginary parts.")
+
+
+def _check_output_dtype(who: str, holomorphic: bool, ans):
+    """JAX's output checks for reverse-mode wrappers (grad, jacrev): real
+    floating outputs, complex ones only with ``holomorphic`` (which needs them)."""
+    dt = get_aval(ans).dtype
+    if holomorphic:
+        if not _is_complex(dt):
+            raise TypeError(f"{who} with holomorphic=True requires outputs with complex "
+                            f"dtype, but got {dt.name}.")
+    elif _is_complex(dt):
+        raise TypeError(
+            f"{who} requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {dt.name}. For a holomorphic function pass "
+            f"holomorphic=True; otherwise take the real part (or abs(...)**2) of the "
+            f"output, or use vjp directly for the derivative of a non-holomorphic "
+            f"function with complex outputs.")
+    elif not np.issubdtype(dt, np.floating):
+        raise TypeError(f"{who} requires real-valued outputs (output dtype that is a "
+                        f"sub-dtype of np.floating), but got {dt.name}. For functions "
+                        f"with integer outputs use vjp directly.")
 
 
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False,
                    holomorphic: bool = False, allow_int: bool = False):
-    """``(fun(*args), ∇fun(*args))`` for a scalar-valued ``fun``."""
+    """``(fun(*args), ∇fun(*args))`` for a scalar-valued ``fun``.
+
+    Complex numbers follow JAX: for a real-valued ``fun`` of complex ``z`` the
+    gradient is ``∂f/∂x - i ∂f/∂y`` (the cotangent 1.0 pulled back; for
+    f = |z|² it is 2·conj(z)), of ``z``'s dtype; a complex-valued ``fun`` needs
+    ``holomorphic=True`` (then the result is f'(z)) and complex inputs."""
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "grad")
         f = (lambda *a: fun(*a, **kwargs)) if kwargs else fun
         f_partial, dyn = _partial_argnums(f, args, nums)
-        _check_diff_inputs(dyn, nums, allow_int, "grad")
+        _check_diff_inputs(dyn, nums, allow_int, "grad", holomorphic)
         if has_aux:
             ans, pullback, aux = vjp(f_partial, *dyn, has_aux=True)
         else:
             ans, pullback = vjp(f_partial, *dyn)
         _check_scalar(ans)
+        _check_output_dtype("grad", holomorphic, ans)
         g = pullback(np.ones((), dtype=get_aval(ans).dtype))
         g = g[0] if isinstance(argnums, int) else tuple(g)
         return ((ans, aux), g) if has_aux else (ans, g)
@@ -411,9 +457,6 @@ def _check_scalar(ans):
         raise TypeError(f"grad requires a scalar output, got shape {aval.shape}. Reduce it "
                         f"(e.g. .sum()), or use jacrev / vjp for the Jacobian of a "
                         f"non-scalar function.")
-    if not np.issubdtype(aval.dtype, np.inexact):
-        raise TypeError(f"grad requires a real- or complex-valued output, got "
-                        f"{aval.dtype.name}.")
 
 
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -553,12 +596,15 @@ def _std_basis(leaves):
 
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
-    """Jacobian by forward mode: one ``jvp`` per input basis vector, batched by vmap."""
+    """Jacobian by forward mode: one ``jvp`` per input basis vector, batched by vmap.
+
+    As JAX: real inputs, or complex ones with ``holomorphic=True`` (then the
+    outputs must be complex and the result is the complex derivative)."""
     def jacfun(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "jacfwd")
         f = (lambda *a: fun(*a, **kwargs)) if kwargs else fun
         f_partial, dyn = _partial_argnums(f, args, nums)
-        _check_diff_inputs(dyn, nums, False, "jacfwd")
+        _check_diff_inputs(dyn, nums, False, "jacfwd", holomorphic, real_only=True)
         leaves, tree = tree_flatten(tuple(dyn))
         leaves = [_as_value(x, "jacfwd argument") for x in leaves]
         basis = _std_basis(leaves)
@@ -568,6 +614,9 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
                       has_aux=has_aux)
             return res[1:] if has_aux else res[1]
         out = vmap(push)(*basis)
+        if holomorphic:     # (jacfwd checks outputs only then, as JAX)
+            for leaf in tree_leaves(out[0] if has_aux else out):
+                _check_output_dtype("jacfwd", True, leaf)
         ys = jvp(f_partial, tree_unflatten(tree, leaves), tree_unflatten(tree, [np.zeros_like(b[0]) for b in basis]), has_aux=has_aux) if has_aux else None
         jac_t, aux = (out[0], ys[2]) if has_aux else (out, None)
         jac = tree_map(lambda j: _split_in_axis(j, leaves, tree, nums, argnums), jac_t)
@@ -591,15 +640,20 @@ def _split_in_axis(j, in_leaves, in_tree, nums, argnums):
 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
-    """Jacobian by reverse mode: one pullback per output basis vector, batched by vmap."""
+    """Jacobian by reverse mode: one pullback per output basis vector, batched by vmap.
+
+    As JAX: real outputs, or complex ones with ``holomorphic=True`` (which also
+    needs complex inputs)."""
     def jacfun(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "jacrev")
         f = (lambda *a: fun(*a, **kwargs)) if kwargs else fun
         f_partial, dyn = _partial_argnums(f, args, nums)
-        _check_diff_inputs(dyn, nums, allow_int, "jacrev")
+        _check_diff_inputs(dyn, nums, allow_int, "jacrev", holomorphic)
         res = vjp(f_partial, *dyn, has_aux=has_aux)
         y, pullback = res[0], res[1]
         y_leaves, y_tree = tree_flatten(y)
+        for leaf in y_leaves:
+            _check_output_dtype("jacrev", holomorphic, leaf)
         basis = _std_basis(y_leaves)
         cts = vmap(lambda *c: pullback(tree_unflatten(y_tree, list(c))))(*basis)
         # cts: tuple over inputs of (M,) + in_shape; regroup per output leaf
@@ -624,7 +678,7 @@ def _reshape_rows(c, start, out_aval):
 
 def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """``jacfwd(jacrev(fun))``: forward-over-reverse."""
-    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
 def stop_gradient(x):

@@ -18,6 +18,14 @@ Higher orders apply the same checks to the functions ``x ↦ jvp(f, x, v)`` and
 ``x ↦ vjp(f, x)(u)``.  Only floating-point leaves are perturbed; integer and
 boolean arguments are held fixed.  Random directions come from a fixed seed,
 so a failure reproduces.
+
+Complex leaves are perturbed along complex directions ``v = a + ib`` (a, b
+random), so both the real and the imaginary part of every input is checked,
+and complex outputs are compared in full.  The pairing ``<x, y>`` is
+``Re Σ x·y`` without conjugation: with JAX's convention (transposes are plain
+transposes, ``vjp(f)(u) = uᵀJ``) this is the identity ``Re<u, J v> =
+Re<Jᵀu, v>`` that every linear map and its transpose satisfy, holomorphic or
+not (it equals JAX's ``Re<conj(u), J v>`` check with the cotangent conjugated).
 """
 from __future__ import annotations
 
@@ -46,18 +54,23 @@ def _is_float(x) -> bool:
 
 def _defaults(leaves, eps, rtol, atol):
     dts = [np.asarray(x).dtype for x in leaves if _is_float(x)]
-    worst = min(dts, key=lambda d: d.itemsize) if dts else np.dtype(np.float64)
+    # the least precise leaf sets the defaults (complex64 is as coarse as float32)
+    worst = max(dts, key=lambda d: np.finfo(d).eps) if dts else np.dtype(np.float64)
     d_eps, d_rtol, d_atol = _DEFAULTS.get(worst, _DEFAULTS[np.dtype(np.float64)])
     return (d_eps if eps is None else eps, d_rtol if rtol is None else rtol,
             d_atol if atol is None else atol)
 
 
 def _random_like(rng, leaves):
-    """A random direction in the tangent space: floats get N(0,1), others zeros."""
+    """A random direction in the tangent space: floats get N(0,1), complex
+    leaves N(0,1) + i N(0,1), others (no tangent space) float0 zeros."""
     out = []
     for x in leaves:
         x = np.asarray(x)
-        if _is_float(x):
+        if np.issubdtype(x.dtype, np.complexfloating):
+            re, im = rng.standard_normal(x.shape), rng.standard_normal(x.shape)
+            out.append((re + 1j * im).astype(x.dtype))
+        elif _is_float(x):
             out.append(rng.standard_normal(x.shape).astype(x.dtype))
         else:
             out.append(np.zeros(x.shape, dtype=api.float0))
@@ -89,11 +102,17 @@ def _flat_fun(f, in_tree):
 
 
 def numerical_jvp(f: Callable, primals: Sequence, tangents: Sequence, eps: float):
-    """Central difference of flat ``f`` at ``primals`` along ``tangents``."""
+    """Central difference of flat ``f`` at ``primals`` along ``tangents``
+    (computed in float64/complex128; complex outputs keep their imaginary part)."""
     f_pos = f(*_axpy(eps, tangents, primals))
     f_neg = f(*_axpy(-eps, tangents, primals))
-    return [(np.asarray(p, dtype=np.float64) - np.asarray(n, dtype=np.float64)) / (2 * eps)
+    return [(_widened(p) - _widened(n)) / (2 * eps)
             if _is_float(p) else np.zeros(np.shape(p)) for p, n in zip(f_pos, f_neg)]
+
+
+def _widened(x):
+    x = np.asarray(x)
+    return x.astype(np.result_type(x.dtype, np.float64))
 
 
 def _assert_close(what, got, want, rtol, atol):

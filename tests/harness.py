@@ -38,8 +38,13 @@ class Arg:
         "same"  - the base argument's shape
         "bcast" - a shape that broadcasts with the base shape (NumPy rules)
         "vec", "mat", "sqmat" - rank 1 / rank 2 / square rank 2 with sizes 1..4
-    dtype: a dtype name, or a tuple of names drawn from.
-    low, high: value range (integers: inclusive range).
+    dtype: a dtype name, or a tuple of names drawn from; "same": the dtype
+        drawn for the first argument (operands that must share a dtype, such
+        as a lax binary op's or a solve's, drawn real or complex together).
+    low, high: value range (integers: inclusive range); for complex dtypes the
+        range of the real part, and of the imaginary part unless ``imag`` is given.
+    imag: (low, high) of the imaginary part of complex draws (keeps them off
+        branch cuts and poles on the imaginary axis, e.g. atan's, tanh's).
     avoid: points the values keep at least ``margin`` away from (singular points,
         kinks such as 0 for abs, ties).
     diff: False for arguments never differentiated (indices, predicates).
@@ -52,6 +57,7 @@ class Arg:
     dtype: str | tuple = "float64"
     low: float = -3.0
     high: float = 3.0
+    imag: tuple | None = None
     avoid: tuple = ()
     margin: float = 0.1
     diff: bool = True

@@ -108,15 +108,20 @@ def _values(rng, arg: Arg, shape, dtype):
         near = np.abs(x - a) < arg.margin
         x = np.where(near, a + np.where(x >= a, 1, -1) * (arg.margin + rng.uniform(0, 0.2, shape)), x)
     if np.issubdtype(dtype, np.complexfloating):
-        x = x + 1j * rng.uniform(arg.low, arg.high, size=shape)
+        low, high = arg.imag if arg.imag is not None else (arg.low, arg.high)
+        x = x + 1j * rng.uniform(low, high, size=shape)
     return np.asarray(x).astype(dtype)
 
 
 @st.composite
 def case_inputs(draw, case: Case):
     shapes = _draw_shapes(draw, case.args)
-    dtypes = [draw(st.sampled_from(a.dtype)) if isinstance(a.dtype, tuple) else a.dtype
-              for a in case.args]
+    dtypes = []
+    for a in case.args:
+        if a.dtype == "same":
+            dtypes.append(dtypes[0])
+        else:
+            dtypes.append(draw(st.sampled_from(a.dtype)) if isinstance(a.dtype, tuple) else a.dtype)
     seed = draw(st.integers(0, 2**31 - 1))
     rng = np.random.default_rng(seed)
     return [_values(rng, a, s, d) for a, s, d in zip(case.args, shapes, dtypes)], shapes, dtypes, seed

@@ -304,8 +304,11 @@ def test_decomposition_input_errors():
         LA.cholesky(rand(2, 3))
     with pytest.raises(ValueError, match="square"):
         LA.det(rand(3))
-    with pytest.raises(TypeError, match="float32/float64"):
-        lax.linalg.cholesky(np.eye(2, dtype=np.complex128))
+    with pytest.raises(TypeError, match="cholesky supports float32/float64/complex64/"
+                                        "complex128 matrices, got int64"):
+        lax.linalg.cholesky(np.eye(2, dtype=np.int64))
+    with pytest.raises(TypeError, match="qr supports .* got float16"):
+        lax.linalg.qr(np.eye(2, dtype=np.float16))
     with pytest.raises(ValueError, match="incompatible"):
         lax.linalg.triangular_solve(np.eye(3), rand(2, 2), left_side=True)
     with pytest.raises(ValueError, match="mode"):
@@ -435,3 +438,147 @@ def test_subset_by_index_slices_eigh_and_svd_as_jax():
         lax.linalg.eigh(a, subset_by_index=(2, 7))
     with pytest.raises(TypeError, match="pair of ints"):
         lax.linalg.eigh(a, subset_by_index=2)
+
+
+# ----------------------------------------------------------------------------
+# Complex matrices: JAX's conventions
+# ----------------------------------------------------------------------------
+
+def crand(*shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def hpd(n, seed=0):
+    x = crand(n, n, seed=seed)
+    return x @ x.conj().T + n * np.eye(n)
+
+
+def _not_hermitian(n, seed=0):
+    """Hermitian positive definite plus garbage above the diagonal and an
+    imaginary part on it: what only one triangle's reading ignores."""
+    rng = np.random.default_rng(seed + 100)
+    garbage = np.triu(crand(n, n, seed=seed + 1), 1) + 0.5j * np.diag(rng.uniform(size=n))
+    return hpd(n, seed) + garbage
+
+
+def test_complex_non_hermitian_input_to_eigh_and_cholesky_reads_one_triangle():
+    a = _not_hermitian(4)
+    hermitian = (a + a.conj().T) / 2                      # symmetrize_input=True (default)
+    np.testing.assert_allclose(lax.linalg.eigh(a)[1], np.linalg.eigvalsh(hermitian), rtol=1e-12)
+    np.testing.assert_allclose(lax.linalg.cholesky(a), np.linalg.cholesky(hermitian), rtol=1e-12)
+    # symmetrize_input=False: the lower (or upper) triangle, the real part of its diagonal
+    lower = np.tril(a, -1) + np.diag(np.diag(a).real)
+    lower = lower + np.tril(a, -1).conj().T
+    upper = np.triu(a, 1) + np.diag(np.diag(a).real)
+    upper = upper + np.triu(a, 1).conj().T
+    w_lower = lax.linalg.eigh(a, symmetrize_input=False)[1]
+    w_upper = lax.linalg.eigh(a, lower=False, symmetrize_input=False)[1]
+    np.testing.assert_allclose(w_lower, np.linalg.eigvalsh(lower), rtol=1e-12)
+    np.testing.assert_allclose(w_upper, np.linalg.eigvalsh(upper), rtol=1e-12)
+    np.testing.assert_allclose(lax.linalg.cholesky(a, symmetrize_input=False),
+                               np.linalg.cholesky(lower), rtol=1e-12)
+    # ... and the derivative is that of the function computed: the other
+    # triangle and the imaginary diagonal get zero gradient
+    g = fungrad.grad(lambda a: fnp.sum(lax.linalg.eigh(a, symmetrize_input=False)[1] ** 3))(a)
+    assert np.all(np.triu(g, 1) == 0) and np.all(np.diag(g).imag == 0)
+    check_grads(lambda a: lax.linalg.cholesky(a, symmetrize_input=False), (a,), order=1)
+
+
+def test_complex_output_dtypes_follow_numpy_and_jax():
+    a = crand(3, 3).astype(np.complex64)
+    v, w = lax.linalg.eigh(a)
+    assert v.dtype == np.complex64 and w.dtype == np.float32
+    u, s, vh = LA.svd(a)
+    assert u.dtype == vh.dtype == np.complex64 and s.dtype == np.float32
+    sign, logdet = LA.slogdet(crand(3, 3))
+    assert sign.dtype == np.complex128 and logdet.dtype == np.float64
+    np.testing.assert_allclose(abs(sign), 1.0, rtol=1e-14)
+    np.testing.assert_allclose(sign * np.exp(logdet), np.linalg.det(crand(3, 3)), rtol=1e-12)
+    assert LA.norm(crand(4), 0).dtype == np.float64 and LA.norm(crand(3, 3)).dtype == np.float64
+    assert LA.eigvalsh(hpd(3)).dtype == np.float64
+
+
+def test_slogdet_tangent_rotates_the_sign():
+    # d log det = tr(A⁻¹ dA): real part to log|det|, imaginary part to sign's phase
+    a, da = crand(3, 3, seed=1), crand(3, 3, seed=2)
+    (sign, logdet), (dsign, dlogdet) = fungrad.jvp(LA.slogdet, (a,), (da,))
+    d = np.trace(np.linalg.solve(a, da))
+    np.testing.assert_allclose(dlogdet, d.real, rtol=1e-12)
+    np.testing.assert_allclose(dsign, 1j * d.imag * sign, rtol=1e-12)
+
+
+def test_eigh_eigenvector_tangents_have_jax_phase_gauge():
+    a, da = hpd(4, seed=3), crand(4, 4, seed=4)
+    da = da + da.conj().T
+    (v, w), (dv, dw) = fungrad.jvp(lax.linalg.eigh, (a,), (da,))
+    np.testing.assert_allclose(np.diag(v.conj().T @ dv), 0, atol=1e-12)   # v_iᴴ dv_i = 0
+    np.testing.assert_allclose(dw, np.diag(v.conj().T @ da @ v).real, rtol=1e-12)
+    # the tangent of A = V diag(w) Vᴴ is reproduced whatever the gauge
+    recon = dv @ np.diag(w) @ v.conj().T + v @ np.diag(dw) @ v.conj().T
+    recon = recon + v @ np.diag(w) @ dv.conj().T
+    np.testing.assert_allclose(recon, da, atol=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (3, 4)])
+def test_svd_tangents_reconstruct_and_put_the_phase_on_u(shape):
+    a, da = crand(*shape, seed=5), crand(*shape, seed=6)
+    (u, s, vh), (du, ds, dvh) = fungrad.jvp(lambda a: LA.svd(a, full_matrices=False), (a,), (da,))
+    assert ds.dtype == np.float64
+    np.testing.assert_allclose(np.diag(vh @ dvh.conj().T), 0, atol=1e-12)   # V keeps its phase
+    recon = du @ np.diag(s) @ vh + u @ np.diag(ds) @ vh + u @ np.diag(s) @ dvh
+    np.testing.assert_allclose(recon, da, atol=1e-10)
+
+
+def test_qr_tangent_keeps_r_diagonal_real():
+    a, da = crand(4, 3, seed=7), crand(4, 3, seed=8)
+    (q, r), (dq, dr) = fungrad.jvp(lambda a: lax.linalg.qr(a, full_matrices=False), (a,), (da,))
+    np.testing.assert_allclose(np.diag(r).imag, 0, atol=1e-14)
+    np.testing.assert_allclose(np.diag(dr).imag, 0, atol=1e-12)
+    np.testing.assert_allclose(dq @ r + q @ dr, da, atol=1e-12)
+    np.testing.assert_allclose(np.tril(dr, -1), 0, atol=1e-12)
+
+
+def test_complex_lu_pivots_as_lapack():
+    # LAPACK picks pivots by |Re| + |Im|: here it prefers row 1 (0.6 + 0.6j,
+    # modulus 0.85) to row 0 (1.0), which the modulus would pick
+    import scipy.linalg
+    a = np.array([[1.0, 1.0], [0.6 + 0.6j, 2.0]])
+    packed, pivots, perm = lax.linalg.lu(a)
+    assert list(pivots) == [1, 1] and list(perm) == [1, 0]
+    lu_ref, piv_ref = scipy.linalg.lu_factor(a)
+    np.testing.assert_array_equal(pivots, piv_ref)
+    np.testing.assert_allclose(packed, lu_ref, rtol=1e-14)
+
+
+def test_jax_documentation_example_grad_through_complex_cholesky():
+    # "Complex numbers and differentiation": grad(f, holomorphic=True) of a
+    # function of a complex Hermitian matrix through cholesky.  holomorphic=True
+    # pulls back the cotangent 1, so it equals grad of the real part, which
+    # finite differences check entry by entry (∂/∂x - i ∂/∂y).
+    A = np.array([[5., 2. + 3j, 5j], [2. - 3j, 7., 1. + 7j], [-5j, 1. - 7j, 12.]])
+
+    def f(X):
+        L = LA.cholesky(X)
+        return fnp.sum((L - fnp.sin(L)) ** 2)
+    g = fungrad.grad(f, holomorphic=True)(A)
+    np.testing.assert_allclose(g, fungrad.grad(lambda X: fnp.real(f(X)))(A), rtol=1e-14)
+    h, fd = 1e-6, np.zeros_like(A)
+    re_f = lambda X: float(np.real(f(X)))
+    for idx in np.ndindex(A.shape):
+        e = np.zeros_like(A)
+        e[idx] = 1
+        fd[idx] = ((re_f(A + h * e) - re_f(A - h * e)) - 1j * (re_f(A + 1j * h * e)
+                                                                - re_f(A - 1j * h * e))) / (2 * h)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_complex_linalg_under_vmap_jit_and_second_order():
+    a = np.stack([hpd(3, seed=s) for s in range(3)])
+    f = lambda a: fnp.sum(fnp.abs(LA.inv(a) @ LA.cholesky(a)) ** 2) + LA.slogdet(a)[1]
+    g = fungrad.grad(f)
+    loop = np.stack([g(x) for x in a])
+    np.testing.assert_allclose(fungrad.vmap(g)(a), loop, rtol=1e-12)
+    np.testing.assert_allclose(fungrad.jit(fungrad.vmap(g))(a), loop, rtol=1e-12)
+    check_grads(lambda a: LA.svd(a, compute_uv=False) ** 2 + LA.eigvalsh(a @ a.conj().T), (a[0],),
+                order=2)

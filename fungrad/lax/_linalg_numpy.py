@@ -111,7 +111,7 @@ def _lu_panel(lu, perm, pivots, j0, j1):
     """Unblocked LU of columns j0:j1 (in place), swapping whole rows."""
     members = np.arange(lu.shape[0])
     for j in range(j0, j1):
-        p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+        p = j + np.argmax(_pivot_size(lu[:, j:, j]), axis=1)
         pivots[:, j] = p
         for arr in (lu, perm):
             row = arr[members, j].copy()
@@ -122,6 +122,14 @@ def _lu_panel(lu, perm, pivots, j0, j1):
         safe = np.where(pivot == 0, 1, pivot)
         lu[:, j + 1:, j] /= safe[:, None]
         lu[:, j + 1:, j + 1:j1] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:j1]
+
+
+def _pivot_size(x):
+    """LAPACK's pivot measure: |x| for reals, |Re x| + |Im x| for complex
+    (getrf's cabs1), so pivots match LAPACK's (scipy.linalg.lu) exactly."""
+    if np.iscomplexobj(x):
+        return np.abs(x.real) + np.abs(x.imag)
+    return np.abs(x)
 
 
 def lu_pivots_to_permutation(pivots, permutation_size):
@@ -150,7 +158,7 @@ def linear_solve(a, b):
 
 
 def adjugate(a):
-    """adj(A) = det(U) det(Vᵀ) V diag(prod_{j≠i} s_j) Uᵀ from A = U S Vᵀ: exact
+    """adj(A) = det(U) det(Vᴴ) V diag(prod_{j≠i} s_j) Uᴴ from A = U S Vᴴ: exact
     for singular matrices too (no division)."""
     a = np.asarray(a)
     n = a.shape[-1]
@@ -161,5 +169,6 @@ def adjugate(a):
     before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
     after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]
     sign = np.linalg.det(u) * np.linalg.det(vh)
-    scaled_v = np.swapaxes(vh, -1, -2) * (before * after)[..., None, :]
-    return (sign[..., None, None] * np.matmul(scaled_v, np.swapaxes(u, -1, -2))).astype(a.dtype)
+    scaled_v = np.conj(np.swapaxes(vh, -1, -2)) * (before * after)[..., None, :]
+    u_h = np.conj(np.swapaxes(u, -1, -2))
+    return (sign[..., None, None] * np.matmul(scaled_v, u_h)).astype(a.dtype)

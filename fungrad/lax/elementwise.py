@@ -94,6 +94,12 @@ NUMBER = _Kind("iufc", "numeric (non-boolean)",
                "For booleans use bitwise_and/or/xor/not, or convert them to a number.")
 SIGNED = _Kind("ifc", "signed integer, floating-point or complex",
                "Convert unsigned values first.")
+ORDERED = _Kind("biuf", "real (ordered)",
+                "Complex numbers have no order in lax (as in JAX): compare the real parts, "
+                "or use fungrad.numpy's comparisons, which order them lexicographically "
+                "as NumPy does.")
+REAL_NUMBER = _Kind("iuf", "integer or real floating-point",
+                   "Complex numbers have no remainder; take the real part first.")
 ANY = _Kind("biufc", "any", "")
 INT_OR_BOOL = _Kind("biu", "integer or boolean", "Compare or convert floats first.")
 INT = _Kind("iu", "integer", "Convert with lax.convert_element_type first.")
@@ -422,14 +428,23 @@ defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
 
 
 def _logistic_impl(x):
+    if np.iscomplexobj(x):      # 1 / (1 + exp(-z)), as JAX (poles at z = iπ(2k+1))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return 1 / (1 + np.exp(-x))
     # exp of -|x| only: never overflows, full relative accuracy in both tails
     e = np.exp(-np.abs(x))
-    return np.where(np.real(x) >= 0, 1 / (1 + e), e / (1 + e))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
-logistic_p = _unary("logistic", _logistic_impl,
-                    "(lambda x, e: np.where(x >= 0, 1 / (1 + e), e / (1 + e)))"
-                    "({0}, np.exp(-np.abs({0})))", FLOAT)
+def _logistic_lowering(args, in_avals):
+    if in_avals[0].dtype.kind == "c":
+        return f"1 / (1 + np.exp(-{args[0]}))"
+    return ("(lambda x, e: np.where(x >= 0, 1 / (1 + e), e / (1 + e)))"
+            f"({args[0]}, np.exp(-np.abs({args[0]})))")
+
+
+logistic_p = _unary("logistic", _logistic_impl, _logistic_lowering, INEXACT)
+def_lowering(logistic_p, _logistic_lowering, typed=True)
 defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans))))
 
 
@@ -499,7 +514,9 @@ asinh_p = _unary("asinh", np.arcsinh, "np.arcsinh({0})", INEXACT)
 defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
 
 acosh_p = _unary("acosh", np.arccosh, "np.arccosh({0})", INEXACT)
-defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
+# 1/(sqrt(x-1) sqrt(x+1)), not rsqrt(x²-1): the two differ in sign on the
+# complex half-plane Re x < 0 (acosh's principal branch is log(x + sqrt(x-1) sqrt(x+1)))
+defjvp(acosh_p, lambda g, x: mul(g, mul(rsqrt(sub(x, _const(x, 1))), rsqrt(add(x, _const(x, 1))))))
 
 atanh_p = _unary("atanh", np.arctanh, "np.arctanh({0})", INEXACT)
 defjvp(atanh_p, lambda g, x: div(g, mul(add(_const(x, 1), x), sub(_const(x, 1), x))))
@@ -633,7 +650,7 @@ complex_p = _nary("complex", lambda x, y: x + 1j * y,
 deflinear(real_p, lambda ct, x: [complex(ct, _zeros(ct))])
 deflinear(imag_p, lambda ct, x: [complex(_zeros(ct), neg(ct))])
 deflinear(conj_p, lambda ct, x: [conj(ct) if np.issubdtype(x.aval.dtype, np.complexfloating)
-                                 else real(ct)])
+                                 else ct])   # conj of a real array is the identity
 deflinear(complex_p, lambda ct, x, y: [
     unbroadcast(real(ct), x.aval) if is_undefined_primal(x) else None,
     unbroadcast(neg(imag(ct)), y.aval) if is_undefined_primal(y) else None])
@@ -721,7 +738,7 @@ def _rem_impl(x, y):
         return np.fmod(x, y)
 
 
-rem_p = _nary("rem", _rem_impl, "np.fmod({0}, {1})", NUMBER)
+rem_p = _nary("rem", _rem_impl, "np.fmod({0}, {1})", REAL_NUMBER)
 defjvp(rem_p,
        lambda g, x, y: _brcast(g, y),
        # d/dy fmod(x, y) = -trunc(x / y)
@@ -859,18 +876,18 @@ def nextafter(x1, x2):
 # Comparisons, logic and bit operations (piecewise constant: zero derivative)
 # ----------------------------------------------------------------------------
 
-def _comparison(name, np_name):
-    p = _nary(name, getattr(np, np_name), f"np.{np_name}({{0}}, {{1}})", ANY, _bool_out)
+def _comparison(name, np_name, kind=ANY):
+    p = _nary(name, getattr(np, np_name), f"np.{np_name}({{0}}, {{1}})", kind, _bool_out)
     defjvp_zero(p)
     return p
 
 
 eq_p = _comparison("eq", "equal")
 ne_p = _comparison("ne", "not_equal")
-lt_p = _comparison("lt", "less")
-le_p = _comparison("le", "less_equal")
-gt_p = _comparison("gt", "greater")
-ge_p = _comparison("ge", "greater_equal")
+lt_p = _comparison("lt", "less", ORDERED)
+le_p = _comparison("le", "less_equal", ORDERED)
+gt_p = _comparison("gt", "greater", ORDERED)
+ge_p = _comparison("ge", "greater_equal", ORDERED)
 
 not_p = _unary("not", np.invert, "np.invert({0})", INT_OR_BOOL)
 and_p = _nary("and", np.bitwise_and, "np.bitwise_and({0}, {1})", INT_OR_BOOL)

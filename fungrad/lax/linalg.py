@@ -9,9 +9,18 @@ Every primitive has all of its rules right after it.  Conventions:
 * JVP rules are written with lax functions (``dot_general``,
   ``triangular_solve``, ``linear_solve``, masks multiplied in as constants),
   so every decomposition can be differentiated again by re-tracing.
-* The decompositions are real-only (float32/float64): their JVP formulas are
-  written for real matrices, so complex inputs raise a TypeError rather than
-  give silently wrong derivatives.  ``dot_general`` takes any dtype.
+* The decompositions take float32/float64/complex64/complex128 matrices.
+  With complex input they follow JAX: ``cholesky``/``eigh`` read one triangle
+  of a Hermitian matrix (the real part of its diagonal, as LAPACK), ``eigh``'s
+  eigenvalues and ``svd``'s singular values are real, ``slogdet``'s sign is
+  complex of modulus 1.  JVP rules are JAX's, in complex arithmetic (``_H``
+  is the conjugate transpose); transposes are plain transposes (JAX's
+  convention: ``vjp`` pulls back with ``Jᵀ``, not ``Jᴴ``).  Eigen- and
+  singular vectors of complex matrices are unique only up to a phase per
+  vector; their JVPs pick JAX's gauge (``Im(v_iᴴ dv_i) = 0``; for svd the
+  phase change goes to ``u``), so only phase-invariant functions of them
+  (projectors, ``|v|``, reconstructions) have derivatives that match finite
+  differences.  ``dot_general`` takes any dtype.
 * Derivative formulas that divide by eigenvalue / singular value gaps
   (``eigh``, ``svd``) assume distinct values, as JAX's do: with repeated
   values the derivative of the vectors is undefined and comes out inf/nan.
@@ -46,7 +55,8 @@ from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import (Zero, defbilinear, defjvp, defjvp2, defjvp_zero,
                                      tangent_aval)
-from fungrad.lax.elementwise import add, sub, mul, div, neg, convert_element_type
+from fungrad.lax.elementwise import (add, sub, mul, div, neg, conj, real, eq, select_n,
+                                     convert_element_type)
 from fungrad.lax.reductions import reduce_sum
 from fungrad.lax.structural import reshape, transpose
 from fungrad.lax.utils import as_operand, def_lowering
@@ -371,11 +381,40 @@ def _as_col(v):
     return reshape(v, _shape(v) + (1,))
 
 
+def _is_complex(x):
+    return np.issubdtype(get_aval(x).dtype, np.complexfloating)
+
+
+def _real_dtype(dtype):
+    """float32 for complex64, float64 for complex128; real dtypes unchanged."""
+    return np.finfo(dtype).dtype if np.issubdtype(dtype, np.complexfloating) else np.dtype(dtype)
+
+
+def _H(x):
+    """Conjugate transpose of the last two axes (the transpose for real x)."""
+    return conj(_mT(x)) if _is_complex(x) else _mT(x)
+
+
+def _real_part_as(x, like):
+    """Re(x) in ``like``'s dtype (x itself for real x): keeps a complex tangent
+    complex while dropping its imaginary part."""
+    if not _is_complex(x):
+        return x
+    return convert_element_type(real(x), get_aval(like).dtype)
+
+
 def _symmetric_from_triangle(t, lower):
-    """The symmetric matrix an impl that reads only one triangle of ``t`` sees."""
-    if lower:
-        return add(_tril(t), _mT(_tril(t, -1)))
-    return add(_triu(t), _mT(_triu(t, 1)))
+    """The Hermitian (real: symmetric) matrix an impl that reads only one
+    triangle of ``t`` sees; LAPACK also ignores the imaginary part of the
+    diagonal of a Hermitian matrix."""
+    strict = _tril(t, -1) if lower else _triu(t, 1)
+    if not _is_complex(t):
+        return add(_tril(t) if lower else _triu(t), _mT(strict))
+    diag = _mask(t, lambda m, n: np.eye(m, n))
+    return add(add(strict, _real_part_as(diag, t)), _H(strict))
+
+
+_MATRIX_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
 
 def _check_square_float(name, x, square=True):
@@ -383,10 +422,9 @@ def _check_square_float(name, x, square=True):
         kind = "square matrices" if square else "matrices"
         raise ValueError(f"{name} expects {kind} (an array of shape (..., m, "
                          f"{'m' if square else 'n'})), got shape {x.shape}")
-    if x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"{name} supports float32/float64 matrices, got {x.dtype.name}; "
-                        "convert the input (e.g. x.astype(float)). Complex matrices "
-                        "are not supported.")
+    if x.dtype not in _MATRIX_DTYPES:
+        raise TypeError(f"{name} supports float32/float64/complex64/complex128 matrices, got "
+                        f"{x.dtype.name}; convert the input (e.g. x.astype(float)).")
 
 
 def _batch_at_front(prim):
@@ -399,7 +437,8 @@ def _batch_at_front(prim):
 
 
 def _symmetrize(x):
-    return mul(add(x, _mT(x)), np.asarray(0.5, get_aval(x).dtype))
+    """(x + xᴴ) / 2, JAX's ``symmetrize_input``."""
+    return mul(add(x, _H(x)), np.asarray(0.5, get_aval(x).dtype))
 
 
 # ============================================================================
@@ -436,6 +475,7 @@ def _triangular_solve_jvp_a(g_a, ans, a, b, *, left_side, lower, transpose_a,
     k = 1 if unit_diagonal else 0
     g_a = neg(_tril(g_a, -k) if lower else _triu(g_a, k))
     g_a = _mT(g_a) if transpose_a else g_a
+    g_a = conj(g_a) if conjugate_a and _is_complex(g_a) else g_a
     m, n = _shape(b)[-2:]
     solve = lambda rhs: triangular_solve_p.bind(a, rhs, **params)
     if left_side:  # order the two products whichever way is cheaper
@@ -509,11 +549,12 @@ def _cholesky_shape(a):
 
 
 def _cholesky_jvp(g, L, a):
-    # dL = L Φ(L⁻¹ dA L⁻ᵀ), Φ: lower triangle with the diagonal halved; dA is the
-    # symmetric matrix the impl reads (its lower triangle mirrored).
+    # dL = L Φ(L⁻¹ dA L⁻ᴴ), Φ: lower triangle with the diagonal halved; dA is the
+    # Hermitian matrix the impl reads (its lower triangle mirrored).
     g = _symmetric_from_triangle(g, lower=True)
     tmp = triangular_solve(L, g, left_side=True, lower=True)
-    tmp = triangular_solve(L, tmp, left_side=False, lower=True, transpose_a=True)
+    tmp = triangular_solve(L, tmp, left_side=False, lower=True, transpose_a=True,
+                           conjugate_a=True)
     phi = _mask(tmp, lambda m, n: np.tril(np.ones((m, n)), -1) + 0.5 * np.eye(m, n))
     return _mm(L, phi)
 
@@ -527,8 +568,10 @@ _lower_to_numpy_helper(cholesky_p, 'cholesky')
 
 
 def cholesky(x, *, symmetrize_input=True):
-    """Lower Cholesky factor of symmetric positive-definite ``x`` (..., n, n)
-    (``jax.lax.linalg.cholesky``); NaNs where ``x`` is not positive definite."""
+    """Lower Cholesky factor of Hermitian positive-definite ``x`` (..., n, n)
+    (``jax.lax.linalg.cholesky``); NaNs where ``x`` is not positive definite.
+    ``symmetrize_input``: factor (x + xᴴ)/2 (JAX's default); otherwise only the
+    lower triangle of ``x`` is read."""
     x = as_operand(x)
     if symmetrize_input:
         _check_square_float("cholesky", get_aval(x))
@@ -666,8 +709,9 @@ def _qr_shape(a, *, full_matrices):
 
 
 def _qr_jvp(primals, tangents, *, full_matrices):
-    # Reduced QR with m >= n (JAX's formula): with C = Qᵀ dA R⁻¹,
-    # dQ = Q (Ω - C) + dA R⁻¹ and dR = (C - Ω) R, Ω = tril(C,-1) - tril(C,-1)ᵀ.
+    # Reduced QR with m >= n (JAX's formula): with C = Qᴴ dA R⁻¹,
+    # dQ = Q (Ω - C) + dA R⁻¹ and dR = (C - Ω) R, Ω = tril(C,-1) - tril(C,-1)ᴴ
+    # (+ i Im(diag C) for complex: LAPACK's R has a real diagonal).
     (a,), (dx,) = primals, tangents
     q, r = qr_p.bind(a, full_matrices=full_matrices)
     m, n = _shape(a)[-2:]
@@ -678,9 +722,12 @@ def _qr_jvp(primals, tangents, *, full_matrices):
             f"{full_matrices}). Use full_matrices=False / mode='reduced' on a tall "
             "or square matrix.")
     dx_rinv = triangular_solve(r, dx)  # dA R⁻¹ (right side, upper)
-    c = _mm(_mT(q), dx_rinv)
+    c = _mm(_H(q), dx_rinv)
     c_lower = _tril(c, -1)
-    omega = sub(c_lower, _mT(c_lower))
+    omega = sub(c_lower, _H(c_lower))
+    if _is_complex(c):
+        c_diag = _mask(c, lambda m, n: np.eye(m, n))
+        omega = add(omega, sub(c_diag, _real_part_as(c_diag, c)))
     dq = add(_mm(q, sub(omega, c)), dx_rinv)
     dr = _mm(sub(c, omega), r)
     return [q, r], [dq, dr]
@@ -714,23 +761,25 @@ def _eigh_numpy(a, lower):
 
 def _eigh_shape(a, *, lower):
     _check_square_float("eigh", a)
-    return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-1], a.dtype)]
+    return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-1], _real_dtype(a.dtype))]
 
 
 def _eigh_jvp(primals, tangents, *, lower):
-    # With M = Vᵀ dA V (dA: the symmetric matrix the impl reads):
-    # dw = diag(M), dV = V (F ∘ M), F_ij = 1/(w_j - w_i) off the diagonal, 0 on it.
+    # With M = Vᴴ dA V (dA: the Hermitian matrix the impl reads):
+    # dw = Re diag(M), dV = V (F ∘ M), F_ij = 1/(w_j - w_i) off the diagonal, 0 on
+    # it (so Im(v_iᴴ dv_i) = 0: JAX's phase gauge for complex eigenvectors).
     # Assumes distinct eigenvalues (repeated ones give inf/nan, as in JAX).
     (a,), (a_dot,) = primals, tangents
     v, w = eigh_p.bind(a, lower=lower)
     a_dot = _symmetric_from_triangle(a_dot, lower)
     n, dtype = _shape(a)[-1], get_aval(a).dtype
-    vt_adot_v = _mm(_mT(v), _mm(a_dot, v))
+    vh_adot_v = _mm(_H(v), _mm(a_dot, v))
     eye = _eye(n, dtype)
-    f = sub(div(np.asarray(1, dtype), add(sub(_as_row(w), _as_col(w)), eye)), eye)
-    dv = _mm(v, mul(f, vt_adot_v))
-    dw = _diag_part(vt_adot_v)
-    return [v, w], [dv, dw]
+    w_full = convert_element_type(w, dtype)
+    f = sub(div(np.asarray(1, dtype), add(sub(_as_row(w_full), _as_col(w_full)), eye)), eye)
+    dv = _mm(v, mul(f, vh_adot_v))
+    dw = _diag_part(vh_adot_v)
+    return [v, w], [dv, real(dw) if _is_complex(dw) else dw]
 
 
 eigh_p = Primitive("eigh", multiple_results=True)
@@ -744,9 +793,11 @@ def_lowering(eigh_p, lambda a, lower:
 
 def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
          subset_by_index=None):
-    """Eigendecomposition of symmetric ``x`` (``jax.lax.linalg.eigh``): returns
-    ``(v, w)`` with eigenvectors as the columns of ``v`` and ascending
-    eigenvalues ``w``.  Derivatives assume distinct eigenvalues.
+    """Eigendecomposition of Hermitian ``x`` (``jax.lax.linalg.eigh``): returns
+    ``(v, w)`` with eigenvectors as the columns of ``v`` and ascending real
+    eigenvalues ``w``.  ``symmetrize_input``: decompose (x + xᴴ)/2 (JAX's
+    default); otherwise only the ``lower`` (or upper) triangle is read.
+    Derivatives assume distinct eigenvalues.
     ``subset_by_index=(start, end)`` keeps eigenvalues start..end-1 (all are
     computed, then sliced)."""
     x = as_operand(x)
@@ -799,7 +850,7 @@ def _svd_shape(a, *, full_matrices, compute_uv):
     _check_square_float("svd", a, square=False)
     *batch, m, n = a.shape
     batch, k = tuple(batch), min(m, n)
-    s = ShapedArray(batch + (k,), a.dtype)
+    s = ShapedArray(batch + (k,), _real_dtype(a.dtype))
     if not compute_uv:
         return [s]
     ku, kv = (m, n) if full_matrices else (k, k)
@@ -807,9 +858,11 @@ def _svd_shape(a, *, full_matrices, compute_uv):
 
 
 def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
-    # With dS = Uᵀ dA V (reduced factors): ds = diag(dS);
-    # dU = U (F ∘ (dS S + S dSᵀ)) (+ the part of dA V outside span(U) when m > n),
-    # dV = V (F ∘ (S dS + dSᵀ S)) (+ likewise when n > m), F_ij = 1/(s_j² - s_i²).
+    # With dS = Uᴴ dA V (reduced factors): ds = Re diag(dS);
+    # dU = U (F ∘ (dS S + S dSᴴ) + i Im(diag dS) S⁻¹) (+ the part of dA V outside
+    # span(U) when m > n), dV = V (F ∘ (S dS + dSᴴ S)) (+ likewise when n > m),
+    # F_ij = 1/(s_j² - s_i²).  The imaginary diagonal term (complex only) is JAX's
+    # gauge: the phase change of each pair (u_i, v_i) goes to u_i.
     # Assumes distinct, nonzero singular values.
     (a,), (da,) = primals, tangents
     outs = svd_p.bind(a, full_matrices=full_matrices, compute_uv=compute_uv)
@@ -820,25 +873,41 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
             f"matrices only (got {m}x{n}); use full_matrices=False.")
     u, s, vh = (outs if compute_uv else
                 svd_p.bind(a, full_matrices=False, compute_uv=True))
-    v = _mT(vh)
-    ds_mat = _mm(_mT(u), _mm(da, v))
+    v = _H(vh)
+    ds_mat = _mm(_H(u), _mm(da, v))
     ds = _diag_part(ds_mat)
+    ds = real(ds) if _is_complex(ds) else ds
     if not compute_uv:
         return outs, [ds]
     k, dtype = min(m, n), get_aval(a).dtype
-    s_row, s_col, eye = _as_row(s), _as_col(s), _eye(k, dtype)
+    s_full = convert_element_type(s, dtype)
+    s_row, s_col, eye = _as_row(s_full), _as_col(s_full), _eye(k, dtype)
     s_diffs = mul(add(s_row, s_col), sub(s_row, s_col))
     f = sub(div(np.asarray(1, dtype), add(s_diffs, eye)), eye)
     dss, sds = mul(s_row, ds_mat), mul(s_col, ds_mat)
-    du = _mm(u, mul(f, add(dss, _mT(dss))))
-    dv = _mm(v, mul(f, add(sds, _mT(sds))))
+    du_inner = mul(f, add(dss, _H(dss)))
+    if _is_complex(ds_mat):
+        du_inner = add(du_inner, _svd_phase_term(ds_mat, s_full))
+    du = _mm(u, du_inner)
+    dv = _mm(v, mul(f, add(sds, _H(sds))))
     if m > n:
         dav = _mm(da, v)
-        du = add(du, div(sub(dav, _mm(u, _mm(_mT(u), dav))), s_row))
+        du = add(du, div(sub(dav, _mm(u, _mm(_H(u), dav))), s_row))
     if n > m:
-        dau = _mm(_mT(da), u)
+        dau = _mm(_H(da), u)
         dv = add(dv, div(sub(dau, _mm(v, _mm(vh, dau))), s_row))
-    return outs, [du, ds, _mT(dv)]
+    return outs, [du, ds, _H(dv)]
+
+
+def _svd_phase_term(ds_mat, s):
+    """diag(i Im(dS_ii) / s_i) for complex dS (0 where s_i = 0, as JAX)."""
+    dtype = get_aval(ds_mat).dtype
+    diag = _mask(ds_mat, lambda m, n: np.eye(m, n))
+    imag_diag = sub(diag, _real_part_as(diag, diag))
+    is_zero = eq(s, np.asarray(0, dtype))
+    inv_s = select_n(is_zero, div(np.asarray(1, dtype), select_n(is_zero, s, np.ones((), dtype))),
+                     np.zeros((), dtype))
+    return mul(imag_diag, _as_row(inv_s))
 
 
 svd_p = Primitive("svd", multiple_results=True)
@@ -972,31 +1041,38 @@ def adjugate(a):
 # --- slogdet: [sign, log|det|] ---------------------------------------------------------------
 
 def _slogdet_jvp(primals, tangents):
+    # d log det A = tr(A⁻¹ dA) = d log|det A| + i d arg(det A): for complex A the
+    # real part moves log|det|, the imaginary part rotates sign (JAX's rule).
     (a,), (g,) = primals, tangents
     sign, logdet = slogdet_p.bind(a)
     n, dtype = _shape(a)[-1], get_aval(a).dtype
     a_inv = linear_solve(a, np.broadcast_to(_eye(n, dtype), _shape(a)))
     d_logdet = reduce_sum(mul(g, _mT(a_inv)), (-2, -1))  # tr(A⁻¹ dA)
-    return [sign, logdet], [Zero(tangent_aval(get_aval(sign))), d_logdet]
+    if not _is_complex(a):
+        return [sign, logdet], [Zero(tangent_aval(get_aval(sign))), d_logdet]
+    d_sign = mul(sub(d_logdet, _real_part_as(d_logdet, d_logdet)), sign)
+    return [sign, logdet], [d_sign, real(d_logdet)]
 
 
 slogdet_p = Primitive("slogdet", multiple_results=True)
 slogdet_p.def_impl(lambda a: list(np.linalg.slogdet(np.asarray(a))))
 slogdet_p.def_abstract_eval(_square_shape_rule(
-    "slogdet", lambda a: [ShapedArray(a.shape[:-2], a.dtype)] * 2))
+    "slogdet", lambda a: [ShapedArray(a.shape[:-2], a.dtype),
+                          ShapedArray(a.shape[:-2], _real_dtype(a.dtype))]))
 slogdet_p.jvp = _slogdet_jvp
 _batch_at_front(slogdet_p)
 def_lowering(slogdet_p, "tuple(np.linalg.slogdet({0}))")
 
 
 def slogdet(a):
-    """``(sign, log|det|)`` of square matrices (..., n, n)."""
+    """``(sign, log|det|)`` of square matrices (..., n, n); for complex ones
+    ``sign`` is complex of modulus 1 and ``log|det|`` real, as NumPy and JAX."""
     return tuple(_bind(slogdet_p, as_operand(a)))
 
 
 # --- pinv ---------------------------------------------------------------------------------
 # Its JVP (Golub & Pereyra, constant rank) uses pinv itself:
-# dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P.
+# dP = -P dA P + P Pᴴ dAᴴ (I - A P) + (I - P A) dAᴴ Pᴴ P.
 
 def _pinv_shape(a, *, rtol):
     _check_square_float("pinv", a, square=False)
@@ -1006,10 +1082,10 @@ def _pinv_shape(a, *, rtol):
 def _pinv_jvp(g, p, a, *, rtol):
     m, n = _shape(a)[-2:]
     dtype = get_aval(a).dtype
-    gt = _mT(g)
+    gh = _H(g)
     first = neg(_mm(p, _mm(g, p)))
-    second = _mm(_mm(p, _mT(p)), _mm(gt, sub(_eye(m, dtype), _mm(a, p))))
-    third = _mm(sub(_eye(n, dtype), _mm(p, a)), _mm(gt, _mm(_mT(p), p)))
+    second = _mm(_mm(p, _H(p)), _mm(gh, sub(_eye(m, dtype), _mm(a, p))))
+    third = _mm(sub(_eye(n, dtype), _mm(p, a)), _mm(gh, _mm(_H(p), p)))
     return add(add(first, second), third)
 
 

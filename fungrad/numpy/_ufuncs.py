@@ -699,7 +699,8 @@ def sinc(x, /):
     x = asarray_operand(x)
     dtype = result_type(x, 1.0)
     x = _cast(x, dtype)
-    near_zero = lax.lt(lax.abs(x), _const(1e-3 if dtype == np.float64 else 1e-2, dtype))
+    real_dtype = np.finfo(dtype).dtype          # |x| of a complex x is real
+    near_zero = lax.lt(lax.abs(x), _const(1e-3 if real_dtype == np.float64 else 1e-2, real_dtype))
     safe = lax.select(near_zero, _full_like(x, 1, dtype), x)
     pi_x = lax.mul(safe, _const(math.pi, dtype))
     return lax.select(near_zero, _sinc_taylor(x), lax.div(lax.sin(pi_x), pi_x))
@@ -837,8 +838,20 @@ def _comparison(ufunc, lax_fn):
             array = asarray_operand(y if x_inf is not None else x)
             answer = (ufunc(x_inf, 0.0) if x_inf is not None else ufunc(0.0, y_inf))
             return _full_like(array, bool(answer), np.bool_)
-        return lax_fn(*_args(ufunc, x, y))
+        x, y = _args(ufunc, x, y)
+        if _is_complex(_dtype(x)) and lax_fn not in (lax.eq, lax.ne):
+            return _lexicographic(lax_fn, x, y)
+        return lax_fn(x, y)
     return fn
+
+
+def _lexicographic(lax_fn, x, y):
+    """NumPy's order of complex numbers: by real part, ties by imaginary part
+    (lax's comparisons, as JAX's, take real numbers only)."""
+    strict = lax.lt if lax_fn in (lax.lt, lax.le) else lax.gt
+    re_x, re_y = lax.real(x), lax.real(y)
+    ties = lax.bitwise_and(lax.eq(re_x, re_y), lax_fn(lax.imag(x), lax.imag(y)))
+    return lax.bitwise_or(strict(re_x, re_y), ties)
 
 
 equal = _comparison(np.equal, lax.eq)

@@ -1,7 +1,10 @@
 """``fungrad.numpy.linalg``: NumPy's / ``jax.numpy.linalg``'s functions on the
 primitives of ``fungrad.lax.linalg``.
 
-Integer inputs are promoted to float64 as NumPy does.  Failures follow JAX: a
+Integer inputs are promoted to float64 as NumPy does; complex64/complex128
+matrices work in every function (Hermitian where NumPy says symmetric:
+``cholesky``, ``eigh``; real eigenvalues, singular values and norms; complex
+``slogdet`` sign).  Failures follow JAX: a
 singular matrix gives inf/nan from ``solve``/``inv`` and a non-positive-definite
 one NaNs from ``cholesky`` instead of ``LinAlgError``.
 
@@ -81,9 +84,9 @@ def _eye_like(a):
                                                                      len(_shape(a)) - 1))
 
 
-def _mT(x):
-    nd = len(_shape(x))
-    return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+def _mH(x):
+    """Conjugate transpose of the last two axes."""
+    return lax_linalg._H(x)
 
 
 # --- solve, inv, det, slogdet -------------------------------------------------------------
@@ -152,10 +155,12 @@ def slogdet(a):
 # --- decompositions ----------------------------------------------------------------------
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
-    """Lower (or ``upper``) Cholesky factor; NaNs if not positive definite."""
+    """Cholesky factor L (a = L Lᴴ), or U = Lᴴ with ``upper``; NaNs if not PD.
+
+    ``a`` is symmetric (complex: Hermitian) positive definite."""
     a = _matrix_operand("cholesky", a)
     factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
-    return _mT(factor) if upper else factor
+    return _mH(factor) if upper else factor
 
 
 def qr(a, mode="reduced"):
@@ -169,8 +174,9 @@ def qr(a, mode="reduced"):
 
 
 def eigh(a, UPLO=None, symmetrize_input=True):
-    """``EighResult(eigenvalues, eigenvectors)`` of symmetric matrices, eigenvalues
-    ascending.  Derivatives assume distinct eigenvalues."""
+    """``EighResult(eigenvalues, eigenvectors)`` of symmetric (complex: Hermitian)
+    matrices, eigenvalues ascending and real.  Derivatives assume distinct
+    eigenvalues."""
     lower = _uplo_is_lower(UPLO)
     a = _matrix_operand("eigh", a)
     v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=symmetrize_input)
@@ -371,7 +377,7 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord == -np.inf:
         return fnp.min(fnp.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        dtype = np.result_type(get_aval(x).dtype, np.float16)
+        dtype = np.result_type(lax_linalg._real_dtype(get_aval(x).dtype), np.float16)
         return fnp.sum(fnp.not_equal(x, 0), axis=axis, keepdims=keepdims).astype(dtype)
     if ord == 1:
         return fnp.sum(fnp.abs(x), axis=axis, keepdims=keepdims)

@@ -15,6 +15,7 @@ Deviations from JAX:
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
@@ -27,6 +28,24 @@ import fungrad.numpy as fnp
 __all__ = ["gammainc", "gammaincc", "betainc", "betaln", "beta", "gamma", "gammasgn",
            "multigammaln", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "ndtri",
            "rel_entr", "kl_div", "poch", "factorial"]
+
+
+def _real_only(fun):
+    """``fun`` is defined for real arguments only (as in JAX): a complex argument
+    raises a TypeError naming the function and the dtype, instead of an error
+    from a primitive deep inside or a meaningless complex result."""
+    @functools.wraps(fun)
+    def real_only(*args, **kwargs):
+        for a in (*args, *kwargs.values()):
+            if a is None or isinstance(a, (str, bool)):
+                continue
+            dtype = fnp.result_type(a)
+            if np.issubdtype(dtype, np.complexfloating):
+                raise TypeError(f"scipy.special.{fun.__name__} is defined for real inputs "
+                                f"only (as in JAX), got {dtype.name}; pass the real part "
+                                "(x.real) or the modulus (abs(x)) if that is what you mean.")
+        return fun(*args, **kwargs)
+    return real_only
 
 
 def _promote_inexact(*args):
@@ -43,18 +62,21 @@ def _promote_inexact(*args):
 # Incomplete gamma and beta
 # ----------------------------------------------------------------------------
 
+@_real_only
 def gammainc(a, x):
     """Regularized lower incomplete gamma P(a, x)."""
     a, x = _promote_inexact(a, x)
     return _lax_special.igamma(a, x)
 
 
+@_real_only
 def gammaincc(a, x):
     """Regularized upper incomplete gamma Q(a, x) = 1 - P(a, x)."""
     a, x = _promote_inexact(a, x)
     return _lax_special.igammac(a, x)
 
 
+@_real_only
 def betainc(a, b, x):
     """Regularized incomplete beta I_x(a, b) (differentiable in x only, as in JAX)."""
     a, b, x = _promote_inexact(a, b, x)
@@ -65,6 +87,7 @@ def betainc(a, b, x):
 # Gamma and beta functions with signs
 # ----------------------------------------------------------------------------
 
+@_real_only
 def gammasgn(x):
     """Sign of Gamma(x): 1 for x > 0, (-1)^ceil(-x) for non-integer x < 0,
     nan at the poles 0, -1, -2, ..."""
@@ -77,18 +100,21 @@ def gammasgn(x):
     return lax.stop_gradient(fnp.where(pole | fnp.isnan(x), np.nan, sign))
 
 
+@_real_only
 def gamma(x):
     """Gamma(x) = gammasgn(x) exp(gammaln(x))."""
     (x,) = _promote_inexact(x)
     return gammasgn(x) * fnp.exp(lax.lgamma(x))
 
 
+@_real_only
 def betaln(a, b):
     """log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b)."""
     a, b = _promote_inexact(a, b)
     return lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
 
 
+@_real_only
 def beta(a, b):
     """B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b), with its sign."""
     a, b = _promote_inexact(a, b)
@@ -96,6 +122,7 @@ def beta(a, b):
     return sign * fnp.exp(betaln(a, b))
 
 
+@_real_only
 def multigammaln(a, d):
     """log of the multivariate gamma function of dimension ``d`` (static int):
     d(d-1)/4 log(pi) + sum_{j<d} gammaln(a - j/2)."""
@@ -109,6 +136,7 @@ def multigammaln(a, d):
     return total
 
 
+@_real_only
 def poch(z, m):
     """Pochhammer symbol (z)_m = Gamma(z + m) / Gamma(z), with signs; 1 at m == 0."""
     z, m = _promote_inexact(z, m)
@@ -117,6 +145,7 @@ def poch(z, m):
     return fnp.where(m == 0, fnp.ones_like(value), value)
 
 
+@_real_only
 def factorial(n, exact=False):
     """n! = Gamma(n + 1) (0 for n < 0), as floats; ``exact=True`` is not
     supported (as in JAX)."""
@@ -132,12 +161,14 @@ def factorial(n, exact=False):
 # Polygamma and Hurwitz zeta
 # ----------------------------------------------------------------------------
 
+@_real_only
 def polygamma(n, x):
     """The n-th derivative of digamma (n a non-negative integer)."""
     n, x = _promote_inexact(n, x)
     return lax.polygamma(n, x)
 
 
+@_real_only
 def zeta(x, q=None):
     """Hurwitz zeta sum_k (k + q)^-x (x > 1, q > 0)."""
     if q is None:
@@ -151,24 +182,28 @@ def zeta(x, q=None):
 # Modified Bessel functions of orders 0 and 1
 # ----------------------------------------------------------------------------
 
+@_real_only
 def i0e(x):
     """exp(-|x|) I0(x)."""
     (x,) = _promote_inexact(x)
     return _lax_special.bessel_i0e(x)
 
 
+@_real_only
 def i1e(x):
     """exp(-|x|) I1(x)."""
     (x,) = _promote_inexact(x)
     return _lax_special.bessel_i1e(x)
 
 
+@_real_only
 def i0(x):
     """I0(x) = exp(|x|) i0e(x)."""
     (x,) = _promote_inexact(x)
     return fnp.exp(fnp.abs(x)) * _lax_special.bessel_i0e(x)
 
 
+@_real_only
 def i1(x):
     """I1(x) = exp(|x|) i1e(x)."""
     (x,) = _promote_inexact(x)
@@ -179,6 +214,7 @@ def i1(x):
 # Inverse normal CDF and relative entropies
 # ----------------------------------------------------------------------------
 
+@_real_only
 def ndtri(p):
     """The inverse of the standard normal CDF: ndtr(ndtri(p)) = p."""
     (p,) = _promote_inexact(p)
@@ -194,6 +230,7 @@ def _entropy_terms(p, q):
     return inside, (p == 0) & (q >= 0), safe_p, safe_q
 
 
+@_real_only
 def rel_entr(p, q):
     """p log(p/q) for p, q > 0; 0 for p == 0, q >= 0; inf otherwise."""
     p, q = _promote_inexact(p, q)
@@ -202,6 +239,7 @@ def rel_entr(p, q):
     return fnp.where(inside, value, fnp.where(p_zero, 0.0, np.inf))
 
 
+@_real_only
 def kl_div(p, q):
     """p log(p/q) - p + q for p, q > 0; q for p == 0, q >= 0; inf otherwise."""
     p, q = _promote_inexact(p, q)

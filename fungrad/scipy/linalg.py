@@ -9,6 +9,9 @@ Functions: ``solve_triangular``, ``cho_factor``, ``cho_solve``, ``cholesky``,
 
 As in JAX, the decompositions do not raise ``LinAlgError``: a singular
 matrix gives inf/nan, a non-positive-definite one NaNs from ``cholesky``.
+Complex matrices work everywhere (Hermitian where SciPy says symmetric:
+``cholesky``, ``cho_solve``, ``eigh``, ``solve(assume_a='pos')``; ``trans=2``
+/ ``'C'`` is the conjugate transpose).
 The SciPy-only arguments ``overwrite_*``, ``check_finite``, ``lwork``,
 ``debug``, ``turbo`` and ``lapack_driver`` are accepted and ignored.
 """
@@ -35,13 +38,16 @@ __all__ = ["sqrtm", "solve_triangular", "cho_factor", "cho_solve", "cholesky", "
 # ----------------------------------------------------------------------------
 
 def _as_float(*args):
+    """The arguments in their common inexact dtype (integers become float64)."""
     dtype = fnp.result_type(*args)
     if not np.issubdtype(dtype, np.inexact):
         dtype = np.dtype(np.float64)
-    if np.issubdtype(dtype, np.complexfloating):
-        raise TypeError("fungrad.scipy.linalg supports real matrices only (the "
-                        "decompositions' derivative rules are real); got a complex input")
     return [fnp.asarray(a, dtype=dtype) for a in args]
+
+
+def _mH(x):
+    """Conjugate transpose of the last two axes."""
+    return lax_linalg._H(x)
 
 
 def _square(name, a):
@@ -52,8 +58,10 @@ def _square(name, a):
     return a
 
 
-def _trans_flag(name, trans):
-    table = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
+def _trans_flags(name, trans):
+    """``(transpose, conjugate)`` for SciPy's ``trans``: 0/'N' a, 1/'T' aᵀ, 2/'C' aᴴ."""
+    table = {0: (False, False), "N": (False, False), 1: (True, False), "T": (True, False),
+             2: (True, True), "C": (True, True)}
     if trans not in table:
         raise ValueError(f"scipy.linalg.{name}: trans must be 0/'N', 1/'T' or 2/'C', got "
                          f"{trans!r}")
@@ -83,23 +91,24 @@ def _rhs_as_matrix(name, a, b):
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                      debug=None, check_finite=True):
-    """Solve ``a x = b`` (trans=0), ``aᵀ x = b`` (1 or 2) for triangular ``a``;
-    only the ``lower`` (or upper) triangle of ``a`` is read."""
+    """Solve ``a x = b`` (trans=0), ``aᵀ x = b`` (1) or ``aᴴ x = b`` (2) for
+    triangular ``a``; only the ``lower`` (or upper) triangle of ``a`` is read."""
+    transpose, conjugate = _trans_flags("solve_triangular", trans)
     a = _square("solve_triangular", a)
     a, b = _as_float(a, b)
     a, b, finish = _rhs_as_matrix("solve_triangular", a, b)
     x = lax_linalg.triangular_solve(a, b, left_side=True, lower=bool(lower),
-                                    transpose_a=_trans_flag("solve_triangular", trans),
+                                    transpose_a=transpose, conjugate_a=conjugate,
                                     unit_diagonal=bool(unit_diagonal))
     return finish(x)
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """Cholesky factor of a symmetric positive-definite matrix: upper ``U``
-    (``a = Uᵀ U``) by default, lower ``L`` (``a = L Lᵀ``) if ``lower``."""
+    """Cholesky factor of a Hermitian positive-definite matrix: upper ``U``
+    (``a = Uᴴ U``) by default, lower ``L`` (``a = L Lᴴ``) if ``lower``."""
     a = _square("cholesky", a)
     factor = lax_linalg.cholesky(a)
-    return factor if lower else fnp.matrix_transpose(factor)
+    return factor if lower else _mH(factor)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
@@ -118,11 +127,11 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     c = _square("cho_solve", c)
     c, b = _as_float(c, b)
     c, b, finish = _rhs_as_matrix("cho_solve", c, b)
-    # lower: L (Lᵀ x) = b;  upper: Uᵀ (U x) = b
+    # lower: L (Lᴴ x) = b;  upper: Uᴴ (U x) = b
     y = lax_linalg.triangular_solve(c, b, left_side=True, lower=bool(lower),
-                                    transpose_a=not lower)
+                                    transpose_a=not lower, conjugate_a=not lower)
     x = lax_linalg.triangular_solve(c, y, left_side=True, lower=bool(lower),
-                                    transpose_a=bool(lower))
+                                    transpose_a=bool(lower), conjugate_a=bool(lower))
     return finish(x)
 
 
@@ -147,13 +156,14 @@ def _unpack_lu(packed):
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
-    """Solve ``a x = b`` (trans=0) or ``aᵀ x = b`` (1 or 2) given ``lu_factor(a)``."""
+    """Solve ``a x = b`` (trans=0), ``aᵀ x = b`` (1) or ``aᴴ x = b`` (2) given
+    ``lu_factor(a)``."""
     try:
         packed, pivots = lu_and_piv
     except (TypeError, ValueError):
         raise TypeError("scipy.linalg.lu_solve: first argument must be the pair (lu, piv) "
                         "returned by lu_factor") from None
-    transposed = _trans_flag("lu_solve", trans)
+    transposed, conjugate = _trans_flags("lu_solve", trans)
     packed = _square("lu_solve", packed)
     packed, b = _as_float(packed, b)
     packed, b, finish = _rhs_as_matrix("lu_solve", packed, b)
@@ -165,11 +175,12 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
         y = lax_linalg.triangular_solve(packed, fnp.matmul(p, b), left_side=True, lower=True,
                                         unit_diagonal=True)
         x = lax_linalg.triangular_solve(packed, y, left_side=True, lower=False)
-    else:                     # Uᵀ Lᵀ (p x) = b
+    else:                     # Uᵀ Lᵀ (p x) = b  (or Uᴴ Lᴴ: p is real)
         y = lax_linalg.triangular_solve(packed, b, left_side=True, lower=False,
-                                        transpose_a=True)
+                                        transpose_a=True, conjugate_a=conjugate)
         y = lax_linalg.triangular_solve(packed, y, left_side=True, lower=True,
-                                        transpose_a=True, unit_diagonal=True)
+                                        transpose_a=True, conjugate_a=conjugate,
+                                        unit_diagonal=True)
         x = fnp.matmul(fnp.matrix_transpose(p), y)
     return finish(x)
 
@@ -217,10 +228,10 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
 
 def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
          turbo=True, eigvals=None, type=1, check_finite=True):
-    """Eigenvalues ``w`` (ascending) and eigenvectors ``v`` of symmetric ``a``.
+    """Eigenvalues ``w`` (ascending, real) and eigenvectors ``v`` of Hermitian ``a``.
     With ``b`` (positive definite), the generalized problem of ``type`` 1
     (``a v = w b v``), 2 (``a b v = w v``) or 3 (``b a v = w v``), by a
-    Cholesky reduction ``b = L Lᵀ`` (JAX supports ``b=None`` only).
+    Cholesky reduction ``b = L Lᴴ`` (JAX supports ``b=None`` only).
     ``eigvals=(lo, hi)`` keeps eigenvalues lo..hi inclusive (SciPy's old
     argument).  Reads the ``lower`` (or upper) triangle."""
     if type not in (1, 2, 3):
@@ -241,26 +252,26 @@ def _generalized_eigh(a, b, lower, problem_type):
     a = _symmetric_from(a, lower)
     chol = lax_linalg.cholesky(_symmetric_from(b, lower), symmetrize_input=False)
     solve = functools.partial(lax_linalg.triangular_solve, chol, lower=True)
-    if problem_type == 1:       # C = L⁻¹ a L⁻ᵀ, v = L⁻ᵀ y
-        c = solve(solve(a, left_side=True), left_side=False, transpose_a=True)
-    else:                       # C = Lᵀ a L
-        c = fnp.matrix_transpose(chol) @ a @ chol
+    if problem_type == 1:       # C = L⁻¹ a L⁻ᴴ, v = L⁻ᴴ y
+        c = solve(solve(a, left_side=True), left_side=False, transpose_a=True,
+                  conjugate_a=True)
+    else:                       # C = Lᴴ a L
+        c = _mH(chol) @ a @ chol
     y, w = lax_linalg.eigh(c)
     if problem_type == 3:       # v = L y
         return chol @ y, w
-    return solve(y, left_side=True, transpose_a=True), w
+    return solve(y, left_side=True, transpose_a=True, conjugate_a=True), w
 
 
 def _symmetric_from(a, lower):
-    """The symmetric matrix whose ``lower`` (or upper) triangle is ``a``'s."""
-    tri = fnp.tril(a) if lower else fnp.triu(a)
-    strict = fnp.tril(a, -1) if lower else fnp.triu(a, 1)
-    return tri + fnp.matrix_transpose(strict)
+    """The Hermitian (real: symmetric) matrix whose ``lower`` (or upper) triangle
+    is ``a``'s, the real part of the diagonal (what LAPACK reads)."""
+    return lax_linalg._symmetric_from_triangle(a, lower)
 
 
 def polar(a, side="right", method="svd"):
     """Polar decomposition ``a = u p`` (side 'right') or ``a = p u`` ('left'),
-    u with orthonormal columns, p symmetric positive semi-definite, via the SVD."""
+    u with orthonormal columns, p Hermitian positive semi-definite, via the SVD."""
     if side not in ("right", "left"):
         raise ValueError(f"scipy.linalg.polar: side must be 'right' or 'left', got {side!r}")
     if method != "svd":
@@ -270,9 +281,9 @@ def polar(a, side="right", method="svd"):
     u_svd, s, vh = fnp.linalg.svd(a, full_matrices=False)
     unitary = fnp.matmul(u_svd, vh)
     if side == "right":
-        p = fnp.matmul(fnp.matrix_transpose(vh) * s[..., None, :], vh)
+        p = fnp.matmul(_mH(vh) * s[..., None, :], vh)
     else:
-        p = fnp.matmul(u_svd * s[..., None, :], fnp.matrix_transpose(u_svd))
+        p = fnp.matmul(u_svd * s[..., None, :], _mH(u_svd))
     return unitary, p
 
 
@@ -340,9 +351,10 @@ def block_diag(*arrs):
 
 def toeplitz(c, r=None):
     """The Toeplitz matrix with first column ``c`` and first row ``r``
-    (``r[0]`` ignored; default ``r = c``).  ``c``, ``r`` are flattened."""
+    (``r[0]`` ignored; default ``r = conj(c)``, a Hermitian matrix, as SciPy and
+    JAX).  ``c``, ``r`` are flattened."""
     c = fnp.ravel(fnp.asarray(c))
-    r = c if r is None else fnp.ravel(fnp.asarray(r))
+    r = fnp.conj(c) if r is None else fnp.ravel(fnp.asarray(r))
     c, r = fnp.asarray(c), fnp.asarray(r)
     dtype = fnp.result_type(c, r)
     m, n = c.shape[0], r.shape[0]
@@ -399,7 +411,7 @@ def _squarings(a, max_squarings):
     """Per matrix, the number s of squarings that brings ||a / 2^s||_1 under
     theta_13, clipped to ``max_squarings`` (a constant for autodiff)."""
     norm = fnp.max(fnp.sum(fnp.abs(lax.stop_gradient(a)), axis=-2), axis=-1)
-    theta = _THETA13.get(np.dtype(a.dtype), _THETA13[np.dtype(np.float64)])
+    theta = _THETA13.get(lax_linalg._real_dtype(a.dtype), _THETA13[np.dtype(np.float64)])
     safe = fnp.where(norm > theta, norm, theta)
     s = fnp.where(norm > theta, fnp.ceil(fnp.log2(safe / theta)), 0.0)
     return lax.stop_gradient(fnp.minimum(s, float(max_squarings)))

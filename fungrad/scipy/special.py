@@ -25,6 +25,7 @@ import numpy as np
 
 from fungrad import lax
 import fungrad.numpy as fnp
+from fungrad.scipy._special_extra import _real_only
 
 __all__ = ["logsumexp", "softmax", "log_softmax", "expit", "logit", "erf", "erfc",
            "erfinv", "gammaln", "digamma", "xlogy", "xlog1py", "entr", "ndtr",
@@ -123,27 +124,32 @@ def logit(x):
     return fnp.log(x / (1 - x))
 
 
+@_real_only
 def erf(x):
     (x,) = _promote_inexact(x)
     return lax.erf(x)
 
 
+@_real_only
 def erfc(x):
     (x,) = _promote_inexact(x)
     return lax.erfc(x)
 
 
+@_real_only
 def erfinv(x):
     (x,) = _promote_inexact(x)
     return lax.erf_inv(x)
 
 
+@_real_only
 def gammaln(x):
     """log|Γ(x)|."""
     (x,) = _promote_inexact(x)
     return lax.lgamma(x)
 
 
+@_real_only
 def digamma(x):
     (x,) = _promote_inexact(x)
     return lax.digamma(x)
@@ -152,6 +158,7 @@ def digamma(x):
 _SQRT_HALF = math.sqrt(0.5)
 
 
+@_real_only
 def ndtr(x):
     """The standard normal CDF Φ(x) = erfc(-x/√2) / 2."""
     (x,) = _promote_inexact(x)
@@ -175,6 +182,7 @@ def _log_ndtr_asymptotic(x):
     return -0.5 * x * x - fnp.log(-x) - _HALF_LOG_2PI + fnp.log(series)
 
 
+@_real_only
 def log_ndtr(x):
     """log Φ(x), accurate in both tails (x from -1e150 to +inf)."""
     (x,) = _promote_inexact(x)
@@ -224,6 +232,7 @@ def xlog1py(x, y):
     return _times_log_defined_at_zero(x, y, fnp.log1p, lambda v: v > -1)
 
 
+@_real_only
 def entr(x):
     """Elementwise entropy: -x·log(x) for x > 0, 0 at 0, -inf for x < 0."""
     (x,) = _promote_inexact(x)

@@ -51,6 +51,7 @@ def _clipped_sin_bwd(cos_x, g):
 clipped_sin.defvjp(_clipped_sin_fwd, _clipped_sin_bwd)
 
 CASES += [
-    Case("custom_vjp_sin", clipped_sin, np.sin, [Arg("any")],
+    # complex too: bwd's g * cos(x) is JAX's convention (the plain transpose)
+    Case("custom_vjp_sin", clipped_sin, np.sin, [Arg("any", ("float64", "complex128"))],
          prims=("custom_vjp_call", "custom_lin")),
 ]

@@ -17,6 +17,10 @@ from fungrad.lax import elementwise
 from tests.harness import Arg, Case
 
 F32_64 = ("float64", "float32")
+# the ops JAX defines for complex numbers draw complex inputs too: values
+# against NumPy, derivatives along complex directions (JAX's convention)
+FC = F32_64 + ("complex128", "complex64")
+RC = ("float64", "complex128")
 INTS = ("int64", "int32", "int8", "uint8")
 INTEGERS = tuple(range(-3, 4))
 HALF_INTEGERS = tuple(k + 0.5 for k in range(-4, 4))
@@ -130,10 +134,13 @@ def _binary(name, fn, ref, prims, x=None, y=None, **case_kw):
 # ----------------------------------------------------------------------------
 
 UNARY = [
-    _unary("neg", lax.neg, np.negative, ("neg",), dtype=F32_64),
+    _unary("neg", lax.neg, np.negative, ("neg",), dtype=FC),
     _unary("neg_int", lax.neg, np.negative, ("neg",), dtype=INTS[:3]),
     _unary("sign", lax.sign, np.sign, ("sign",), dtype=F32_64, avoid=(0.0,)),
     _unary("sign_int", lax.sign, np.sign, ("sign",), dtype=INTS),
+    # z/|z|, with JAX's zero derivative (not the true one for complex z)
+    _unary("sign_complex", lax.sign, np.sign, ("sign",), dtype=("complex128", "complex64"),
+           grad_order=0),
     _unary("floor", lax.floor, np.floor, ("floor",), dtype=F32_64, avoid=INTEGERS),
     _unary("ceil", lax.ceil, np.ceil, ("ceil",), dtype=F32_64, avoid=INTEGERS),
     _unary("round_away", lax.round, lambda x: np.trunc(x + np.copysign(0.5, x)).astype(x.dtype),
@@ -142,21 +149,22 @@ UNARY = [
            ("round",), dtype=F32_64, avoid=HALF_INTEGERS),
     _unary("is_finite", lax.is_finite, np.isfinite, ("is_finite",), dtype=F32_64,
            make=_with_specials, grad_order=0),
-    _unary("abs", lax.abs, np.abs, ("abs",), dtype=F32_64, avoid=(0.0,)),
+    _unary("abs", lax.abs, np.abs, ("abs",), dtype=FC, avoid=(0.0,)),
     _unary("abs_int", lax.abs, np.abs, ("abs",), dtype=INTS[:3]),
-    _unary("square", lax.square, np.square, ("square",), dtype=F32_64),
+    _unary("square", lax.square, np.square, ("square",), dtype=FC),
     _unary("square_int", lax.square, np.square, ("square",), dtype=INTS),
-    _unary("reciprocal", lax.reciprocal, np.reciprocal, ("integer_pow",), avoid=(0.0,), margin=0.3),
-    _unary("sqrt", lax.sqrt, np.sqrt, ("sqrt",), dtype=F32_64, low=0.3),
+    _unary("reciprocal", lax.reciprocal, np.reciprocal, ("integer_pow",), dtype=RC,
+           avoid=(0.0,), margin=0.3),
+    _unary("sqrt", lax.sqrt, np.sqrt, ("sqrt",), dtype=FC, low=0.3),
     _unary("rsqrt", lax.rsqrt, lambda x: (1 / np.sqrt(x)).astype(x.dtype), ("rsqrt",),
-           dtype=F32_64, low=0.3),
+           dtype=FC, low=0.3, rtol=1e-6),
     _unary("cbrt", lax.cbrt, np.cbrt, ("cbrt",), dtype=F32_64, avoid=(0.0,), margin=0.3),
 ]
 
 INTEGER_POW = [
     Case(f"lax.integer_pow_{y}", lambda x, y=y: lax.integer_pow(x, y),
-         lambda x, y=y: np.power(x, y).astype(x.dtype), [Arg(avoid=(0.0,), margin=0.3)],
-         prims=("integer_pow",))
+         lambda x, y=y: np.power(x, y).astype(x.dtype),
+         [Arg(dtype=RC, avoid=(0.0,), margin=0.3)], prims=("integer_pow",))
     for y in (0, 1, 2, 3, 5, -1, -3)
 ] + [
     Case("lax.integer_pow_int", lambda x: lax.integer_pow(x, 3), lambda x: x ** 3,
@@ -172,26 +180,36 @@ def _logistic_ref(x):
     return (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype)
 
 
+def _complex_logistic_ref(z):
+    return 1 / (1 + np.exp(-z))
+
+
+# complex draws keep off the branch cuts (log: the negative real axis; atan,
+# asinh: the imaginary axis beyond ±i) and the poles (tanh: ±iπ/2)
 TRANSCENDENTAL = [
-    _unary("exp", lax.exp, np.exp, ("exp",), dtype=F32_64),
-    _unary("exp2", lax.exp2, np.exp2, ("exp2",), dtype=F32_64),
-    _unary("log", lax.log, np.log, ("log",), dtype=F32_64, low=0.2),
-    _unary("log1p", lax.log1p, np.log1p, ("log1p",), dtype=F32_64, low=-0.8),
-    _unary("expm1", lax.expm1, np.expm1, ("expm1",), dtype=F32_64),
+    _unary("exp", lax.exp, np.exp, ("exp",), dtype=FC),
+    _unary("exp2", lax.exp2, np.exp2, ("exp2",), dtype=FC, rtol=1e-6),
+    _unary("log", lax.log, np.log, ("log",), dtype=FC, low=0.2),
+    _unary("log1p", lax.log1p, np.log1p, ("log1p",), dtype=FC, low=-0.8),
+    _unary("expm1", lax.expm1, np.expm1, ("expm1",), dtype=FC, rtol=1e-6),
     _unary("logistic", lax.logistic, _logistic_ref, ("logistic",), dtype=F32_64, low=-20,
            high=20, rtol=1e-6),
-    _unary("sin", lax.sin, np.sin, ("sin",), dtype=F32_64),
-    _unary("cos", lax.cos, np.cos, ("cos",), dtype=F32_64),
-    _unary("tan", lax.tan, np.tan, ("tan",), dtype=F32_64, low=-1.3, high=1.3),
-    _unary("asin", lax.asin, np.arcsin, ("asin",), dtype=F32_64, low=-0.8, high=0.8),
-    _unary("acos", lax.acos, np.arccos, ("acos",), dtype=F32_64, low=-0.8, high=0.8),
-    _unary("atan", lax.atan, np.arctan, ("atan",), dtype=F32_64),
-    _unary("sinh", lax.sinh, np.sinh, ("sinh",), dtype=F32_64),
-    _unary("cosh", lax.cosh, np.cosh, ("cosh",), dtype=F32_64),
-    _unary("tanh", lax.tanh, np.tanh, ("tanh",), dtype=F32_64),
-    _unary("asinh", lax.asinh, np.arcsinh, ("asinh",), dtype=F32_64),
-    _unary("acosh", lax.acosh, np.arccosh, ("acosh",), dtype=F32_64, low=1.3, high=4),
-    _unary("atanh", lax.atanh, np.arctanh, ("atanh",), dtype=F32_64, low=-0.8, high=0.8),
+    _unary("logistic_complex", lax.logistic, _complex_logistic_ref, ("logistic",),
+           dtype=("complex128", "complex64"), low=-4, high=4, imag=(-1.5, 1.5), rtol=1e-6),
+    _unary("sin", lax.sin, np.sin, ("sin",), dtype=FC),
+    _unary("cos", lax.cos, np.cos, ("cos",), dtype=FC),
+    _unary("tan", lax.tan, np.tan, ("tan",), dtype=FC, low=-1.3, high=1.3),
+    _unary("asin", lax.asin, np.arcsin, ("asin",), dtype=FC, low=-0.8, high=0.8),
+    _unary("acos", lax.acos, np.arccos, ("acos",), dtype=FC, low=-0.8, high=0.8),
+    _unary("atan", lax.atan, np.arctan, ("atan",), dtype=FC, imag=(-0.8, 0.8)),
+    _unary("sinh", lax.sinh, np.sinh, ("sinh",), dtype=FC),
+    _unary("cosh", lax.cosh, np.cosh, ("cosh",), dtype=FC),
+    _unary("tanh", lax.tanh, np.tanh, ("tanh",), dtype=FC, imag=(-1.2, 1.2)),
+    _unary("asinh", lax.asinh, np.arcsinh, ("asinh",), dtype=FC, imag=(-0.8, 0.8)),
+    _unary("acosh", lax.acosh, np.arccosh, ("acosh",), dtype=FC, low=1.3, high=4),
+    _unary("acosh_left_half_plane", lax.acosh, np.arccosh, ("acosh",), dtype="complex128",
+           low=-4, high=-0.5),
+    _unary("atanh", lax.atanh, np.arctanh, ("atanh",), dtype=FC, low=-0.8, high=0.8),
 ]
 
 
@@ -239,13 +257,11 @@ SPECIAL = [
 
 COMPLEX = [
     Case("lax.real", lax.real, np.real, [Arg(dtype=("complex128", "complex64"))],
-         prims=("real",), grad_order=0),
-    Case("lax.imag", lax.imag, np.imag, [Arg(dtype="complex128")], prims=("imag",),
-         grad_order=0),
-    Case("lax.conj", lax.conj, np.conj, [Arg(dtype=("complex128", "float64"))], prims=("conj",),
-         grad_order=0),
-    Case("lax.complex", lax.complex, lambda x, y: x + 1j * y, [Arg(), Arg("bcast")],
-         prims=("complex",), grad_order=0),
+         prims=("real",)),
+    Case("lax.imag", lax.imag, np.imag, [Arg(dtype="complex128")], prims=("imag",)),
+    Case("lax.conj", lax.conj, np.conj, [Arg(dtype=("complex128", "float64"))], prims=("conj",)),
+    Case("lax.complex", lax.complex, lambda x, y: x + 1j * y,
+         [Arg(dtype=F32_64), Arg("bcast", dtype="same")], prims=("complex",)),
 ]
 
 
@@ -263,15 +279,17 @@ def _bounded(low, high):
 
 
 BINARY = sum([
-    _binary("add", lax.add, np.add, ("add",), Arg(dtype=F32_64), Arg("bcast", dtype=F32_64)),
+    _binary("add", lax.add, np.add, ("add",), Arg(dtype=F32_64 + ("complex128",)),
+            Arg("bcast")),
     _binary("add_int", lax.add, np.add, ("add",), Arg(dtype=INTS), Arg("bcast", dtype=INTS)),
     [Case("lax.add_scalar", lambda x: lax.add(x, 2.5), lambda x: x + np.asarray(2.5, x.dtype),
           [Arg(dtype=F32_64)], prims=("add",))],
-    _binary("sub", lax.sub, np.subtract, ("sub",)),
-    _binary("mul", lax.mul, np.multiply, ("mul",), Arg(dtype=F32_64), Arg("bcast", dtype=F32_64)),
+    _binary("sub", lax.sub, np.subtract, ("sub",), Arg(dtype=RC), Arg("bcast")),
+    _binary("mul", lax.mul, np.multiply, ("mul",), Arg(dtype=F32_64 + ("complex128",)),
+            Arg("bcast")),
     _binary("mul_int", lax.mul, np.multiply, ("mul",), Arg(dtype=INTS[:2]),
             Arg("bcast", dtype=INTS[:2])),
-    _binary("div", lax.div, np.true_divide, ("div",), Arg(),
+    _binary("div", lax.div, np.true_divide, ("div",), Arg(dtype=RC),
             Arg("bcast", avoid=(0.0,), margin=0.5)),
     _binary("div_int", lax.div, _trunc_div_ref, ("div",), Arg(dtype="int64", low=-20, high=20),
             Arg("bcast", dtype="int64", make=_magnitude(1, 6))),
@@ -279,11 +297,15 @@ BINARY = sum([
             Arg("bcast", make=_magnitude(1.0, 1.04))),
     _binary("rem_int", lax.rem, np.fmod, ("rem",), Arg(dtype="int64", low=-20, high=20),
             Arg("bcast", dtype="int64", make=_magnitude(1, 6))),
-    _binary("pow", lax.pow, np.power, ("pow",), Arg(low=0.3, high=3), Arg("bcast", low=-2, high=2)),
+    _binary("pow", lax.pow, np.power, ("pow",), Arg(dtype=RC, low=0.3, high=3),
+            Arg("bcast", low=-2, high=2)),
     _binary("pow_f32", lax.pow, np.power, ("pow",), Arg(dtype="float32", low=0.3, high=3),
             Arg("bcast", dtype="float32", low=-2, high=2), rtol=1e-6),
     _binary("pow_int_exponent", lax.pow, lambda x, y: np.power(x, y).astype(x.dtype), ("pow",),
             Arg(avoid=(0.0,), margin=0.3), Arg("bcast", dtype="int64", low=-3, high=4)),
+    [Case("lax.pow_complex_int_exponent", lax.pow, lambda x, y: np.power(x, y).astype(x.dtype),
+          [Arg(dtype="complex128", avoid=(0.0,), margin=0.3),
+           Arg("bcast", dtype="int64", low=-3, high=4)], prims=("pow",))],
     # max/min: x < y everywhere and the other way round (ties: test_elementwise.py)
     _binary("max_x_larger", lax.max, np.maximum, ("max",), Arg(low=0.2, high=3),
             Arg("bcast", low=-3, high=-0.2)),

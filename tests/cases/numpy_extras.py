@@ -6,6 +6,8 @@ import fungrad.numpy as fnp
 from fungrad.numpy import _extras as E
 from tests.harness import Arg, Case
 
+RC = ("float64", "complex128")
+
 X6 = np.linspace(-1.0, 1.0, 6)
 DATA = np.random.default_rng(0).normal(size=20)
 XP = np.array([-2.0, -0.5, 0.5, 2.0])
@@ -17,16 +19,17 @@ def _dot(a, b):
 
 
 CASES = [
-    Case("extras.polyval", E.polyval, np.polyval, [Arg("vec"), Arg("any")]),
-    Case("extras.polymul", E.polymul, np.polymul, [Arg("vec"), Arg("vec")]),
-    Case("extras.polyder", lambda p: E.polyder(p, 2), lambda p: np.polyder(p, 2), [Arg("vec")]),
+    Case("extras.polyval", E.polyval, np.polyval, [Arg("vec", RC), Arg("any", RC)]),
+    Case("extras.polymul", E.polymul, np.polymul, [Arg("vec", RC), Arg("vec", RC)]),
+    Case("extras.polyder", lambda p: E.polyder(p, 2), lambda p: np.polyder(p, 2),
+         [Arg("vec", RC)]),
     Case("extras.polyint", lambda p: E.polyint(p, 2, k=[1.0, -2.0]),
          lambda p: np.polyint(p, 2, k=[1.0, -2.0]), [Arg("vec")]),
     Case("extras.polyfit", lambda y: E.polyfit(X6, y, 2), lambda y: np.polyfit(X6, y, 2),
          [Arg((6,))]),
-    Case("extras.cov", E.cov, np.cov, [Arg((3, 5))]),
+    Case("extras.cov", E.cov, np.cov, [Arg((3, 5), RC)]),
     Case("extras.cov_aweights", lambda m, w: E.cov(m, aweights=w),
-         lambda m, w: np.cov(m, aweights=w), [Arg((2, 5)), Arg((5,), low=0.5, high=2.0)]),
+         lambda m, w: np.cov(m, aweights=w), [Arg((2, 5), RC), Arg((5,), low=0.5, high=2.0)]),
     Case("extras.corrcoef", E.corrcoef, np.corrcoef, [Arg((3, 5))], grad_rtol=1e-4,
          grad_atol=1e-4),
     Case("extras.histogram_weights", lambda w: E.histogram(DATA, 5, weights=w, density=True)[0],

@@ -7,6 +7,8 @@ import fungrad.numpy as fnp
 from fungrad import lax
 from tests.harness import Arg, Case
 
+RC = ("float64", "complex128")    # products are complex-linear: real and complex draws
+
 
 def _dg(dn):
     """A dot_general case body and its np.einsum reference for ``dn``."""
@@ -30,10 +32,10 @@ def _dg(dn):
     return fun, ref
 
 
-def _dot_general_case(name, shapes, dn, dtype="float64", **kw):
+def _dot_general_case(name, shapes, dn, dtype=RC, **kw):
     fun, ref = _dg(dn)
     return Case(f"lax.dot_general_{name}", fun, ref,
-                [Arg(shapes[0], dtype=dtype), Arg(shapes[1], dtype=dtype)],
+                [Arg(shapes[0], dtype=dtype), Arg(shapes[1], dtype="same")],
                 prims=("dot_general",), **kw)
 
 
@@ -61,14 +63,16 @@ DOT_GENERAL_CASES = [
 ]
 
 LAX_CASES = [
-    Case("lax.dot_matmat", lax.dot, np.dot, [Arg((2, 3)), Arg((3, 4))], prims=("dot_general",)),
-    Case("lax.dot_vecvec", lax.dot, np.dot, [Arg((3,)), Arg((3,))], prims=("dot_general",)),
+    Case("lax.dot_matmat", lax.dot, np.dot, [Arg((2, 3), RC), Arg((3, 4), "same")],
+         prims=("dot_general",)),
+    Case("lax.dot_vecvec", lax.dot, np.dot, [Arg((3,), RC), Arg((3,), "same")],
+         prims=("dot_general",)),
     Case("lax.dot_preferred", lambda x, y: lax.dot(x, y, preferred_element_type=np.float64),
          lambda x, y: np.dot(x.astype(np.float64), y.astype(np.float64)),
          [Arg((2, 3), dtype="float32"), Arg((3,), dtype="float32")],
          prims=("dot_general",), rtol=1e-5, atol=1e-5, grad_order=0),
-    Case("lax.batch_matmul", lax.batch_matmul, np.matmul, [Arg((2, 3, 4)), Arg((2, 4, 2))],
-         prims=("dot_general",)),
+    Case("lax.batch_matmul", lax.batch_matmul, np.matmul,
+         [Arg((2, 3, 4), RC), Arg((2, 4, 2), "same")], prims=("dot_general",)),
 ]
 
 MATMUL_SHAPES = {
@@ -87,17 +91,18 @@ MATMUL_SHAPES = {
 }
 
 MATMUL_CASES = [
-    Case(f"numpy.matmul_{name}", fnp.matmul, np.matmul, [Arg(sa), Arg(sb)],
+    Case(f"numpy.matmul_{name}", fnp.matmul, np.matmul, [Arg(sa, RC), Arg(sb, RC)],
          prims=("dot_general",))
     for name, (sa, sb) in MATMUL_SHAPES.items()
 ] + [
     Case("numpy.matmul_promote", fnp.matmul, np.matmul,
-         [Arg((2, 3), dtype="int32"), Arg((3, 2))], prims=("dot_general",)),
+         [Arg((2, 3), dtype="int32"), Arg((3, 2), RC)], prims=("dot_general",)),
     Case("numpy.matmul_int", fnp.matmul, np.matmul,
          [Arg((2, 3), dtype=("int32", "int64")), Arg((3, 2), dtype="int32")],
          prims=("dot_general",), grad_order=0),
     Case("numpy.matmul_operator", lambda x, y: x @ y if not isinstance(x, np.ndarray)
-         else fnp.matmul(x, y), np.matmul, [Arg((2, 3)), Arg((3,))], prims=("dot_general",)),
+         else fnp.matmul(x, y), np.matmul, [Arg((2, 3), RC), Arg((3,), RC)],
+         prims=("dot_general",)),
 ]
 
 _EPS3 = np.array([[[0, 0, 0], [0, 0, 1], [0, -1, 0]],
@@ -105,37 +110,41 @@ _EPS3 = np.array([[[0, 0, 0], [0, 0, 1], [0, -1, 0]],
                   [[0, 1, 0], [-1, 0, 0], [0, 0, 0]]], float)
 
 NUMPY_CASES = [
-    Case("numpy.dot_scalar", fnp.dot, np.dot, [Arg(()), Arg("any")], prims=("mul",)),
-    Case("numpy.dot_nd_1d", fnp.dot, np.dot, [Arg((2, 3, 4)), Arg((4,))],
+    Case("numpy.dot_scalar", fnp.dot, np.dot, [Arg((), RC), Arg("any", RC)], prims=("mul",)),
+    Case("numpy.dot_nd_1d", fnp.dot, np.dot, [Arg((2, 3, 4), RC), Arg((4,), RC)],
          prims=("dot_general",)),
-    Case("numpy.dot_nd_md", fnp.dot, np.dot, [Arg((2, 3)), Arg((2, 3, 4))],
+    Case("numpy.dot_nd_md", fnp.dot, np.dot, [Arg((2, 3), RC), Arg((2, 3, 4), RC)],
          prims=("dot_general",)),
-    Case("numpy.vdot", fnp.vdot, np.vdot, [Arg((2, 3)), Arg((3, 2))], prims=("dot_general",)),
-    Case("numpy.inner", fnp.inner, np.inner, [Arg((2, 3)), Arg((4, 3))],
+    Case("numpy.vdot", fnp.vdot, np.vdot, [Arg((2, 3), RC), Arg((3, 2), RC)],
          prims=("dot_general",)),
-    Case("numpy.inner_scalar", fnp.inner, np.inner, [Arg("any"), Arg(())]),
-    Case("numpy.outer", fnp.outer, np.outer, [Arg("any"), Arg("any")]),
+    Case("numpy.inner", fnp.inner, np.inner, [Arg((2, 3), RC), Arg((4, 3), RC)],
+         prims=("dot_general",)),
+    Case("numpy.inner_scalar", fnp.inner, np.inner, [Arg("any", RC), Arg((), RC)]),
+    Case("numpy.outer", fnp.outer, np.outer, [Arg("any", RC), Arg("any", RC)]),
     Case("numpy.tensordot_int", lambda a, b: fnp.tensordot(a, b, 2),
-         lambda a, b: np.tensordot(a, b, 2), [Arg((2, 3, 4)), Arg((3, 4, 2))],
+         lambda a, b: np.tensordot(a, b, 2), [Arg((2, 3, 4), RC), Arg((3, 4, 2), RC)],
          prims=("dot_general",)),
     Case("numpy.tensordot_zero", lambda a, b: fnp.tensordot(a, b, 0),
-         lambda a, b: np.tensordot(a, b, 0), [Arg((2, 3)), Arg((2,))], prims=("dot_general",)),
-    Case("numpy.tensordot_pairs", lambda a, b: fnp.tensordot(a, b, ([2, 0], [0, 1])),
-         lambda a, b: np.tensordot(a, b, ([2, 0], [0, 1])), [Arg((2, 3, 4)), Arg((4, 2, 3))],
+         lambda a, b: np.tensordot(a, b, 0), [Arg((2, 3), RC), Arg((2,), RC)],
          prims=("dot_general",)),
-    Case("numpy.kron", fnp.kron, np.kron, [Arg("any"), Arg("any")]),
-    Case("numpy.kron_mixed_rank", fnp.kron, np.kron, [Arg((2, 3)), Arg((2, 2, 1))]),
-    Case("numpy.cross3", fnp.cross, np.cross, [Arg((4, 3)), Arg((3,))],
+    Case("numpy.tensordot_pairs", lambda a, b: fnp.tensordot(a, b, ([2, 0], [0, 1])),
+         lambda a, b: np.tensordot(a, b, ([2, 0], [0, 1])),
+         [Arg((2, 3, 4), RC), Arg((4, 2, 3), RC)],
+         prims=("dot_general",)),
+    Case("numpy.kron", fnp.kron, np.kron, [Arg("any", RC), Arg("any", RC)]),
+    Case("numpy.kron_mixed_rank", fnp.kron, np.kron, [Arg((2, 3), RC), Arg((2, 2, 1), RC)]),
+    Case("numpy.cross3", fnp.cross, np.cross, [Arg((4, 3), RC), Arg((3,), RC)],
          prims=("dot_general",)),
     Case("numpy.cross_axis", lambda a, b: fnp.cross(a, b, axisa=0, axisb=0, axisc=0),
-         lambda a, b: np.cross(a, b, axisa=0, axisb=0, axisc=0), [Arg((3, 2)), Arg((3, 2))]),
+         lambda a, b: np.cross(a, b, axisa=0, axisb=0, axisc=0),
+         [Arg((3, 2), RC), Arg((3, 2), RC)]),
     Case("numpy.cross_3_with_2", fnp.cross,
          lambda a, b: np.einsum("ijk,...j,...k->...i", _EPS3, a, np.pad(b, [(0, 0)] * (b.ndim - 1) + [(0, 1)])),
-         [Arg((2, 3)), Arg((2, 2))]),
-    Case("numpy.vecdot", fnp.vecdot, lambda a, b: np.sum(a * b, axis=-1),
-         [Arg((3, 4)), Arg((2, 1, 4))], prims=("dot_general",)),
+         [Arg((2, 3), RC), Arg((2, 2), RC)]),
+    Case("numpy.vecdot", fnp.vecdot, lambda a, b: np.sum(np.conj(a) * b, axis=-1),
+         [Arg((3, 4), RC), Arg((2, 1, 4), RC)], prims=("dot_general",)),
     Case("numpy.vecdot_axis", lambda a, b: fnp.vecdot(a, b, axis=0),
-         lambda a, b: np.sum(a * b, axis=0), [Arg((4, 3)), Arg((4, 1))]),
+         lambda a, b: np.sum(np.conj(a) * b, axis=0), [Arg((4, 3), RC), Arg((4, 1), RC)]),
 ]
 
 EINSUM_SPECS = {
@@ -158,14 +167,15 @@ EINSUM_SPECS = {
 EINSUM_CASES = [
     Case(f"numpy.einsum_{name}", (lambda spec: lambda *ops: fnp.einsum(spec, *ops))(spec),
          (lambda spec: lambda *ops: np.einsum(spec, *ops))(spec),
-         [Arg(s) for s in shapes], prims=("dot_general",) if len(shapes) > 1 else ())
+         [Arg(s, RC) for s in shapes], prims=("dot_general",) if len(shapes) > 1 else ())
     for name, (spec, shapes) in EINSUM_SPECS.items()
 ] + [
     Case("numpy.einsum_no_optimize", lambda a, b, c: fnp.einsum("ij,jk,kl", a, b, c,
                                                                 optimize=False),
-         lambda a, b, c: np.einsum("ij,jk,kl", a, b, c), [Arg((2, 3)), Arg((3, 4)), Arg((4, 1))]),
+         lambda a, b, c: np.einsum("ij,jk,kl", a, b, c),
+         [Arg((2, 3), RC), Arg((3, 4), RC), Arg((4, 1), RC)]),
     Case("numpy.einsum_interleaved", lambda a, b: fnp.einsum(a, [0, 1], b, [1, 2], [2, 0]),
-         lambda a, b: np.einsum(a, [0, 1], b, [1, 2], [2, 0]), [Arg((2, 3)), Arg((3, 4))]),
+         lambda a, b: np.einsum(a, [0, 1], b, [1, 2], [2, 0]), [Arg((2, 3), RC), Arg((3, 4), RC)]),
     Case("numpy.einsum_int", lambda a, b: fnp.einsum("ij,j->i", a, b),
          lambda a, b: np.einsum("ij,j->i", a, b), [Arg((2, 3), dtype="int32"),
                                                    Arg((3,), dtype="int32")], grad_order=0),

@@ -16,6 +16,8 @@ import fungrad.scipy.signal as fss
 from fungrad.nn import _attention as fna
 from tests.harness import Arg, Case
 
+RC = ("float64", "complex128")
+
 
 def np_convolve_full(a, b):
     """Full 2-d convolution by shifted accumulation."""
@@ -103,16 +105,16 @@ _KV = Arg((1, 3, 2, 2))
 
 CASES = [
     Case("signal_convolve_full", lambda a, b: fss.convolve(a, b, "full"),
-         lambda a, b: np_convolve(a, b, "full"), [Arg("mat"), Arg((2, 3))], prims=()),
+         lambda a, b: np_convolve(a, b, "full"), [Arg("mat", RC), Arg((2, 3), RC)], prims=()),
     Case("signal_correlate_same_fft", lambda a, b: fss.correlate(a, b, "same", method="fft"),
-         lambda a, b: np_convolve(a, b[::-1, ::-1], "same"), [Arg("mat"), Arg((2, 2))],
-         prims=()),
+         lambda a, b: np_convolve(a, np.conj(b[::-1, ::-1]), "same"),   # SciPy conjugates b
+         [Arg("mat", RC), Arg((2, 2), RC)], prims=()),
     Case("signal_fftconvolve_valid", lambda a, b: fss.fftconvolve(a, b, "valid"),
-         lambda a, b: np_convolve(a, b, "valid"), [Arg((4, 4)), Arg("mat")], prims=()),
+         lambda a, b: np_convolve(a, b, "valid"), [Arg((4, 4), RC), Arg("mat", RC)], prims=()),
     Case("signal_convolve2d_fill", lambda a, b: fss.convolve2d(a, b, "same", fillvalue=0.5),
          lambda a, b: np_convolve(np.pad(a, 2, constant_values=0.5), b,
                                   "valid")[1:1 + a.shape[0], 1:1 + a.shape[1]],
-         [Arg("mat"), Arg((3, 3))], prims=()),
+         [Arg("mat", RC), Arg((3, 3), RC)], prims=()),
     Case("signal_detrend_linear", lambda x: fss.detrend(x, axis=0), np_detrend_linear,
          [Arg((5, 2))], prims=()),
     Case("signal_dct_ortho", lambda x: fsf.dct(x, norm="ortho"),

@@ -14,7 +14,7 @@ import numpy as np
 import fungrad.scipy.linalg as fsl
 from fungrad.scipy.stats import (beta, binom, cauchy, chi2, dirichlet, expon, gamma, laplace,
                                  logistic, multivariate_normal, norm, poisson, t)
-from tests.cases.linalg import lu_friendly, spd, well_conditioned
+from tests.cases.linalg import RC, lu_friendly, spd, well_conditioned
 from tests.harness import Arg, Case
 
 _lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
@@ -56,7 +56,7 @@ def _dirichlet_ref(x, alpha):
 def _expm_ref(a):
     """Taylor series (40 terms) after scaling by 2^-6, then six squarings."""
     s = a / 64.0
-    term, total = np.eye(a.shape[-1]), np.eye(a.shape[-1])
+    term, total = np.eye(a.shape[-1], dtype=a.dtype), np.eye(a.shape[-1], dtype=a.dtype)
     for k in range(1, 40):
         term = term @ s / k
         total = total + term
@@ -67,7 +67,12 @@ def _expm_ref(a):
 
 def _toeplitz_ref(c, r):
     return np.array([[c[i - j] if i >= j else r[j - i] for j in range(len(r))]
-                     for i in range(len(c))], dtype=np.float64).reshape(len(c), len(r))
+                     for i in range(len(c))], dtype=np.result_type(c, r)).reshape(len(c), len(r))
+
+
+def _hermitian_toeplitz_ref(c):
+    """SciPy's default first row: r = conj(c)."""
+    return _toeplitz_ref(c, np.conj(c))
 
 
 CASES = [
@@ -114,24 +119,37 @@ CASES = [
     Case("scipy_linalg.solve_triangular_lower_T",
          lambda a, b: fsl.solve_triangular(a, b, trans="T", lower=True),
          lambda a, b: np.linalg.solve(np.tril(a).T, b),
-         [Arg((3, 3), make=well_conditioned), Arg((3, 2))], rtol=1e-10),
+         [Arg((3, 3), RC, make=well_conditioned), Arg((3, 2), RC)], rtol=1e-10),
+    Case("scipy_linalg.solve_triangular_upper_C",
+         lambda a, b: fsl.solve_triangular(a, b, trans=2),
+         lambda a, b: np.linalg.solve(np.conj(np.swapaxes(np.triu(a), -1, -2)), b),
+         [Arg((2, 3, 3), RC, make=well_conditioned), Arg((2, 3, 2), "same")], rtol=1e-10),
     Case("scipy_linalg.cho_solve",
          lambda a, b: fsl.cho_solve(fsl.cho_factor(a), b), np.linalg.solve,
-         [Arg((3, 3), make=spd), Arg((3, 2))], rtol=1e-10),
+         [Arg((3, 3), RC, make=spd), Arg((3, 2), "same")], rtol=1e-10),
+    Case("scipy_linalg.cho_solve_lower",
+         lambda a, b: fsl.cho_solve(fsl.cho_factor(a, lower=True), b), np.linalg.solve,
+         [Arg((3, 3), RC, make=spd), Arg((3, 2), "same")], rtol=1e-10),
     Case("scipy_linalg.lu_solve",
          lambda a, b: fsl.lu_solve(fsl.lu_factor(a), b, trans=1),
          lambda a, b: np.linalg.solve(a.T, b),
-         [Arg((3, 3), make=lu_friendly), Arg((3, 2))], rtol=1e-10),
+         [Arg((3, 3), RC, make=lu_friendly), Arg((3, 2), RC)], rtol=1e-10),
+    Case("scipy_linalg.lu_solve_C",
+         lambda a, b: fsl.lu_solve(fsl.lu_factor(a), b, trans="C"),
+         lambda a, b: np.linalg.solve(np.conj(a.T), b),
+         [Arg((3, 3), RC, make=lu_friendly), Arg((3,), "same")], rtol=1e-10),
     Case("scipy_linalg.solve_pos", lambda a, b: fsl.solve(a, b, assume_a="pos"),
          lambda a, b: np.linalg.solve(a, b[:, None])[:, 0],
-         [Arg((3, 3), make=spd), Arg((3,))], rtol=1e-10),
-    Case("scipy_linalg.expm", fsl.expm, _expm_ref, [Arg("sqmat", low=-1.0, high=1.0)],
+         [Arg((3, 3), RC, make=spd), Arg((3,), "same")], rtol=1e-10),
+    Case("scipy_linalg.expm", fsl.expm, _expm_ref, [Arg("sqmat", RC, low=-1.0, high=1.0)],
          rtol=1e-11, atol=1e-12),
     Case("scipy_linalg.expm_large_norm", fsl.expm, _expm_ref,
-         [Arg((3, 3), low=-3.0, high=3.0)], rtol=1e-9, atol=1e-9, grad_order=1),
-    Case("scipy_linalg.toeplitz", fsl.toeplitz, _toeplitz_ref, [Arg("vec"), Arg("vec")]),
+         [Arg((3, 3), RC, low=-3.0, high=3.0)], rtol=1e-9, atol=1e-9, grad_order=1),
+    Case("scipy_linalg.toeplitz", fsl.toeplitz, _toeplitz_ref, [Arg("vec", RC), Arg("vec", RC)]),
+    Case("scipy_linalg.toeplitz_hermitian", fsl.toeplitz, _hermitian_toeplitz_ref,
+         [Arg("vec", RC)]),
     Case("scipy_linalg.block_diag", fsl.block_diag,
          lambda a, b: np.block([[a, np.zeros((a.shape[0], b.shape[1]))],
                                 [np.zeros((b.shape[0], a.shape[1])), b]]),
-         [Arg("mat"), Arg((2, 3))]),
+         [Arg("mat", RC), Arg((2, 3))]),
 ]

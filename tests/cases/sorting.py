@@ -6,8 +6,9 @@ import fungrad.numpy as fnp
 from fungrad import lax
 from tests.harness import Arg, Case
 
+RC = ("float64", "complex128")   # complex numbers sort lexicographically (NumPy, JAX)
 UNIQUE = Arg("nonempty", unique=True)
-MAT_U = Arg("mat", unique=True)
+MAT_U = Arg("mat", RC, unique=True)   # complex: distinct real parts, so no ties
 
 
 def _indices_below(n):
@@ -41,7 +42,7 @@ LAX_CASES = [
     Case("lax.sort", lambda x: lax.sort(x), lambda x: np.sort(x, axis=-1),
          [MAT_U], prims=("sort",)),
     Case("lax.sort_dim0", lambda x: lax.sort(x, dimension=0), lambda x: np.sort(x, axis=0),
-         [Arg((4, 3, 2), unique=True)], prims=("sort",)),
+         [Arg((4, 3, 2), RC, unique=True)], prims=("sort",)),
     Case("lax.sort_ties_stable", lambda x: lax.sort_key_val(x, lax.broadcasted_iota(np.int64, x.shape, 0), 0),
          lambda x: (np.sort(x, 0, kind="stable"), np.argsort(x, 0, kind="stable")),
          [Arg("mat", dtype="int32", make=_ties)], grad_order=0, prims=("sort",)),
@@ -59,11 +60,11 @@ LAX_CASES = [
          [Arg((4,), unique=True)], prims=("top_k",)),
     Case("lax.take_along_axis", lambda x, i: lax.take_along_axis(x, i, 1),
          lambda x, i: np.take_along_axis(x, i, 1),
-         [Arg((4, 3)), Arg((4, 5), dtype="int64", make=_indices_below(3), diff=False)],
+         [Arg((4, 3), RC), Arg((4, 5), dtype="int64", make=_indices_below(3), diff=False)],
          prims=("take_along_axis",)),
     Case("lax.put_along_axis_add", lambda u, i: lax.put_along_axis_add(u, i, 0, (4, 4)),
          lambda u, i: _np_put_add(u, i, 0, (4, 4)),
-         [Arg((5, 4)), Arg((5, 4), dtype="int64", make=_indices_below(4), diff=False)],
+         [Arg((5, 4), RC), Arg((5, 4), dtype="int64", make=_indices_below(4), diff=False)],
          prims=("put_along_axis_add",)),
     Case("lax.searchsorted", lambda a, v: lax.searchsorted(a, v),
          lambda a, v: np.searchsorted(a, v), [Arg((6,), make=lambda r, s, d: np.sort(r.uniform(-3, 3, s))), Arg("any")],
@@ -86,9 +87,9 @@ def _np_put_add(u, i, axis, shape):
 NP_CASES = [
     Case("fnp.sort", lambda x: fnp.sort(x), lambda x: np.sort(x), [MAT_U]),
     Case("fnp.sort_axis0", lambda x: fnp.sort(x, axis=0), lambda x: np.sort(x, axis=0),
-         [Arg((3, 4, 2), unique=True)]),
+         [Arg((3, 4, 2), RC, unique=True)]),
     Case("fnp.sort_none", lambda x: fnp.sort(x, axis=None), lambda x: np.sort(x, axis=None),
-         [Arg("any", unique=True)]),
+         [Arg("any", RC, unique=True)]),
     Case("fnp.sort_descending", lambda x: fnp.sort(x, descending=True),
          lambda x: np.flip(np.sort(x, axis=-1), -1), [MAT_U]),
     Case("fnp.sort_ints", lambda x: fnp.sort(x, axis=0), lambda x: np.sort(x, axis=0),
@@ -96,7 +97,7 @@ NP_CASES = [
     Case("fnp.argsort", lambda x: fnp.argsort(x), lambda x: np.argsort(x, kind="stable"),
          [Arg("mat", dtype="int32", make=_ties)], grad_order=0),
     Case("fnp.argsort_none", lambda x: fnp.argsort(x, axis=None),
-         lambda x: np.argsort(x, axis=None, kind="stable"), [Arg("any", unique=True)],
+         lambda x: np.argsort(x, axis=None, kind="stable"), [Arg("any", RC, unique=True)],
          grad_order=0),
     Case("fnp.argsort_descending", lambda x: fnp.argsort(x, descending=True),
          _np_argsort_desc, [Arg("mat", dtype="int32", make=_ties)], grad_order=0),

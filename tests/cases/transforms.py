@@ -10,6 +10,8 @@ import fungrad.numpy as fnp
 from fungrad import lax
 from tests.harness import Arg, Case
 
+RC = ("float64", "complex128")
+
 
 def _named(f):
     return lambda x: fungrad.vmap(f, axis_name="i")(x)
@@ -21,17 +23,19 @@ def _mlp_like(x, w):
 
 CASES = [
     Case("jit_elementwise", fungrad.jit(lambda x, y: fnp.sin(x) * y + fnp.exp(-x)),
-         lambda x, y: np.sin(x) * y + np.exp(-x), [Arg(), Arg("bcast")], prims=("jit",)),
+         lambda x, y: np.sin(x) * y + np.exp(-x), [Arg(dtype=RC), Arg("bcast", RC)],
+         prims=("jit",)),
     Case("jit_matmul", fungrad.jit(_mlp_like),
          lambda x, w: np.tanh(x @ w) * np.sin(x[..., :1]),
-         [Arg((3, 4)), Arg((4, 2))], prims=("jit",)),
+         [Arg((3, 4), RC, imag=(-0.3, 0.3)), Arg((4, 2), RC, imag=(-0.3, 0.3))],
+         prims=("jit",)),
     Case("jit_nested", fungrad.jit(lambda x: fungrad.jit(fnp.cos)(x) * x),
-         lambda x: np.cos(x) * x, [Arg()], prims=("jit",)),
+         lambda x: np.cos(x) * x, [Arg(dtype=RC)], prims=("jit",)),
     Case("psum", _named(lambda v: lax.psum(v, "i")),
-         lambda x: np.broadcast_to(np.sum(x, axis=0), x.shape), [Arg((4, 3))],
+         lambda x: np.broadcast_to(np.sum(x, axis=0), x.shape), [Arg((4, 3), RC)],
          prims=("psum",)),
     Case("pmean_normalise", _named(lambda v: v - lax.pmean(v, "i")),
-         lambda x: x - np.mean(x, axis=0), [Arg((4, 3))], prims=("psum",)),
+         lambda x: x - np.mean(x, axis=0), [Arg((4, 3), RC)], prims=("psum",)),
     Case("pmax", _named(lambda v: lax.pmax(v, "i")),
          lambda x: np.broadcast_to(np.max(x, axis=0), x.shape),
          [Arg((4, 3), unique=True)], prims=("pmax",)),
@@ -39,7 +43,7 @@ CASES = [
          lambda x: np.broadcast_to(np.min(x, axis=0), x.shape),
          [Arg((4, 3), unique=True)], prims=("pmin",)),
     Case("all_gather", _named(lambda v: lax.all_gather(v, "i") * 1.0),
-         lambda x: np.broadcast_to(x, (x.shape[0],) + x.shape), [Arg((3, 2))],
+         lambda x: np.broadcast_to(x, (x.shape[0],) + x.shape), [Arg((3, 2), RC)],
          prims=("all_gather",)),
     Case("all_gather_tiled", _named(lambda v: lax.all_gather(v, "i", tiled=True)),
          lambda x: np.broadcast_to(x.reshape(-1, *x.shape[2:]), (x.shape[0], x.shape[0] * x.shape[1]) + x.shape[2:]),

@@ -13,6 +13,7 @@ import fungrad.numpy as fnp
 from tests.harness import Arg, Case
 
 DT4 = ("float64", "float32", "int64", "bool")
+DT4C = DT4 + ("complex128",)      # where NumPy (and JAX) take complex numbers too
 NUMERIC = ("float64", "float32", "int64")
 FLOATS = ("float64", "float32")
 INTS = ("int64", "int32", "uint8", "bool")
@@ -86,15 +87,18 @@ def _b(name, x, y, ref=None, fun=None, label=None, **kw):
 # ----------------------------------------------------------------------------
 
 ARITHMETIC = [
-    _b("add", Arg(dtype=DT4), Arg("bcast", dtype=DT4), prims=("add",)),
-    _b("subtract", Arg(dtype=NUMERIC), Arg("bcast", dtype=NUMERIC), prims=("sub",)),
-    _b("multiply", Arg(dtype=DT4), Arg("bcast", dtype=DT4), prims=("mul",)),
+    _b("add", Arg(dtype=DT4C), Arg("bcast", dtype=DT4C), prims=("add",)),
+    _b("subtract", Arg(dtype=NUMERIC + ("complex128",)), Arg("bcast", dtype=NUMERIC),
+       prims=("sub",)),
+    _b("multiply", Arg(dtype=DT4C), Arg("bcast", dtype=DT4C), prims=("mul",)),
     _b("multiply", Arg(dtype=FLOATS), None, label="multiply_weak_float",
        fun=lambda x: fnp.multiply(x, 2.5), ref=lambda x: np.multiply(x, 2.5)),
     _b("multiply", Arg(dtype=("int64", "bool")), None, label="multiply_int_by_float",
        fun=lambda x: fnp.multiply(x, 2.5), ref=lambda x: np.multiply(x, 2.5)),
-    _b("divide", Arg(dtype=DT4), Arg("bcast", dtype=NUMERIC, make=_magnitude(0.5, 3)),
+    _b("divide", Arg(dtype=DT4C), Arg("bcast", dtype=NUMERIC, make=_magnitude(0.5, 3)),
        prims=("div",)),
+    _b("divide", Arg(dtype=NUMERIC), Arg("bcast", dtype="complex128", low=0.5, high=3),
+       label="divide_by_complex"),
     _b("true_divide", Arg(dtype=("int64", "bool")), Arg("bcast", dtype="int64", make=_magnitude(1, 4))),
     _b("floor_divide", Arg(dtype=NUMERIC + ("bool",), low=-9, high=9),
        Arg("bcast", dtype=NUMERIC, make=_magnitude(1, 4)), grad_order=0),
@@ -112,26 +116,28 @@ ARITHMETIC = [
        Arg("bcast", dtype=NUMERIC, make=_magnitude(1, 4)), label="fmod_values", grad_order=0),
     _b("divmod", Arg(dtype=NUMERIC, low=-9, high=9),
        Arg("bcast", dtype=NUMERIC, make=_magnitude(1, 4)), grad_order=0),
-    _b("power", Arg(dtype=FLOATS, low=0.3, high=3), Arg("bcast", dtype=DT4, low=-2, high=2),
-       prims=("pow",)),
+    _b("power", Arg(dtype=FLOATS + ("complex128",), low=0.3, high=3),
+       Arg("bcast", dtype=DT4C, low=-2, high=2), prims=("pow",)),
     _b("power", Arg(dtype=("int64", "int32", "bool"), low=-3, high=3),
        Arg("bcast", dtype=("int64", "int32", "bool"), make=_nonnegative_small),
        label="power_int", grad_order=0),
-    _b("power", Arg(dtype=DT4, avoid=(0.0,), margin=0.3), None, label="power_py_int",
+    _b("power", Arg(dtype=DT4C, avoid=(0.0,), margin=0.3), None, label="power_py_int",
        fun=lambda x: fnp.power(x, 3), ref=lambda x: np.power(x, 3), prims=("integer_pow",)),
     _b("power", Arg(dtype=FLOATS, avoid=(0.0,), margin=0.3), None, label="power_py_negative",
        fun=lambda x: fnp.power(x, -2), ref=lambda x: np.power(x, -2)),
     _b("pow", Arg(dtype=FLOATS, low=0.3, high=3), Arg("bcast", dtype=FLOATS, low=-2, high=2)),
     _b("float_power", Arg(dtype=NUMERIC, low=1, high=3), Arg("bcast", dtype=DT4, low=-2, high=2)),
-    _u("negative", Arg(dtype=NUMERIC), prims=("neg",)),
-    _u("positive", Arg(dtype=NUMERIC)),
-    _u("absolute", Arg(dtype=DT4 + ("uint8",), avoid=(0.0,)), prims=("abs",)),
-    _u("abs", Arg(dtype=DT4, avoid=(0.0,))),
+    _u("negative", Arg(dtype=NUMERIC + ("complex128",)), prims=("neg",)),
+    _u("positive", Arg(dtype=NUMERIC + ("complex128",))),
+    _u("absolute", Arg(dtype=DT4C + ("uint8",), avoid=(0.0,)), prims=("abs",)),
+    _u("abs", Arg(dtype=DT4C, avoid=(0.0,))),
     _u("fabs", Arg(dtype=DT4, avoid=(0.0,))),
     _u("sign", Arg(dtype=NUMERIC, avoid=(0.0,)), prims=("sign",)),
-    _u("square", Arg(dtype=DT4), prims=("square",)),
+    _u("square", Arg(dtype=DT4C), prims=("square",)),
     _u("reciprocal", Arg(dtype=NUMERIC, make=_magnitude(0.3, 3))),
-    _u("sqrt", Arg(dtype=DT4, low=0.2)),
+    _u("reciprocal", Arg(dtype="complex128", avoid=(0.0,), margin=0.3),
+       label="reciprocal_complex"),
+    _u("sqrt", Arg(dtype=DT4C, low=0.2)),
     _u("cbrt", Arg(dtype=DT4, avoid=(0.0,), margin=0.3)),
 ]
 
@@ -160,12 +166,16 @@ ROUNDING = [
 # Exponentials, logarithms, trigonometry
 # ----------------------------------------------------------------------------
 
-def _float_unary(name, rtol=1e-7, **arg_kw):
-    return _u(name, Arg(dtype=DT4, **arg_kw), rtol=rtol)
+def _float_unary(name, rtol=1e-7, complex_=True, **arg_kw):
+    """``fnp.<name>`` on floats, ints, bools and (``complex_``) complex numbers;
+    complex draws keep |Im| < 0.8 off the cuts and poles near the imaginary axis."""
+    dtypes = DT4C if complex_ else DT4
+    arg_kw.setdefault("imag", (-0.8, 0.8))
+    return _u(name, Arg(dtype=dtypes, **arg_kw), rtol=rtol)
 
 
 TRANSCENDENTAL = [
-    _float_unary("exp"), _float_unary("exp2"), _float_unary("expm1"),
+    _float_unary("exp"), _float_unary("exp2", rtol=1e-6), _float_unary("expm1", rtol=1e-6),
     _float_unary("log", low=0.2),     # log(x) / log(2): a few ulp from NumPy's log2 (1e-7 is 1 ulp of float32)
     _float_unary("log2", low=0.2, rtol=1e-6), _float_unary("log10", low=0.2, rtol=1e-6),
     _float_unary("log1p", low=-0.5),
@@ -189,10 +199,10 @@ TRANSCENDENTAL = [
     _b("hypot", Arg(dtype=FLOATS, make=_with_specials),
        Arg("bcast", dtype=FLOATS, make=_with_specials), label="hypot_specials", grad_order=0,
        rtol=1e-6),
-    _float_unary("deg2rad"), _float_unary("rad2deg"), _float_unary("degrees"),
-    _float_unary("radians"),
+    _float_unary("deg2rad", complex_=False), _float_unary("rad2deg", complex_=False),
+    _float_unary("degrees", complex_=False), _float_unary("radians", complex_=False),
     _float_unary("sinc"),
-    _u("sinc", Arg(low=-0.01, high=0.01), label="sinc_near_zero"),
+    _u("sinc", Arg(dtype=("float64", "complex128"), low=-0.01, high=0.01), label="sinc_near_zero"),
 ]
 
 
@@ -205,11 +215,11 @@ def _clip_ref(x, lo, hi):
 
 
 EXTREMA = [
-    _b("maximum", Arg(dtype=DT4, low=0.2, high=3), Arg("bcast", dtype=DT4, low=-3, high=-0.2),
+    _b("maximum", Arg(dtype=DT4C, low=0.2, high=3), Arg("bcast", dtype=DT4C, low=-3, high=-0.2),
        prims=("max",)),
     _b("maximum", Arg(dtype=FLOATS, low=-3, high=-0.2), Arg("bcast", dtype=FLOATS, low=0.2, high=3),
        label="maximum_y_larger"),
-    _b("minimum", Arg(dtype=DT4, low=0.2, high=3), Arg("bcast", dtype=DT4, low=-3, high=-0.2),
+    _b("minimum", Arg(dtype=DT4C, low=0.2, high=3), Arg("bcast", dtype=DT4C, low=-3, high=-0.2),
        prims=("min",)),
     _b("fmax", Arg(dtype=DT4, low=0.2, high=3), Arg("bcast", dtype=DT4, low=-3, high=-0.2)),
     _b("fmin", Arg(dtype=DT4, low=0.2, high=3), Arg("bcast", dtype=DT4, low=-3, high=-0.2)),
@@ -230,8 +240,8 @@ EXTREMA = [
     Case("fnp.clip_max_only", lambda x: fnp.clip(x, None, 0.5), lambda x: np.clip(x, None, 0.5),
          [Arg(dtype=NUMERIC, avoid=(0.5,))]),
     Case("fnp.where", fnp.where, np.where,
-         [Arg(dtype=DT4, low=-1, high=1, diff=False), Arg("bcast", dtype=DT4),
-          Arg("bcast", dtype=DT4)], prims=("select_n",)),
+         [Arg(dtype=DT4, low=-1, high=1, diff=False), Arg("bcast", dtype=DT4C),
+          Arg("bcast", dtype=DT4C)], prims=("select_n",)),
     Case("fnp.where_scalar", lambda c, x: fnp.where(c, x, 0.5),
          lambda c, x: np.where(c, x, 0.5), [Arg(dtype="bool", diff=False),
                                             Arg("bcast", dtype=DT4)]),
@@ -245,7 +255,9 @@ EXTREMA = [
 COMPARISON_NAMES = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
 
 LOGIC = [
-    _b(name, Arg(dtype=DT4, low=-2, high=2), Arg("bcast", dtype=DT4, low=-2, high=2),
+    # complex numbers compare lexicographically (NumPy's order); small integer
+    # values make ties in the real part common
+    _b(name, Arg(dtype=DT4C, low=-2, high=2), Arg("bcast", dtype=DT4C, low=-2, high=2),
        grad_order=0)
     for name in COMPARISON_NAMES
 ] + [
@@ -327,10 +339,10 @@ OTHER = [
     _b("lcm", Arg(dtype=("int64", "int32"), low=-20, high=20),
        Arg("bcast", dtype=("int64", "int32"), low=-20, high=20), grad_order=0),
     _u("real", Arg(dtype=DT4 + ("complex128",))),
-    _u("imag", Arg(dtype=DT4 + ("complex128",)), grad_order=0),
+    _u("imag", Arg(dtype=DT4 + ("complex128",))),
     _u("conj", Arg(dtype=DT4 + ("complex128",))),
     _u("conjugate", Arg(dtype=DT4)),
-    _u("angle", Arg(dtype=DT4 + ("complex128",), avoid=(0.0,)), grad_order=0),
+    _u("angle", Arg(dtype=DT4 + ("complex128",), avoid=(0.0,))),
     _u("angle", Arg(dtype=("int64", "complex128"), avoid=(0.0,)), label="angle_deg",
        fun=lambda z: fnp.angle(z, deg=True), ref=lambda z: np.angle(z, deg=True), grad_order=0),
     Case("fnp.isclose", _isclose_pair_fun(fnp.isclose), _isclose_pair_ref(np.isclose),
