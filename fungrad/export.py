@@ -122,9 +122,9 @@ _HELPER_IMPORT = re.compile(r"__import__\('(fungrad\.[\w.]+)', fromlist=\['_'\]\
 # fungrad modules whose code needs only NumPy and the standard library, and so
 # may be copied into an exported module (special functions', linear algebra's
 # pure-NumPy code)
-_EMBEDDABLE = {"fungrad.lax._special_math", "fungrad.lax._linalg_numpy", "fungrad.lax._conv_numpy",
-               "fungrad.lax._window_numpy", "fungrad.lax._special_math2",
-               "fungrad.lax._eig_numpy"}
+_EMBEDDABLE = {"fungrad.lax.kernels.special", "fungrad.lax.kernels.linalg", "fungrad.lax.kernels.conv",
+               "fungrad.lax.kernels.window", "fungrad.lax.kernels.gamma_zeta",
+               "fungrad.lax.kernels.eig"}
 
 
 def _embed_helper_modules(body: str):

@@ -12,7 +12,7 @@ import pytest
 
 import fungrad
 from fungrad.lax import special as ls
-from fungrad.lax import _special_math2 as sm2
+from fungrad.lax.kernels import gamma_zeta as sm2
 from fungrad.scipy import _special_extra as sx
 from fungrad.scipy import special as fsp
 from fungrad.test_util import check_grads

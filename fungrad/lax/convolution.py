@@ -2,7 +2,7 @@
 
 One primitive with all of its rules right after it:
 
-* impl and jit lowering: ``fungrad.lax._conv_numpy.conv_general_dilated``
+* impl and jit lowering: ``fungrad.lax.kernels.conv.conv_general_dilated``
   (im2col with ``sliding_window_view`` and one batched ``np.matmul``; a
   NumPy-only module so that ``fungrad.export`` can embed it);
 * JVP: bilinear (``defbilinear``);
@@ -26,7 +26,7 @@ import numpy as np
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters.ad import defbilinear
-from fungrad.lax._conv_numpy import (conv_general_dilated as _conv_numpy,
+from fungrad.lax.kernels.conv import (conv_general_dilated as _conv_numpy,
                                      conv_output_spatial, dilate_dim)
 from fungrad.lax.elementwise import convert_element_type
 from fungrad.lax.structural import reshape, transpose, rev
@@ -335,7 +335,7 @@ def _conv_batch_both(x, w, v, p, g, b):
 
 def _conv_lower(args, **params):
     kw = "".join(f", {k}={val!r}" for k, val in sorted(params.items()))
-    module = "__import__('fungrad.lax._conv_numpy', fromlist=['_'])"
+    module = "__import__('fungrad.lax.kernels.conv', fromlist=['_'])"
     return f"{module}.conv_general_dilated({args[0]}, {args[1]}{kw})"
 
 

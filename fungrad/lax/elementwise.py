@@ -16,7 +16,7 @@ Conventions (shared by every elementwise primitive):
   strictly inside ``(min, max)``.
 * Lowerings are NumPy expressions over the argument names.  The special
   functions (erf, lgamma, ...) have no NumPy counterpart; their lowering calls
-  the pure-NumPy implementations in ``fungrad.lax._special_math``.
+  the pure-NumPy implementations in ``fungrad.lax.kernels.special``.
 
 The catalog reads as a table: ``_unary(name, impl, lowering, kind)`` then one
 line with the JVP rule.
@@ -33,7 +33,7 @@ from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import (defjvp, defjvp2, deflinear, defbilinear, defjvp_zero,
                                      unbroadcast, is_undefined_primal, Zero, instantiate_zeros)
-from fungrad.lax import _special_math
+from fungrad.lax.kernels import special as special_kernels
 from fungrad.lax.utils import (def_lowering, as_operand, check_same_dtypes,
                                broadcast_shapes)
 
@@ -176,7 +176,7 @@ def _special_lowering(fn_name):
     """Lowering that calls the pure-NumPy special function of the same name."""
     def lower(args, **params):
         call = ", ".join(args)
-        return f"__import__('fungrad.lax._special_math', fromlist=['_']).{fn_name}({call})"
+        return f"__import__('fungrad.lax.kernels.special', fromlist=['_']).{fn_name}({call})"
     return lower
 
 
@@ -554,25 +554,25 @@ def atanh(x):
 
 
 # ----------------------------------------------------------------------------
-# Special functions (pure-NumPy impls in _special_math)
+# Special functions (pure-NumPy impls in kernels/special.py)
 # ----------------------------------------------------------------------------
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
-erf_p = _unary("erf", _special_math.erf, _special_lowering("erf"), FLOAT)
+erf_p = _unary("erf", special_kernels.erf, _special_lowering("erf"), FLOAT)
 defjvp(erf_p, lambda g, x: mul(g, mul(_const(x, _TWO_OVER_SQRT_PI), exp(neg(square(x))))))
 
-erfc_p = _unary("erfc", _special_math.erfc, _special_lowering("erfc"), FLOAT)
+erfc_p = _unary("erfc", special_kernels.erfc, _special_lowering("erfc"), FLOAT)
 defjvp(erfc_p, lambda g, x: mul(g, mul(_const(x, -_TWO_OVER_SQRT_PI), exp(neg(square(x))))))
 
-erf_inv_p = _unary("erf_inv", _special_math.erf_inv, _special_lowering("erf_inv"), FLOAT)
+erf_inv_p = _unary("erf_inv", special_kernels.erf_inv, _special_lowering("erf_inv"), FLOAT)
 defjvp2(erf_inv_p, lambda g, ans, x: mul(g, mul(_const(x, math.sqrt(math.pi) / 2),
                                                  exp(square(ans)))))
 
-lgamma_p = _unary("lgamma", _special_math.lgamma, _special_lowering("lgamma"), FLOAT)
+lgamma_p = _unary("lgamma", special_kernels.lgamma, _special_lowering("lgamma"), FLOAT)
 defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
 
-digamma_p = _unary("digamma", _special_math.digamma, _special_lowering("digamma"), FLOAT)
+digamma_p = _unary("digamma", special_kernels.digamma, _special_lowering("digamma"), FLOAT)
 defjvp(digamma_p, lambda g, x: mul(g, polygamma(_ones(x), x)))
 
 
@@ -581,7 +581,7 @@ def _polygamma_jvp_m(g, m, x):
                     "defined (m is an integer); differentiate with respect to x only.")
 
 
-polygamma_p = _nary("polygamma", _special_math.polygamma, _special_lowering("polygamma"), FLOAT)
+polygamma_p = _nary("polygamma", special_kernels.polygamma, _special_lowering("polygamma"), FLOAT)
 defjvp(polygamma_p, _polygamma_jvp_m,
        lambda g, m, x: mul(g, polygamma(add(m, _const(m, 1)), x)))
 

@@ -24,7 +24,7 @@ Lowering: ``dot_general`` lowers to transposes/reshapes around one
 ``np.matmul``; most decompositions to one ``np.linalg`` call.  The ones whose
 impl is several NumPy steps (lu, triangular_solve, cholesky's NaN fallback,
 linear_solve, adjugate, lu_pivots_to_permutation) lower to a call of the
-function of the same name in ``fungrad.lax._linalg_numpy``, a NumPy-only
+function of the same name in ``fungrad.lax.kernels.linalg``, a NumPy-only
 module that ``fungrad.export`` copies into exported code.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 
 # the multi-step NumPy computations live in a NumPy-only module, so that the
 # impls, the jit lowerings and fungrad.export share one copy
-from fungrad.lax._linalg_numpy import (  # noqa: E402
+from fungrad.lax.kernels.linalg import (  # noqa: E402
     triangular_solve as _triangular_solve_numpy, cholesky as _cholesky_numpy, lu as _lu_numpy,
     lu_pivots_to_permutation as _lu_pivots_to_permutation_numpy,
     linear_solve as _linear_solve_numpy, adjugate as _adjugate_numpy)
@@ -63,10 +63,10 @@ def _bind(prim, *args, **params):
 
 def _lower_to_numpy_helper(prim, fn_name):
     """Lower a primitive whose computation is several NumPy steps to a call of
-    ``fungrad.lax._linalg_numpy.<fn_name>`` (NumPy-only, so export can embed it)."""
+    ``fungrad.lax.kernels.linalg.<fn_name>`` (NumPy-only, so export can embed it)."""
     def lower(args, **params):
         kw = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
-        module = "__import__('fungrad.lax._linalg_numpy', fromlist=['_'])"
+        module = "__import__('fungrad.lax.kernels.linalg', fromlist=['_'])"
         return f"{module}.{fn_name}({', '.join(args)}{kw})"
     prim.lower = lower
 

@@ -7,13 +7,13 @@ the window spans every axis, use 1 for axes that are not pooled):
 ``window_dimensions``, ``window_strides``, ``base_dilation``,
 ``window_dilation`` as tuples of positive ints, ``padding`` as a tuple of
 ``(lo, hi)`` pairs (negative values crop).  Holes from base dilation and
-padding hold the monoid's identity (see ``_window_numpy``)::
+padding hold the monoid's identity (see ``kernels/window.py``)::
 
     out[y] = reduce_k padded[y * stride + k * window_dilation]
 
 Rules, all next to the primitives:
 
-* impl and jit lowering: ``fungrad.lax._window_numpy`` (NumPy only, so
+* impl and jit lowering: ``fungrad.lax.kernels.window`` (NumPy only, so
   ``fungrad.export`` can embed it);
 * ``reduce_window_sum`` is linear.  Its transpose is another windowed sum
   (a convolution with a ones kernel, whose flip is itself): the cotangent,
@@ -40,7 +40,7 @@ from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
 from fungrad.interpreters.partial_eval import trace_to_jaxpr
-from fungrad.lax import _window_numpy as _wn
+from fungrad.lax.kernels import window as _wn
 from fungrad.lax.convolution import canonical_padding, positive_ints
 from fungrad.lax.utils import as_operand, checked_bind
 
@@ -110,7 +110,7 @@ def _lowering(fn_name, kind=None):
         if kind is not None:
             params = dict(params, kind=kind)
         kw = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
-        module = "__import__('fungrad.lax._window_numpy', fromlist=['_'])"
+        module = "__import__('fungrad.lax.kernels.window', fromlist=['_'])"
         return f"{module}.{fn_name}({args[0]}{kw})"
     return lower
 

@@ -2,9 +2,9 @@
 exponentially scaled Bessel functions, the Hurwitz zeta function and the
 inverse normal CDF.
 
-Like ``_special_math``, this module needs only NumPy and the standard library
+Like ``kernels/special.py``, this module needs only NumPy and the standard library
 (``fungrad.export`` copies its source into exported code), so it does not
-import ``_special_math``: it carries its own ``lgamma``/``digamma`` for
+import ``kernels/special.py``: it carries its own ``lgamma``/``digamma`` for
 positive arguments.  The methods are textbook ones:
 
 * ``_lgamma_pos``: the Taylor series of lgamma(1 + z) (coefficients from zeta
