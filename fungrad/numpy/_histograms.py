@@ -10,9 +10,11 @@ import numpy as np
 
 from fungrad.core import Tracer
 from fungrad.numpy._dtypes import asarray_operand
-from fungrad.numpy._util import _builtin_range, _builtin_max, _fnp, _at, _ravel, _shape, _dtype, _static_int, _concretization_error
+from fungrad.numpy._util import (_builtin_range, _builtin_max, _fnp, _at, _ravel, _shape, _dtype,
+                                 _static_int, _concretization_error)
 
 __all__ = ["histogram_bin_edges", "histogram", "histogram2d", "histogramdd", "bincount", "digitize"]
+
 
 def _outer_edges(name, a, value_range):
     """(first, last) edge: the range given, else the data's min and max (widened

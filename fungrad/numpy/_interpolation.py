@@ -11,6 +11,7 @@ from fungrad.numpy._util import _builtin_max, _fnp, _shape, _dtype
 
 __all__ = ["interp", "trapezoid"]
 
+
 def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise-linear interpolation of (xp, fp) at ``x`` (increasing 1-d ``xp``);
     differentiable in ``x`` and ``fp``."""

@@ -14,9 +14,12 @@ from fungrad import lax
 from fungrad.core import Tracer
 from fungrad.numpy._convolve import convolve
 from fungrad.numpy._dtypes import asarray_operand, promote
-from fungrad.numpy._util import _builtin_range, _builtin_max, _fnp, _at, _shape, _dtype, _static_int, _concretization_error
+from fungrad.numpy._util import (_builtin_range, _builtin_max, _fnp, _at, _shape, _dtype,
+                                 _static_int, _concretization_error)
 
-__all__ = ["polyval", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyfit", "roots", "poly", "vander"]
+__all__ = ["polyval", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyfit",
+           "roots", "poly", "vander"]
+
 
 def _coefficients(name, p):
     p = asarray_operand(p)

@@ -16,6 +16,7 @@ from fungrad.numpy._util import _fnp, _ravel, _shape, _dtype, _static_int, _conc
 
 __all__ = ["isin", "in1d", "union1d", "intersect1d", "setdiff1d", "setxor1d"]
 
+
 # Every set operation sorts its candidates, marks the ones to keep, and moves
 # the kept ones to the front (``_compact``).  Eagerly the number kept is read
 # off the mask; under a transformation ``size=`` must give it.

@@ -11,6 +11,7 @@ from fungrad.numpy._util import _fnp, _shape, _dtype
 
 __all__ = ["cov", "corrcoef"]
 
+
 def _observations(name, m, rowvar):
     """``m`` as a 2-d (variables, observations) float array."""
     fnp = _fnp()

@@ -15,6 +15,7 @@ from fungrad.numpy._util import _builtin_range, _fnp, _shape, _static_int
 
 __all__ = ["vectorize", "apply_along_axis", "apply_over_axes"]
 
+
 _DIMS = r"\(\s*(?:\w+(?:\s*,\s*\w+)*)?\s*,?\s*\)"
 _ARGS = rf"{_DIMS}(?:\s*,\s*{_DIMS})*"
 _SIGNATURE = re.compile(rf"^\s*({_ARGS})?\s*->\s*({_ARGS})\s*$")

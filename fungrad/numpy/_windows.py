@@ -9,6 +9,7 @@ from fungrad.numpy._util import _builtin_max, _fnp, _static_int
 
 __all__ = ["bartlett", "blackman", "hamming", "hanning"]
 
+
 def _window_points(name, M):
     M = _static_int(M, f"{name}'s M")
     return M, np.arange(1 - M, M, 2, dtype=np.float64)
