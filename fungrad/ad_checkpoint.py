@@ -28,8 +28,10 @@ from typing import Callable
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Primitive, bind_on, eval_jaxpr, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.codegen import compiled
+from fungrad.interpreters.lowering import Source
 from fungrad.interpreters.partial_eval import (as_value, dce_jaxpr, partial_eval_jaxpr,
                                                stage_pytree, trace_closed)
+from fungrad.lax.utils import def_lowering
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "remat_p", "name_p"]
@@ -46,7 +48,7 @@ name_p.jvp = lambda primals, tangents, name: (name_p.bind(primals[0], name=name)
 name_p.transpose = lambda ct, x, name: [ct]
 name_p.linear = True
 name_p.batch = lambda axis_size, vals, dims, name: (name_p.bind(vals[0], name=name), dims[0])
-name_p.lower = lambda args, name: args[0]
+def_lowering(name_p, lambda args, name: Source(args[0]))
 
 
 def checkpoint_name(x, name: str):

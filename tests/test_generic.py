@@ -265,6 +265,6 @@ def test_every_primitive_has_its_rules(name):
         assert getattr(p, rule) is not None, f"{name} has no {rule} rule"
     # code generation: an expression (lower), a Python block (emit_block), or
     # spliced into the caller's code (inline call primitives)
-    assert p.lower is not None or p.emit_block is not None or p.inline, f"{name} has no lowering"
+    assert p.lowering is not None or p.emit_block is not None or p.inline, f"{name} has no lowering"
     if p.linear:
         assert p.transpose is not None, f"{name} is linear but has no transpose rule"

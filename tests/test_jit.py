@@ -248,6 +248,35 @@ def test_export_embeds_pure_numpy_special_functions(tmp_path):
     np.testing.assert_allclose(module.g(x), fungrad.grad(f)(x), rtol=1e-13)
 
 
+def test_every_kernel_module_embeds_as_numpy_only_code():
+    """export embeds a kernel by following its imports: each kernel module
+    imports only NumPy, the standard library and sibling kernels, and its
+    embedded copy defines the same functions without importing fungrad."""
+    import ast
+    import importlib
+    import pkgutil
+    import fungrad.lax.kernels as kernels
+    export_module = importlib.import_module("fungrad.export")
+    for info in pkgutil.iter_modules(kernels.__path__):
+        module = importlib.import_module(f"fungrad.lax.kernels.{info.name}")
+        lines, aliases = export_module._embed_kernel_modules({"_m": module})
+        assert aliases[-1] == f"_{info.name}"
+        source = "import numpy as np\n" + "\n".join(lines)
+        namespace = {}
+        exec(source, namespace)
+        copy = namespace[f"_{info.name}"]
+        for name in module.__all__:
+            assert callable(getattr(copy, name)), (info.name, name)
+            assert getattr(copy, name) is not getattr(module, name)
+        for code in (line for line in lines if line.startswith("exec(")):
+            body = ast.parse(ast.parse(code).body[0].value.args[0].value)
+            for node in ast.walk(body):
+                if isinstance(node, ast.ImportFrom):
+                    assert not (node.module or "").startswith("fungrad"), (info.name, node.module)
+                if isinstance(node, ast.Import):
+                    assert not any(a.name.startswith("fungrad") for a in node.names)
+
+
 @pytest.mark.parametrize("f", [
     lambda a, b: (a @ b.T).T @ a,
     lambda a, b: fnp.einsum("ij,kj->ik", a, b).T,

@@ -13,8 +13,8 @@ padding hold the monoid's identity (see ``kernels/window.py``)::
 
 Rules, all next to the primitives:
 
-* impl and jit lowering: ``fungrad.lax.kernels.window`` (NumPy only, so
-  ``fungrad.export`` can embed it);
+* impl and jit lowering: one kernel function of ``fungrad.lax.kernels.window``
+  (NumPy only, so ``fungrad.export`` can embed it);
 * ``reduce_window_sum`` is linear.  Its transpose is another windowed sum
   (a convolution with a ones kernel, whose flip is itself): the cotangent,
   dilated by the strides and padded by ``kd - 1 - lo`` in front, summed over
@@ -42,7 +42,7 @@ from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
 from fungrad.interpreters.partial_eval import trace_to_jaxpr
 from fungrad.lax.kernels import window as _wn
 from fungrad.lax.convolution import canonical_padding, positive_ints
-from fungrad.lax.utils import as_operand, checked_bind
+from fungrad.lax.utils import as_operand, call_lowering, checked_bind, def_kernel, def_lowering
 
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
            "reduce_window_sum_p", "reduce_window_max_p", "reduce_window_min_p",
@@ -104,19 +104,12 @@ def _window_batcher(prim):
     return rule
 
 
-def _lowering(fn_name, kind=None):
-    """Source calling the helper module (``export`` embeds it)."""
-    def lower(args, **params):
-        if kind is not None:
-            params = dict(params, kind=kind)
-        kw = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
-        module = "__import__('fungrad.lax.kernels.window', fromlist=['_'])"
-        return f"{module}.{fn_name}({args[0]}{kw})"
-    return lower
-
-
-def _impl(fn, kind):
-    return lambda x, **params: fn(x, kind=kind, **params)
+def _def_reduce_window_kernel(prim, kind):
+    """Impl and lowering: ``kernels.window.reduce_window`` with the monoid
+    ``kind`` as one more keyword (the generated code calls it; export embeds it)."""
+    prim.def_impl(lambda x, **params: _wn.reduce_window(x, kind=kind, **params))
+    lower = call_lowering(_wn.reduce_window)
+    def_lowering(prim, lambda args, **params: lower(args, kind=kind, **params))
 
 
 # ============================================================================
@@ -124,13 +117,12 @@ def _impl(fn, kind):
 # ============================================================================
 
 window_select_index_p = Primitive("window_select_index", differentiable=False)
-window_select_index_p.def_impl(_wn.select_index)
+def_kernel(window_select_index_p, _wn.select_index)
 window_select_index_p.def_abstract_eval(
     lambda x, *, kind, **params: _window_shape_rule(kind, "window_select_index",
                                                     np.dtype(np.int64))(x, **params))
 defjvp_zero(window_select_index_p)
 _window_batcher(window_select_index_p)
-window_select_index_p.lower = _lowering("select_index")
 
 
 # ============================================================================
@@ -162,11 +154,10 @@ def _sum_transpose(ct, x, *, window_dimensions, window_strides, padding, base_di
 
 
 reduce_window_sum_p = Primitive("reduce_window_sum")
-reduce_window_sum_p.def_impl(_impl(_wn.reduce_window, "sum"))
+_def_reduce_window_kernel(reduce_window_sum_p, "sum")
 reduce_window_sum_p.def_abstract_eval(_window_shape_rule("sum", "reduce_window_sum"))
 deflinear(reduce_window_sum_p, _sum_transpose)
 _window_batcher(reduce_window_sum_p)
-reduce_window_sum_p.lower = _lowering("reduce_window", "sum")
 
 
 # ============================================================================
@@ -208,11 +199,10 @@ def _chooser_jvp(prim, kind):
 def _chooser(kind):
     name = f"reduce_window_{kind}"
     p = Primitive(name)
-    p.def_impl(_impl(_wn.reduce_window, kind))
+    _def_reduce_window_kernel(p, kind)
     p.def_abstract_eval(_window_shape_rule(kind, name))
     _chooser_jvp(p, kind)
     _window_batcher(p)
-    p.lower = _lowering("reduce_window", kind)
     return p
 
 
