@@ -31,6 +31,7 @@ from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.lowering import Source
 from fungrad.interpreters.partial_eval import (as_value, dce_jaxpr, partial_eval_jaxpr,
                                                stage_pytree, trace_closed)
+from fungrad.lax.linalg import dot_general_p
 from fungrad.lax.utils import def_lowering
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
@@ -73,11 +74,11 @@ def _nothing_saveable(prim, *avals, **params):
 
 
 def _dots_saveable(prim, *avals, **params):
-    return prim.name == "dot_general"
+    return prim is dot_general_p
 
 
 def _dots_with_no_batch_dims_saveable(prim, *avals, **params):
-    if prim.name != "dot_general":
+    if prim is not dot_general_p:
         return False
     (_, _), (lhs_batch, _) = params["dimension_numbers"]
     return not lhs_batch
@@ -125,6 +126,7 @@ checkpoint_policies = SimpleNamespace(
 # ----------------------------------------------------------------------------
 
 remat_p = Primitive("checkpoint", multiple_results=True)
+remat_p.remat = True         # recomputing is its purpose: CSE must not merge it
 
 
 def _remat_impl(*args, jaxpr, policy, prevent_cse):

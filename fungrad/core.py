@@ -381,6 +381,13 @@ class Primitive:
         self.partial_eval: Callable | None = None
         self.inline = False       # codegen inlines the ``jaxpr`` param
         self.emit_block = None    # control flow: emits a Python block (codegen.Block)
+        # algebraic facts the optimisation passes read (interpreters/passes.py)
+        self.commutative = False  # operands may be reordered (CSE)
+        self.unit = None          # op(x, unit) == x (either side if commutative)
+        self.forwards_when: Callable | None = None  # params -> bool: then returns its
+        #                           first operand unchanged, if that has the output's aval
+        self.involution = False   # op(op(x)) == x
+        self.remat = False        # recomputes on purpose: never merged by CSE
         primitives[name] = self
 
     def __repr__(self):

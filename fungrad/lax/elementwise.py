@@ -257,6 +257,7 @@ def _ones(x):
 
 neg_p = _unary("neg", np.negative)
 deflinear(neg_p, lambda ct, x: [neg(ct)])
+neg_p.involution = True
 
 sign_p = _unary("sign", np.sign)
 defjvp_zero(sign_p)
@@ -374,6 +375,7 @@ integer_pow_p.def_impl(_rule_checked(_integer_pow_rule, _integer_pow_impl))
 integer_pow_p.def_abstract_eval(_integer_pow_rule)
 defjvp(integer_pow_p, _integer_pow_jvp)
 batching.vectorized_batcher(integer_pow_p)
+integer_pow_p.forwards_when = lambda params: params["y"] == 1
 def_lowering(integer_pow_p,
              lambda a, y: call(np.square, a[0]) if y == 2 else call(np.power, a[0], y))
 
@@ -677,6 +679,8 @@ def complex(x, y):  # noqa: A001 (JAX's name)
 add_p = _nary("add", np.add, ANY)          # bool: logical or
 sub_p = _nary("sub", np.subtract, NUMBER)
 mul_p = _nary("mul", np.multiply, ANY)  # bool: logical and
+add_p.commutative = mul_p.commutative = True
+add_p.unit, sub_p.unit, mul_p.unit = 0, 0, 1
 
 
 def _add_transpose(ct, x, y):
@@ -729,6 +733,7 @@ defjvp2(div_p,
         lambda g, ans, x, y: neg(div(mul(g, ans), y)))
 div_p.transpose = _div_transpose
 div_p.linear = True
+div_p.unit = 1
 
 
 def _rem_impl(x, y):
@@ -839,6 +844,7 @@ defjvp2(max_p,
         lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
 
 min_p = _nary("min", np.minimum, ANY)
+max_p.commutative = min_p.commutative = True
 defjvp2(min_p,
         lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
         lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
@@ -892,6 +898,8 @@ not_p = _unary("not", np.invert, INT_OR_BOOL)
 and_p = _nary("and", np.bitwise_and, INT_OR_BOOL)
 or_p = _nary("or", np.bitwise_or, INT_OR_BOOL)
 xor_p = _nary("xor", np.bitwise_xor, INT_OR_BOOL)
+for _p in (eq_p, ne_p, and_p, or_p, xor_p):
+    _p.commutative = True
 
 
 def _unsigned_view_dtype(dtype):
@@ -1127,6 +1135,7 @@ convert_element_type_p.def_abstract_eval(_convert_shape)
 convert_element_type_p.jvp = _convert_jvp
 convert_element_type_p.transpose = _convert_transpose
 convert_element_type_p.linear = True
+convert_element_type_p.forwards_when = lambda params: True    # to its own dtype
 batching.vectorized_batcher(convert_element_type_p)
 def_lowering(convert_element_type_p,
              lambda a, new_dtype: Source(f"np.asarray({a[0]}).astype(np.{new_dtype.name})"))

@@ -98,6 +98,7 @@ deflinear(reduce_sum_p, _reduce_sum_transpose)
 batching.reducer_batcher(reduce_sum_p)
 def_lowering(reduce_sum_p,
              lambda a, axes: call(np.sum, a[0], axis=axes, dtype=Source(f"{a[0]}.dtype")))
+reduce_sum_p.forwards_when = lambda params: not params["axes"]
 
 
 def reduce_sum(operand, axes):

@@ -74,6 +74,7 @@ broadcast_in_dim_p.def_impl(_broadcast_in_dim_impl)
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_shape)
 deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 broadcast_in_dim_p.batch = _broadcast_in_dim_batch
+broadcast_in_dim_p.forwards_when = lambda params: True      # to its own shape
 def_lowering(broadcast_in_dim_p, lambda a, shape, broadcast_dimensions: call(
     np.broadcast_to, call(np.expand_dims, a[0], _new_axes(shape, broadcast_dimensions)), shape))
 
@@ -132,6 +133,7 @@ def _reshape_batch(axis_size, vals, dims, new_sizes):
 reshape_p.def_abstract_eval(_reshape_shape)
 deflinear(reshape_p, lambda ct, x, new_sizes: [reshape(ct, x.aval.shape)])
 reshape_p.batch = _reshape_batch
+reshape_p.forwards_when = lambda params: True
 def_lowering(reshape_p, lambda a, new_sizes: call(np.reshape, a[0], new_sizes))
 
 
@@ -168,6 +170,9 @@ transpose_p.def_abstract_eval(_transpose_shape)
 deflinear(transpose_p, lambda ct, x, permutation:
           [transpose(ct, tuple(np.argsort(permutation).tolist()))])
 transpose_p.batch = _transpose_batch
+# (the same shape is not enough: a (3, 3) transposed differs)
+transpose_p.forwards_when = lambda params: tuple(params["permutation"]) == tuple(
+    range(len(params["permutation"])))
 def_lowering(transpose_p, lambda a, permutation: call(np.transpose, a[0], permutation))
 
 
@@ -237,6 +242,7 @@ squeeze_p.def_abstract_eval(_squeeze_shape)
 deflinear(squeeze_p, lambda ct, x, dimensions: [reshape(ct, x.aval.shape)])
 _shift_dims_batch(squeeze_p, "dimensions")
 def_lowering(squeeze_p, lambda a, dimensions: call(np.squeeze, a[0], axis=dimensions))
+squeeze_p.forwards_when = lambda params: True
 
 
 def squeeze(array, dimensions):

@@ -42,6 +42,7 @@ from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
 from fungrad.interpreters.partial_eval import trace_to_jaxpr
 from fungrad.lax.kernels import window as _wn
 from fungrad.lax.convolution import canonical_padding, positive_ints
+from fungrad.lax.elementwise import add_p, max_p, min_p
 from fungrad.lax.utils import as_operand, call_lowering, checked_bind, def_kernel, def_lowering
 
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
@@ -261,7 +262,7 @@ def reduce_window_min(operand, window_dimensions, window_strides=None, padding="
 
 # --- reduce_window: recognise the monoid ------------------------------------------
 
-_MONOID_PRIMS = {"add": "sum", "max": "max", "min": "min"}
+_MONOID_PRIMS = {add_p: "sum", max_p: "max", min_p: "min"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -289,9 +290,9 @@ def _monoid_kind(computation, dtype):
             jaxpr = None
         if (jaxpr is not None and len(jaxpr.eqns) == 1 and len(jaxpr.outvars) == 1):
             eqn = jaxpr.eqns[0]
-            if (eqn.primitive.name in _MONOID_PRIMS and eqn.outvars == jaxpr.outvars
+            if (eqn.primitive in _MONOID_PRIMS and eqn.outvars == jaxpr.outvars
                     and set(eqn.inputs) == set(jaxpr.invars)):
-                return _MONOID_PRIMS[eqn.primitive.name]
+                return _MONOID_PRIMS[eqn.primitive]
     raise NotImplementedError(
         f"reduce_window: computation {getattr(computation, '__name__', computation)!r} is "
         "not supported; fungrad supports the monoids add, max and min (lax.add / lax.max / "
