@@ -74,11 +74,6 @@ class Call(Expr):
         fn = self.fn
         return fn if isinstance(fn, np.ufunc) and fn.nout == 1 else None
 
-    @property
-    def kernel_module(self):
-        """The module of the kernel function called, or None for NumPy."""
-        return None if _is_numpy(self.fn) else sys.modules[self.fn.__module__]
-
     def __repr__(self):
         return f"Call({_function_name(self.fn)}, {self.args!r}, {self.kwargs!r})"
 

@@ -44,23 +44,18 @@ from fungrad.lax.kernels.linalg import (  # noqa: E402
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
+from fungrad.interpreters.lowering import Source, call
 from fungrad.interpreters.ad import (Zero, defbilinear, defjvp, defjvp2, defjvp_zero,
                                      tangent_aval)
 from fungrad.lax.elementwise import add, sub, mul, div, neg, convert_element_type
 from fungrad.lax.reductions import reduce_sum
 from fungrad.lax.structural import reshape, transpose
-from fungrad.interpreters.lowering import Source, call
-from fungrad.lax.utils import as_operand, def_kernel, def_lowering
+from fungrad.lax.utils import as_operand, checked_bind, def_kernel, def_lowering
 
 __all__ = ["dot_general", "dot", "batch_matmul", "cholesky", "triangular_solve", "lu",
            "lu_pivots_to_permutation", "qr", "eigh", "svd"]
 
-def _bind(prim, *args, **params):
-    """``prim.bind`` after running its shape rule: evaluation calls impls
-    directly, so this is where bad input gets the rule's clear error eagerly."""
-    prim.abstract_eval(*[get_aval(a) for a in args], **params)
-    return prim.bind(*args, **params)
-
+_bind = checked_bind     # bad input gets the shape rule's clear error eagerly too
 
 
 # ============================================================================
