@@ -4,7 +4,7 @@ One test per property, parametrised by case (see tests/harness.py):
 values vs NumPy, staged vs eager (+ declared avals vs computed), jit vs eager
 (generated NumPy code), check_grads (orders 1..grad_order, fwd and rev,
 transpose identity), vmap vs a loop.  The registry tests check every
-primitive's rules and that some case binds it (measured by tests/coverage.py).
+primitive's rules and that some case binds it (measured by tests/prim_coverage.py).
 """
 from __future__ import annotations
 
@@ -260,11 +260,11 @@ def test_vmap_against_loop(case: Case):
 
 @pytest.fixture(scope="module")
 def bound_primitives():
-    """What each case binds, measured in a fresh interpreter (tests/coverage.py)."""
+    """What each case binds, measured in a fresh interpreter (tests/prim_coverage.py)."""
     root = pathlib.Path(__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(root)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    run = subprocess.run([sys.executable, "-m", "tests.coverage"], cwd=root, env=env,
+    run = subprocess.run([sys.executable, "-m", "tests.prim_coverage"], cwd=root, env=env,
                          capture_output=True, text=True)
     assert run.returncode == 0, f"the coverage measurement failed:\n{run.stderr[-3000:]}"
     return json.loads(run.stdout)

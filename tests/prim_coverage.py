@@ -10,7 +10,7 @@ staged jaxprs are walked, sub-jaxprs of higher-order primitives included.
 So primitives bound inside control-flow bodies, custom rules, linearized
 (transient) jaxprs and backward passes all count.
 
-The measurement runs in a fresh interpreter (``python -m tests.coverage``,
+The measurement runs in a fresh interpreter (``python -m tests.prim_coverage``,
 used by ``tests/test_generic.py``): jit and derived-jaxpr caches warmed by
 other tests would otherwise hide what a case binds while it is traced.
 Nothing here touches fungrad's code paths outside the measurement.
