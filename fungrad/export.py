@@ -24,6 +24,7 @@ import numpy as np
 
 from fungrad.jitting import jit as _jit
 from fungrad.interpreters import codegen
+from fungrad.interpreters.lowering import module_alias as _alias
 from fungrad.interpreters.passes import optimize
 from fungrad.tree_util import tree_flatten, tree_unflatten, tree_structure
 
@@ -123,10 +124,6 @@ def export(fun, *example_args, path: str | None = None, name: str | None = None)
 
 # kernels: NumPy-only modules the generated code may call (fungrad/lax/kernels/)
 _KERNELS = "fungrad.lax.kernels"
-
-
-def _alias(module_name: str) -> str:
-    return "_" + module_name.rsplit(".", 1)[-1]
 
 
 def _kernel_imports(module):

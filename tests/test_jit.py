@@ -277,6 +277,25 @@ def test_every_kernel_module_embeds_as_numpy_only_code():
                     assert not any(a.name.startswith("fungrad") for a in node.names)
 
 
+def test_export_refuses_code_that_calls_fungrad():
+    """A lowering may only call NumPy or a kernel module; export says which
+    module is in the way, and a module importing fungrad is never embedded."""
+    import importlib
+    from fungrad.core import Primitive, primitives
+    from fungrad.interpreters.lowering import call
+    from fungrad.lax import utils
+    export_module = importlib.import_module("fungrad.export")
+    p = Primitive("export_test_call")
+    del primitives["export_test_call"]        # a test stand-in, not a real primitive
+    p.def_impl(lambda x: x)
+    p.def_abstract_eval(lambda x: x)
+    utils.def_lowering(p, lambda a: call(utils.as_operand, a[0]))
+    with pytest.raises(TypeError, match="fungrad.lax.utils, which is not a NumPy-only kernel"):
+        fungrad.export(lambda x: p.bind(x), np.ones(2))
+    with pytest.raises(TypeError, match="neither NumPy, the standard library nor a kernel"):
+        export_module._kernel_imports(utils)
+
+
 @pytest.mark.parametrize("f", [
     lambda a, b: (a @ b.T).T @ a,
     lambda a, b: fnp.einsum("ij,kj->ik", a, b).T,

@@ -38,7 +38,7 @@ import sys
 import numpy as np
 
 __all__ = ["Expr", "Call", "Source", "call", "dtype_source", "render", "value_source",
-           "check_callable", "OPERATORS"]
+           "check_callable", "module_alias", "OPERATORS"]
 
 
 class Expr:
@@ -125,14 +125,19 @@ def _function_name(fn) -> str:
     module = fn.__module__
     if module.split(".")[0] == "numpy":
         return "np" + module[len("numpy"):] + "." + fn.__name__
-    return f"_{module.rsplit('.', 1)[-1]}.{fn.__name__}"
+    return f"{module_alias(module)}.{fn.__name__}"
+
+
+def module_alias(module_name: str) -> str:
+    """The name generated code gives a kernel module: ``_special``."""
+    return "_" + module_name.rsplit(".", 1)[-1]
 
 
 def _bind_module(fn, modules: dict):
     """Record the kernel module of ``fn`` under its alias (``_special``)."""
     check_callable(fn)
     module = sys.modules[fn.__module__]
-    alias = "_" + module.__name__.rsplit(".", 1)[-1]
+    alias = module_alias(module.__name__)
     if modules.setdefault(alias, module) is not module:
         raise TypeError(f"lowering: kernel modules {modules[alias].__name__} and "
                         f"{module.__name__} have the same name")
