@@ -28,8 +28,11 @@ from typing import Callable
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Primitive, bind_on, eval_jaxpr, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.codegen import compiled
+from fungrad.interpreters.lowering import Source
 from fungrad.interpreters.partial_eval import (as_value, dce_jaxpr, partial_eval_jaxpr,
                                                stage_pytree, trace_closed)
+from fungrad.lax.linalg import dot_general_p
+from fungrad.lax.utils import def_lowering
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "remat_p", "name_p"]
@@ -46,7 +49,7 @@ name_p.jvp = lambda primals, tangents, name: (name_p.bind(primals[0], name=name)
 name_p.transpose = lambda ct, x, name: [ct]
 name_p.linear = True
 name_p.batch = lambda axis_size, vals, dims, name: (name_p.bind(vals[0], name=name), dims[0])
-name_p.lower = lambda args, name: args[0]
+def_lowering(name_p, lambda args, name: Source(args[0]))
 
 
 def checkpoint_name(x, name: str):
@@ -71,11 +74,11 @@ def _nothing_saveable(prim, *avals, **params):
 
 
 def _dots_saveable(prim, *avals, **params):
-    return prim.name == "dot_general"
+    return prim is dot_general_p
 
 
 def _dots_with_no_batch_dims_saveable(prim, *avals, **params):
-    if prim.name != "dot_general":
+    if prim is not dot_general_p:
         return False
     (_, _), (lhs_batch, _) = params["dimension_numbers"]
     return not lhs_batch
@@ -123,6 +126,7 @@ checkpoint_policies = SimpleNamespace(
 # ----------------------------------------------------------------------------
 
 remat_p = Primitive("checkpoint", multiple_results=True)
+remat_p.remat = True         # recomputing is its purpose: CSE must not merge it
 
 
 def _remat_impl(*args, jaxpr, policy, prevent_cse):

@@ -16,7 +16,7 @@ definition in ``fungrad/lax/*.py``::
     jvp(primals, tangents, **params) -> (out, tangent_out) forward mode
     transpose(cts, *args, **params) -> list[ct | None]     linear primitives only
     batch(axis_size, vals, dims, **params) -> (out, dim)   vmap
-    lower(arg_names, **params) -> str                      NumPy source for jit
+    lowering(arg_names, in_avals, **params) -> expression  NumPy code for jit
 
 Tracers of different transformations are told apart by the trace object they
 belong to; a finished trace is marked inactive so that a tracer which escaped
@@ -462,8 +462,9 @@ class Primitive:
         self.jvp: Callable | None = None
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
-        self.lower: Callable | None = None
-        self.lower_typed = False  # lower(args, in_avals, **params), see lax/utils.py
+        # code generation: lowering(arg_names, in_avals, **params) -> an expression
+        # node (interpreters/lowering.py); registered with lax.utils.def_lowering
+        self.lowering: Callable | None = None
         # collectives (psum, ...) over a named vmap axis: reduce rule, see lax/parallel.py
         self.collective: Callable | None = None
         # higher-order primitives: split into known/unknown under partial eval
@@ -472,6 +473,13 @@ class Primitive:
         self.emit_block = None    # control flow: emits a Python block (codegen.Block)
         # has a side effect (debug callbacks, checks): dce keeps it, cse never merges it
         self.effectful = False
+        # algebraic facts the optimisation passes read (interpreters/passes.py)
+        self.commutative = False  # operands may be reordered (CSE)
+        self.unit = None          # op(x, unit) == x (either side if commutative)
+        self.forwards_when: Callable | None = None  # params -> bool: then returns its
+        #                           first operand unchanged, if that has the output's aval
+        self.involution = False   # op(op(x)) == x
+        self.remat = False        # recomputes on purpose: never merged by CSE
         primitives[name] = self
 
     def __repr__(self):

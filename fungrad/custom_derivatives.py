@@ -32,6 +32,7 @@ from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters import partial_eval as pe
 from fungrad.interpreters.partial_eval import StagingTracer, as_value, trace_to_jaxpr
+from fungrad.lax.utils import def_lowering
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "custom_jvp_call_p", "custom_vjp_call_p",
@@ -307,12 +308,14 @@ def _lin_impl_traced(xs, jaxpr, num_consts, num_args, num_res):
 
 
 custom_lin_p.batch = _lin_batch
+
+
 def _lin_lower(args, **params):
     raise TypeError("internal error: custom_lin only exists inside linearize's linear jaxpr, "
                     "which is transposed before code generation")
 
 
-custom_lin_p.lower = _lin_lower
+def_lowering(custom_lin_p, _lin_lower)
 
 
 def _vjp_call_batch(axis_size, vals, dims, jaxpr, fwd, bwd, num_consts, num_res):

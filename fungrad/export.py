@@ -14,14 +14,17 @@ output structure.  Arguments must have the example's shapes and dtypes.
 """
 from __future__ import annotations
 
+import ast
 import builtins
+import inspect
 import os
-import re
+import sys
 
 import numpy as np
 
 from fungrad.jitting import jit as _jit
 from fungrad.interpreters import codegen
+from fungrad.interpreters.lowering import module_alias as _alias
 from fungrad.interpreters.passes import optimize
 from fungrad.tree_util import tree_flatten, tree_unflatten, tree_structure
 
@@ -87,23 +90,24 @@ def _flatten_source(in_tree, n_args: int) -> str:
 def export(fun, *example_args, path: str | None = None, name: str | None = None) -> str:
     """Write (to ``path``, if given) and return the source of a NumPy-only module
     computing ``fun`` for arguments shaped like ``example_args``."""
-    name = name or re.sub(r"\W", "_", getattr(fun, "__name__", "fn")) or "fn"
+    name = name or "".join(c if c.isalnum() or c == "_" else "_"
+                           for c in getattr(fun, "__name__", "fn")) or "fn"
     if not name.isidentifier() or name[0].isdigit():
         name = "fn"
     jitted = _jit(fun)
     leaves, in_tree = tree_flatten((example_args, {}))
     closed = jitted.lower(*example_args).jaxpr
     opt = optimize(closed)
-    body, block_consts = codegen.lower_jaxpr_and_consts(opt.jaxpr, "_compiled")
+    body, block_consts, modules = codegen.lower_jaxpr_and_consts(opt.jaxpr, "_compiled")
     if any(callable(c) for c in block_consts.values()):
         raise TypeError("export: the function calls a Python callback (debug.print, "
                         "debug.callback, breakpoint, pure_callback or checkify.check) or a "
                         "shard_map, which a NumPy-only module cannot contain, so it cannot be "
                         "exported as NumPy-only code; remove it before exporting")
-    body, helpers = _embed_helper_modules(body)
+    helpers, embedded = _embed_kernel_modules(modules)
     helpers += [_const_source(n, c) for n, c in block_consts.items()]
     out_tree = tree_structure(fun(*example_args))
-    _check_free_names(body, len(opt.consts), helpers)
+    _check_free_names(body, len(opt.consts), set(embedded) | set(block_consts))
     const_names = [f"_k{i}" for i in range(len(opt.consts))]
     outs = [f"_r[{i}]" for i in range(out_tree.num_leaves)]
     lines = [
@@ -126,41 +130,89 @@ def export(fun, *example_args, path: str | None = None, name: str | None = None)
     return source
 
 
-_HELPER_IMPORT = re.compile(r"__import__\('(fungrad\.[\w.]+)', fromlist=\['_'\]\)")
-# fungrad modules whose code needs only NumPy and the standard library, and so
-# may be copied into an exported module (special functions', linear algebra's
-# pure-NumPy code)
-_EMBEDDABLE = {"fungrad.lax._special_math", "fungrad.lax._linalg_numpy", "fungrad.lax._conv_numpy",
-               "fungrad.lax._window_numpy", "fungrad.lax._special_math2",
-               "fungrad.lax._eig_numpy"}
+# kernels: NumPy-only modules the generated code may call (fungrad/lax/kernels/)
+_KERNELS = "fungrad.lax.kernels"
 
 
-def _embed_helper_modules(body: str):
-    """Replace imports of pure-NumPy fungrad helper modules by a copy of their source."""
+def _kernel_imports(module):
+    """``(source without its imports of sibling kernels, [(name, kernel module
+    name, attribute or None)])`` for a kernel module: what ``name`` must be bound
+    to in the embedded copy.  TypeError if it imports anything but NumPy, the
+    standard library and sibling kernels, or imports a kernel below top level."""
+    source = inspect.getsource(module)
+    tree = ast.parse(source)
+    top_level = set(map(id, tree.body))
+    lines = source.splitlines(keepends=True)
+    bindings, drop = [], set()
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        found = _sibling_bindings(module.__name__, node)
+        if not found:
+            continue
+        if id(node) not in top_level:
+            raise TypeError(f"export: {module.__name__} imports a kernel inside a function; "
+                            "kernels import their siblings at top level")
+        bindings += found
+        drop.update(range(node.lineno - 1, node.end_lineno))
+    return "".join(line for i, line in enumerate(lines) if i not in drop), bindings
+
+
+def _sibling_bindings(module_name, node):
+    """The kernel bindings an import statement makes ([] for NumPy or the
+    standard library); TypeError for anything else."""
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level == 0 and base.split(".")[0] in ("numpy",) + tuple(sys.stdlib_module_names):
+            return []
+        if base == _KERNELS:
+            return [(a.asname or a.name, f"{_KERNELS}.{a.name}", None) for a in node.names]
+        if base.startswith(_KERNELS + "."):
+            return [(a.asname or a.name, base, a.name) for a in node.names]
+    else:
+        names = [a for a in node.names
+                 if a.name.split(".")[0] not in ("numpy",) + tuple(sys.stdlib_module_names)]
+        if not names:
+            return []
+        if all(a.name.startswith(_KERNELS + ".") and a.asname for a in names):
+            return [(a.asname, a.name, None) for a in names]
+    raise TypeError(f"export: {module_name} imports {ast.unparse(node)!r}, which is neither "
+                    "NumPy, the standard library nor a kernel module; this function cannot "
+                    "be exported as NumPy-only code")
+
+
+def _embed_kernel_modules(modules: dict):
+    """Source lines that create each kernel module the generated code calls (by
+    its alias, ``_special``) from a copy of its source, after the kernel modules
+    it imports; and the aliases defined."""
     import importlib
-    import inspect
-    helpers = []
-    for module_name in sorted(set(_HELPER_IMPORT.findall(body))):
-        if module_name not in _EMBEDDABLE:
-            raise TypeError(f"export: the generated code needs {module_name}, which needs "
-                            "fungrad; this function cannot be exported as NumPy-only code")
-        alias = "_" + module_name.rsplit(".", 1)[-1].lstrip("_")
-        source = inspect.getsource(importlib.import_module(module_name))
-        helpers += [f"{alias} = type(np)({module_name!r})",
-                    f"exec({source!r}, {alias}.__dict__)", ""]
-        body = body.replace(f"__import__('{module_name}', fromlist=['_'])", alias)
-    return body, helpers
+    lines, done = [], []
+
+    def embed(module_name, chain=()):
+        if module_name in done:
+            return
+        if not module_name.startswith(_KERNELS + ".") or module_name in chain:
+            raise TypeError(f"export: the generated code needs {module_name}, which is not a "
+                            "NumPy-only kernel module (fungrad.lax.kernels); this function "
+                            "cannot be exported as NumPy-only code")
+        source, bindings = _kernel_imports(importlib.import_module(module_name))
+        for _, dep, _ in bindings:
+            embed(dep, chain + (module_name,))
+        alias = _alias(module_name)
+        lines.append(f"{alias} = type(np)({module_name!r})")
+        lines.extend(f"{alias}.{name} = {_alias(dep)}{'.' + attr if attr else ''}"
+                     for name, dep, attr in bindings)
+        lines.extend([f"exec({source!r}, {alias}.__dict__)", ""])
+        done.append(module_name)
+    for module in modules.values():
+        embed(module.__name__)
+    return lines, [_alias(m) for m in done]
 
 
-def _check_free_names(source: str, n_consts: int, helpers=()):
-    if "__import__" in source:
-        raise TypeError("export: the generated code imports a fungrad module; this "
-                        "function cannot be exported as NumPy-only code")
+def _check_free_names(source: str, n_consts: int, embedded=frozenset()):
     code = compile(source, "<export>", "exec")
     fn_code = next(c for c in code.co_consts if hasattr(c, "co_names"))
-    embedded = {line.split(" = ", 1)[0] for line in helpers
-                if " = type(np)(" in line or " = np.frombuffer(" in line}
-    allowed = {"np"} | embedded | {f"_k{i}" for i in range(n_consts)} | set(dir(builtins))
+    allowed = {"np"} | set(embedded) | {f"_k{i}" for i in range(n_consts)} | set(dir(builtins))
     missing = sorted(set(fn_code.co_names) - allowed - _attribute_names(fn_code))
     if missing:
         raise TypeError(f"export: the generated code needs {missing}, which are not NumPy; "

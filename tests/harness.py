@@ -74,7 +74,9 @@ class Case:
     ref: the NumPy function of the same arrays (None: values not compared, e.g.
         decompositions with sign ambiguity; then give ``check`` instead).
     args: one ``Arg`` per positional argument.
-    prims: names of the primitives this case exercises (registry coverage).
+    prims: names of the primitives this case is written for (documentation;
+        coverage is measured by tests/prim_coverage.py, and the registry test checks
+        that each declared primitive is really bound).
     grad_order: derivative order checked (0: not differentiable).
     modes: autodiff modes checked, subset of ("fwd", "rev").
     vmap: whether to test vmap against a loop.

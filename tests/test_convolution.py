@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import fungrad
+from fungrad.interpreters import codegen
 from fungrad.lax.convolution import (conv, conv_general_dilated, conv_transpose,
                                      conv_with_general_padding, ConvDimensionNumbers,
                                      conv_general_dilated_p)
@@ -228,12 +229,12 @@ def test_numpy_convolve_grads_jit_vmap():
 
 
 def test_jit_lowering_calls_the_numpy_helper():
-    text = conv_general_dilated_p.lower(["x", "w"], window_strides=(1,), padding=((0, 0),),
-                                        lhs_dilation=(1,), rhs_dilation=(1,),
-                                        dimension_numbers=((0, 1, 2),) * 3,
-                                        feature_group_count=1, batch_group_count=1,
-                                        preferred_element_type=None)
-    assert "fungrad.lax._conv_numpy" in text and "conv_general_dilated(x, w" in text
+    text, modules = codegen.lowered_source(
+        conv_general_dilated_p, ["x", "w"], window_strides=(1,), padding=((0, 0),),
+        lhs_dilation=(1,), rhs_dilation=(1,), dimension_numbers=((0, 1, 2),) * 3,
+        feature_group_count=1, batch_group_count=1, preferred_element_type=None)
+    assert modules["_conv"].__name__ == "fungrad.lax.kernels.conv"
+    assert "_conv.conv_general_dilated(x, w" in text
 
 
 @pytest.mark.parametrize("lhs_shape,rhs_shape,kwargs,exc,match", [

@@ -144,7 +144,7 @@ def test_jit_and_vmap():
 
 def test_jit_source_calls_numpy_helper():
     text = fungrad.jit(eig).lower(_mat(11)).source()
-    assert "_eig_numpy" in text
+    assert "_eig.eig(" in text
 
 
 # --- sqrtm ---------------------------------------------------------------------------

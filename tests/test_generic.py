@@ -3,12 +3,18 @@
 One test per property, parametrised by case (see tests/harness.py):
 values vs NumPy, staged vs eager (+ declared avals vs computed), jit vs eager
 (generated NumPy code), check_grads (orders 1..grad_order, fwd and rev,
-transpose identity), vmap vs a loop.
+transpose identity), vmap vs a loop.  The registry tests check every
+primitive's rules and that some case binds it (measured by tests/prim_coverage.py).
 """
 from __future__ import annotations
 
 import importlib
+import json
+import os
+import pathlib
 import pkgutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -254,13 +260,34 @@ def test_vmap_against_loop(case: Case):
 
 
 # ----------------------------------------------------------------------------
-# The registry: every primitive has every rule and is exercised by a case
+# The registry: every primitive has every rule and is bound by a case
 # ----------------------------------------------------------------------------
 
-def test_every_primitive_has_a_case():
-    covered = {p for c in CASES for p in c.prims}
+@pytest.fixture(scope="module")
+def bound_primitives():
+    """What each case binds, measured in a fresh interpreter (tests/prim_coverage.py)."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    run = subprocess.run([sys.executable, "-m", "tests.prim_coverage"], cwd=root, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, f"the coverage measurement failed:\n{run.stderr[-3000:]}"
+    return json.loads(run.stdout)
+
+
+def test_every_primitive_is_bound_by_a_case(bound_primitives):
+    errors = {name: r["errors"] for name, r in bound_primitives.items() if r["errors"]}
+    assert not errors, f"cases that could not be staged for the measurement: {errors}"
+    covered = {p for r in bound_primitives.values() for p in r["prims"]}
     missing = sorted(set(core.primitives) - covered)
-    assert not missing, f"primitives without a test case: {missing}"
+    assert not missing, f"primitives no test case binds: {missing}"
+
+
+def test_declared_prims_are_bound(bound_primitives):
+    # a case's prims= documents what it is for; it must stay true
+    wrong = {c.name: sorted(set(c.prims) - set(bound_primitives[c.name]["prims"]))
+             for c in CASES if set(c.prims) - set(bound_primitives[c.name]["prims"])}
+    assert not wrong, f"cases declaring primitives they do not bind: {wrong}"
 
 
 @pytest.mark.parametrize("name", sorted(core.primitives))
@@ -270,6 +297,6 @@ def test_every_primitive_has_its_rules(name):
         assert getattr(p, rule) is not None, f"{name} has no {rule} rule"
     # code generation: an expression (lower), a Python block (emit_block), or
     # spliced into the caller's code (inline call primitives)
-    assert p.lower is not None or p.emit_block is not None or p.inline, f"{name} has no lowering"
+    assert p.lowering is not None or p.emit_block is not None or p.inline, f"{name} has no lowering"
     if p.linear:
         assert p.transpose is not None, f"{name} is linear but has no transpose rule"

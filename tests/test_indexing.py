@@ -8,6 +8,7 @@ import fungrad
 import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.core import ConcretizationTypeError, primitives
+from fungrad.interpreters import codegen
 from fungrad.numpy._indexing import getitem, _IndexUpdateHelper
 
 RNG = np.random.default_rng(0)
@@ -435,7 +436,8 @@ def test_gather_docstring_examples():
 def _lowered(prim, args, **params):
     names = [f"a{k}" for k in range(len(args))]
     env = dict(zip(names, args), np=np)
-    return eval(primitives[prim].lower(names, **params), env)
+    source, modules = codegen.lowered_source(primitives[prim], names, **params)
+    return eval(source, {**env, **modules})
 
 
 LOWERING_CASES = [

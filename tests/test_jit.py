@@ -240,12 +240,60 @@ def test_export_embeds_pure_numpy_special_functions(tmp_path):
     x = np.linspace(0.1, 2.0, 5)
     path = tmp_path / "special.py"
     src = fungrad.export(fungrad.grad(f), x, path=path, name="g")
-    assert "fungrad" not in src.replace("'fungrad.lax._special_math'", "").split('"""', 2)[2] \
+    assert "fungrad" not in src.replace("'fungrad.lax.kernels.special'", "").split('"""', 2)[2] \
         or "__import__" not in src
     spec = importlib.util.spec_from_file_location("special", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     np.testing.assert_allclose(module.g(x), fungrad.grad(f)(x), rtol=1e-13)
+
+
+def test_every_kernel_module_embeds_as_numpy_only_code():
+    """export embeds a kernel by following its imports: each kernel module
+    imports only NumPy, the standard library and sibling kernels, and its
+    embedded copy defines the same functions without importing fungrad."""
+    import ast
+    import importlib
+    import pkgutil
+    import fungrad.lax.kernels as kernels
+    export_module = importlib.import_module("fungrad.export")
+    for info in pkgutil.iter_modules(kernels.__path__):
+        module = importlib.import_module(f"fungrad.lax.kernels.{info.name}")
+        lines, aliases = export_module._embed_kernel_modules({"_m": module})
+        assert aliases[-1] == f"_{info.name}"
+        source = "import numpy as np\n" + "\n".join(lines)
+        namespace = {}
+        exec(source, namespace)
+        copy = namespace[f"_{info.name}"]
+        for name in module.__all__:
+            assert callable(getattr(copy, name)), (info.name, name)
+            assert getattr(copy, name) is not getattr(module, name)
+        for code in (line for line in lines if line.startswith("exec(")):
+            body = ast.parse(ast.parse(code).body[0].value.args[0].value)
+            for node in ast.walk(body):
+                if isinstance(node, ast.ImportFrom):
+                    assert not (node.module or "").startswith("fungrad"), (info.name, node.module)
+                if isinstance(node, ast.Import):
+                    assert not any(a.name.startswith("fungrad") for a in node.names)
+
+
+def test_export_refuses_code_that_calls_fungrad():
+    """A lowering may only call NumPy or a kernel module; export says which
+    module is in the way, and a module importing fungrad is never embedded."""
+    import importlib
+    from fungrad.core import Primitive, primitives
+    from fungrad.interpreters.lowering import call
+    from fungrad.lax import utils
+    export_module = importlib.import_module("fungrad.export")
+    p = Primitive("export_test_call")
+    del primitives["export_test_call"]        # a test stand-in, not a real primitive
+    p.def_impl(lambda x: x)
+    p.def_abstract_eval(lambda x: x)
+    utils.def_lowering(p, lambda a: call(utils.as_operand, a[0]))
+    with pytest.raises(TypeError, match="fungrad.lax.utils, which is not a NumPy-only kernel"):
+        fungrad.export(lambda x: p.bind(x), np.ones(2))
+    with pytest.raises(TypeError, match="neither NumPy, the standard library nor a kernel"):
+        export_module._kernel_imports(utils)
 
 
 @pytest.mark.parametrize("f", [

@@ -1,4 +1,4 @@
-"""fungrad.numpy._extras against NumPy: set operations, histograms, polynomials,
+"""fungrad.numpy's composite functions against NumPy: set operations, histograms, polynomials,
 statistics, convolution, vectorize and the small helpers; their behaviour under
 jit/vmap/grad (static size= as JAX) and their errors on bad input."""
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import fungrad
 import fungrad.numpy as fnp
 from fungrad.core import ConcretizationTypeError
-from fungrad.numpy import _extras as E
+import fungrad.numpy as E
 from fungrad.test_util import check_grads
 
 RNG = np.random.default_rng(1)

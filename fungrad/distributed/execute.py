@@ -163,8 +163,10 @@ class Plan:
         used += [v for v in stage.out_vars if v in const_of and v not in used]
         sub = Jaxpr(used, stage.in_vars, stage.eqns, stage.out_vars)
         opt = optimize(ClosedJaxpr(sub, [const_of[v] for v in used]))
-        source, block_consts = codegen.lower_jaxpr_and_consts(opt.jaxpr, "stage")
-        return worker.StageCode(source, block_consts, opt.consts)
+        source, block_consts, modules = codegen.lower_jaxpr_and_consts(opt.jaxpr, "stage")
+        # kernel modules travel by import name (workers import them; modules don't pickle)
+        return worker.StageCode(source, block_consts, opt.consts,
+                                {alias: m.__name__ for alias, m in modules.items()})
 
     def program_future(self, client):
         gen, fut = self._future

@@ -21,17 +21,18 @@ __all__ = ["Program", "StageCode", "hold", "run_stage", "pack", "combine", "gath
 
 class StageCode:
     """One stage: generated source, its nested blocks' constants, its constants."""
-    __slots__ = ("source", "block_consts", "consts", "digest")
+    __slots__ = ("source", "block_consts", "consts", "modules", "digest")
 
-    def __init__(self, source: str, block_consts: dict, consts: list):
+    def __init__(self, source: str, block_consts: dict, consts: list, modules: dict):
         self.source, self.block_consts, self.consts = source, dict(block_consts), list(consts)
+        self.modules = dict(modules)     # kernel-module alias -> import name
         self.digest = hashlib.sha256(source.encode()).hexdigest()
 
     def __getstate__(self):
-        return (self.source, self.block_consts, self.consts, self.digest)
+        return (self.source, self.block_consts, self.consts, self.modules, self.digest)
 
     def __setstate__(self, state):
-        self.source, self.block_consts, self.consts, self.digest = state
+        self.source, self.block_consts, self.consts, self.modules, self.digest = state
 
 
 class Program:
@@ -55,7 +56,8 @@ _compiled: dict = {}     # source digest -> compiled function (per worker proces
 def _function(code: StageCode):
     fn = _compiled.get(code.digest)
     if fn is None:     # (importing this module imported fungrad: every primitive is known)
-        fn = _compiled[code.digest] = compile_source(code.source, "stage", code.block_consts)[0]
+        fn = _compiled[code.digest] = compile_source(code.source, "stage", code.block_consts,
+                                                        code.modules)
     return fn
 
 

@@ -1,14 +1,17 @@
 """The few array operations the interpreters themselves need, provided by lax.
 
 Adding tangents, making zeros, summing out broadcast axes (ad.py) and moving
-or broadcasting batch axes (batching.py) are lax primitives, but the
-interpreters sit below lax and never import it.  ``fungrad/lax/__init__.py``
-registers the operations here when lax is imported (as JAX's lax registers
-its zeros-like rule with ad_util), so the dependency points down.
+or broadcasting batch axes (batching.py) are lax primitives, and the
+optimisation passes rewrite a few structural primitives (transpose,
+dot_general, broadcast_in_dim: passes.py), but the interpreters sit below lax
+and never import it.  ``fungrad/lax/__init__.py`` registers the operations
+and primitives here when lax is imported (as JAX's lax registers its
+zeros-like rule with ad_util), so the dependency points down.
 """
 from __future__ import annotations
 
-__all__ = ["register", "add", "full", "reduce_sum", "reshape", "transpose", "broadcast_in_dim"]
+__all__ = ["register", "add", "full", "reduce_sum", "reshape", "transpose", "broadcast_in_dim",
+           "transpose_p", "dot_general_p", "broadcast_in_dim_p"]
 
 
 def _missing(*args, **kwargs):
@@ -17,6 +20,7 @@ def _missing(*args, **kwargs):
 
 
 add = full = reduce_sum = reshape = transpose = broadcast_in_dim = _missing
+transpose_p = dot_general_p = broadcast_in_dim_p = None     # until lax registers them
 
 
 def register(**ops):

@@ -4,13 +4,18 @@ One line per equation, in order::
 
     def fn(a, b):
         c = np.sin(a)
-        d = np.multiply(c, b)
+        d = c * b
         return (d,)
 
-Each primitive owns its lowering (``prim.lower(arg_names, **params) -> str``,
-registered next to its other rules).  A primitive without one is called
-through its impl (``_impl['name'](args, **params)``), so every jaxpr lowers.
-Nested ``jit`` calls are inlined before (``passes.inline_calls``).
+Each primitive owns its lowering (``prim.lowering(arg_names, in_avals,
+**params)``, registered next to its other rules with
+``lax.utils.def_lowering``), which returns an expression node
+(``interpreters/lowering.py``); this module renders the nodes, choosing from
+the node the operator form (``c * b`` for ``np.multiply``), ``out=`` buffer
+reuse (for ufunc calls) and the kernel modules to bind.  A primitive without
+a lowering is called through its impl (``_impl['name'](args, **params)``), so
+every jaxpr lowers.  Nested ``jit`` calls are inlined before
+(``passes.inline_calls``).
 
 Before emission the jaxpr goes through the passes of ``fungrad/interpreters/
 passes.py`` (see there); this module only turns a jaxpr into text and
@@ -18,18 +23,19 @@ compiles the text.
 """
 from __future__ import annotations
 
+import importlib
 import keyword
-import re
 from typing import Callable
 
 import numpy as np
 
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
+from fungrad.interpreters.lowering import Call, Expr, Source, render, value_source
 from fungrad.interpreters.passes import optimize
 
 __all__ = ["lower_jaxpr", "compile_jaxpr", "compile_closed", "compile_source", "compiled",
-           "CompiledFunction"]
+           "CompiledFunction", "lowered_source", "expression_function"]
 
 _RESERVED = {"np", "fn", "_impl", "_unbound_axis", "dtype", "inf", "nan"}
 
@@ -41,6 +47,7 @@ class _Names:
         self.names: dict[Var, str] = {}
         self.count = 0
         self.consts: dict[str, object] = {}   # constants of nested blocks: _b0, _b1, ...
+        self.modules: dict[str, object] = {}  # kernel modules called: _special, ...
 
     def const(self, value) -> str:
         name = f"_b{len(self.consts)}"
@@ -73,51 +80,9 @@ def literal_source(val, dtype) -> str:
     return f"np.{dtype.name}({text})"
 
 
-def _impl_call(prim, args, params) -> str:
-    kw = "".join(f", {k}={_param_source(v)}" for k, v in sorted(params.items()))
-    return f"_impl[{prim.name!r}]({', '.join(args)}{kw})"
-
-
-def _param_source(v) -> str:
-    if isinstance(v, np.dtype):
-        return f"np.dtype({v.name!r})"
-    if isinstance(v, tuple):
-        inner = ", ".join(_param_source(x) for x in v)
-        return f"({inner}{',' if len(v) == 1 else ''})"
-    return repr(v)
-
-
-_UFUNC_CALL = re.compile(r"^np\.(\w+)\((.*)\)$")
-
-
-def _ufunc_of(expr: str):
-    """The NumPy ufunc an expression ``np.name(args)`` calls, if the whole
-    expression is that one call (not ``np.sin(a) + np.cos(b)``)."""
-    m = _UFUNC_CALL.match(expr)
-    fn = getattr(np, m.group(1), None) if m else None
-    if not (isinstance(fn, np.ufunc) and fn.nout == 1):
-        return None
-    depth = 0
-    for i, ch in enumerate(expr[m.start(2) - 1:], m.start(2) - 1):
-        depth += (ch == "(") - (ch == ")")
-        if depth == 0:
-            return fn if i == len(expr) - 1 else None
-    return None
-
-
-_SCALAR_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/"}
-_SIMPLE_BINARY = re.compile(r"^np\.(add|subtract|multiply|true_divide)\((-?[\w.]+), (-?[\w.]+)\)$")
-
-
-def _operator_form(expr: str) -> str:
-    """``np.multiply(a, b)`` -> ``a * b``.  The operands in generated code are
-    NumPy arrays, NumPy scalars and Python scalar literals, for which the
-    operator calls the same ufunc (same result, same NEP 50 promotion) with less
-    overhead: no global and attribute lookup, and on NumPy scalars the scalar
-    fast path (~10x cheaper than entering the ufunc machinery).  It also reads
-    as the NumPy a user would write."""
-    m = _SIMPLE_BINARY.match(expr)
-    return f"{m.group(2)} {_SCALAR_OPERATORS[m.group(1)]} {m.group(3)}" if m else expr
+def _impl_call(prim, args, params) -> Source:
+    kw = "".join(f", {k}={value_source(v)}" for k, v in sorted(params.items()))
+    return Source(f"_impl[{prim.name!r}]({', '.join(args)}{kw})")
 
 
 def _last_uses(jaxpr: Jaxpr) -> dict:
@@ -129,13 +94,11 @@ def _last_uses(jaxpr: Jaxpr) -> dict:
     return last
 
 
-def _lower_eqn(eqn, args) -> str:
+def _lower_eqn(eqn, args) -> Expr:
     prim = eqn.primitive
-    if prim.lower is not None and prim.lower_typed:
-        return prim.lower(args, [a.aval for a in eqn.inputs], **eqn.params)
-    if prim.lower is not None:
-        return prim.lower(args, **eqn.params)
-    return _impl_call(prim, args, eqn.params)
+    if prim.lowering is None:
+        return _impl_call(prim, args, eqn.params)
+    return prim.lowering(args, [a.aval for a in eqn.inputs], **eqn.params)
 
 
 # Below this many elements a fresh allocation is cheaper than passing out=
@@ -190,7 +153,9 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
             _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers)
             continue
         expr = _lower_eqn(eqn, args)
-        ufunc = _ufunc_of(expr) if not eqn.primitive.multiple_results else None
+        single = not eqn.primitive.multiple_results
+        ufunc = expr.ufunc if single and isinstance(expr, Call) else None
+        out = None
         if ufunc is not None and reuse_buffers:
             out_aval = eqn.outvars[0].aval
             dead = [a for a in eqn.inputs if a in fresh and last.get(a) == i and a not in keep
@@ -198,11 +163,10 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
             # (generalized ufuncs such as matmul create fresh arrays but must not
             # write into their own inputs)
             if dead and out_aval.size >= _REUSE_MIN_SIZE and ufunc.signature is None:
-                expr = f"{expr[:-1]}, out={names(dead[0])})"
+                out = names(dead[0])
             if out_aval.ndim > 0:
                 fresh.add(eqn.outvars[0])
-        if not eqn.primitive.multiple_results:
-            expr = _operator_form(expr)
+        expr = render(expr, names.modules, out=out, operator_form=single)
         target = out_names[0] if not eqn.primitive.multiple_results else (
             ", ".join(out_names) + ("," if len(out_names) == 1 else ""))
         lines.append(f"{indent}{target} = {expr}")
@@ -225,13 +189,14 @@ def lower_jaxpr(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True) -> s
 
 
 def lower_jaxpr_and_consts(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True):
-    """The source and the constants of nested blocks it refers to (``_b0``, ...)."""
+    """The source, the constants of nested blocks it refers to (``_b0``, ...) and
+    the kernel modules it calls (``_special``, ...), each by name."""
     names = _Names()
     params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
     lines = [f"def {name}({', '.join(params)}):"]
     outs = _emit_jaxpr(jaxpr, names, lines, reuse_buffers)
     lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
-    return "\n".join(lines) + "\n", names.consts
+    return "\n".join(lines) + "\n", names.consts, names.modules
 
 
 def _unbound_axis(name):
@@ -250,40 +215,26 @@ class CompiledFunction:
         self.consts = list(consts)
 
 
-_HELPER_IMPORT = re.compile(r"__import__\('(fungrad\.[\w.]+)', fromlist=\['_'\]\)")
-
-
-def _bind_helper_modules(source: str):
-    """Lowerings call NumPy-only helper modules as ``__import__('m', ...).f(x)``
-    (a form ``export`` can find and embed); compiled code binds each module to a
-    name once instead of importing it on every call."""
-    import importlib
-    modules = {}
-    for module_name in sorted(set(_HELPER_IMPORT.findall(source))):
-        alias = "_" + module_name.rsplit(".", 1)[-1].lstrip("_")
-        modules[alias] = importlib.import_module(module_name)
-        source = source.replace(f"__import__('{module_name}', fromlist=['_'])", alias)
-    return source, modules
-
-
-def compile_source(source: str, name: str = "fn", block_consts=None):
-    """Compile source that ``lower_jaxpr_and_consts`` generated (with the constants
-    of its nested blocks), in this process: ``(function, source as compiled)``.
-    Other processes (Dask workers) compile shipped source with this too."""
-    source, helper_modules = _bind_helper_modules(source)
+def compile_source(source: str, name: str = "fn", block_consts=None, modules=None):
+    """Compile source that ``lower_jaxpr_and_consts`` generated, in this process:
+    the function ``name``.  ``modules`` maps the kernel-module aliases the source
+    calls (``_special``) to the modules or to their import names, which is what
+    another process (a Dask worker) receives with shipped source."""
+    bound = {alias: importlib.import_module(m) if isinstance(m, str) else m
+             for alias, m in (modules or {}).items()}
     namespace = {"np": np, "_impl": {n: p.impl for n, p in core.primitives.items()},
-                 "_unbound_axis": _unbound_axis, **(block_consts or {}), **helper_modules}
+                 "_unbound_axis": _unbound_axis, **(block_consts or {}), **bound}
     code = compile(source, f"<fungrad.jit {name}>", "exec")
     exec(code, namespace)
-    return namespace[name], source
+    return namespace[name]
 
 
 def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
                   reuse_buffers: bool = True) -> CompiledFunction:
     """Lower and compile a flat ``jaxpr`` (compile/exec once)."""
-    source, block_consts = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers)
-    fn, source = compile_source(source, name, block_consts)
-    return CompiledFunction(fn, source, jaxpr, consts)
+    source, block_consts, modules = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers)
+    return CompiledFunction(compile_source(source, name, block_consts, modules), source, jaxpr,
+                            consts)
 
 
 def compile_closed(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:
@@ -294,3 +245,26 @@ def compiled(closed: ClosedJaxpr) -> CompiledFunction:
     """The optimised, compiled code of ``closed``, cached on it (so it dies with
     it); call it as ``comp.fn(*comp.consts, *args)``."""
     return closed.derived("compiled", lambda: compile_closed(optimize(closed)))
+
+
+def lowered_source(prim, arg_names, in_avals=None, **params):
+    """The source of one equation's lowering (as ``jit`` would write it, without
+    ``out=``) and the kernel modules it calls: ``(source, {alias: module})``.
+    ``in_avals`` matter only to rules registered ``typed``."""
+    modules: dict = {}
+    in_avals = [None] * len(arg_names) if in_avals is None else list(in_avals)
+    return render(prim.lowering(list(arg_names), in_avals, **params), modules,
+                  operator_form=not prim.multiple_results), modules
+
+
+def expression_function(rule, num_args: int, **params) -> Callable:
+    """The Python function of ``num_args`` arrays that evaluates the expression
+    ``rule(arg_names, **params)`` returns, compiled once: a primitive whose impl
+    is its lowering defines the expression once and gets both from it."""
+    names = [f"x{i}" for i in range(num_args)]
+    modules: dict = {}
+    body = render(rule(names, **params), modules)
+    namespace = {"np": np, **modules}
+    exec(compile(f"def impl({', '.join(names)}):\n    return {body}\n",
+                 f"<fungrad.lowering {getattr(rule, '__name__', 'rule')}>", "exec"), namespace)
+    return namespace["impl"]

@@ -27,12 +27,20 @@ sub-jaxpr keeps its signature (the enclosing primitive's rules and lowering
 rely on it): only its internal equations change.  Rematerialisation
 primitives (``remat``/``checkpoint``) are a CSE barrier: their purpose is to
 recompute values, so nothing inside them is merged with the outside.
+
+The passes know no primitive by name: they read algebraic facts each
+primitive declares next to its rules (``Primitive.commutative``, ``unit``,
+``forwards_when``, ``involution``, ``remat``, ``collective``), and the
+structural primitives they rewrite (transpose, dot_general,
+broadcast_in_dim) are registered by lax in ``array_ops`` (the interpreters
+never import lax).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from fungrad.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from fungrad.interpreters import array_ops
 from fungrad.interpreters.partial_eval import dce_jaxpr, has_effects
 
 __all__ = ["optimize", "inline_calls", "simplify", "fold_constants", "cse", "fold_transposes",
@@ -49,30 +57,16 @@ def _is_literal(atom, value, filled=None) -> bool:
 
 def _forward(eqn: JaxprEqn, filled=None):
     """The input an equation merely forwards (so it can be dropped), or None."""
-    name, ins, out = eqn.primitive.name, eqn.inputs, eqn.outvars[0] if eqn.outvars else None
-    if eqn.primitive.multiple_results or out is None:
+    prim, ins, out = eqn.primitive, eqn.inputs, eqn.outvars[0] if eqn.outvars else None
+    if prim.multiple_results or out is None:
         return None
     same = lambda a: a.aval.shape == out.aval.shape and a.aval.dtype == out.aval.dtype
-    if name == "mul":
-        for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
-            if _is_literal(b, 1, filled) and same(a):
+    if prim.unit is not None:          # x * 1, x + 0, x - 0, x / 1 (and 1 * x, 0 + x)
+        pairs = ((ins[0], ins[1]), (ins[1], ins[0])) if prim.commutative else ((ins[0], ins[1]),)
+        for a, b in pairs:
+            if _is_literal(b, prim.unit, filled) and same(a):
                 return a
-    if name == "add":
-        for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
-            if _is_literal(b, 0, filled) and same(a):
-                return a
-    if name == "integer_pow" and eqn.params.get("y") == 1:
-        return ins[0]
-    if name in ("sub", "div") and _is_literal(ins[1], 0 if name == "sub" else 1, filled) \
-            and same(ins[0]):
-        return ins[0]
-    if name in ("reshape", "transpose", "convert_element_type", "broadcast_in_dim",
-                "reduce_sum", "squeeze", "expand_dims") and same(ins[0]):
-        if name == "reduce_sum" and eqn.params.get("axes"):
-            return None
-        perm = eqn.params.get("permutation")
-        if name == "transpose" and tuple(perm) != tuple(range(len(perm))):
-            return None       # same shape is not enough: (3, 3) transposed differs
+    if prim.forwards_when is not None and prim.forwards_when(eqn.params) and same(ins[0]):
         return ins[0]
     return None
 
@@ -86,12 +80,12 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
     filled: dict = {}     # var -> the scalar it is a broadcast of
     for eqn in jaxpr.eqns:
         eqn = JaxprEqn(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params, eqn.outvars)
-        if eqn.primitive.name == "broadcast_in_dim" and isinstance(eqn.inputs[0], Literal):
+        if eqn.primitive is array_ops.broadcast_in_dim_p and isinstance(eqn.inputs[0], Literal):
             filled[eqn.outvars[0]] = np.asarray(eqn.inputs[0].val).item()
         fwd = _forward(eqn, filled)
-        if fwd is None and eqn.primitive.name == "neg":
+        if fwd is None and eqn.primitive.involution:      # neg(neg x)
             inner = producer.get(eqn.inputs[0])
-            if inner is not None and inner.primitive.name == "neg":
+            if inner is not None and inner.primitive is eqn.primitive:
                 fwd = inner.inputs[0]
         if fwd is not None:
             subst[eqn.outvars[0]] = fwd
@@ -143,11 +137,11 @@ def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
             uses[v] = uses.get(v, 0) + 1
     eqns = []
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "dot_general":
+        if eqn.primitive is array_ops.dot_general_p:
             eqn = _fold_operands(eqn, producer)
-        elif eqn.primitive.name == "transpose":
+        elif eqn.primitive is array_ops.transpose_p:
             dot = producer.get(eqn.inputs[0])
-            if dot is not None and dot.primitive.name == "dot_general" and \
+            if dot is not None and dot.primitive is array_ops.dot_general_p and \
                     uses.get(eqn.inputs[0]) == 1:
                 new = _fold_output_transpose(dot, eqn.params["permutation"],
                                              dot.inputs[0].aval.ndim, dot.inputs[1].aval.ndim)
@@ -163,7 +157,7 @@ def _fold_operands(eqn, producer):
     dims = [[lc, lb], [rc, rb]]
     for i, operand in enumerate(inputs):
         src = producer.get(operand)
-        if src is None or src.primitive.name != "transpose":
+        if src is None or src.primitive is not array_ops.transpose_p:
             continue
         folded = _fold_operand_transpose(dims[i], src.params["permutation"], operand.aval.ndim)
         if folded is not None:
@@ -193,9 +187,6 @@ def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
 
 
-_COMMUTATIVE = {"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"}
-
-
 def _key(atom):
     if isinstance(atom, Literal):
         return ("lit", np.asarray(atom.val).dtype.str, np.asarray(atom.val).item())
@@ -210,13 +201,13 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
     read = lambda a: subst.get(a, a) if isinstance(a, Var) else a
     for eqn in jaxpr.eqns:
         inputs = [read(a) for a in eqn.inputs]
-        if _is_remat(eqn.primitive) or has_effects(eqn):   # never merged: recomputation
+        if eqn.primitive.remat or has_effects(eqn):   # never merged: recomputation
             # is the point of remat, and each effect (a print, a check) must happen
             eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars))
             continue
         try:
             in_keys = tuple(map(_key, inputs))
-            if eqn.primitive.name in _COMMUTATIVE:
+            if eqn.primitive.commutative:
                 in_keys = tuple(sorted(in_keys, key=repr))
             key = (eqn.primitive, in_keys, tuple(sorted(eqn.params.items())))
             hash(key)
@@ -269,23 +260,16 @@ def inline_calls(closed: ClosedJaxpr, which=None) -> ClosedJaxpr:
     return ClosedJaxpr(Jaxpr(constvars, closed.jaxpr.invars, eqns, outvars), consts)
 
 
-_REMAT_NAMES = ("remat", "checkpoint")
-
-
-def _is_remat(prim) -> bool:
-    return prim.name.startswith(_REMAT_NAMES)
-
-
 def optimize(closed: ClosedJaxpr, _memo: dict | None = None) -> ClosedJaxpr:
     """All passes, in order, here and in every sub-jaxpr; returns a new
     ClosedJaxpr (constants may be added).  ``closed`` is never mutated: jaxprs
     are cached and shared."""
     memo = {} if _memo is None else _memo
     # remat calls stay whole through CSE (spliced afterwards, if inlinable)
-    flat = inline_calls(closed, which=lambda prim: not _is_remat(prim))
+    flat = inline_calls(closed, which=lambda prim: not prim.remat)
     jaxpr = _optimize_sub_jaxprs(flat.jaxpr, memo)
     jaxpr = fold_transposes(cse(simplify(fold_constants(jaxpr))))
-    spliced = inline_calls(ClosedJaxpr(jaxpr, flat.consts), which=_is_remat)
+    spliced = inline_calls(ClosedJaxpr(jaxpr, flat.consts), which=lambda prim: prim.remat)
     return ClosedJaxpr(dce(spliced.jaxpr), spliced.consts)
 
 

@@ -24,7 +24,13 @@ from fungrad.lax.windowed import *  # noqa: F401,F403
 from fungrad.lax.special import *  # noqa: F401,F403
 from fungrad.lax import callbacks  # noqa: F401,E402  (debug/pure callbacks, checks)
 
-# the array operations the interpreters need (tangent sums, zeros, batch axes)
+# the array operations the interpreters need (tangent sums, zeros, batch axes),
+# and the structural primitives the optimisation passes rewrite
 from fungrad.interpreters import array_ops as _array_ops  # noqa: E402
+from fungrad.lax.linalg import dot_general_p as _dot_general_p  # noqa: E402
+from fungrad.lax.structural import (broadcast_in_dim_p as _broadcast_in_dim_p,  # noqa: E402
+                                    transpose_p as _transpose_p)
 _array_ops.register(add=add, full=full, reduce_sum=reduce_sum, reshape=reshape,  # noqa: F405
-                    transpose=transpose, broadcast_in_dim=broadcast_in_dim)  # noqa: F405
+                    transpose=transpose, broadcast_in_dim=broadcast_in_dim,  # noqa: F405
+                    transpose_p=_transpose_p, dot_general_p=_dot_general_p,
+                    broadcast_in_dim_p=_broadcast_in_dim_p)

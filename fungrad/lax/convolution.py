@@ -2,7 +2,7 @@
 
 One primitive with all of its rules right after it:
 
-* impl and jit lowering: ``fungrad.lax._conv_numpy.conv_general_dilated``
+* impl and jit lowering: ``fungrad.lax.kernels.conv.conv_general_dilated``
   (im2col with ``sliding_window_view`` and one batched ``np.matmul``; a
   NumPy-only module so that ``fungrad.export`` can embed it);
 * JVP: bilinear (``defbilinear``);
@@ -26,11 +26,11 @@ import numpy as np
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters.ad import defbilinear
-from fungrad.lax._conv_numpy import (conv_general_dilated as _conv_numpy,
+from fungrad.lax.kernels.conv import (conv_general_dilated as _conv_numpy,
                                      conv_output_spatial, dilate_dim)
 from fungrad.lax.elementwise import convert_element_type
 from fungrad.lax.structural import reshape, transpose, rev
-from fungrad.lax.utils import as_operand
+from fungrad.lax.utils import as_operand, def_kernel
 
 __all__ = ["conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
            "conv_dimension_numbers", "ConvDimensionNumbers", "padtype_to_pads",
@@ -333,18 +333,11 @@ def _conv_batch_both(x, w, v, p, g, b):
     return transpose(out, (1, 0) + tuple(range(2, nd + 1)))
 
 
-def _conv_lower(args, **params):
-    kw = "".join(f", {k}={val!r}" for k, val in sorted(params.items()))
-    module = "__import__('fungrad.lax._conv_numpy', fromlist=['_'])"
-    return f"{module}.conv_general_dilated({args[0]}, {args[1]}{kw})"
-
-
 conv_general_dilated_p = Primitive("conv_general_dilated")
-conv_general_dilated_p.def_impl(_conv_numpy)
+def_kernel(conv_general_dilated_p, _conv_numpy)
 conv_general_dilated_p.def_abstract_eval(_conv_shape)
 defbilinear(conv_general_dilated_p, _conv_transpose_lhs, _conv_transpose_rhs)
 conv_general_dilated_p.batch = _conv_batch
-conv_general_dilated_p.lower = _conv_lower
 
 
 # ============================================================================

@@ -3,7 +3,7 @@ and the public functions built on it.
 
 * ``eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True)``
   is ``jax.lax.linalg.eig``: ``(w, vl, vr)`` (the vectors only if asked for),
-  complex outputs, LAPACK ``geev`` conventions (see ``_eig_numpy``): unit
+  complex outputs, LAPACK ``geev`` conventions (see ``kernels/eig.py``): unit
   2-norm vectors whose largest-modulus component is real; ``vl`` is *not*
   rescaled by ``vl^H vr``.
 * ``eig_numpy(a)`` / ``eigvals(a)``: ``numpy.linalg.eig``/``eigvals`` semantics
@@ -37,12 +37,12 @@ import numpy as np
 
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
-from fungrad.lax._eig_numpy import eig as _eig_numpy
+from fungrad.lax.kernels.eig import eig as _eig_numpy
 from fungrad.lax.elementwise import (add, sub, mul, div, neg, conj, real, imag, complex,
                                      convert_element_type, eq, abs, sqrt, stop_gradient)
 from fungrad.lax.reductions import reduce_sum, argmax
 from fungrad.lax.linalg import _mm, _mT, _diag_part, _as_row, _as_col, _shape
-from fungrad.lax.utils import as_operand, checked_bind
+from fungrad.lax.utils import as_operand, checked_bind, def_kernel
 
 __all__ = ["eig", "eig_numpy", "eigvals", "sqrtm", "EigResult"]
 
@@ -124,17 +124,11 @@ def _eig_batch(axis_size, vals, dims, **params):
     return out, [0] * len(out)
 
 
-def _eig_lower(args, **params):
-    kw = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
-    return f"__import__('fungrad.lax._eig_numpy', fromlist=['_']).eig({args[0]}{kw})"
-
-
 eig_p = Primitive("eig", multiple_results=True)
-eig_p.def_impl(lambda a, **params: list(_eig_numpy(a, **params)))
+def_kernel(eig_p, _eig_numpy)
 eig_p.def_abstract_eval(_eig_shape)
 eig_p.jvp = _eig_jvp
 eig_p.batch = _eig_batch
-eig_p.lower = _eig_lower
 
 
 def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,

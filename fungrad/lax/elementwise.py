@@ -14,11 +14,15 @@ Conventions (shared by every elementwise primitive):
   ``abs'(0) = 1``, ``sign' = floor' = round' = 0``, ties of ``max``/``min``
   split the tangent 0.5/0.5, ``clamp`` passes the tangent to ``x`` only
   strictly inside ``(min, max)``.
-* Lowerings are NumPy expressions over the argument names.  The special
-  functions (erf, lgamma, ...) have no NumPy counterpart; their lowering calls
-  the pure-NumPy implementations in ``fungrad.lax._special_math``.
+* Impl and lowering come from one definition: a NumPy ufunc (``np.sin``:
+  the impl, and the lowering ``np.sin(a)``, which jit may write as an
+  operator or with ``out=``), a kernel function (the special functions erf,
+  lgamma, ... have no NumPy counterpart: ``fungrad.lax.kernels.special``), or
+  an expression node whose compiled form is the impl (``logistic``).  Only
+  where eager evaluation needs more care than generated code (error states,
+  NumPy's integer division) are the two written separately.
 
-The catalog reads as a table: ``_unary(name, impl, lowering, kind)`` then one
+The catalog reads as a table: ``_unary(name, ufunc_or_kernel, kind)`` then one
 line with the JVP rule.
 """
 from __future__ import annotations
@@ -31,10 +35,12 @@ import numpy as np
 
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import ad, batching
+from fungrad.interpreters.codegen import expression_function
+from fungrad.interpreters.lowering import Source, call
 from fungrad.interpreters.ad import (defjvp, defjvp2, deflinear, defbilinear, defjvp_zero,
                                      unbroadcast, is_undefined_primal, Zero, instantiate_zeros)
-from fungrad.lax import _special_math
-from fungrad.lax.utils import (def_lowering, as_operand, check_same_dtypes,
+from fungrad.lax.kernels import special as special_kernels
+from fungrad.lax.utils import (def_lowering, call_lowering, as_operand, check_same_dtypes,
                                broadcast_shapes)
 
 __all__ = [
@@ -158,8 +164,20 @@ def _nary_rule(name, kind, out_dtype=None):
     return rule
 
 
-def _unary(name, impl, lowering, kind=NUMBER, out_dtype=None):
+def _impl_and_lowering(impl, lowering, num_args):
+    """One definition of both: ``impl`` a NumPy ufunc or kernel function (the
+    lowering calls it), or ``impl=None`` and ``lowering`` an expression rule
+    (the impl is its compiled form); or both given."""
+    if lowering is None:
+        lowering = call_lowering(impl)
+    if impl is None:
+        impl = expression_function(lowering, num_args)
+    return impl, lowering
+
+
+def _unary(name, impl, kind=NUMBER, out_dtype=None, lowering=None):
     """A unary elementwise primitive with impl, shape rule, batching and lowering."""
+    impl, lowering = _impl_and_lowering(impl, lowering, 1)
     p = Primitive(name)
     p.def_impl(_checked(name, kind, impl, same_dtype=False))
     p.def_abstract_eval(_unary_rule(name, kind, out_dtype))
@@ -168,22 +186,15 @@ def _unary(name, impl, lowering, kind=NUMBER, out_dtype=None):
     return p
 
 
-def _nary(name, impl, lowering, kind=NUMBER, out_dtype=None):
+def _nary(name, impl, kind=NUMBER, out_dtype=None, lowering=None, num_args=2):
     """An n-ary elementwise primitive (NumPy broadcasting between operands)."""
+    impl, lowering = _impl_and_lowering(impl, lowering, num_args)
     p = Primitive(name)
     p.def_impl(_checked(name, kind, impl, same_dtype=True))
     p.def_abstract_eval(_nary_rule(name, kind, out_dtype))
     batching.broadcasting_batcher(p)
     def_lowering(p, lowering)
     return p
-
-
-def _special_lowering(fn_name):
-    """Lowering that calls the pure-NumPy special function of the same name."""
-    def lower(args, **params):
-        call = ", ".join(args)
-        return f"__import__('fungrad.lax._special_math', fromlist=['_']).{fn_name}({call})"
-    return lower
 
 
 def _bool_out(dtype):
@@ -250,16 +261,17 @@ def _ones(x):
 # neg, sign, floor, ceil, round, is_finite
 # ----------------------------------------------------------------------------
 
-neg_p = _unary("neg", np.negative, "np.negative({0})")
+neg_p = _unary("neg", np.negative)
 deflinear(neg_p, lambda ct, x: [neg(ct)])
+neg_p.involution = True
 
-sign_p = _unary("sign", np.sign, "np.sign({0})")
+sign_p = _unary("sign", np.sign)
 defjvp_zero(sign_p)
 
-floor_p = _unary("floor", np.floor, "np.floor({0})", FLOAT)
+floor_p = _unary("floor", np.floor, FLOAT)
 defjvp_zero(floor_p)
 
-ceil_p = _unary("ceil", np.ceil, "np.ceil({0})", FLOAT)
+ceil_p = _unary("ceil", np.ceil, FLOAT)
 defjvp_zero(ceil_p)
 
 
@@ -269,25 +281,29 @@ class RoundingMethod(enum.IntEnum):
     TO_NEAREST_EVEN = 1
 
 
-def _round_impl(x, rounding_method):
-    if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
-        return np.rint(x)
-    truncated = np.trunc(x)
-    with np.errstate(invalid="ignore"):     # inf - inf: the inf is kept below
-        return np.where(np.abs(x - truncated) >= 0.5, truncated + np.sign(x), truncated)
-
-
 def _round_lowering(args, rounding_method):
     if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
-        return f"np.rint({args[0]})"
-    return (f"(lambda x, t: np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t))"
-            f"({args[0]}, np.trunc({args[0]}))")
+        return call(np.rint, args[0])
+    return Source(f"(lambda x, t: np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t))"
+                  f"({args[0]}, np.trunc({args[0]}))")
 
 
-round_p = _unary("round", _round_impl, _round_lowering, FLOAT)
+# the impls are the lowerings compiled; eagerly inf - inf is not reported (the
+# inf is kept by the where)
+_ROUNDERS = {method: expression_function(_round_lowering, 1, rounding_method=method)
+             for method in RoundingMethod}
+_ROUNDERS[RoundingMethod.AWAY_FROM_ZERO] = np.errstate(invalid="ignore")(
+    _ROUNDERS[RoundingMethod.AWAY_FROM_ZERO])
+
+
+def _round_impl(x, rounding_method):
+    return _ROUNDERS[rounding_method](x)
+
+
+round_p = _unary("round", _round_impl, FLOAT, lowering=_round_lowering)
 defjvp_zero(round_p)
 
-is_finite_p = _unary("is_finite", np.isfinite, "np.isfinite({0})", FLOAT, _bool_out)
+is_finite_p = _unary("is_finite", np.isfinite, FLOAT, _bool_out)
 defjvp_zero(is_finite_p)
 
 
@@ -329,10 +345,10 @@ def _abs_jvp(g, ans, x):
     return select_n(ge(x, _const(x, 0)), neg(g), g)     # abs'(0) = 1, as JAX
 
 
-abs_p = _unary("abs", np.abs, "np.abs({0})", SIGNED, _real_dtype)
+abs_p = _unary("abs", np.abs, SIGNED, _real_dtype)
 defjvp2(abs_p, _abs_jvp)
 
-square_p = _unary("square", np.square, "np.square({0})")
+square_p = _unary("square", np.square)
 defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
 
 
@@ -365,15 +381,17 @@ integer_pow_p.def_impl(_rule_checked(_integer_pow_rule, _integer_pow_impl))
 integer_pow_p.def_abstract_eval(_integer_pow_rule)
 defjvp(integer_pow_p, _integer_pow_jvp)
 batching.vectorized_batcher(integer_pow_p)
-def_lowering(integer_pow_p, lambda a, y: f"np.square({a[0]})" if y == 2 else f"np.power({a[0]}, {y})")
+integer_pow_p.forwards_when = lambda params: params["y"] == 1
+def_lowering(integer_pow_p,
+             lambda a, y: call(np.square, a[0]) if y == 2 else call(np.power, a[0], y))
 
-sqrt_p = _unary("sqrt", np.sqrt, "np.sqrt({0})", INEXACT)
+sqrt_p = _unary("sqrt", np.sqrt, INEXACT)
 defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)))
 
-rsqrt_p = _unary("rsqrt", lambda x: 1 / np.sqrt(x), "1 / np.sqrt({0})", INEXACT)
+rsqrt_p = _unary("rsqrt", None, INEXACT, lowering=lambda a: Source(f"1 / np.sqrt({a[0]})"))
 defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))))
 
-cbrt_p = _unary("cbrt", np.cbrt, "np.cbrt({0})", FLOAT)
+cbrt_p = _unary("cbrt", np.cbrt, FLOAT)
 defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
 
 
@@ -411,19 +429,19 @@ def cbrt(x):
 # exp, exp2, log, log1p, expm1, logistic
 # ----------------------------------------------------------------------------
 
-exp_p = _unary("exp", np.exp, "np.exp({0})", INEXACT)
+exp_p = _unary("exp", np.exp, INEXACT)
 defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
 
-exp2_p = _unary("exp2", np.exp2, "np.exp2({0})", INEXACT)
+exp2_p = _unary("exp2", np.exp2, INEXACT)
 defjvp2(exp2_p, lambda g, ans, x: mul(mul(g, _const(x, math.log(2))), ans))
 
-log_p = _unary("log", np.log, "np.log({0})", INEXACT)
+log_p = _unary("log", np.log, INEXACT)
 defjvp(log_p, lambda g, x: div(g, x))
 
-log1p_p = _unary("log1p", np.log1p, "np.log1p({0})", INEXACT)
+log1p_p = _unary("log1p", np.log1p, INEXACT)
 defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
 
-expm1_p = _unary("expm1", np.expm1, "np.expm1({0})", INEXACT)
+expm1_p = _unary("expm1", np.expm1, INEXACT)
 defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
 
 
@@ -438,12 +456,15 @@ def _logistic_impl(x):
 
 def _logistic_lowering(args, in_avals):
     if in_avals[0].dtype.kind == "c":
-        return f"1 / (1 + np.exp(-{args[0]}))"
-    return ("(lambda x, e: np.where(x >= 0, 1 / (1 + e), e / (1 + e)))"
-            f"({args[0]}, np.exp(-np.abs({args[0]})))")
+        return Source(f"1 / (1 + np.exp(-{args[0]}))")
+    # exp of -|x| only: never overflows, full relative accuracy in both tails
+    return Source(f"(lambda x, e: np.where(x >= 0, 1 / (1 + e), e / (1 + e)))"
+                  f"({args[0]}, np.exp(-np.abs({args[0]})))")
 
 
-logistic_p = _unary("logistic", _logistic_impl, _logistic_lowering, INEXACT)
+# (impl and lowering differ for complex inputs: their errstate has no expression form)
+logistic_p = _unary("logistic", _logistic_impl, INEXACT,
+                    lowering=lambda args: _logistic_lowering(args, [ShapedArray((), np.float64)]))
 def_lowering(logistic_p, _logistic_lowering, typed=True)
 defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans))))
 
@@ -481,44 +502,44 @@ def _one_minus_square(x):
     return sub(_const(x, 1), square(x))
 
 
-sin_p = _unary("sin", np.sin, "np.sin({0})", INEXACT)
+sin_p = _unary("sin", np.sin, INEXACT)
 defjvp(sin_p, lambda g, x: mul(g, cos(x)))
 
-cos_p = _unary("cos", np.cos, "np.cos({0})", INEXACT)
+cos_p = _unary("cos", np.cos, INEXACT)
 defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
 
-tan_p = _unary("tan", np.tan, "np.tan({0})", INEXACT)
+tan_p = _unary("tan", np.tan, INEXACT)
 defjvp2(tan_p, lambda g, ans, x: mul(g, add(_const(x, 1), square(ans))))
 
-asin_p = _unary("asin", np.arcsin, "np.arcsin({0})", INEXACT)
+asin_p = _unary("asin", np.arcsin, INEXACT)
 defjvp(asin_p, lambda g, x: mul(g, rsqrt(_one_minus_square(x))))
 
-acos_p = _unary("acos", np.arccos, "np.arccos({0})", INEXACT)
+acos_p = _unary("acos", np.arccos, INEXACT)
 defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(_one_minus_square(x)))))
 
-atan_p = _unary("atan", np.arctan, "np.arctan({0})", INEXACT)
+atan_p = _unary("atan", np.arctan, INEXACT)
 defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
 
-sinh_p = _unary("sinh", np.sinh, "np.sinh({0})", INEXACT)
+sinh_p = _unary("sinh", np.sinh, INEXACT)
 defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 
-cosh_p = _unary("cosh", np.cosh, "np.cosh({0})", INEXACT)
+cosh_p = _unary("cosh", np.cosh, INEXACT)
 defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 
-tanh_p = _unary("tanh", np.tanh, "np.tanh({0})", INEXACT)
+tanh_p = _unary("tanh", np.tanh, INEXACT)
 # (1 + ans)(1 - ans) rather than 1 - ans^2: accurate where tanh is near +-1.  The
 # factor is formed before it meets the tangent, so linearize keeps one residual.
 defjvp2(tanh_p, lambda g, ans, x: mul(g, mul(add(_const(ans, 1), ans), sub(_const(ans, 1), ans))))
 
-asinh_p = _unary("asinh", np.arcsinh, "np.arcsinh({0})", INEXACT)
+asinh_p = _unary("asinh", np.arcsinh, INEXACT)
 defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
 
-acosh_p = _unary("acosh", np.arccosh, "np.arccosh({0})", INEXACT)
+acosh_p = _unary("acosh", np.arccosh, INEXACT)
 # 1/(sqrt(x-1) sqrt(x+1)), not rsqrt(x²-1): the two differ in sign on the
 # complex half-plane Re x < 0 (acosh's principal branch is log(x + sqrt(x-1) sqrt(x+1)))
 defjvp(acosh_p, lambda g, x: mul(g, mul(rsqrt(sub(x, _const(x, 1))), rsqrt(add(x, _const(x, 1))))))
 
-atanh_p = _unary("atanh", np.arctanh, "np.arctanh({0})", INEXACT)
+atanh_p = _unary("atanh", np.arctanh, INEXACT)
 defjvp(atanh_p, lambda g, x: div(g, mul(add(_const(x, 1), x), sub(_const(x, 1), x))))
 
 
@@ -571,25 +592,25 @@ def atanh(x):
 
 
 # ----------------------------------------------------------------------------
-# Special functions (pure-NumPy impls in _special_math)
+# Special functions (pure-NumPy impls in kernels/special.py)
 # ----------------------------------------------------------------------------
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
-erf_p = _unary("erf", _special_math.erf, _special_lowering("erf"), FLOAT)
+erf_p = _unary("erf", special_kernels.erf, FLOAT)
 defjvp(erf_p, lambda g, x: mul(g, mul(_const(x, _TWO_OVER_SQRT_PI), exp(neg(square(x))))))
 
-erfc_p = _unary("erfc", _special_math.erfc, _special_lowering("erfc"), FLOAT)
+erfc_p = _unary("erfc", special_kernels.erfc, FLOAT)
 defjvp(erfc_p, lambda g, x: mul(g, mul(_const(x, -_TWO_OVER_SQRT_PI), exp(neg(square(x))))))
 
-erf_inv_p = _unary("erf_inv", _special_math.erf_inv, _special_lowering("erf_inv"), FLOAT)
+erf_inv_p = _unary("erf_inv", special_kernels.erf_inv, FLOAT)
 defjvp2(erf_inv_p, lambda g, ans, x: mul(g, mul(_const(x, math.sqrt(math.pi) / 2),
                                                  exp(square(ans)))))
 
-lgamma_p = _unary("lgamma", _special_math.lgamma, _special_lowering("lgamma"), FLOAT)
+lgamma_p = _unary("lgamma", special_kernels.lgamma, FLOAT)
 defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
 
-digamma_p = _unary("digamma", _special_math.digamma, _special_lowering("digamma"), FLOAT)
+digamma_p = _unary("digamma", special_kernels.digamma, FLOAT)
 defjvp(digamma_p, lambda g, x: mul(g, polygamma(_ones(x), x)))
 
 
@@ -598,7 +619,7 @@ def _polygamma_jvp_m(g, m, x):
                     "defined (m is an integer); differentiate with respect to x only.")
 
 
-polygamma_p = _nary("polygamma", _special_math.polygamma, _special_lowering("polygamma"), FLOAT)
+polygamma_p = _nary("polygamma", special_kernels.polygamma, FLOAT)
 defjvp(polygamma_p, _polygamma_jvp_m,
        lambda g, m, x: mul(g, polygamma(add(m, _const(m, 1)), x)))
 
@@ -635,17 +656,17 @@ def polygamma(m, x):
 # Complex parts: real, imag, conj, complex (all linear)
 # ----------------------------------------------------------------------------
 
-real_p = _unary("real", np.real, "np.real({0})", COMPLEX, _real_dtype)
-imag_p = _unary("imag", np.imag, "np.imag({0})", COMPLEX, _real_dtype)
-conj_p = _unary("conj", np.conj, "np.conj({0})", INEXACT)
+real_p = _unary("real", np.real, COMPLEX, _real_dtype)
+imag_p = _unary("imag", np.imag, COMPLEX, _real_dtype)
+conj_p = _unary("conj", np.conj, INEXACT)
 
 
 def _complex_dtype(dtype):
     return np.result_type(dtype, np.complex64)
 
 
-complex_p = _nary("complex", lambda x, y: x + 1j * y,
-                  "(np.asarray({0}) + 1j * np.asarray({1}))", FLOAT, _complex_dtype)
+complex_p = _nary("complex", lambda x, y: x + 1j * y, FLOAT, _complex_dtype,
+                  lowering=lambda a: Source(f"(np.asarray({a[0]}) + 1j * np.asarray({a[1]}))"))
 
 deflinear(real_p, lambda ct, x: [complex(ct, _zeros(ct))])
 deflinear(imag_p, lambda ct, x: [complex(_zeros(ct), neg(ct))])
@@ -677,9 +698,11 @@ def complex(x, y):  # noqa: A001 (JAX's name)
 # add, sub, mul, div, rem
 # ----------------------------------------------------------------------------
 
-add_p = _nary("add", np.add, "np.add({0}, {1})", ANY)          # bool: logical or
-sub_p = _nary("sub", np.subtract, "np.subtract({0}, {1})", NUMBER)
-mul_p = _nary("mul", np.multiply, "np.multiply({0}, {1})", ANY)  # bool: logical and
+add_p = _nary("add", np.add, ANY)          # bool: logical or
+sub_p = _nary("sub", np.subtract, NUMBER)
+mul_p = _nary("mul", np.multiply, ANY)  # bool: logical and
+add_p.commutative = mul_p.commutative = True
+add_p.unit, sub_p.unit, mul_p.unit = 0, 0, 1
 
 
 def _add_transpose(ct, x, y):
@@ -711,10 +734,11 @@ def _div_impl(x, y):
 def _div_lowering(args, in_avals):
     x, y = args
     if in_avals[0].dtype.kind in "fc":
-        return f"np.true_divide({x}, {y})"
+        return call(np.true_divide, x, y)
     # integers: round towards zero (C / XLA semantics), not NumPy's floor
-    return (f"(np.floor_divide({x}, {y}) + ((np.remainder({x}, {y}) != 0) & "
-            f"((np.asarray({x}) < 0) != (np.asarray({y}) < 0))).astype(np.result_type({x}, {y})))")
+    return Source(f"(np.floor_divide({x}, {y}) + ((np.remainder({x}, {y}) != 0) & "
+                  f"((np.asarray({x}) < 0) != (np.asarray({y}) < 0)))"
+                  f".astype(np.result_type({x}, {y})))")
 
 
 def _div_transpose(ct, x, y):
@@ -723,7 +747,7 @@ def _div_transpose(ct, x, y):
     return [unbroadcast(div(ct, y), x.aval), None]
 
 
-div_p = _nary("div", _div_impl, _div_lowering, NUMBER)
+div_p = _nary("div", _div_impl, NUMBER, lowering=_div_lowering)
 def_lowering(div_p, _div_lowering, typed=True)
 defjvp2(div_p,
         lambda g, ans, x, y: div(g, y),
@@ -731,6 +755,7 @@ defjvp2(div_p,
         lambda g, ans, x, y: neg(div(mul(g, ans), y)))
 div_p.transpose = _div_transpose
 div_p.linear = True
+div_p.unit = 1
 
 
 def _rem_impl(x, y):
@@ -738,7 +763,7 @@ def _rem_impl(x, y):
         return np.fmod(x, y)
 
 
-rem_p = _nary("rem", _rem_impl, "np.fmod({0}, {1})", REAL_NUMBER)
+rem_p = _nary("rem", _rem_impl, REAL_NUMBER, lowering=call_lowering(np.fmod))
 defjvp(rem_p,
        lambda g, x, y: _brcast(g, y),
        # d/dy fmod(x, y) = -trunc(x / y)
@@ -812,7 +837,8 @@ pow_p.def_impl(_rule_checked(_pow_rule, _pow_impl))
 pow_p.def_abstract_eval(_pow_rule)
 defjvp2(pow_p, _pow_jvp_base, _pow_jvp_exponent)
 batching.broadcasting_batcher(pow_p)
-def_lowering(pow_p, "np.asarray(np.power({0}, {1})).astype(np.asarray({0}).dtype)")
+def_lowering(pow_p, lambda a: Source(
+    f"np.asarray(np.power({a[0]}, {a[1]})).astype(np.asarray({a[0]}).dtype)"))
 
 
 def pow(x, y):  # noqa: A001 (JAX's name)
@@ -834,22 +860,23 @@ def _balanced_eq(x, z, y):
     return select_n(eq(x, z), np.asarray(0, dtype), half_or_one)
 
 
-max_p = _nary("max", np.maximum, "np.maximum({0}, {1})", ANY)
+max_p = _nary("max", np.maximum, ANY)
 defjvp2(max_p,
         lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
         lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
 
-min_p = _nary("min", np.minimum, "np.minimum({0}, {1})", ANY)
+min_p = _nary("min", np.minimum, ANY)
+max_p.commutative = min_p.commutative = True
 defjvp2(min_p,
         lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
         lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
 
-atan2_p = _nary("atan2", np.arctan2, "np.arctan2({0}, {1})", FLOAT)
+atan2_p = _nary("atan2", np.arctan2, FLOAT)
 defjvp(atan2_p,
        lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
        lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
 
-nextafter_p = _nary("nextafter", np.nextafter, "np.nextafter({0}, {1})", FLOAT)
+nextafter_p = _nary("nextafter", np.nextafter, FLOAT)
 # nextafter(x, y) differs from x by one ulp: its derivative is 1 in x, 0 in y
 defjvp(nextafter_p, lambda g, x, y: _brcast(g, y), None)
 
@@ -877,7 +904,7 @@ def nextafter(x1, x2):
 # ----------------------------------------------------------------------------
 
 def _comparison(name, np_name, kind=ANY):
-    p = _nary(name, getattr(np, np_name), f"np.{np_name}({{0}}, {{1}})", kind, _bool_out)
+    p = _nary(name, getattr(np, np_name), kind, _bool_out)
     defjvp_zero(p)
     return p
 
@@ -889,10 +916,12 @@ le_p = _comparison("le", "less_equal", ORDERED)
 gt_p = _comparison("gt", "greater", ORDERED)
 ge_p = _comparison("ge", "greater_equal", ORDERED)
 
-not_p = _unary("not", np.invert, "np.invert({0})", INT_OR_BOOL)
-and_p = _nary("and", np.bitwise_and, "np.bitwise_and({0}, {1})", INT_OR_BOOL)
-or_p = _nary("or", np.bitwise_or, "np.bitwise_or({0}, {1})", INT_OR_BOOL)
-xor_p = _nary("xor", np.bitwise_xor, "np.bitwise_xor({0}, {1})", INT_OR_BOOL)
+not_p = _unary("not", np.invert, INT_OR_BOOL)
+and_p = _nary("and", np.bitwise_and, INT_OR_BOOL)
+or_p = _nary("or", np.bitwise_or, INT_OR_BOOL)
+xor_p = _nary("xor", np.bitwise_xor, INT_OR_BOOL)
+for _p in (eq_p, ne_p, and_p, or_p, xor_p):
+    _p.commutative = True
 
 
 def _unsigned_view_dtype(dtype):
@@ -906,14 +935,13 @@ def _shift_right_logical_impl(x, y):
     return np.right_shift(x.view(unsigned), y.astype(unsigned)).astype(unsigned).view(x.dtype)
 
 
-shift_left_p = _nary("shift_left", np.left_shift, "np.left_shift({0}, {1})", INT)
-shift_right_arithmetic_p = _nary("shift_right_arithmetic", np.right_shift,
-                                 "np.right_shift({0}, {1})", INT)
-shift_right_logical_p = _nary(
-    "shift_right_logical", _shift_right_logical_impl,
-    "(lambda x, y, u: np.right_shift(x.view(u), y.astype(u)).astype(u).view(x.dtype))"
-    "(np.asarray({0}), np.asarray({1}), np.dtype('u%d' % np.asarray({0}).dtype.itemsize))",
-    INT)
+shift_left_p = _nary("shift_left", np.left_shift, INT)
+shift_right_arithmetic_p = _nary("shift_right_arithmetic", np.right_shift, INT)
+shift_right_logical_p = _nary("shift_right_logical", _shift_right_logical_impl, INT,
+                              lowering=lambda a: Source(
+    f"(lambda x, y, u: np.right_shift(x.view(u), y.astype(u)).astype(u).view(x.dtype))"
+    f"(np.asarray({a[0]}), np.asarray({a[1]}), "
+    f"np.dtype('u%d' % np.asarray({a[0]}).dtype.itemsize))"))
 for _p in (not_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
            shift_right_logical_p):
     defjvp_zero(_p)
@@ -921,7 +949,7 @@ for _p in (not_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
 
 # gcd is not in JAX's lax (jax.numpy.gcd loops with while_loop); one primitive
 # is simpler and faster here.  Not exported: fungrad.numpy.gcd/lcm use it.
-gcd_p = _nary("gcd", np.gcd, "np.gcd({0}, {1})", INT)
+gcd_p = _nary("gcd", np.gcd, INT)
 defjvp_zero(gcd_p)
 
 
@@ -1002,12 +1030,12 @@ def _select_n_impl(which, *cases):
 def _select_n_lowering(args):
     which, cases = args[0], args[1:]
     if len(cases) == 1:
-        return (f"np.broadcast_to({cases[0]}, np.broadcast_shapes(np.shape({which}), "
-                f"np.shape({cases[0]}))).copy()")
+        return Source(f"np.broadcast_to({cases[0]}, np.broadcast_shapes(np.shape({which}), "
+                      f"np.shape({cases[0]}))).copy()")
     if len(cases) == 2:
-        return f"np.where({which}, {cases[1]}, {cases[0]})"
+        return call(np.where, which, cases[1], cases[0])
     conds = ", ".join(f"np.equal({which}, {i})" for i in range(1, len(cases)))
-    return f"np.select([{conds}], [{', '.join(cases[1:])}], default={cases[0]})"
+    return Source(f"np.select([{conds}], [{', '.join(cases[1:])}], default={cases[0]})")
 
 
 def _select_n_rule(which, *cases):
@@ -1069,8 +1097,8 @@ def select(pred, on_true, on_false):
     return select_n(pred, on_false, on_true)
 
 
-clamp_p = _nary("clamp", lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi),
-                "np.minimum(np.maximum({1}, {0}), {2})", ANY)
+clamp_p = _nary("clamp", None, ANY, num_args=3,
+                lowering=lambda a: call(np.minimum, call(np.maximum, a[1], a[0]), a[2]))
 
 
 def _and(a, b):
@@ -1129,9 +1157,10 @@ convert_element_type_p.def_abstract_eval(_convert_shape)
 convert_element_type_p.jvp = _convert_jvp
 convert_element_type_p.transpose = _convert_transpose
 convert_element_type_p.linear = True
+convert_element_type_p.forwards_when = lambda params: True    # to its own dtype
 batching.vectorized_batcher(convert_element_type_p)
 def_lowering(convert_element_type_p,
-             lambda a, new_dtype: f"np.asarray({a[0]}).astype(np.{new_dtype.name})")
+             lambda a, new_dtype: Source(f"np.asarray({a[0]}).astype(np.{new_dtype.name})"))
 
 
 def convert_element_type(operand, new_dtype):
@@ -1170,7 +1199,7 @@ bitcast_convert_type_p.def_impl(_rule_checked(_bitcast_shape, _bitcast_impl))
 bitcast_convert_type_p.def_abstract_eval(_bitcast_shape)
 defjvp_zero(bitcast_convert_type_p)
 bitcast_convert_type_p.batch = _bitcast_batch
-def_lowering(bitcast_convert_type_p, lambda a, new_dtype: (
+def_lowering(bitcast_convert_type_p, lambda a, new_dtype: Source(
     f"(lambda x: np.ravel(x).view(np.{new_dtype.name}).reshape("
     f"x.shape + (x.dtype.itemsize // {new_dtype.itemsize},) if x.dtype.itemsize > "
     f"{new_dtype.itemsize} else x.shape[:-1] if x.dtype.itemsize < {new_dtype.itemsize} "
@@ -1205,8 +1234,8 @@ def _iota_rule(*, dtype, shape, dimension):
 
 def _iota_lowering(args, dtype, shape, dimension):
     expanded = tuple(n if i == dimension else 1 for i, n in enumerate(shape))
-    return (f"np.broadcast_to(np.arange({shape[dimension]}, dtype=np.{dtype.name})"
-            f".reshape({expanded}), {shape}).copy()")
+    return Source(f"np.broadcast_to(np.arange({shape[dimension]}, dtype=np.{dtype.name})"
+                  f".reshape({expanded}), {shape}).copy()")
 
 
 iota_p = Primitive("iota")
@@ -1237,7 +1266,7 @@ def zeros_like_array(x):
     return _structural().full_like(x, 0)
 
 
-stop_gradient_p = _unary("stop_gradient", lambda x: x, "{0}", ANY)
+stop_gradient_p = _unary("stop_gradient", lambda x: x, ANY, lowering=lambda a: Source(a[0]))
 defjvp_zero(stop_gradient_p)
 
 

@@ -40,6 +40,7 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import deflinear
+from fungrad.interpreters.lowering import call
 from fungrad.lax.elementwise import conj, convert_element_type, mul
 from fungrad.lax.utils import as_operand, checked_bind, def_lowering
 
@@ -171,7 +172,8 @@ def _fft_batch(axis_size, vals, dims, fft_type, fft_lengths):
 
 def _fft_lowering(args, fft_type, fft_lengths):
     axes = tuple(range(-len(fft_lengths), 0))
-    return f"np.asarray(np.fft.{_NUMPY_FN[fft_type]}({args[0]}, s={fft_lengths!r}, axes={axes!r}))"
+    return call(np.asarray, call(getattr(np.fft, _NUMPY_FN[fft_type]), args[0], s=fft_lengths,
+                                 axes=axes))
 
 
 fft_p = Primitive("fft")

@@ -50,6 +50,7 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal, tangent_aval
+from fungrad.interpreters.lowering import Source
 from fungrad.lax.utils import checked_bind, def_lowering, as_operand
 from fungrad.lax import structural
 
@@ -876,10 +877,10 @@ def _clamp_src(start, x, d, k, neg):
 def _dynamic_slice_lowering(args, slice_sizes, allow_negative):
     x, starts = args[0], args[1:]
     if not slice_sizes:
-        return f"{x}[()]"
+        return Source(f"{x}[()]")
     parts = [f"(lambda _s: slice(_s, _s + {k}))({_clamp_src(s, x, d, k, neg)})"
              for d, (s, k, neg) in enumerate(zip(starts, slice_sizes, allow_negative))]
-    return f"{x}[{', '.join(parts)},]"
+    return Source(f"{x}[{', '.join(parts)},]")
 
 
 dynamic_slice_p = Primitive("dynamic_slice")
@@ -986,11 +987,11 @@ def _dus_batch(axis_size, vals, dims, allow_negative):
 def _dus_lowering(args, allow_negative):
     x, u, starts = args[0], args[1], args[2:]
     if not starts:
-        return f"np.array({u}, copy=True)"
+        return Source(f"np.array({u}, copy=True)")
     parts = [f"(lambda _s: slice(_s, _s + {u}.shape[{d}]))({_clamp_src(s, x, d, f'{u}.shape[{d}]', neg)})"
              for d, (s, neg) in enumerate(zip(starts, allow_negative))]
-    return (f"(lambda _o: (_o.__setitem__(({', '.join(parts)},), {u}), _o)[1])"
-            f"(np.array({x}, copy=True))")
+    return Source(f"(lambda _o: (_o.__setitem__(({', '.join(parts)},), {u}), _o)[1])"
+                  f"(np.array({x}, copy=True))")
 
 
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
@@ -1145,13 +1146,13 @@ def _gather_lowering(args, indexer, mode, fill_value):
     x, arrays = args[0], args[1:]
     gathered = f"{x}[{_index_src(x, arrays, indexer, _clip_src(x))}]"
     if mode == "clip" or not arrays:
-        return gathered
+        return Source(gathered)
     fill = _literal_src(fill_value) if fill_value is not None else (
         f"(np.nan if {x}.dtype.kind in 'fc' else np.iinfo({x}.dtype).min if "
         f"{x}.dtype.kind == 'i' else np.iinfo({x}.dtype).max if {x}.dtype.kind == 'u' "
         "else True)")
-    return (f"np.where({_valid_src(x, arrays, indexer)}, {gathered}, "
-            f"np.asarray({fill}).astype({x}.dtype))")
+    return Source(f"np.where({_valid_src(x, arrays, indexer)}, {gathered}, "
+                  f"np.asarray({fill}).astype({x}.dtype))")
 
 
 def _literal_src(value):
@@ -1203,18 +1204,19 @@ def _scatter_lowering_for(ufunc_name):
             sel = "np.broadcast_to(_pv[1], _pv[0].shape)"
             vals = f"np.broadcast_to({u}, _pv[0].shape)[{sel}]"
             apply = f"_o.reshape(-1).__setitem__(_pv[0][{sel}], {vals})"
-            return (f"(lambda _o, _pv: ({apply}, _o)[1])({copy}, "
-                    f"{_positions_src(x, arrays, indexer, mode)}) if np.size({x}) else {copy}")
+            return Source(f"(lambda _o, _pv: ({apply}, _o)[1])({copy}, "
+                          f"{_positions_src(x, arrays, indexer, mode)}) if np.size({x}) "
+                          f"else {copy}")
         index = _index_src(x, arrays, indexer, _clip_src(x))
         if ufunc_name is None:
-            return (f"(lambda _o: (_o.__setitem__({index}, {u}), _o)[1])({copy}) "
-                    f"if np.size({x}) else {copy}")
+            return Source(f"(lambda _o: (_o.__setitem__({index}, {u}), _o)[1])({copy}) "
+                          f"if np.size({x}) else {copy}")
         vals = u
         if mode == "drop" and arrays:
             identity = _IDENTITY_SRC[ufunc_name].format(x=x)
             vals = f"np.where({_valid_src(x, arrays, indexer)}, {u}, {identity})"
-        return (f"(lambda _o: (np.{ufunc_name}.at(_o, {index}, {vals}), _o)[1])({copy}) "
-                f"if np.size({x}) else {copy}")
+        return Source(f"(lambda _o: (np.{ufunc_name}.at(_o, {index}, {vals}), _o)[1])({copy}) "
+                      f"if np.size({x}) else {copy}")
     return lower
 
 

@@ -33,7 +33,7 @@ Lowering: ``dot_general`` lowers to transposes/reshapes around one
 ``np.matmul``; most decompositions to one ``np.linalg`` call.  The ones whose
 impl is several NumPy steps (lu, triangular_solve, cholesky's NaN fallback,
 linear_solve, adjugate, lu_pivots_to_permutation) lower to a call of the
-function of the same name in ``fungrad.lax._linalg_numpy``, a NumPy-only
+function of the same name in ``fungrad.lax.kernels.linalg``, a NumPy-only
 module that ``fungrad.export`` copies into exported code.
 """
 from __future__ import annotations
@@ -46,39 +46,26 @@ import numpy as np
 
 # the multi-step NumPy computations live in a NumPy-only module, so that the
 # impls, the jit lowerings and fungrad.export share one copy
-from fungrad.lax._linalg_numpy import (  # noqa: E402
+from fungrad.lax.kernels.linalg import (  # noqa: E402
     triangular_solve as _triangular_solve_numpy, cholesky as _cholesky_numpy, lu as _lu_numpy,
     lu_pivots_to_permutation as _lu_pivots_to_permutation_numpy,
     linear_solve as _linear_solve_numpy, adjugate as _adjugate_numpy)
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
+from fungrad.interpreters.lowering import Source, call
 from fungrad.interpreters.ad import (Zero, defbilinear, defjvp, defjvp2, defjvp_zero,
                                      tangent_aval)
 from fungrad.lax.elementwise import (add, sub, mul, div, neg, conj, real, eq, select_n,
                                      convert_element_type)
 from fungrad.lax.reductions import reduce_sum
 from fungrad.lax.structural import reshape, transpose
-from fungrad.lax.utils import as_operand, def_lowering
+from fungrad.lax.utils import as_operand, checked_bind, def_kernel, def_lowering
 
 __all__ = ["dot_general", "dot", "batch_matmul", "cholesky", "triangular_solve", "lu",
            "lu_pivots_to_permutation", "qr", "eigh", "svd"]
 
-def _bind(prim, *args, **params):
-    """``prim.bind`` after running its shape rule: evaluation calls impls
-    directly, so this is where bad input gets the rule's clear error eagerly."""
-    prim.abstract_eval(*[get_aval(a) for a in args], **params)
-    return prim.bind(*args, **params)
-
-
-def _lower_to_numpy_helper(prim, fn_name):
-    """Lower a primitive whose computation is several NumPy steps to a call of
-    ``fungrad.lax._linalg_numpy.<fn_name>`` (NumPy-only, so export can embed it)."""
-    def lower(args, **params):
-        kw = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
-        module = "__import__('fungrad.lax._linalg_numpy', fromlist=['_'])"
-        return f"{module}.{fn_name}({', '.join(args)}{kw})"
-    prim.lower = lower
+_bind = checked_bind     # bad input gets the shape rule's clear error eagerly too
 
 
 # ============================================================================
@@ -238,10 +225,10 @@ def _dot_general_lower(args, in_avals, *, dimension_numbers, preferred_element_t
     # they only swap the last two axes: BLAS reads them transposed), reshapes
     # only where axes must merge, and one np.matmul.
     lhs, rhs = in_avals
-    cast = ("" if preferred_element_type is None
-            else f".astype(np.{preferred_element_type.name})")
+    cast = (lambda expr: expr) if preferred_element_type is None else (
+        lambda expr: Source(f"{{}}.astype(np.{preferred_element_type.name})", expr))
     if _is_matmul_layout(lhs.ndim, rhs.ndim, dimension_numbers):
-        return f"np.matmul({args[0]}, {args[1]}){cast}"
+        return cast(call(np.matmul, args[0], args[1]))
     (lc, rc), (lb, rb) = dimension_numbers
     lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
     size = lambda aval, dims: int(np.prod([aval.shape[i] for i in dims], dtype=np.int64))
@@ -252,18 +239,18 @@ def _dot_general_lower(args, in_avals, *, dimension_numbers, preferred_element_t
     out_shape = (tuple(lhs.shape[i] for i in lb + lf) + tuple(rhs.shape[i] for i in rf))
     # a contraction of size 1 is an outer product: broadcasting multiply beats
     # a batched matmul of (m, 1) x (1, n) blocks (per-example gradients)
-    expr = f"np.multiply({a}, {b})" if k == 1 and batch else f"np.matmul({a}, {b})"
+    expr = call(np.multiply if k == 1 and batch else np.matmul, a, b)
     if out_shape != batch + (m, n):
-        expr = f"np.reshape({expr}, {out_shape!r})"
-    return expr + cast
+        expr = call(np.reshape, expr, out_shape)
+    return cast(expr)
 
 
 def _canonical_operand(name, aval, perm, shape):
     expr = name
     if perm != tuple(range(aval.ndim)):
-        expr = f"np.transpose({expr}, {perm!r})"
+        expr = call(np.transpose, expr, perm)
     if tuple(aval.shape[i] for i in perm) != shape:
-        expr = f"np.reshape({expr}, {shape!r})"
+        expr = call(np.reshape, expr, shape)
     return expr
 
 
@@ -519,13 +506,12 @@ def _triangular_solve_batch(axis_size, vals, dims, **params):
 
 
 triangular_solve_p = Primitive("triangular_solve")
-triangular_solve_p.def_impl(_triangular_solve_numpy)
+def_kernel(triangular_solve_p, _triangular_solve_numpy)
 triangular_solve_p.def_abstract_eval(_triangular_solve_shape)
 defjvp2(triangular_solve_p, _triangular_solve_jvp_a, _triangular_solve_jvp_b)
 triangular_solve_p.transpose = _triangular_solve_transpose
 triangular_solve_p.linear = True   # in b (a is never an undefined primal)
 triangular_solve_p.batch = _triangular_solve_batch
-_lower_to_numpy_helper(triangular_solve_p, 'triangular_solve')
 
 
 def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
@@ -560,11 +546,10 @@ def _cholesky_jvp(g, L, a):
 
 
 cholesky_p = Primitive("cholesky")
-cholesky_p.def_impl(_cholesky_numpy)
+def_kernel(cholesky_p, _cholesky_numpy)
 cholesky_p.def_abstract_eval(_cholesky_shape)
 defjvp2(cholesky_p, _cholesky_jvp)
 _batch_at_front(cholesky_p)
-_lower_to_numpy_helper(cholesky_p, 'cholesky')
 
 
 def cholesky(x, *, symmetrize_input=True):
@@ -616,11 +601,10 @@ def _lu_jvp(primals, tangents):
 
 
 lu_p = Primitive("lu", multiple_results=True)
-lu_p.def_impl(_lu_numpy)
+def_kernel(lu_p, _lu_numpy)
 lu_p.def_abstract_eval(_lu_shape)
 lu_p.jvp = _lu_jvp
 _batch_at_front(lu_p)
-_lower_to_numpy_helper(lu_p, 'lu')
 
 
 def lu(x):
@@ -644,11 +628,10 @@ def _lu_pivots_to_permutation_shape(pivots, *, permutation_size):
 
 
 lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation", differentiable=False)
-lu_pivots_to_permutation_p.def_impl(_lu_pivots_to_permutation_numpy)
+def_kernel(lu_pivots_to_permutation_p, _lu_pivots_to_permutation_numpy)
 lu_pivots_to_permutation_p.def_abstract_eval(_lu_pivots_to_permutation_shape)
 defjvp_zero(lu_pivots_to_permutation_p)
 _batch_at_front(lu_pivots_to_permutation_p)
-_lower_to_numpy_helper(lu_pivots_to_permutation_p, 'lu_pivots_to_permutation')
 
 
 def lu_pivots_to_permutation(pivots, permutation_size):
@@ -681,9 +664,9 @@ permutation_matrix_p.def_impl(_permutation_matrix_numpy)
 permutation_matrix_p.def_abstract_eval(_permutation_matrix_shape)
 defjvp_zero(permutation_matrix_p)
 _batch_at_front(permutation_matrix_p)
-def_lowering(permutation_matrix_p, lambda a, dtype:
-             f"(np.asarray({a[0]})[..., :, None] == np.arange(np.shape({a[0]})[-1]))"
-             f".astype(np.{dtype.name})")
+def_lowering(permutation_matrix_p, lambda a, dtype: Source(
+    f"(np.asarray({a[0]})[..., :, None] == np.arange(np.shape({a[0]})[-1]))"
+    f".astype(np.{dtype.name})"))
 
 
 def permutation_matrix(permutation, dtype=np.float64):
@@ -738,8 +721,8 @@ qr_p.def_impl(_qr_numpy)
 qr_p.def_abstract_eval(_qr_shape)
 qr_p.jvp = _qr_jvp
 _batch_at_front(qr_p)
-def_lowering(qr_p, lambda a, full_matrices:
-             f"tuple(np.linalg.qr({a[0]}, mode={'complete' if full_matrices else 'reduced'!r}))")
+def_lowering(qr_p, lambda a, full_matrices: Source(
+    "tuple({})", call(np.linalg.qr, a[0], mode="complete" if full_matrices else "reduced")))
 
 
 def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
@@ -787,8 +770,8 @@ eigh_p.def_impl(_eigh_numpy)
 eigh_p.def_abstract_eval(_eigh_shape)
 eigh_p.jvp = _eigh_jvp
 _batch_at_front(eigh_p)
-def_lowering(eigh_p, lambda a, lower:
-             f"tuple(np.linalg.eigh({a[0]}, UPLO={'L' if lower else 'U'!r}))[::-1]")
+def_lowering(eigh_p, lambda a, lower: Source(
+    "tuple({})[::-1]", call(np.linalg.eigh, a[0], UPLO="L" if lower else "U")))
 
 
 def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
@@ -915,9 +898,9 @@ svd_p.def_impl(_svd_numpy)
 svd_p.def_abstract_eval(_svd_shape)
 svd_p.jvp = _svd_jvp
 _batch_at_front(svd_p)
-def_lowering(svd_p, lambda a, full_matrices, compute_uv:
-             f"tuple(np.linalg.svd({a[0]}, full_matrices={full_matrices}))" if compute_uv
-             else f"(np.linalg.svd({a[0]}, compute_uv=False),)")
+def_lowering(svd_p, lambda a, full_matrices, compute_uv: Source(
+    "tuple({})", call(np.linalg.svd, a[0], full_matrices=full_matrices)) if compute_uv
+    else Source("({},)", call(np.linalg.svd, a[0], compute_uv=False)))
 
 
 def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
@@ -979,13 +962,12 @@ def _linear_solve_batch(axis_size, vals, dims):
 
 
 linear_solve_p = Primitive("linear_solve")
-linear_solve_p.def_impl(_linear_solve_numpy)
+def_kernel(linear_solve_p, _linear_solve_numpy)
 linear_solve_p.def_abstract_eval(_linear_solve_shape)
 linear_solve_p.jvp = _linear_solve_jvp
 linear_solve_p.transpose = lambda ct, a, b: [None, linear_solve_p.bind(_mT(a), ct)]
 linear_solve_p.linear = True   # in b
 linear_solve_p.batch = _linear_solve_batch
-_lower_to_numpy_helper(linear_solve_p, 'linear_solve')
 
 
 def linear_solve(a, b):
@@ -1012,7 +994,7 @@ det_p.def_impl(lambda a: np.linalg.det(np.asarray(a)))
 det_p.def_abstract_eval(_square_shape_rule("det", lambda a: ShapedArray(a.shape[:-2], a.dtype)))
 defjvp(det_p, lambda g, a: reduce_sum(mul(g, _mT(adjugate(a))), (-2, -1)))
 _batch_at_front(det_p)
-def_lowering(det_p, "np.linalg.det({0})")
+def_lowering(det_p, lambda a: call(np.linalg.det, a[0]))
 
 
 def det(a):
@@ -1026,11 +1008,10 @@ def _adjugate_jvp(g, adj, a):
 
 
 adjugate_p = Primitive("adjugate")
-adjugate_p.def_impl(_adjugate_numpy)
+def_kernel(adjugate_p, _adjugate_numpy)
 adjugate_p.def_abstract_eval(_square_shape_rule("adjugate", lambda a: ShapedArray(a.shape, a.dtype)))
 defjvp2(adjugate_p, _adjugate_jvp)
 _batch_at_front(adjugate_p)
-_lower_to_numpy_helper(adjugate_p, 'adjugate')
 
 
 def adjugate(a):
@@ -1061,7 +1042,7 @@ slogdet_p.def_abstract_eval(_square_shape_rule(
                           ShapedArray(a.shape[:-2], _real_dtype(a.dtype))]))
 slogdet_p.jvp = _slogdet_jvp
 _batch_at_front(slogdet_p)
-def_lowering(slogdet_p, "tuple(np.linalg.slogdet({0}))")
+def_lowering(slogdet_p, lambda a: Source("tuple({})", call(np.linalg.slogdet, a[0])))
 
 
 def slogdet(a):
@@ -1094,7 +1075,7 @@ pinv_p.def_impl(lambda a, rtol: np.linalg.pinv(np.asarray(a), rcond=rtol))
 pinv_p.def_abstract_eval(_pinv_shape)
 defjvp2(pinv_p, _pinv_jvp)
 _batch_at_front(pinv_p)
-def_lowering(pinv_p, "np.linalg.pinv({0}, rcond={rtol})")
+def_lowering(pinv_p, lambda a, rtol: call(np.linalg.pinv, a[0], rcond=rtol))
 
 
 def pinv(a, rtol):

@@ -20,6 +20,7 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import deflinear, defjvp_zero
+from fungrad.interpreters.lowering import Source
 from fungrad.lax.utils import def_lowering, as_operand, unary_shape_rule
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
@@ -52,7 +53,7 @@ def _collective(name, reduce_fn, out_rule=unary_shape_rule, axis_params=()):
             # a collective over another (outer) axis acts lane by lane on this one
             return p.bind(*vals, **params), dims[0]
         p.batch = elementwise_batch
-    def_lowering(p, lambda args, axis_name, **_: f"_unbound_axis({axis_name!r})")
+    def_lowering(p, lambda args, axis_name, **_: Source(f"_unbound_axis({axis_name!r})"))
     return p
 
 
@@ -159,7 +160,7 @@ axis_index_p.def_abstract_eval(lambda axis_name: ShapedArray((), np.int64))
 axis_index_p.collective = lambda size, axis_name: _axis_index_reduce(size, np.int64)
 axis_index_p.batch = lambda axis_size, vals, dims, axis_name: (axis_index_p.bind(axis_name=axis_name), None)
 defjvp_zero(axis_index_p)
-def_lowering(axis_index_p, lambda args, axis_name: f"_unbound_axis({axis_name!r})")
+def_lowering(axis_index_p, lambda args, axis_name: Source(f"_unbound_axis({axis_name!r})"))
 
 
 # ----------------------------------------------------------------------------

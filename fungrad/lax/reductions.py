@@ -19,6 +19,7 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
+from fungrad.interpreters.lowering import Source, call
 from fungrad.lax.utils import checked_bind, def_lowering, as_operand, canonical_axes
 
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
@@ -95,7 +96,9 @@ reduce_sum_p.def_impl(lambda x, axes: np.sum(x, axis=axes, dtype=x.dtype))
 reduce_sum_p.def_abstract_eval(_reduce_shape("reduce_sum"))
 deflinear(reduce_sum_p, _reduce_sum_transpose)
 batching.reducer_batcher(reduce_sum_p)
-def_lowering(reduce_sum_p, "np.sum({0}, axis={axes}, dtype={0}.dtype)")
+def_lowering(reduce_sum_p,
+             lambda a, axes: call(np.sum, a[0], axis=axes, dtype=Source(f"{a[0]}.dtype")))
+reduce_sum_p.forwards_when = lambda params: not params["axes"]
 
 
 def reduce_sum(operand, axes):
@@ -138,8 +141,8 @@ def _chooser_lowering(np_name, identity):
         ident = (f"({_dtype_literal(identity(np.dtype('f8')))} if {a}.dtype.kind in 'fc' else "
                  f"np.iinfo({a}.dtype).{extreme} if {a}.dtype.kind in 'iu' else "
                  f"{identity(np.dtype(bool))!r})")
-        return (f"(np.{np_name}({a}, axis={axes!r}) if {a}.size else "
-                f"np.{np_name}({a}, axis={axes!r}, initial={ident}))")
+        return Source(f"(np.{np_name}({a}, axis={axes!r}) if {a}.size else "
+                      f"np.{np_name}({a}, axis={axes!r}, initial={ident}))")
     return lower
 
 
@@ -225,7 +228,8 @@ reduce_prod_p.def_impl(lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype))
 reduce_prod_p.def_abstract_eval(_reduce_shape("reduce_prod"))
 reduce_prod_p.jvp = _reduce_prod_jvp
 batching.reducer_batcher(reduce_prod_p)
-def_lowering(reduce_prod_p, "np.prod({0}, axis={axes}, dtype={0}.dtype)")
+def_lowering(reduce_prod_p,
+             lambda a, axes: call(np.prod, a[0], axis=axes, dtype=Source(f"{a[0]}.dtype")))
 
 
 def reduce_prod(operand, axes):
@@ -242,7 +246,7 @@ def _bitwise_reducer(name, ufunc):
     p.def_abstract_eval(_reduce_shape(name, kinds="bui"))
     defjvp_zero(p)
     batching.reducer_batcher(p)
-    def_lowering(p, f"np.{ufunc.__name__}.reduce({{0}}, axis={{axes}})")
+    def_lowering(p, lambda a, axes: call(ufunc.reduce, a[0], axis=axes))
     return p
 
 
@@ -288,8 +292,8 @@ def _arg_reducer(name, np_fn):
     p.def_abstract_eval(_arg_shape(name))
     defjvp_zero(p)
     _axis_batcher(p)
-    def_lowering(p, lambda a, axis, index_dtype:
-                 f"np.{np_fn.__name__}({a[0]}, axis={axis}).astype(np.{np.dtype(index_dtype).name})")
+    def_lowering(p, lambda a, axis, index_dtype: Source(
+        f"np.{np_fn.__name__}({a[0]}, axis={axis}).astype(np.{np.dtype(index_dtype).name})"))
     return p
 
 
@@ -348,9 +352,9 @@ def _cumulative_lowering(template):
     """``template`` is a format string over the operand ``{x}`` and ``{axis}``."""
     def lower(args, axis, reverse):
         if not reverse:
-            return template.format(x=args[0], axis=axis)
+            return Source(template.format(x=args[0], axis=axis))
         inner = template.format(x=f"np.flip({args[0]}, {axis})", axis=axis)
-        return f"np.flip({inner}, {axis})"
+        return Source(f"np.flip({inner}, {axis})")
     return lower
 
 

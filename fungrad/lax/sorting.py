@@ -17,6 +17,7 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, defjvp_zero, tangent_aval, is_undefined_primal
+from fungrad.interpreters.lowering import Source, call, dtype_source
 from fungrad.lax.utils import checked_bind, def_lowering, as_operand
 
 __all__ = ["sort", "sort_key_val", "top_k", "take_along_axis", "put_along_axis_add",
@@ -91,7 +92,7 @@ take_along_axis_p.def_abstract_eval(_take_shape)
 take_along_axis_p.jvp = _take_jvp
 take_along_axis_p.transpose = _take_transpose
 _along_axis_batch(take_along_axis_p)
-def_lowering(take_along_axis_p, "np.take_along_axis({0}, {1}, axis={axis})")
+def_lowering(take_along_axis_p, lambda a, axis: call(np.take_along_axis, a[0], a[1], axis=axis))
 
 
 def take_along_axis(arr, indices, axis: int):
@@ -137,8 +138,8 @@ def _put_add_lowering(args, axis, operand_shape):
     u, i = args
     index = (f"tuple({i} if _k == {axis} else _g for _k, _g in "
              f"enumerate(np.ix_(*[np.arange(_n) for _n in {i}.shape])))")
-    return (f"(lambda _o: (np.add.at(_o, {index}, {u}), _o)[1])"
-            f"(np.zeros({operand_shape!r}, dtype={u}.dtype))")
+    return Source(f"(lambda _o: (np.add.at(_o, {index}, {u}), _o)[1])"
+                  f"(np.zeros({operand_shape!r}, dtype={u}.dtype))")
 
 
 put_along_axis_add_p = Primitive("put_along_axis_add", linear=True)
@@ -210,7 +211,7 @@ def _sort_lowering(args, dimension, is_stable, num_keys):
     perm = (f"np.argsort({keys[0]}, axis={dimension}, kind='stable')" if num_keys == 1 else
             f"np.lexsort(({', '.join(reversed(keys))},), axis={dimension})")
     takes = "".join(f"np.take_along_axis({a}, _p, axis={dimension}), " for a in args)
-    return f"(lambda _p: ({takes}))({perm})"
+    return Source(f"(lambda _p: ({takes}))({perm})")
 
 
 sort_p = Primitive("sort", multiple_results=True)
@@ -287,7 +288,7 @@ top_k_p.def_impl(_top_k_impl)
 top_k_p.def_abstract_eval(_top_k_shape)
 top_k_p.jvp = _top_k_jvp
 top_k_p.batch = _top_k_batch
-def_lowering(top_k_p, lambda a, k: (
+def_lowering(top_k_p, lambda a, k: Source(
     f"(lambda _p: (np.take_along_axis({a[0]}, _p, axis=-1), _p.astype(np.int32)))"
     f"(np.flip({a[0]}.shape[-1] - 1 - np.argsort(np.flip({a[0]}, -1), axis=-1, "
     f"kind='stable'), -1)[..., :{k}])"))
@@ -350,7 +351,8 @@ searchsorted_p.def_impl(lambda a, q, side: np.asarray(np.searchsorted(a, q, side
 searchsorted_p.def_abstract_eval(_searchsorted_shape)
 defjvp_zero(searchsorted_p)
 searchsorted_p.batch = _searchsorted_batch
-def_lowering(searchsorted_p, "np.asarray(np.searchsorted({0}, {1}, side={side}), dtype=np.int64)")
+def_lowering(searchsorted_p, lambda a, side: call(
+    np.asarray, call(np.searchsorted, a[0], a[1], side=side), dtype=dtype_source(np.int64)))
 
 
 def searchsorted(sorted_arr, query, side: str = "left"):

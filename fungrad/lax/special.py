@@ -5,8 +5,8 @@ functions and Hurwitz zeta (JAX's ``lax.igamma``, ``lax.igammac``,
 ``ndtri`` primitive behind ``fungrad.scipy.special.ndtri``.
 
 Each block is the primitive, then its JVP (written with lax functions so it
-can be differentiated again).  Impls and lowerings call the pure-NumPy code
-in ``fungrad.lax._special_math2``.  Derivative conventions (JAX's):
+can be differentiated again).  Impl and lowering of each are one kernel
+function of ``fungrad.lax.kernels.gamma_zeta``.  Derivative conventions (JAX's):
 
 * igamma/igammac: d/dx is the gamma density x^(a-1) e^-x / Gamma(a); d/da is
   ``igamma_grad_a``.
@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from fungrad.interpreters.ad import defjvp, defjvp2
-from fungrad.lax import _special_math2
+from fungrad.lax.kernels import gamma_zeta
 from fungrad.lax.elementwise import (
     FLOAT, _nary, _unary, _operand, _operands, _const, _ones, _zeros,
     add, sub, mul, div, neg, exp, log, log1p, lgamma, digamma, sign, square, eq, select)
@@ -32,21 +32,12 @@ __all__ = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
            "bessel_i0e", "bessel_i1e", "zeta"]
 
 
-def _lowering(fn_name):
-    """Lowering that calls the pure-NumPy function of the same name."""
-    def lower(args, **params):
-        call = ", ".join(args)
-        return f"__import__('fungrad.lax._special_math2', fromlist=['_']).{fn_name}({call})"
-    return lower
-
-
 def _unary_special(name):
-    return _unary(name, getattr(_special_math2, name), _lowering(name), FLOAT)
+    return _unary(name, getattr(gamma_zeta, name), FLOAT)
 
 
-def _nary_special(name, impl_name=None):
-    impl_name = impl_name or name
-    return _nary(name, getattr(_special_math2, impl_name), _lowering(impl_name), FLOAT)
+def _nary_special(name):
+    return _nary(name, getattr(gamma_zeta, name), FLOAT)
 
 
 def _not_differentiable(prim_name, arg, why="as in JAX"):
@@ -126,8 +117,7 @@ def _beta_density(a, b, x):
     return exp(sub(add(mul(sub(a, one), log(x)), mul(sub(b, one), log1p(neg(x)))), log_beta))
 
 
-betainc_p = _nary("regularized_incomplete_beta", _special_math2.betainc,
-                  _lowering("betainc"), FLOAT)
+betainc_p = _nary("regularized_incomplete_beta", gamma_zeta.betainc, FLOAT)
 defjvp(betainc_p,
        _not_differentiable("betainc", "a"),
        _not_differentiable("betainc", "b"),

@@ -9,6 +9,7 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import deflinear, is_undefined_primal
+from fungrad.interpreters.lowering import Source, call
 from fungrad.lax.utils import checked_bind, def_lowering, as_operand, canonical_axes, check_same_dtypes
 
 __all__ = [
@@ -73,9 +74,9 @@ broadcast_in_dim_p.def_impl(_broadcast_in_dim_impl)
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_shape)
 deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 broadcast_in_dim_p.batch = _broadcast_in_dim_batch
-def_lowering(broadcast_in_dim_p, lambda a, shape, broadcast_dimensions:
-             f"np.broadcast_to(np.expand_dims({a[0]}, "
-             f"{_new_axes(shape, broadcast_dimensions)!r}), {shape!r})")
+broadcast_in_dim_p.forwards_when = lambda params: True      # to its own shape
+def_lowering(broadcast_in_dim_p, lambda a, shape, broadcast_dimensions: call(
+    np.broadcast_to, call(np.expand_dims, a[0], _new_axes(shape, broadcast_dimensions)), shape))
 
 
 def _new_axes(shape, broadcast_dimensions):
@@ -132,7 +133,8 @@ def _reshape_batch(axis_size, vals, dims, new_sizes):
 reshape_p.def_abstract_eval(_reshape_shape)
 deflinear(reshape_p, lambda ct, x, new_sizes: [reshape(ct, x.aval.shape)])
 reshape_p.batch = _reshape_batch
-def_lowering(reshape_p, "np.reshape({0}, {new_sizes})")
+reshape_p.forwards_when = lambda params: True
+def_lowering(reshape_p, lambda a, new_sizes: call(np.reshape, a[0], new_sizes))
 
 
 def reshape(operand, new_sizes, dimensions=None):
@@ -168,7 +170,10 @@ transpose_p.def_abstract_eval(_transpose_shape)
 deflinear(transpose_p, lambda ct, x, permutation:
           [transpose(ct, tuple(np.argsort(permutation).tolist()))])
 transpose_p.batch = _transpose_batch
-def_lowering(transpose_p, "np.transpose({0}, {permutation})")
+# (the same shape is not enough: a (3, 3) transposed differs)
+transpose_p.forwards_when = lambda params: tuple(params["permutation"]) == tuple(
+    range(len(params["permutation"])))
+def_lowering(transpose_p, lambda a, permutation: call(np.transpose, a[0], permutation))
 
 
 def transpose(operand, permutation):
@@ -236,7 +241,8 @@ squeeze_p.def_impl(lambda x, dimensions: np.squeeze(x, axis=dimensions))
 squeeze_p.def_abstract_eval(_squeeze_shape)
 deflinear(squeeze_p, lambda ct, x, dimensions: [reshape(ct, x.aval.shape)])
 _shift_dims_batch(squeeze_p, "dimensions")
-def_lowering(squeeze_p, "np.squeeze({0}, axis={dimensions})")
+def_lowering(squeeze_p, lambda a, dimensions: call(np.squeeze, a[0], axis=dimensions))
+squeeze_p.forwards_when = lambda params: True
 
 
 def squeeze(array, dimensions):
@@ -267,7 +273,7 @@ rev_p.def_impl(lambda x, dimensions: np.flip(x, axis=dimensions))
 rev_p.def_abstract_eval(lambda x, dimensions: ShapedArray(x.shape, x.dtype))
 deflinear(rev_p, lambda ct, x, dimensions: [rev(ct, dimensions)])
 _shift_dims_batch(rev_p, "dimensions")
-def_lowering(rev_p, "np.flip({0}, axis={dimensions})")
+def_lowering(rev_p, lambda a, dimensions: call(np.flip, a[0], axis=dimensions))
 
 
 def rev(operand, dimensions):
@@ -325,7 +331,7 @@ def _slice_batch(axis_size, vals, dims, start_indices, limit_indices, strides):
 
 def _slice_lowering(args, start_indices, limit_indices, strides):
     parts = ", ".join(f"{s}:{l}:{st}" for s, l, st in zip(start_indices, limit_indices, strides))
-    return f"{args[0]}[{parts or '()'}]"
+    return Source(f"{args[0]}[{parts or '()'}]")
 
 
 slice_p = Primitive("slice")
@@ -432,9 +438,9 @@ def _pad_lowering(args, padding_config):
                       for i, (lo, hi, it) in enumerate(padding_config))
     crop = ", ".join(f"{-min(lo, 0)}:{'' if hi >= 0 else hi}" for lo, hi, _ in padding_config)
     if not padding_config:
-        return f"np.array({x}, copy=True)"
-    return (f"(lambda _o: (_o.__setitem__(np.s_[{place},], {x}), _o)[1])"
-            f"(np.full(({grown},), {v}, dtype={x}.dtype))[{crop}]")
+        return Source(f"np.array({x}, copy=True)")
+    return Source(f"(lambda _o: (_o.__setitem__(np.s_[{place},], {x}), _o)[1])"
+                  f"(np.full(({grown},), {v}, dtype={x}.dtype))[{crop}]")
 
 
 pad_p = Primitive("pad")
@@ -502,7 +508,7 @@ concatenate_p.def_abstract_eval(_concatenate_shape)
 deflinear(concatenate_p, _concatenate_transpose)
 concatenate_p.batch = _concatenate_batch
 def_lowering(concatenate_p, lambda args, dimension:
-             f"np.concatenate([{', '.join(args)}], axis={dimension})")
+             Source(f"np.concatenate([{', '.join(args)}], axis={dimension})"))
 
 
 def concatenate(operands, dimension):

@@ -1,4 +1,4 @@
-"""Shared pieces for defining primitives: shape/dtype rules, lowering templates,
+"""Shared pieces for defining primitives: shape/dtype rules, lowerings,
 argument checks.  Each primitive module uses these so that one primitive's
 whole story (impl, shape rule, jvp, transpose, batching, lowering) reads as a
 few lines next to its definition."""
@@ -9,29 +9,40 @@ from typing import Callable
 import numpy as np
 
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
+from fungrad.interpreters.lowering import call, check_callable
 
-__all__ = ["checked_bind", "def_lowering", "unary_shape_rule", "binary_shape_rule", "broadcast_shapes",
-           "check_same_dtypes", "canonical_axes", "as_operand", "aval_of"]
+__all__ = ["checked_bind", "def_lowering", "def_kernel", "call_lowering", "unary_shape_rule",
+           "broadcast_shapes", "check_same_dtypes", "canonical_axes", "as_operand"]
 
 
-def def_lowering(prim: Primitive, template: str | Callable, typed: bool = False) -> None:
-    """Register the NumPy source ``jit`` emits for ``prim``.
-
-    ``template`` is either a format string over the argument names (``{0}``,
-    ``{1}``, ...) and the params by name (their ``repr``), e.g.
-    ``"np.sum({0}, axis={axes})"``, or a callable
-    ``(arg_names: list[str], **params) -> str`` returning a Python expression
-    that uses only ``np`` (NumPy) and the argument names.  With ``typed=True``
-    the callable is ``(arg_names, in_avals, **params)``: it also gets the
-    input avals, to emit dtype-specific code (e.g. integer vs float division).
-    """
-    if isinstance(template, str):
-        def lower(args, **params):
-            return template.format(*args, **{k: repr(v) for k, v in params.items()})
-        prim.lower = lower
+def def_lowering(prim: Primitive, rule: Callable, typed: bool = False) -> None:
+    """Register what ``jit`` emits for ``prim``: ``rule(arg_names, **params)``
+    returns an expression node (``fungrad/interpreters/lowering.py``) over the
+    argument names, e.g. ``lambda args, axes: call(np.sum, args[0], axis=axes)``.
+    With ``typed=True`` the rule is ``(arg_names, in_avals, **params)``: it also
+    gets the input avals, to emit dtype-specific code (integer vs float
+    division)."""
+    if typed:
+        prim.lowering = rule
     else:
-        prim.lower = template
-    prim.lower_typed = typed
+        prim.lowering = lambda args, in_avals, **params: rule(args, **params)
+
+
+def call_lowering(fn: Callable) -> Callable:
+    """The lowering rule ``fn(*args, **params)`` (params as keywords, sorted), for
+    ``fn`` a NumPy ufunc or function or a kernel function: the impl and the
+    lowering are then one definition.  (For a ufunc codegen may write an
+    operator, ``a * b``, and reuse a dead input's buffer with ``out=``.)"""
+    check_callable(fn)
+    return lambda args, **params: call(fn, *args, **dict(sorted(params.items())))
+
+
+def def_kernel(prim: Primitive, kernel: Callable) -> None:
+    """Impl and lowering of ``prim`` from one NumPy-only kernel function
+    (``fungrad/lax/kernels/``): ``kernel(*operands, **params)``, which the
+    generated code calls by name (and ``export`` embeds)."""
+    prim.def_impl(kernel)
+    def_lowering(prim, call_lowering(kernel))
 
 
 def checked_bind(prim: Primitive, *args, **params):
@@ -41,10 +52,6 @@ def checked_bind(prim: Primitive, *args, **params):
     obscurely or silently on bad params bind through this.)"""
     prim.abstract_eval(*[get_aval(a) for a in args], **params)
     return prim.bind(*args, **params)
-
-
-def aval_of(x) -> ShapedArray:
-    return get_aval(x)
 
 
 def unary_shape_rule(x: ShapedArray, **params) -> ShapedArray:
@@ -70,16 +77,6 @@ def check_same_dtypes(name: str, *avals) -> np.dtype:
                         "lax.convert_element_type, or use fungrad.numpy which "
                         "promotes dtypes as NumPy does.")
     return dtypes.pop()
-
-
-def binary_shape_rule(name: str, out_dtype=None) -> Callable:
-    """Shape rule of an n-ary elementwise op: NumPy broadcasting of the shapes,
-    one common dtype (``out_dtype`` overrides the result dtype, e.g. bool)."""
-    def rule(*avals, **params):
-        dtype = check_same_dtypes(name, *avals)
-        shape = broadcast_shapes(name, *(a.shape for a in avals))
-        return ShapedArray(shape, out_dtype if out_dtype is not None else dtype)
-    return rule
 
 
 def canonical_axes(name: str, axes, ndim: int) -> tuple:

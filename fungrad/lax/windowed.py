@@ -7,14 +7,14 @@ the window spans every axis, use 1 for axes that are not pooled):
 ``window_dimensions``, ``window_strides``, ``base_dilation``,
 ``window_dilation`` as tuples of positive ints, ``padding`` as a tuple of
 ``(lo, hi)`` pairs (negative values crop).  Holes from base dilation and
-padding hold the monoid's identity (see ``_window_numpy``)::
+padding hold the monoid's identity (see ``kernels/window.py``)::
 
     out[y] = reduce_k padded[y * stride + k * window_dilation]
 
 Rules, all next to the primitives:
 
-* impl and jit lowering: ``fungrad.lax._window_numpy`` (NumPy only, so
-  ``fungrad.export`` can embed it);
+* impl and jit lowering: one kernel function of ``fungrad.lax.kernels.window``
+  (NumPy only, so ``fungrad.export`` can embed it);
 * ``reduce_window_sum`` is linear.  Its transpose is another windowed sum
   (a convolution with a ones kernel, whose flip is itself): the cotangent,
   dilated by the strides and padded by ``kd - 1 - lo`` in front, summed over
@@ -40,9 +40,10 @@ from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
 from fungrad.interpreters.partial_eval import trace_to_jaxpr
-from fungrad.lax import _window_numpy as _wn
+from fungrad.lax.kernels import window as _wn
 from fungrad.lax.convolution import canonical_padding, positive_ints
-from fungrad.lax.utils import as_operand, checked_bind
+from fungrad.lax.elementwise import add_p, max_p, min_p
+from fungrad.lax.utils import as_operand, call_lowering, checked_bind, def_kernel, def_lowering
 
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
            "reduce_window_sum_p", "reduce_window_max_p", "reduce_window_min_p",
@@ -104,19 +105,12 @@ def _window_batcher(prim):
     return rule
 
 
-def _lowering(fn_name, kind=None):
-    """Source calling the helper module (``export`` embeds it)."""
-    def lower(args, **params):
-        if kind is not None:
-            params = dict(params, kind=kind)
-        kw = "".join(f", {k}={v!r}" for k, v in sorted(params.items()))
-        module = "__import__('fungrad.lax._window_numpy', fromlist=['_'])"
-        return f"{module}.{fn_name}({args[0]}{kw})"
-    return lower
-
-
-def _impl(fn, kind):
-    return lambda x, **params: fn(x, kind=kind, **params)
+def _def_reduce_window_kernel(prim, kind):
+    """Impl and lowering: ``kernels.window.reduce_window`` with the monoid
+    ``kind`` as one more keyword (the generated code calls it; export embeds it)."""
+    prim.def_impl(lambda x, **params: _wn.reduce_window(x, kind=kind, **params))
+    lower = call_lowering(_wn.reduce_window)
+    def_lowering(prim, lambda args, **params: lower(args, kind=kind, **params))
 
 
 # ============================================================================
@@ -124,13 +118,12 @@ def _impl(fn, kind):
 # ============================================================================
 
 window_select_index_p = Primitive("window_select_index", differentiable=False)
-window_select_index_p.def_impl(_wn.select_index)
+def_kernel(window_select_index_p, _wn.select_index)
 window_select_index_p.def_abstract_eval(
     lambda x, *, kind, **params: _window_shape_rule(kind, "window_select_index",
                                                     np.dtype(np.int64))(x, **params))
 defjvp_zero(window_select_index_p)
 _window_batcher(window_select_index_p)
-window_select_index_p.lower = _lowering("select_index")
 
 
 # ============================================================================
@@ -162,11 +155,10 @@ def _sum_transpose(ct, x, *, window_dimensions, window_strides, padding, base_di
 
 
 reduce_window_sum_p = Primitive("reduce_window_sum")
-reduce_window_sum_p.def_impl(_impl(_wn.reduce_window, "sum"))
+_def_reduce_window_kernel(reduce_window_sum_p, "sum")
 reduce_window_sum_p.def_abstract_eval(_window_shape_rule("sum", "reduce_window_sum"))
 deflinear(reduce_window_sum_p, _sum_transpose)
 _window_batcher(reduce_window_sum_p)
-reduce_window_sum_p.lower = _lowering("reduce_window", "sum")
 
 
 # ============================================================================
@@ -208,11 +200,10 @@ def _chooser_jvp(prim, kind):
 def _chooser(kind):
     name = f"reduce_window_{kind}"
     p = Primitive(name)
-    p.def_impl(_impl(_wn.reduce_window, kind))
+    _def_reduce_window_kernel(p, kind)
     p.def_abstract_eval(_window_shape_rule(kind, name))
     _chooser_jvp(p, kind)
     _window_batcher(p)
-    p.lower = _lowering("reduce_window", kind)
     return p
 
 
@@ -271,7 +262,7 @@ def reduce_window_min(operand, window_dimensions, window_strides=None, padding="
 
 # --- reduce_window: recognise the monoid ------------------------------------------
 
-_MONOID_PRIMS = {"add": "sum", "max": "max", "min": "min"}
+_MONOID_PRIMS = {add_p: "sum", max_p: "max", min_p: "min"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -299,9 +290,9 @@ def _monoid_kind(computation, dtype):
             jaxpr = None
         if (jaxpr is not None and len(jaxpr.eqns) == 1 and len(jaxpr.outvars) == 1):
             eqn = jaxpr.eqns[0]
-            if (eqn.primitive.name in _MONOID_PRIMS and eqn.outvars == jaxpr.outvars
+            if (eqn.primitive in _MONOID_PRIMS and eqn.outvars == jaxpr.outvars
                     and set(eqn.inputs) == set(jaxpr.invars)):
-                return _MONOID_PRIMS[eqn.primitive.name]
+                return _MONOID_PRIMS[eqn.primitive]
     raise NotImplementedError(
         f"reduce_window: computation {getattr(computation, '__name__', computation)!r} is "
         "not supported; fungrad supports the monoids add, max and min (lax.add / lax.max / "

@@ -13,7 +13,13 @@ from fungrad.numpy._reductions import *  # noqa: F401,F403
 from fungrad.numpy._indexing import *  # noqa: F401,F403
 from fungrad.numpy._products import *  # noqa: F401,F403
 from fungrad.numpy._sorting import *  # noqa: F401,F403
-from fungrad.numpy._extras import *  # noqa: F401,F403
+from fungrad.numpy._setops import *  # noqa: F401,F403
+from fungrad.numpy._histograms import *  # noqa: F401,F403
+from fungrad.numpy._polynomial import *  # noqa: F401,F403
+from fungrad.numpy._interpolation import *  # noqa: F401,F403
+from fungrad.numpy._windows import *  # noqa: F401,F403
+from fungrad.numpy._statistics import *  # noqa: F401,F403
+from fungrad.numpy._vectorize import *  # noqa: F401,F403
 from fungrad.numpy._convolve import *  # noqa: F401,F403
 from fungrad.numpy import linalg  # noqa: F401
 from fungrad.numpy import fft  # noqa: F401

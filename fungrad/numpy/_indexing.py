@@ -34,7 +34,8 @@ from fungrad.numpy._dtypes import asarray_operand, result_type
 __all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere",
            "flatnonzero", "select", "choose", "compress", "extract", "diag_indices",
            "diag_indices_from", "tril_indices", "triu_indices", "tril_indices_from",
-           "triu_indices_from", "ix_", "indices", "unravel_index", "ravel_multi_index"]
+           "triu_indices_from", "ix_", "indices", "unravel_index", "ravel_multi_index",
+           "fill_diagonal"]
 
 _INDEX_ERROR = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) "
                 "and integer or boolean arrays are valid indices")
@@ -690,3 +691,31 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         total = fnp.add(total, fnp.multiply(i, stride))
         stride *= dims[d]
     return total
+
+
+def fill_diagonal(a, val, wrap=False, *, inplace=True):
+    """A copy of ``a`` with its main diagonal set to ``val``.  As JAX, arrays are
+    immutable: pass ``inplace=False``."""
+    import fungrad.numpy as fnp   # late: fungrad.numpy imports this module
+    if inplace:
+        raise NotImplementedError("fill_diagonal: fungrad arrays are immutable; call "
+                                  "fill_diagonal(a, val, inplace=False) and use the result")
+    a = asarray_operand(a)
+    shape = get_aval(a).shape
+    if len(shape) < 2 or (len(shape) > 2 and len(set(shape)) != 1):
+        raise ValueError(f"fill_diagonal: a must be 2-d, or n-d with equal dimensions, got "
+                         f"shape {shape}")
+    n = min(shape)
+    if len(shape) == 2 and wrap and shape[0] > shape[1] + 1:
+        rows = np.arange(shape[0])
+        rows = rows[rows % (shape[1] + 1) < shape[1]]
+        cols = rows % (shape[1] + 1)
+        index = (rows, cols)
+    else:
+        index = (np.arange(n),) * len(shape)
+    values = fnp.ravel(fnp.asarray(val)).astype(get_aval(a).dtype)
+    count = index[0].shape[0]
+    if get_aval(values).shape[0] == 0:
+        return a
+    values = fnp.resize(values, (count,))
+    return _IndexUpdateHelper(a)[index].set(values)

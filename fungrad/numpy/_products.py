@@ -14,10 +14,10 @@ import numpy as np
 
 from fungrad import lax
 from fungrad.core import get_aval
-from fungrad.numpy._dtypes import promote
+from fungrad.numpy._dtypes import asarray_operand, promote
 
 __all__ = ["dot", "vdot", "inner", "outer", "matmul", "tensordot", "einsum", "einsum_path",
-           "kron", "cross", "vecdot"]
+           "kron", "cross", "vecdot", "matvec", "vecmat"]
 
 
 def _shape(x):
@@ -496,3 +496,17 @@ def einsum_path(subscripts, /, *operands, optimize="greedy"):
     sizes = _label_sizes(operands, in_labels)
     path = _einsum_path(optimize or "greedy", in_labels, sizes, out_labels)
     return ["einsum_path"] + path, f"Greedy pairwise contraction order for {subscripts!r}: {path}"
+
+
+def matvec(x1, x2, /):
+    """Batched matrix-vector product: ``x1 (..., m, n) @ x2 (..., n) -> (..., m)``."""
+    import fungrad.numpy as fnp
+    x1, x2 = asarray_operand(x1), asarray_operand(x2)
+    return fnp.squeeze(fnp.matmul(x1, fnp.expand_dims(x2, -1)), -1)
+
+
+def vecmat(x1, x2, /):
+    """Batched vector-matrix product: ``conj(x1) (..., m) @ x2 (..., m, n) -> (..., n)``."""
+    import fungrad.numpy as fnp
+    x1, x2 = asarray_operand(x1), asarray_operand(x2)
+    return fnp.squeeze(fnp.matmul(fnp.expand_dims(fnp.conj(x1), -2), x2), -2)

@@ -31,13 +31,13 @@ from fungrad.numpy._dtypes import asarray_operand, dtype_of
 __all__ = [
     # queries and dtype helpers
     "shape", "ndim", "size", "result_type", "promote_types", "can_cast",
-    "isscalar", "iscomplexobj", "isrealobj",
+    "isscalar", "iscomplexobj", "isrealobj", "iscomplex", "isreal", "iterable",
     # reshaping
     "reshape", "ravel", "expand_dims", "squeeze", "broadcast_to",
     "broadcast_arrays", "broadcast_shapes", "atleast_1d", "atleast_2d",
     "atleast_3d", "resize",
     # axes
-    "transpose", "permute_dims", "matrix_transpose", "moveaxis", "swapaxes",
+    "transpose", "permute_dims", "matrix_transpose", "moveaxis", "swapaxes", "rollaxis",
     "flip", "fliplr", "flipud", "rot90", "roll",
     # joining and splitting
     "concatenate", "concat", "stack", "hstack", "vstack", "dstack",
@@ -256,6 +256,27 @@ def isrealobj(x) -> bool:
     return not iscomplexobj(x)
 
 
+def iscomplex(x):
+    """Elementwise: True where the imaginary part is non-zero."""
+    fnp = _fnp()
+    x = asarray_operand(x)
+    return fnp.imag(x) != 0 if dtype_of(x).kind == "c" else fnp.zeros(core.get_aval(x).shape, bool)
+
+
+def isreal(x):
+    """Elementwise: True where the imaginary part is zero."""
+    return _fnp().logical_not(iscomplex(x))
+
+
+def iterable(y):
+    """Whether ``y`` can be iterated over (0-d arrays cannot)."""
+    try:
+        iter(y)
+    except TypeError:
+        return False
+    return True
+
+
 # ----------------------------------------------------------------------------
 # Reshaping
 # ----------------------------------------------------------------------------
@@ -442,6 +463,22 @@ def swapaxes(a, axis1, axis2):
     perm = list(range(x.ndim))
     perm[i], perm[j] = j, i
     return _out(lax.transpose(x, tuple(perm)))
+
+
+def rollaxis(a, axis, start=0):
+    """Move ``axis`` to before position ``start`` (``numpy.rollaxis``)."""
+    a = asarray_operand(a)
+    n = core.get_aval(a).ndim
+    axis, start = _static_int(axis, "rollaxis's axis"), _static_int(start, "rollaxis's start")
+    if not -n <= axis < n:
+        raise np.exceptions.AxisError(axis, n, "fungrad.numpy.rollaxis")
+    if not -n <= start <= n:
+        raise np.exceptions.AxisError(f"rollaxis: start={start} must be in [{-n}, {n}]")
+    axis %= n
+    start = start % n if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(a, axis, start) if axis != start else a
 
 
 def flip(m, axis=None):

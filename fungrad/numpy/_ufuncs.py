@@ -200,10 +200,6 @@ def _args(ufunc, *args):
     return [_cast(a, d) for a, d in zip(args, dtypes)]
 
 
-def _out_dtype(ufunc, *args):
-    return np.dtype(_loop_dtypes(ufunc, args)[ufunc.nin])
-
-
 def _ufunc(fn):
     """Reject NumPy's ``out=``/``where=`` keywords with the reason and the fix."""
     name = fn.__name__

@@ -1,9 +1,9 @@
-"""Cases for fungrad.numpy._extras (polynomials, cov/corrcoef, histogram weights,
+"""Cases for fungrad.numpy's composite functions (polynomials, cov/corrcoef, histogram weights,
 convolve/interp/trapezoid, vectorize): composed functions, so prims=()."""
 import numpy as np
 
 import fungrad.numpy as fnp
-from fungrad.numpy import _extras as E
+import fungrad.numpy as E
 from tests.harness import Arg, Case
 
 RC = ("float64", "complex128")

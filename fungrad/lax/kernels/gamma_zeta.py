@@ -1,15 +1,12 @@
-"""Pure-NumPy special functions, part 2: incomplete gamma and beta functions,
-exponentially scaled Bessel functions, the Hurwitz zeta function and the
-inverse normal CDF.
+"""Pure-NumPy special functions of the gamma and zeta family: incomplete gamma
+and beta functions, exponentially scaled Bessel functions, the Hurwitz zeta
+function and the inverse normal CDF.
 
-Like ``_special_math``, this module needs only NumPy and the standard library
-(``fungrad.export`` copies its source into exported code), so it does not
-import ``_special_math``: it carries its own ``lgamma``/``digamma`` for
-positive arguments.  The methods are textbook ones:
+Like every kernel, this module needs only NumPy, the standard library and
+its sibling kernels (``fungrad.export`` copies its source, and that of
+``kernels/special.py`` whose ``lgamma``/``digamma`` for positive arguments it
+uses, into exported code).  The methods are textbook ones:
 
-* ``_lgamma_pos``: the Taylor series of lgamma(1 + z) (coefficients from zeta
-  values) on [0.5, 2.5), the recurrence below 0.5 and up to 10, Stirling's
-  series from 10 on;
 * ``igamma``/``igammac`` (regularized P and Q): the power series of P for
   x <= a + 1, Legendre's continued fraction for Q (modified Lentz) beyond;
   for a < 1 in the series region Q is summed directly as
@@ -35,9 +32,11 @@ float64 and rounded back.  Loops run over series terms, never elements.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
+
+from fungrad.lax.kernels.special import (bernoulli_even, digamma_positive, lgamma1p,
+                                         lgamma_positive)
 
 __all__ = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
            "bessel_i0e", "bessel_i1e", "zeta", "ndtri"]
@@ -45,23 +44,9 @@ __all__ = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
 _EPS = 1e-16
 _TINY = 1e-300
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
-_EULER_GAMMA = 0.57721566490153286061
 _ITERATIONS = {}     # last iteration counts (diagnostics for tests)
 
-
-def _bernoulli_b2k(count):
-    """B_2, B_4, ..., B_{2 count} as floats (exact Akiyama-Tanigawa recurrence)."""
-    row, out = [], []
-    for m in range(2 * count + 1):
-        row.append(Fraction(1, m + 1))
-        for j in range(m, 0, -1):
-            row[j - 1] = j * (row[j - 1] - row[j])
-        if m >= 2 and m % 2 == 0:
-            out.append(row[0])
-    return [float(b) for b in out]
-
-
-_B2K = _bernoulli_b2k(14)
+_B2K = bernoulli_even(14)
 # Stirling: lgamma(a) = (a - 1/2) log a - a + log sqrt(2 pi) + sum_k c_k a^(1-2k)
 _STIRLING = [b / ((2 * k + 2) * (2 * k + 1)) for k, b in enumerate(_B2K[:9])]
 
@@ -102,17 +87,6 @@ def _hurwitz(s, q):
     return total
 
 
-_ZETA_K = _hurwitz(np.arange(2.0, 64.0), np.ones(62))     # zeta(2) .. zeta(63)
-
-
-def _lgamma1p(z):
-    """lgamma(1 + z) for |z| <= 0.5: -gamma z + sum_k (-1)^k zeta(k) z^k / k."""
-    total = np.zeros(np.shape(z))
-    for k in range(63, 1, -1):
-        total = (total + (-1) ** k * _ZETA_K[k - 2] / k) * z
-    return (total - _EULER_GAMMA) * z
-
-
 def _stirling_mu(a):
     """lgamma(a) - [(a - 1/2) log a - a + log sqrt(2 pi)] for a >= 10."""
     inv2 = 1.0 / (a * a)
@@ -122,48 +96,6 @@ def _stirling_mu(a):
     return total / a
 
 
-def _lgamma_pos(a):
-    """log Gamma(a) for a > 0, about 1e-15 absolute near the zeros at 1 and 2."""
-    a = np.asarray(a, np.float64)
-    out = np.empty(a.shape)
-    big = a >= 10
-    ab = np.where(big, a, 10.0)
-    out[big] = ((ab - 0.5) * np.log(ab) - ab + _HALF_LOG_2PI + _stirling_mu(ab))[big]
-    # 2.5 <= a < 10: shift up to [10, 11) and divide by the product
-    mid = (a >= 2.5) & ~big
-    n = np.where(mid, np.ceil(10 - a), 0.0)
-    shifted, prod = a + n, np.ones(a.shape)
-    for k in range(8):
-        prod = np.where(k < n, prod * (a + k), prod)
-    lg_shift = (shifted - 0.5) * np.log(shifted) - shifted + _HALF_LOG_2PI + _stirling_mu(
-        np.maximum(shifted, 10.0))
-    out[mid] = (lg_shift - np.log(prod))[mid]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        low = a < 0.5
-        out[low] = (_lgamma1p(np.where(low, a, 0.0)) - np.log(a))[low]
-        near1 = (a >= 0.5) & (a < 1.5)
-        out[near1] = _lgamma1p(np.where(near1, a - 1, 0.0))[near1]
-        near2 = (a >= 1.5) & (a < 2.5)
-        out[near2] = (np.log(a - 1) + _lgamma1p(np.where(near2, a - 2, 0.0)))[near2]
-    return out
-
-
-def _digamma_pos(a):
-    """psi(a) for a > 0: recurrence up to >= 10, then the asymptotic series."""
-    a = np.asarray(a, np.float64)
-    shift = np.zeros(a.shape)
-    n = np.where(a < 10, np.ceil(10 - a), 0.0)
-    with np.errstate(divide="ignore"):
-        for k in range(int(n.max(initial=0))):
-            shift -= np.where(k < n, 1.0 / (a + k), 0.0)
-    w = a + n
-    inv2 = 1.0 / (w * w)
-    series = np.zeros(a.shape)
-    for k in range(len(_B2K[:9]), 0, -1):
-        series = series * inv2 + _B2K[k - 1] / (2 * k)
-    return shift + np.log(w) - 0.5 / w - series * inv2
-
-
 # ----------------------------------------------------------------------------
 # Incomplete gamma: P, Q, dP/da and the implicit derivative of gamma samples
 # ----------------------------------------------------------------------------
@@ -171,7 +103,7 @@ def _digamma_pos(a):
 def _log_prefix(a, x):
     """log(x^a e^-x / Gamma(a)) for a > 0, x >= 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        small = a * np.log(x) - x - _lgamma_pos(a)
+        small = a * np.log(x) - x - lgamma_positive(a)
         ab = np.maximum(a, 10.0)
         t = (x - ab) / ab
         big = ab * (np.log1p(t) - t) + 0.5 * np.log(ab / (2 * np.pi)) - _stirling_mu(ab)
@@ -227,13 +159,13 @@ def _q_small_a(a, x):
     """Q for a < 1, x <= a + 1 without cancellation:
     -expm1(a log x - lgamma(1+a)) - x^a/Gamma(a) sum_{n>=1} (-x)^n / (n! (a+n))."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        lg1 = np.where(a < 0.5, _lgamma1p(np.minimum(a, 0.5)), _lgamma_pos(a + 1))
+        lg1 = np.where(a < 0.5, lgamma1p(np.minimum(a, 0.5)), lgamma_positive(a + 1))
         head = -np.expm1(a * np.log(x) - lg1)
         total, term = np.zeros(a.shape), np.ones(a.shape)
         for n in range(1, 80):
             term = term * -x / n
             total = total + term / (a + n)
-        return head - np.exp(a * np.log(x) - _lgamma_pos(a)) * total
+        return head - np.exp(a * np.log(x) - lgamma_positive(a)) * total
 
 
 def _igamma_parts(a, x):
@@ -247,8 +179,8 @@ def _igamma_parts(a, x):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         scale = np.exp(lp)
         lx = np.log(x)
-        series_d = s * (lx - _digamma_pos(a + 1)) + ds
-        frac_d = frac * (lx - _digamma_pos(a)) + dfrac
+        series_d = s * (lx - digamma_positive(a + 1)) + ds
+        frac_d = frac * (lx - digamma_positive(a)) + dfrac
         p_series = scale / a * s
         q_frac = scale * frac
         small_a = use_series & (a < 1)
@@ -307,8 +239,8 @@ def random_gamma_grad(a, x):
 def _beta_fraction(a, b, x, y):
     """I_x(a, b) by its continued fraction (good for x < (a+1)/(a+b+2)); y = 1-x."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        log_front = (a * np.log(x) + b * np.log(y) - _lgamma_pos(a) - _lgamma_pos(b)
-                     + _lgamma_pos(a + b))
+        log_front = (a * np.log(x) + b * np.log(y) - lgamma_positive(a) - lgamma_positive(b)
+                     + lgamma_positive(a + b))
         f = np.ones(a.shape)
         c = np.ones(a.shape)
         d = 1.0 - (a + b) * x / (a + 1)

@@ -36,7 +36,7 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _EULER_GAMMA = 0.57721566490153286061
 
 
-def _bernoulli_even(count: int) -> list[float]:
+def bernoulli_even(count: int) -> list[float]:
     """B_2, B_4, ..., B_{2 count} (exact rationals via the Akiyama-Tanigawa
     algorithm, then rounded to float)."""
     n_max = 2 * count
@@ -50,7 +50,7 @@ def _bernoulli_even(count: int) -> list[float]:
     return [float(numbers[2 * k]) for k in range(1, count + 1)]
 
 
-_B2K = _bernoulli_even(12)   # B_2 .. B_24
+_B2K = bernoulli_even(12)   # B_2 .. B_24
 
 
 def _zeta_minus_one(k: int) -> float:
@@ -189,7 +189,7 @@ def _tanpi(x):
     return np.tan(math.pi * r)
 
 
-def _lgamma_near_one(z):
+def lgamma1p(z):
     """lgamma(1 + z), |z| <= 0.5: -gamma z + sum_k (-1)^k zeta(k)/k z^k."""
     total = np.zeros_like(z)
     for k in range(63, 1, -1):                     # Horner, smallest terms first
@@ -215,10 +215,10 @@ def _lgamma_stirling(x):
     return (x - 0.5) * np.log(x) - x + 0.5 * math.log(2 * math.pi) + series * inv
 
 
-def _lgamma_positive(x):
+def lgamma_positive(x):
     out = np.empty_like(x)
-    _apply(out, x < 0.5, lambda v: _lgamma_near_one(v) - np.log(v), x)
-    _apply(out, (x >= 0.5) & (x < 1.25), lambda v: _lgamma_near_one(v - 1.0), x)
+    _apply(out, x < 0.5, lambda v: lgamma1p(v) - np.log(v), x)
+    _apply(out, (x >= 0.5) & (x < 1.25), lambda v: lgamma1p(v - 1.0), x)
     _apply(out, (x >= 1.25) & (x < 2.75), lambda v: _lgamma_near_two(v - 2.0), x)
     _apply(out, (x >= 2.75) & (x < 10.0), _lgamma_by_recurrence, x)
     _apply(out, x >= 10.0, _lgamma_stirling, x)
@@ -239,11 +239,11 @@ def lgamma(x):
     out = np.full(x.shape, np.nan)
     with np.errstate(all="ignore"):
         positive = x > 0
-        _apply(out, positive, _lgamma_positive, x)
+        _apply(out, positive, lgamma_positive, x)
         negative = (x <= 0) & np.isfinite(x)
         pole = negative & (x == np.floor(x))
         _apply(out, negative & ~pole, lambda v: np.log(math.pi / np.abs(_sinpi(v)))
-               - _lgamma_positive(1.0 - v), x)
+               - lgamma_positive(1.0 - v), x)
         out[pole | np.isinf(x)] = np.inf
     return out.astype(out_dtype)
 
@@ -282,7 +282,7 @@ def _digamma_by_recurrence(x):
     return _digamma_near_two(x - steps - 2.0) + total
 
 
-def _digamma_positive(x):
+def digamma_positive(x):
     out = np.empty_like(x)
     _apply(out, x < 0.5, lambda v: _digamma_near_one(v) - 1.0 / v, x)
     _apply(out, (x >= 0.5) & (x < 1.25), lambda v: _digamma_near_one(v - 1.0), x)
@@ -296,9 +296,9 @@ def digamma(x):
     x, out_dtype = _as_float64(x)
     out = np.full(x.shape, np.nan)
     with np.errstate(all="ignore"):
-        _apply(out, x > 0, _digamma_positive, x)
+        _apply(out, x > 0, digamma_positive, x)
         negative = (x <= 0) & np.isfinite(x) & (x != np.floor(x))   # poles stay nan
-        _apply(out, negative, lambda v: _digamma_positive(1.0 - v)
+        _apply(out, negative, lambda v: digamma_positive(1.0 - v)
                - math.pi / _tanpi(v), x)
         out[x == np.inf] = np.inf
     return out.astype(out_dtype)
@@ -338,7 +338,7 @@ def _cot_derivative_poly(n: int) -> np.ndarray:
 def _polygamma_positive(n, x):
     """psi^(n)(x) = (-1)^(n+1) n! zeta(n+1, x) for x > 0, n >= 1."""
     sign = np.where(n % 2 == 1, 1.0, -1.0)
-    factorial = np.exp(_lgamma_positive(n + 1.0))
+    factorial = np.exp(lgamma_positive(n + 1.0))
     factorial = np.where(n <= 20, np.round(factorial), factorial)   # exact for small n
     return sign * factorial * _hurwitz_zeta(n + 1.0, x)
 

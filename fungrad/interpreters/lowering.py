@@ -1,0 +1,197 @@
+"""What a primitive's lowering rule returns: a small expression node, which
+``codegen`` renders as NumPy source.
+
+A rule ``lower(arg_names, **params)`` (registered with
+``fungrad.lax.utils.def_lowering``) gets the source of its operands (variable
+names such as ``"a"``, or literals) and returns one of::
+
+    call(np.sin, "a")                          # np.sin(a)
+    call(np.sum, "a", axis=(0,), dtype=Source("a.dtype"))
+                                               # np.sum(a, axis=(0,), dtype=a.dtype)
+    call(kernels.special.erf, "a")             # _special.erf(a): a NumPy-only kernel
+    Source("1 / np.sqrt(a)")                   # raw source, for the rare rest
+    Source("{}.astype(np.float32)", call(np.matmul, "a", "b"))
+                                               # raw source around nodes
+
+Because the node says which function is called, nothing downstream reads
+generated text back:
+
+* a call of a NumPy ufunc with one output may write its result into a dead
+  temporary (``out=``, decided in codegen from ``Call.ufunc``);
+* a call of ``np.add``/``subtract``/``multiply``/``true_divide`` on two bare
+  operands (names or plain numbers) is written with the operator (``a * b``),
+  which calls the same ufunc: the operator table below;
+* a function of a kernel module (``fungrad.lax.kernels``) is called through
+  its module, bound to a name (``_special``) by ``codegen`` and embedded by
+  ``export``, which follows ``Call.fn`` to the module.
+
+Arguments of ``call``: positional arguments are operands, a ``str`` being
+source (an argument name) and an ``Expr`` a nested expression; keyword
+arguments are params, rendered from their Python value (``repr``; a dtype as
+``np.dtype('float32')``) unless they are an ``Expr``.  Any other positional
+value (an int, a tuple of ints) is rendered as a param.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+__all__ = ["Expr", "Call", "Source", "call", "dtype_source", "render", "value_source",
+           "check_callable", "module_alias", "OPERATORS"]
+
+
+class Expr:
+    """A NumPy expression: a ``Call`` or ``Source``."""
+    __slots__ = ()
+
+
+class Source(Expr):
+    """Raw source, used as written (never parsed); with ``parts`` (nodes), a
+    format string whose ``{}`` fields are the parts' source:
+    ``Source("{}.astype(np.float32)", call(np.matmul, "a", "b"))``."""
+    __slots__ = ("text", "parts")
+
+    def __init__(self, text: str, *parts: Expr):
+        self.text, self.parts = text, parts
+
+    def __repr__(self):
+        return f"Source({self.text!r}{''.join(', ' + repr(p) for p in self.parts)})"
+
+
+class Call(Expr):
+    """``fn(*args, **kwargs)``, ``fn`` a NumPy function, a ufunc method
+    (``np.add.reduce``) or a function of a kernel module."""
+    __slots__ = ("fn", "args", "kwargs")
+
+    def __init__(self, fn, args=(), kwargs=None):
+        self.fn, self.args, self.kwargs = fn, tuple(args), dict(kwargs or {})
+
+    @property
+    def ufunc(self):
+        """The NumPy ufunc called, if it is one with a single output (so that its
+        result is a fresh array and it takes ``out=``), else None."""
+        fn = self.fn
+        return fn if isinstance(fn, np.ufunc) and fn.nout == 1 else None
+
+    def __repr__(self):
+        return f"Call({_function_name(self.fn)}, {self.args!r}, {self.kwargs!r})"
+
+
+def call(fn, /, *args, **kwargs) -> Call:
+    """The node for ``fn(*args, **kwargs)`` (see the module docstring)."""
+    return Call(fn, args, kwargs)
+
+
+def dtype_source(dtype) -> Source:
+    """A dtype as the scalar type NumPy code names it: ``np.float32``."""
+    return Source(f"np.{np.dtype(dtype).name}")
+
+
+# ufuncs whose Python operator calls them on arrays and NumPy scalars (same
+# result and promotion, less call overhead, and it reads as user code)
+OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/"}
+
+
+def value_source(v) -> str:
+    """Source of a param value: its ``repr``, with dtypes as ``np.dtype(...)``."""
+    if isinstance(v, np.dtype):
+        return f"np.dtype({v.name!r})"
+    if isinstance(v, tuple):
+        inner = ", ".join(value_source(x) for x in v)
+        return f"({inner}{',' if len(v) == 1 else ''})"
+    return repr(v)
+
+
+def _is_numpy(fn) -> bool:
+    owner = getattr(fn, "__self__", None)        # a ufunc method: np.add.reduce
+    if isinstance(owner, np.ufunc):
+        return True
+    module = getattr(fn, "__module__", None) or ""
+    return isinstance(fn, np.ufunc) or module.split(".")[0] == "numpy"
+
+
+# ufuncs NumPy exports under a second name, which the generated code uses (as
+# users write it: np.abs(x), not np.absolute(x))
+_SPELLINGS = {np.absolute: "abs", np.conjugate: "conj", np.true_divide: "true_divide"}
+
+
+def _function_name(fn) -> str:
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, np.ufunc):
+        return f"np.{owner.__name__}.{fn.__name__}"
+    if isinstance(fn, np.ufunc):
+        return f"np.{_SPELLINGS.get(fn, fn.__name__)}"
+    module = fn.__module__
+    if module.split(".")[0] == "numpy":
+        return "np" + module[len("numpy"):] + "." + fn.__name__
+    return f"{module_alias(module)}.{fn.__name__}"
+
+
+def module_alias(module_name: str) -> str:
+    """The name generated code gives a kernel module: ``_special``."""
+    return "_" + module_name.rsplit(".", 1)[-1]
+
+
+def _bind_module(fn, modules: dict):
+    """Record the kernel module of ``fn`` under its alias (``_special``)."""
+    check_callable(fn)
+    module = sys.modules[fn.__module__]
+    alias = module_alias(module.__name__)
+    if modules.setdefault(alias, module) is not module:
+        raise TypeError(f"lowering: kernel modules {modules[alias].__name__} and "
+                        f"{module.__name__} have the same name")
+
+
+def check_callable(fn) -> None:
+    """TypeError unless generated code can call ``fn`` by name: a NumPy function
+    or ufunc (method), or a top-level function of a module (a kernel)."""
+    if _is_numpy(fn):
+        return
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if module is None or getattr(module, getattr(fn, "__name__", ""), None) is not fn:
+        raise TypeError(f"lowering: {fn!r} is not a top-level function of its module; "
+                        "a lowering calls NumPy or a function of a kernel module")
+
+
+def _is_bare(operand) -> bool:
+    """A name or a plain number (``a``, ``_b0``, ``-1.5``): safe next to an operator."""
+    if not isinstance(operand, str):
+        return False
+    body = operand[1:] if operand.startswith("-") else operand
+    return body.isidentifier() or body.replace(".", "", 1).isdigit()
+
+
+def _operand_source(a, modules) -> str:
+    if isinstance(a, str):
+        return a
+    if isinstance(a, Expr):
+        return render(a, modules)
+    return value_source(a)
+
+
+def render(expr: Expr, modules: dict | None = None, out: str | None = None,
+           operator_form: bool = False) -> str:
+    """The source of ``expr``.  ``modules`` collects the kernel modules it calls
+    (alias -> module); ``out`` adds ``out=`` to a ufunc call; with
+    ``operator_form`` a call of an ``OPERATORS`` ufunc on two bare operands is
+    written with its operator."""
+    modules = {} if modules is None else modules
+    if isinstance(expr, Source):
+        if not expr.parts:
+            return expr.text
+        return expr.text.format(*[_operand_source(p, modules) for p in expr.parts])
+    if not isinstance(expr, Call):
+        raise TypeError(f"lowering rules return a Call or Source node, got {expr!r}")
+    fn, args = expr.fn, expr.args
+    if (operator_form and out is None and not expr.kwargs and len(args) == 2
+            and OPERATORS.get(fn) and _is_bare(args[0]) and _is_bare(args[1])):
+        return f"{args[0]} {OPERATORS[fn]} {args[1]}"
+    if not _is_numpy(fn):
+        _bind_module(fn, modules)
+    parts = [_operand_source(a, modules) for a in args]
+    parts += [f"{k}={_operand_source(v, modules) if isinstance(v, Expr) else value_source(v)}"
+              for k, v in expr.kwargs.items()]
+    if out is not None:
+        parts.append(f"out={out}")
+    return f"{_function_name(fn)}({', '.join(parts)})"
