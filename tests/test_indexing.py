@@ -9,6 +9,7 @@ import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.core import ConcretizationTypeError, primitives
 from fungrad.numpy._indexing import getitem, _IndexUpdateHelper
+from fungrad.test_util import check_grads
 
 RNG = np.random.default_rng(0)
 X = np.arange(60.0).reshape(3, 4, 5)
@@ -151,14 +152,27 @@ def test_scatter_max_ties_split_the_gradient():
     np.testing.assert_allclose(g[1], 0.5)
 
 
-def test_scatter_mul_update_gradient_needs_unique_indices():
+def test_scatter_mul_update_gradient_with_repeated_indices():
+    # x[1] * u0 * u1: each update's derivative is x[1] times the other update
     x = np.arange(1.0, 5.0)
     f = lambda u: fnp.asarray(x).at[np.array([1, 1])].multiply(u).sum()
-    with pytest.raises(NotImplementedError, match="unique"):
-        fungrad.grad(f)(np.array([2.0, 3.0]))
+    np.testing.assert_allclose(fungrad.grad(f)(np.array([2.0, 3.0])), [2.0 * 3.0, 2.0 * 2.0])
     g = fungrad.grad(lambda u: fnp.asarray(x).at[np.array([0, 2])].multiply(u).sum())(
         np.array([2.0, 3.0]))
     np.testing.assert_allclose(g, [1.0, 3.0])
+
+
+@pytest.mark.parametrize("u", [[0.5, 0.7, 0.9, 1.3], [0.0, 0.7, 0.9, 1.3], [0.0, 0.7, 0.0, 1.3]],
+                         ids=["no_zero", "one_zero", "two_zeros"])
+def test_scatter_mul_repeated_indices_exact_at_zero_updates(u):
+    # the co-factor of an update is computed without dividing by zero
+    idx = np.array([0, 2, 0, 0])
+    f = lambda x, u: fnp.asarray(x).at[idx].multiply(u)
+    check_grads(f, (np.array([1.5, 2.0, 3.0, 4.0]), np.array(u)), order=2)
+    traced_idx = lambda u, i: fnp.ones(4).at[i].multiply(u)     # uniqueness unknown
+    check_grads(lambda u: traced_idx(u, idx), (np.array(u),), order=2)
+    np.testing.assert_allclose(fungrad.jacrev(lambda u: fungrad.jit(traced_idx)(u, idx))(
+        np.array(u)), fungrad.jacfwd(lambda u: traced_idx(u, idx))(np.array(u)))
 
 
 def test_pad_transpose_gives_padding_value_cotangent():
