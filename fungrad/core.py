@@ -547,17 +547,53 @@ def wrap_array(x) -> "Array":
     return out
 
 
-class Array(np.ndarray):
+class _ArrayMeta(type):
+    """``isinstance(v, Array)`` is true for tracers too, as ``isinstance(v,
+    jax.Array)`` is inside transformations.  Free on hot paths: fungrad's own
+    code tests ``type(v) is Array``, and CPython answers an exact-type
+    ``isinstance`` before it calls this hook."""
+
+    def __instancecheck__(cls, obj):
+        return type.__instancecheck__(cls, obj) or isinstance(obj, Tracer)
+
+
+_IMMUTABLE_MESSAGE = ("fungrad arrays are immutable (as JAX arrays): instead of "
+                      "x[idx] = value, write x = x.at[idx].set(value) (or .add, .multiply, "
+                      "... at that index)")
+
+
+class Array(np.ndarray, metaclass=_ArrayMeta):
     """The read-only NumPy array fungrad returns; adds JAX's ``x.at[...]``.
 
     NumPy's own methods and operators are kept (they give NumPy's results).
     ``fungrad.numpy`` installs ``.at`` and indexing by traced indices (see
     ``fungrad/numpy/_methods.py``): core defines the class, the numpy layer
     what its array operations mean.
+
+    Like ``jax.Array`` it has no in-place operators: ``x += y`` (and ``-=``,
+    ``@=``, ...) computes ``x + y`` and rebinds ``x``, leaving other references
+    to the old array unchanged; ``x[i] = v`` raises ``TypeError`` pointing to
+    ``x.at[i].set(v)``.  (A writable Array, which only NumPy's own functions
+    make, e.g. ``np.roll``'s output buffer, still takes item assignment.)
     """
 
     def __reduce__(self):  # pickle as a plain ndarray
         return np.asarray(self).copy().__reduce__()
+
+    def __setitem__(self, idx, value):
+        if not self.flags.writeable:
+            raise TypeError(_IMMUTABLE_MESSAGE)
+        np.ndarray.__setitem__(self, idx, value)
+
+
+def _rebind(self, other):
+    # NotImplemented makes Python fall back to the binary operator: a new array
+    return NotImplemented
+
+
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
+            "xor", "lshift", "rshift"):
+    setattr(Array, f"__i{_op}__", _rebind)
 
 
 class Tracer:
@@ -595,8 +631,7 @@ class Tracer:
                         "cannot be dict keys or set members)")
 
     def __setitem__(self, idx, value):
-        raise TypeError("fungrad arrays are immutable: use x = x.at[idx].set(value) "
-                        "instead of x[idx] = value")
+        raise TypeError(_IMMUTABLE_MESSAGE)
 
     # --- concretization: Python needs a value ---------------------------------
     # Under jvp/grad the primal value exists (as in JAX, ``if x > 0`` works
