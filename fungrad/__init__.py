@@ -10,6 +10,6 @@ from fungrad import ad_checkpoint
 from fungrad.ad_checkpoint import checkpoint, remat, checkpoint_policies
 from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError
 from fungrad import numpy
-from fungrad import random, optim, nn, scipy, implicit, ode, tree, flatten_util
+from fungrad import random, optim, nn, scipy, implicit, ode, tree, flatten_util, extend
 
 __version__ = "0.1.0"

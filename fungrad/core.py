@@ -180,6 +180,8 @@ class JaxprEqn:
         self.params = params
         self.outvars = list(outvars)
 
+    invars = property(lambda self: self.inputs)    # JAX's name for the inputs
+
     def __repr__(self):
         return pp_eqn(self, _Namer())
 
@@ -231,6 +233,7 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    literals = property(lambda self: self.consts)   # JAX's older name for the consts
 
     def __repr__(self):
         return pp_jaxpr(self.jaxpr)
@@ -361,8 +364,6 @@ class Primitive:
 
     def __init__(self, name: str, multiple_results: bool = False,
                  linear: bool = False, differentiable: bool = True):
-        if name in primitives:
-            raise ValueError(f"primitive {name!r} is already registered")
         self.name = name
         self.multiple_results = multiple_results
         self.linear = linear                  # has (and needs) a transpose rule
@@ -380,7 +381,16 @@ class Primitive:
         self.partial_eval: Callable | None = None
         self.inline = False       # codegen inlines the ``jaxpr`` param
         self.emit_block = None    # control flow: emits a Python block (codegen.Block)
-        primitives[name] = self
+        self._register()
+
+    def _register(self):
+        """Enter fungrad's registry (names are unique: generated code calls an impl
+        by name); extension primitives (fungrad.extend.core) override this."""
+        if self.name in primitives:
+            raise ValueError(f"primitive {self.name!r} is already registered; a primitive "
+                             "of your own is defined with fungrad.extend.core.Primitive or "
+                             "define_primitive")
+        primitives[self.name] = self
 
     def __repr__(self):
         return self.name
