@@ -28,6 +28,7 @@ import fungrad.scipy.fft as scipy_fft  # noqa: E402
 import fungrad.scipy.ndimage as scipy_ndimage  # noqa: E402
 import fungrad.scipy.integrate as scipy_integrate  # noqa: E402
 import fungrad.lax.linalg as lax_linalg  # noqa: E402
+import fungrad.extend.core as extend_core  # noqa: E402
 
 MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg", fnp_linalg),
            ("fungrad.numpy.fft", fnp_fft),
@@ -40,7 +41,8 @@ MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg"
            ("fungrad.scipy.linalg", scipy_linalg), ("fungrad.scipy.optimize", scipy_optimize),
            ("fungrad.scipy.sparse.linalg", scipy_sparse_linalg),
            ("fungrad.scipy.signal", scipy_signal), ("fungrad.scipy.fft", scipy_fft),
-           ("fungrad.scipy.ndimage", scipy_ndimage), ("fungrad.scipy.integrate", scipy_integrate)]
+           ("fungrad.scipy.ndimage", scipy_ndimage), ("fungrad.scipy.integrate", scipy_integrate),
+           ("fungrad.extend.core", extend_core)]
 # each jax.scipy.stats distribution is a module of functions (norm.pdf, ...)
 MODULES += [(f"fungrad.scipy.stats.{name}", getattr(scipy_stats, name))
             for name in sorted(getattr(scipy_stats, "__all__", []))
