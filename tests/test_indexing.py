@@ -503,3 +503,17 @@ def test_lowering_matches_impl(prim, args, params):
     want = primitives[prim].impl(*args, **params)
     got = _lowered(prim, args, **params)
     np.testing.assert_array_equal(got, want)
+
+
+def test_at_get_modes_apply_to_static_out_of_bounds_integers():
+    # x[11] is a bug (IndexError), but .at[11].get(mode=...) asks for JAX's out-of-bounds read
+    x = fnp.arange(10.0)
+    with pytest.raises(IndexError, match="index 11 is out of bounds"):
+        x[11]
+    assert x.at[11].get(mode="clip") == 9.0
+    assert np.isnan(x.at[11].get(mode="fill"))
+    assert x.at[-11].get(mode="fill", fill_value=-1.0) == -1.0
+    m = fnp.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(m.at[5, 1:].get(mode="clip"), [4.0, 5.0])
+    assert fungrad.grad(lambda v: v.at[12].get(mode="clip"))(x)[9] == 1.0
+    assert fungrad.jit(lambda v: v.at[12].get(mode="clip"))(x) == 9.0

@@ -467,3 +467,33 @@ def test_accepted_options_and_lower_compile():
         compiled(np.ones(4), 3.0)
     with pytest.raises(TypeError, match="unexpected keyword arguments"):
         jit(f, donate=0)
+
+
+def test_side_effects_of_a_jitted_method_run_while_tracing_only():
+    class Counter:                      # the impure pattern: state mutated in the method
+        def __init__(self):
+            self.n = 0
+
+        def count(self):
+            self.n += 1
+            return self.n
+    counter = Counter()
+    fast = jit(counter.count)
+    assert [int(fast()) for _ in range(3)] == [1, 1, 1]    # baked in at trace time, as JAX
+    step = jit(lambda n: (n + 1, n + 1))                   # explicit state instead
+    state, seen = 0, []
+    for _ in range(3):
+        value, state = step(state)
+        seen.append(int(value))
+    assert seen == [1, 2, 3]
+
+
+def test_each_new_partial_is_a_new_function_for_the_cache():
+    traces = []
+    body = _counting(lambda i: i + 1, traces)
+    i = 0
+    for _ in range(3):
+        i = jit(functools.partial(body))(i)   # a new partial each time: traced each time
+    for _ in range(3):
+        i = jit(body)(i)                      # the same function: traced once
+    assert int(i) == 6 and len(traces) == 4
