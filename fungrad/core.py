@@ -234,6 +234,9 @@ class ClosedJaxpr:
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
     literals = property(lambda self: self.consts)   # JAX's older name for the consts
+    invars = property(lambda self: self.jaxpr.invars)
+    outvars = property(lambda self: self.jaxpr.outvars)
+    constvars = property(lambda self: self.jaxpr.constvars)
 
     def __repr__(self):
         return pp_jaxpr(self.jaxpr)

@@ -163,17 +163,24 @@ def test_rule_registries_set_and_read_the_rules():
 # ----------------------------------------------------------------------------
 
 def test_every_primitive_is_exported_from_lax_as_name_p():
+    from fungrad.extend.core import primitives
     for name, prim in core.primitives.items():
         assert getattr(lax, f"{name}_p") is prim, name
+        assert getattr(primitives, f"{name}_p") is prim, name
     from fungrad.lax import checkpoint_p, custom_jvp_call_p, exp_p  # noqa: F401
-    with pytest.raises(AttributeError):
-        lax.no_such_primitive_p
+    from fungrad.extend.core.primitives import add_p, while_p  # noqa: F401
+    assert "add_p" in dir(primitives)
+    for namespace in (lax, primitives):
+        with pytest.raises(AttributeError):
+            namespace.no_such_primitive_p
 
 
 def test_jaxpr_fields_have_jaxs_names():
     closed = fungrad.make_jaxpr(lambda x, y: fnp.exp(x) * y + 1.0)(1.0, np.ones(3))
     assert isinstance(closed, jex.ClosedJaxpr) and isinstance(closed.jaxpr, jex.Jaxpr)
     assert closed.literals is closed.consts
+    assert closed.invars == closed.jaxpr.invars and closed.outvars == closed.jaxpr.outvars
+    jex.check_jaxpr(closed)
     eqn = closed.jaxpr.eqns[0]
     assert isinstance(eqn, jex.JaxprEqn) and eqn.primitive is lax.exp_p
     assert eqn.invars == [closed.jaxpr.invars[0]] and isinstance(eqn.outvars[0], jex.Var)

@@ -11,7 +11,8 @@ Reading jaxprs::
 
 An interpreter over jaxprs calls ``eqn.primitive.bind(*invals, **eqn.params)``
 for what it does not handle itself, so it composes with every transformation
-(see ``notebooks/09_writing_an_interpreter.ipynb``).  ``Jaxpr`` and
+(see ``notebooks/09_writing_an_interpreter.ipynb``).  Every primitive is
+``fungrad.lax.<name>_p`` and ``fungrad.extend.core.primitives.<name>_p``.  ``Jaxpr`` and
 ``JaxprEqn`` are constructed with JAX's argument order (``Jaxpr(constvars,
 invars, outvars, eqns)``, ``new_jaxpr_eqn(invars, outvars, primitive, params,
 effects)``) and are the very classes fungrad builds.
@@ -52,10 +53,11 @@ from fungrad.core import ClosedJaxpr, Literal, ShapedArray, Var, eval_jaxpr
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero, UndefinedPrimal, is_undefined_primal
 from fungrad.lax.utils import def_lowering
+from fungrad.extend.core import primitives  # noqa: F401  (every primitive as <name>_p)
 
 __all__ = ["Primitive", "Jaxpr", "ClosedJaxpr", "JaxprEqn", "Var", "Literal", "ShapedArray",
-           "jaxpr_as_fun", "new_jaxpr_eqn", "define_primitive", "Zero", "UndefinedPrimal",
-           "is_undefined_primal"]
+           "jaxpr_as_fun", "new_jaxpr_eqn", "check_jaxpr", "define_primitive", "Zero",
+           "UndefinedPrimal", "is_undefined_primal", "primitives"]
 
 
 # ----------------------------------------------------------------------------
@@ -99,6 +101,12 @@ def new_jaxpr_eqn(invars, outvars, primitive, params, effects=None, source_info=
     """An equation ``outvars = primitive[params] invars`` (``jax.extend.core``'s
     signature; effects, source_info and ctx are accepted and unused)."""
     return JaxprEqn(invars, outvars, primitive, params)
+
+
+def check_jaxpr(jaxpr) -> None:
+    """Type-check ``jaxpr`` (a Jaxpr or ClosedJaxpr): every equation's declared
+    output types against its primitive's abstract evaluation; raises TypeError."""
+    core.typecheck_jaxpr(jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr)
 
 
 def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable:
