@@ -116,8 +116,8 @@ custom_jvp_call_p.batch = _batch
 # Running a custom rule on concrete values
 # ----------------------------------------------------------------------------
 # Walk down from the current trace: a JVP trace whose tangents are all zero,
-# or linearize's partial evaluation (fold_known) owning none of the values,
-# has nothing to do with the call, so it goes to the trace below.  The call
+# linearize's partial evaluation (fold_known) or a batch trace owning none of
+# the values has nothing to do with the call, so it goes to the trace below.  The call
 # runs concretely at evaluation (call the function) or at the first JVP trace
 # with a nonzero tangent whose primals are concrete (call the rule on them,
 # with the trace below current).  Anything else stages.  While the function
@@ -141,6 +141,10 @@ def _concrete_level(leaves):
         kind = type(trace)
         if kind is StagingTrace and trace.fold_known and not any(map(trace.owns, leaves)):
             trace = trace.parent
+            continue
+        if kind is batching.BatchTrace and not any(
+                isinstance(x, batching.BatchTracer) and x._trace is trace for x in leaves):
+            trace = trace.parent          # nothing batched (jacfwd's tangents are, not these)
             continue
         if kind is not JVPTrace:
             return None

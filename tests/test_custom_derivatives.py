@@ -293,3 +293,18 @@ def test_custom_vjp_fun_fwd_bwd_see_concrete_values():
     np.testing.assert_allclose(jvp(f, (1.0,), (1.0,))[1], np.cos(1.0))   # beyond JAX
     with pytest.raises(fungrad.ConcretizationTypeError):
         jit(grad(f))(1.0)
+
+
+def test_custom_rules_see_concrete_values_under_jacobians():
+    # jacfwd/jacrev/hessian batch tangents or cotangents, not the primal point,
+    # so the rule and the function still get concrete values (as in JAX)
+    f = _branching_custom_jvp([])
+    g = lambda v: fnp.stack([f(v[0]) * v[1], f(v[1])])
+    v = np.array([1.0, -1.0])
+    want = np.array([[2.0 * -1.0, np.sin(1.0)], [0.0, 3.0]])
+    np.testing.assert_allclose(fungrad.jacfwd(g)(v), want)
+    np.testing.assert_allclose(fungrad.jacrev(g)(v), want)
+    np.testing.assert_allclose(hessian(lambda v: f(v[0]) * f(v[1]))(v),
+                               [[0.0, 6.0], [6.0, 0.0]])
+    with pytest.raises(fungrad.ConcretizationTypeError):
+        vmap(f)(v)                    # the primal itself is batched: no concrete value
