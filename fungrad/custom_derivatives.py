@@ -117,10 +117,10 @@ custom_jvp_call_p.batch = _batch
 # ----------------------------------------------------------------------------
 # Walk down from the current trace: a JVP trace whose tangents are all zero,
 # linearize's partial evaluation (fold_known) or a batch trace owning none of
-# the values has nothing to do with the call, so it goes to the trace below.  The call
-# runs concretely at evaluation (call the function) or at the first JVP trace
-# with a nonzero tangent whose primals are concrete (call the rule on them,
-# with the trace below current).  Anything else stages.  While the function
+# the values has nothing to do with the call, so it goes to the trace below.
+# The call runs concretely at evaluation (call the function) or at the first
+# JVP trace with a nonzero tangent whose primals are concrete (call the rule
+# on them, with the trace below current).  Anything else stages.  While the function
 # or rule runs, the traces it skipped are marked inactive: if it closes over
 # one of their tracers, that use raises UnexpectedTracerError and the call is
 # staged instead (which hoists closed-over values, and reports closing over
@@ -247,6 +247,7 @@ class custom_jvp:
                 [ad.instantiate_zeros(t) for t in tangents]))
         if result is not _STAGE:
             return result if not out_tree else tree_unflatten(out_tree[0], result)
+        del out_tree[:]
         leaves = [as_value(x) for x in raw_leaves]
 
         def flat(*xs):

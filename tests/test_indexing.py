@@ -162,6 +162,17 @@ def test_scatter_mul_update_gradient_with_repeated_indices():
     np.testing.assert_allclose(g, [1.0, 3.0])
 
 
+def test_scatter_mul_update_gradient_with_traced_indices_under_jit():
+    # the indices are traced, so their uniqueness is unknown: the general rule applies
+    x = np.arange(1.0, 4.0)
+    f = lambda u, i: fnp.asarray(x).at[i].multiply(u).sum()
+    for i in (np.array([0, 2]), np.array([1, 1])):
+        np.testing.assert_allclose(fungrad.jit(fungrad.grad(f))(np.array([2.0, 3.0]), i),
+                                   fungrad.grad(f)(np.array([2.0, 3.0]), i))
+    np.testing.assert_allclose(fungrad.jit(fungrad.grad(f))(np.array([2.0, 3.0]),
+                                                            np.array([1, 1])), [6.0, 4.0])
+
+
 @pytest.mark.parametrize("u", [[0.5, 0.7, 0.9, 1.3], [0.0, 0.7, 0.9, 1.3], [0.0, 0.7, 0.0, 1.3]],
                          ids=["no_zero", "one_zero", "two_zeros"])
 def test_scatter_mul_repeated_indices_exact_at_zero_updates(u):

@@ -441,7 +441,8 @@ def test_cache_is_bounded_and_dies_with_its_function(monkeypatch):
 
 
 def test_static_argument_errors_name_the_argument():
-    with pytest.raises(ValueError, match=r"static_argnames \['m'\].*parameters are \['x', 'n', 'scale'\]"):
+    with pytest.raises(ValueError,
+                       match=r"static_argnames \['m'\].*parameters are \['x', 'n', 'scale'\]"):
         jit(_power, static_argnames="m")
     with pytest.raises(ValueError, match=r"static_argnums \[2\] out of range.*2 positional"):
         jit(_power, static_argnums=2)

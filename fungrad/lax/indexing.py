@@ -608,7 +608,7 @@ scatter_p.transpose = _scatter_transpose
 scatter_p.linear = True
 
 
-# --- scatter_mul: linear in the operand; in the updates for unique indices --------
+# --- scatter_mul: linear in the operand; differentiable in the updates ---------------
 
 scatter_mul_p = _define_scatter("scatter_mul", np.multiply)
 
