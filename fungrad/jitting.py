@@ -157,7 +157,10 @@ class _FunctionCache:
     def get(self, key):
         entry = self.entries.get(key)
         if entry is not None:
-            self.entries.move_to_end(key)
+            try:
+                self.entries.move_to_end(key)
+            except KeyError:      # evicted by another thread meanwhile: still usable
+                pass
         return entry
 
     def put(self, key, entry):
