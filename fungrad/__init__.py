@@ -10,7 +10,7 @@ from fungrad import ad_checkpoint
 from fungrad.ad_checkpoint import checkpoint, remat, checkpoint_policies
 from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError
 from fungrad import numpy
-from fungrad import random, optim, nn, scipy, implicit, ode, tree, flatten_util
+from fungrad import random, optim, nn, scipy, implicit, ode, tree, flatten_util, extend
 from fungrad import sharding, distributed
 from fungrad.core import Device
 from fungrad.sharding import device_put, device_get, make_mesh, block_until_ready

@@ -21,21 +21,24 @@ compatibility; the blocks are never merged).
 from __future__ import annotations
 
 import functools
+import inspect
 from types import SimpleNamespace
 from typing import Callable
 
 
+from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Primitive, bind_on, eval_jaxpr, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.lowering import Source
-from fungrad.interpreters.partial_eval import (as_value, dce_jaxpr, partial_eval_jaxpr,
-                                               stage_pytree, trace_closed)
+from fungrad.interpreters.partial_eval import (StagingTrace, as_value, dce_jaxpr,
+                                               partial_eval_jaxpr, stage_pytree, trace_closed)
 from fungrad.lax.linalg import dot_general_p
 from fungrad.lax.utils import def_lowering
-from fungrad.tree_util import tree_flatten, tree_unflatten
+from fungrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
-__all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "remat_p", "name_p"]
+__all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "remat_p", "name_p",
+           "saved_residuals", "print_saved_residuals"]
 
 
 # ----------------------------------------------------------------------------
@@ -308,3 +311,136 @@ def _trace(fun, args, static, in_tree, avals):
 
 
 remat = checkpoint
+
+
+# ----------------------------------------------------------------------------
+# What the forward pass keeps: saved_residuals / print_saved_residuals
+# ----------------------------------------------------------------------------
+
+class _SourceTrace(StagingTrace):
+    """A staging trace that remembers where in the user's code each equation
+    was recorded (``file:line (function)``)."""
+    __slots__ = ("sources",)
+
+    def __init__(self, parent):
+        super().__init__(parent)
+        self.sources = {}
+
+    def stage(self, prim, args, params):
+        out = super().stage(prim, args, params)
+        self.sources[self.eqns[-1]] = core._user_frame()
+        return out
+
+
+def saved_residuals(f: Callable, *args, **kwargs) -> list:
+    """``[(aval, source), ...]``: the values reverse mode keeps from ``f``'s
+    forward pass at these arguments (the residuals of ``linearize``), with
+    where each comes from, as ``jax.ad_checkpoint.saved_residuals``.  Under
+    ``checkpoint`` this shows what its policy saves."""
+    leaves, in_tree = tree_flatten((args, kwargs))
+    names = _argument_names(f, args, kwargs)
+
+    def flat(*xs):
+        a, kw = tree_unflatten(in_tree, list(xs))
+        return [as_value(o) for o in tree_flatten(f(*a, **kw))[0]]
+    trace = _SourceTrace(core.current_trace())
+    with core.new_trace_context(trace):
+        ins = [trace.new_arg(get_aval(as_value(x))) for x in leaves]
+        residuals = ad.linearize_flat(flat, ins)[2]
+        jaxpr, _ = trace.build(residuals)
+    producers = {v: (e, i) for e in jaxpr.eqns for i, v in enumerate(e.outvars)}
+    order = {e: k for k, e in enumerate(jaxpr.eqns)}
+    found = {}
+    for v in jaxpr.outvars:
+        atom, eqn, i = _computed_at(v, producers)
+        if id(atom) not in found:
+            found[id(atom)] = (_rank(atom, eqn, jaxpr, order), atom.aval.strip_weak_type(),
+                               _describe(atom, eqn, i, jaxpr, names, trace.sources))
+    return [(aval, what) for _, aval, what in sorted(found.values(), key=lambda r: r[0])]
+
+
+def _argument_names(f, args, kwargs) -> list[str]:
+    """JAX's names of the flat arguments: ``argument W1``, ``argument params['w']``."""
+    try:
+        params = list(inspect.signature(f).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for path, _ in tree_flatten_with_path((args, kwargs))[0]:
+        kind, key = path[0].idx, path[1]
+        label = key.key if kind == 1 else params[key.idx] if key.idx < len(params) \
+            else f"at position {key.idx}"
+        names.append(f"argument {label}{keystr(path[2:])}")
+    return names
+
+
+_CALLS = ("jit", "checkpoint")          # calls whose outputs may be inputs passed through
+
+
+def _computed_at(v, producers):
+    """``(atom, eqn, output index)`` where ``v`` is really computed: through
+    jit and checkpoint calls that only pass an input through (eqn None: ``v``
+    is an argument, a constant or a literal)."""
+    while type(v) is not Literal and v in producers:
+        eqn, i = producers[v]
+        inner = eqn.params["jaxpr"].jaxpr if eqn.primitive.name in _CALLS else None
+        if inner is None or inner.outvars[i] not in inner.invars:
+            return v, eqn, i
+        v = eqn.inputs[inner.invars.index(inner.outvars[i])]
+    return v, None, None
+
+
+def _rank(atom, eqn, jaxpr, order):
+    """JAX's order: literals, constants, arguments, then outputs in program order."""
+    if eqn is not None:
+        return (3, order[eqn])
+    if type(atom) is Literal:
+        return (0, 0)
+    if atom in jaxpr.constvars:
+        return (1, jaxpr.constvars.index(atom))
+    return (2, jaxpr.invars.index(atom))
+
+
+def _describe(atom, eqn, i, jaxpr, names, sources) -> str:
+    if eqn is None:
+        if type(atom) is Literal:
+            return "from a literal"
+        if atom in jaxpr.constvars:
+            return "from a constant"
+        return f"from the {names[jaxpr.invars.index(atom)]}"
+    where = sources.get(eqn, "<unknown>")
+    if eqn.primitive.name == "jit":
+        return f"output of jitted function '{_user_name(eqn.params['name'])}' from {where}"
+    prim, name = _inner_producer(eqn, i)
+    if prim is name_p:
+        return f"named '{name}' from {where}"
+    return f"output of {prim.name} from {where}"
+
+
+def _user_name(call_name: str) -> str:
+    """The jitted function's own name, without the prefixes transformations add."""
+    for prefix in ("known_", "unknown_", "jvp_", "vmap_", "transpose_"):
+        while call_name.startswith(prefix):
+            call_name = call_name[len(prefix):]
+    return call_name
+
+
+def _inner_producer(eqn, i):
+    """(primitive, checkpoint name) that computed output ``i`` of ``eqn``,
+    looking inside checkpoints (whose known part computes what they save)."""
+    while eqn.primitive is remat_p:
+        inner = eqn.params["jaxpr"].jaxpr
+        v = inner.outvars[i]
+        found = next(((e, k) for e in inner.eqns for k, o in enumerate(e.outvars) if o is v),
+                     None)
+        if found is None:
+            break
+        eqn, i = found
+    return eqn.primitive, eqn.params.get("name") if eqn.primitive is name_p else None
+
+
+def print_saved_residuals(f: Callable, *args, **kwargs) -> None:
+    """Print ``saved_residuals(f, *args, **kwargs)``, one line per residual:
+    ``f64[5] output of sin from file.py:3 (g)``."""
+    for aval, source in saved_residuals(f, *args, **kwargs):
+        print(f"{aval.str_short()} {source}")

@@ -268,6 +268,8 @@ class JaxprEqn:
         self.params = params
         self.outvars = list(outvars)
 
+    invars = property(lambda self: self.inputs)    # JAX's name for the inputs
+
     def __repr__(self):
         return pp_eqn(self, _Namer())
 
@@ -321,6 +323,10 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    literals = property(lambda self: self.consts)   # JAX's older name for the consts
+    invars = property(lambda self: self.jaxpr.invars)
+    outvars = property(lambda self: self.jaxpr.outvars)
+    constvars = property(lambda self: self.jaxpr.constvars)
 
     def __repr__(self):
         return pp_jaxpr(self.jaxpr)
@@ -451,8 +457,6 @@ class Primitive:
 
     def __init__(self, name: str, multiple_results: bool = False,
                  linear: bool = False, differentiable: bool = True):
-        if name in primitives:
-            raise ValueError(f"primitive {name!r} is already registered")
         self.name = name
         self.multiple_results = multiple_results
         self.linear = linear                  # has (and needs) a transpose rule
@@ -480,7 +484,16 @@ class Primitive:
         #                           first operand unchanged, if that has the output's aval
         self.involution = False   # op(op(x)) == x
         self.remat = False        # recomputes on purpose: never merged by CSE
-        primitives[name] = self
+        self._register()
+
+    def _register(self):
+        """Enter fungrad's registry (names are unique: generated code calls an impl
+        by name); extension primitives (fungrad.extend.core) override this."""
+        if self.name in primitives:
+            raise ValueError(f"primitive {self.name!r} is already registered; a primitive "
+                             "of your own is defined with fungrad.extend.core.Primitive or "
+                             "define_primitive")
+        primitives[self.name] = self
 
     def __repr__(self):
         return self.name
@@ -742,13 +755,34 @@ def register_global_array_type(cls) -> None:
     _global_array_types.add(cls)
 
 
-class Array(np.ndarray):
+class _ArrayMeta(type):
+    """``isinstance(v, Array)`` is true for tracers too, as ``isinstance(v,
+    jax.Array)`` is inside transformations.  Free on hot paths: fungrad's own
+    code tests ``type(v) is Array``, and CPython answers an exact-type
+    ``isinstance`` before it calls this hook."""
+
+    def __instancecheck__(cls, obj):
+        return type.__instancecheck__(cls, obj) or isinstance(obj, Tracer)
+
+
+_IMMUTABLE_MESSAGE = ("fungrad arrays are immutable (as JAX arrays): instead of "
+                      "x[idx] = value, write x = x.at[idx].set(value) (or .add, .multiply, "
+                      "... at that index)")
+
+
+class Array(np.ndarray, metaclass=_ArrayMeta):
     """The read-only NumPy array fungrad returns; adds JAX's ``x.at[...]``.
 
     NumPy's own methods and operators are kept (they give NumPy's results).
     ``fungrad.numpy`` installs ``.at`` and indexing by traced indices (see
     ``fungrad/numpy/_methods.py``): core defines the class, the numpy layer
     what its array operations mean.
+
+    Like ``jax.Array`` it has no in-place operators: ``x += y`` (and ``-=``,
+    ``@=``, ...) computes ``x + y`` and rebinds ``x``, leaving other references
+    to the old array unchanged; ``x[i] = v`` raises ``TypeError`` pointing to
+    ``x.at[i].set(v)``.  (A writable Array, which only NumPy's own functions
+    make, e.g. ``np.roll``'s output buffer, still takes item assignment.)
     """
 
     def __reduce__(self):  # pickle as a plain ndarray
@@ -773,6 +807,20 @@ class Array(np.ndarray):
     def devices(self) -> set:
         """The set of devices holding this array: ``{CpuDevice(id=0)}``."""
         return {cpu_device}
+    def __setitem__(self, idx, value):
+        if not self.flags.writeable:
+            raise TypeError(_IMMUTABLE_MESSAGE)
+        np.ndarray.__setitem__(self, idx, value)
+
+
+def _rebind(self, other):
+    # NotImplemented makes Python fall back to the binary operator: a new array
+    return NotImplemented
+
+
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
+            "xor", "lshift", "rshift"):
+    setattr(Array, f"__i{_op}__", _rebind)
 
 
 class Tracer:
@@ -810,8 +858,7 @@ class Tracer:
                         "cannot be dict keys or set members)")
 
     def __setitem__(self, idx, value):
-        raise TypeError("fungrad arrays are immutable: use x = x.at[idx].set(value) "
-                        "instead of x[idx] = value")
+        raise TypeError(_IMMUTABLE_MESSAGE)
 
     # --- concretization: Python needs a value ---------------------------------
     # Under jvp/grad the primal value exists (as in JAX, ``if x > 0`` works

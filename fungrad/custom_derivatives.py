@@ -9,8 +9,16 @@
         (x,), (t,) = primals, tangents
         return log1pexp(x), t * fungrad.nn.sigmoid(x)
 
-The function is staged into a jaxpr and bound as ``custom_jvp_call_p``, whose
-params carry the jaxpr and the (hashable) Python JVP rule:
+**Concrete values first** (as JAX): outside transformations the function is
+simply called; under eager ``grad``/``jvp``/``vjp`` (JVP traces and
+linearize's partial evaluation, whose primal values are concrete) the rule
+runs on the concrete primals, so Python control flow on them works in both
+the function and its rule.  See ``_run_concretely``.
+
+Otherwise (``jit``, ``vmap``, ``make_jaxpr``, or primals that are themselves
+traced) the function is staged into a jaxpr and bound as
+``custom_jvp_call_p``, whose params carry the jaxpr and the (hashable) Python
+JVP rule:
 
 * eval and jit: the function's own jaxpr (jit inlines it like a nested call);
 * jvp: the user's rule runs on the parent trace, so reverse mode (linearize +
@@ -26,12 +34,13 @@ from typing import Callable
 
 import numpy as np
 
-from fungrad.core import Primitive, get_aval, eval_jaxpr
-from fungrad.interpreters import ad, batching
-from fungrad.interpreters.ad import Zero
+from fungrad import core
+from fungrad.core import Primitive, Tracer, UnexpectedTracerError, get_aval, eval_jaxpr
+from fungrad.interpreters import ad, batching, tape
+from fungrad.interpreters.ad import JVPTrace, Zero
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters import partial_eval as pe
-from fungrad.interpreters.partial_eval import StagingTracer, as_value, trace_to_jaxpr
+from fungrad.interpreters.partial_eval import StagingTrace, StagingTracer, as_value, trace_to_jaxpr
 from fungrad.lax.utils import def_lowering
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
@@ -104,6 +113,106 @@ def _batched_rule(jvp, in_dims, num_consts, axis_size, n_out):
 custom_jvp_call_p.batch = _batch
 
 
+# ----------------------------------------------------------------------------
+# Running a custom rule on concrete values
+# ----------------------------------------------------------------------------
+# Walk down from the current trace: a JVP trace whose tangents are all zero,
+# linearize's partial evaluation (fold_known) or a batch trace owning none of
+# the values has nothing to do with the call, so it goes to the trace below.
+# The call runs concretely at evaluation (call the function) or at the first
+# JVP trace with a nonzero tangent whose primals are concrete (call the rule
+# on them, with the trace below current).  Anything else stages.  While the function
+# or rule runs, the traces it skipped are marked inactive: if it closes over
+# one of their tracers, that use raises UnexpectedTracerError and the call is
+# staged instead (which hoists closed-over values, and reports closing over
+# a differentiated value).
+
+_STAGE = object()
+_ON_TAPE = object()
+
+
+def _is_concrete(x) -> bool:
+    return not isinstance(x, Tracer) or x._concrete_value() is not None
+
+
+def _concrete_level(leaves):
+    """``(trace, primals, tangents)``: where the call runs concretely (tangents
+    None: evaluation); or None if it must be staged."""
+    trace = core.current_trace()
+    while trace.parent is not None:
+        kind = type(trace)
+        if kind is StagingTrace and trace.fold_known and not any(map(trace.owns, leaves)):
+            trace = trace.parent
+            continue
+        if kind is batching.BatchTrace and not any(
+                isinstance(x, batching.BatchTracer) and x._trace is trace for x in leaves):
+            trace = trace.parent          # nothing batched (jacfwd's tangents are, not these)
+            continue
+        if kind is tape.TapeTrace:       # eager grad: the tape's general path runs it
+            if any(map(trace.owns, leaves)):
+                return trace, leaves, _ON_TAPE
+            trace = trace.parent
+            continue
+        if kind is not JVPTrace:
+            return None
+        pairs = [trace.lift(x) for x in leaves]
+        leaves = [p for p, _ in pairs]
+        if any(type(t) is not Zero for _, t in pairs):
+            if not all(map(_is_concrete, leaves)):
+                return None
+            return trace, leaves, [t for _, t in pairs]
+        trace = trace.parent
+    return trace, leaves, None
+
+
+def _run_concretely(leaves, on_values, on_jvp, recall):
+    """``on_values(values)`` at evaluation, or ``on_jvp(trace, primals,
+    tangents) -> (outs, out_tangents)`` at a JVP trace (results are that
+    trace's values); ``_STAGE`` if neither applies (see above).  Under eager
+    grad (interpreters/tape.py) the call, ``recall(*leaves) -> output leaves``,
+    is linearized by the tape's general path, whose JVP trace then runs it."""
+    found = _concrete_level(leaves)
+    if found is None:
+        return _STAGE
+    level, primals, tangents = found
+    on_tape = tangents is _ON_TAPE
+    skipped, t = [], core.current_trace()
+    while t is not level:
+        skipped.append(t)
+        t = t.parent
+    if tangents is not None and not on_tape:
+        skipped.append(level)
+    for t in skipped:
+        t.active = False
+    try:
+        if on_tape:
+            with core.set_current_trace(level):
+                return level.call_generally(recall, primals)
+        with core.set_current_trace(level if tangents is None else level.parent):
+            result = on_values(primals) if tangents is None else on_jvp(level, primals, tangents)
+    except UnexpectedTracerError:
+        return _STAGE
+    finally:
+        for t in skipped:
+            t.active = True
+    if tangents is None:
+        return result
+    outs, out_tangents = result
+    return [level.pure(o, dt) for o, dt in zip(outs, out_tangents)]
+
+
+def _recall(custom_fn, args, static, in_tree, out_tree: list):
+    """The call ``custom_fn(*args)`` as a function of its differentiable leaves,
+    returning output leaves (and recording the output structure)."""
+    def recall(*leaves):
+        it = iter(tree_unflatten(in_tree, list(leaves)))
+        full = [static[i] if i in static else next(it) for i in range(len(args))]
+        out_leaves, tree = tree_flatten(custom_fn(*full))
+        out_tree.append(tree)
+        return [as_value(x) for x in out_leaves]
+    return recall
+
+
 def _merge_args(nondiff_argnums, nondiff, dyn):
     nd, it = dict(zip(sorted(nondiff_argnums), nondiff)), iter(dyn)
     return [nd[i] if i in nd else next(it) for i in range(len(nondiff) + len(dyn))]
@@ -148,13 +257,24 @@ class custom_jvp:
                             "define one with @f.defjvp")
         static = {i: args[i] for i in self.nondiff_argnums}
         dyn = [a for i, a in enumerate(args) if i not in static]
-        leaves, in_tree = tree_flatten(tuple(dyn))
-        leaves = [as_value(x) for x in leaves]
-        out_tree = []
+        raw_leaves, in_tree = tree_flatten(tuple(dyn))
 
         def merge(dyn_args):
             it = iter(dyn_args)
             return [static[i] if i in static else next(it) for i in range(len(args))]
+
+        out_tree = []
+        rule = _flat_rule(self.jvp_rule, in_tree, static=static, out_tree=out_tree)
+        result = _run_concretely(
+            raw_leaves, lambda xs: self.fun(*merge(tree_unflatten(in_tree, list(xs)))),
+            lambda trace, primals, tangents: rule(
+                [], primals, tangents if self.symbolic_zeros else
+                [ad.instantiate_zeros(t) for t in tangents]),
+            _recall(self, args, static, in_tree, out_tree))
+        if result is not _STAGE:
+            return result if not out_tree else tree_unflatten(out_tree[0], result)
+        del out_tree[:]
+        leaves = [as_value(x) for x in raw_leaves]
 
         def flat(*xs):
             out_leaves, tree = tree_flatten(self.fun(*merge(tree_unflatten(in_tree, list(xs)))))
@@ -162,16 +282,16 @@ class custom_jvp:
             return [as_value(x) for x in out_leaves]
         jaxpr, consts = trace_to_jaxpr(flat, [get_aval(x).strip_weak_type() for x in leaves])
         closed, hoisted = pe.closure_convert(jaxpr, consts)
-        rule = _flat_rule(self.jvp_rule, in_tree, merge_key=tuple(sorted(static.items(), key=repr)),
-                          static=static, nargs=len(args), out_tree=out_tree[0])
         outs = custom_jvp_call_p.bind(*hoisted, *leaves, jaxpr=closed, jvp=rule,
                                       num_consts=len(hoisted), symbolic_zeros=self.symbolic_zeros)
         return tree_unflatten(out_tree[0], outs)
 
 
-def _flat_rule(user_jvp, in_tree, merge_key, static, nargs, out_tree):
+def _flat_rule(user_jvp, in_tree, static, out_tree: list):
     """The user's pytree rule as ``rule(consts, leaves, tangent leaves)``; as in JAX,
-    non-differentiable arguments come first: ``jvp(*nondiff, primals, tangents)``."""
+    non-differentiable arguments come first: ``jvp(*nondiff, primals, tangents)``.
+    ``out_tree`` holds the function's output structure once known (staging);
+    else the first structure the rule returns is recorded there."""
     nondiff = [static[i] for i in sorted(static)]
 
     def rule(consts, leaves, tangents):
@@ -180,9 +300,11 @@ def _flat_rule(user_jvp, in_tree, merge_key, static, nargs, out_tree):
         out, t_out = user_jvp(*nondiff, tuple(primals), tuple(tangent_args))
         out_leaves, tree = tree_flatten(out)
         t_leaves, t_tree = tree_flatten(t_out)
-        if tree != out_tree or t_tree != out_tree:
+        if not out_tree:
+            out_tree.append(tree)
+        if tree != out_tree[0] or t_tree != out_tree[0]:
             raise TypeError(f"custom_jvp rule must return (primal_out, tangent_out) with the "
-                            f"function's output structure {out_tree}; got {tree} and {t_tree}")
+                            f"function's output structure {out_tree[0]}; got {tree} and {t_tree}")
         return out_leaves, t_leaves
     rule.__name__ = getattr(user_jvp, "__name__", "jvp")
     return rule
@@ -198,6 +320,9 @@ def _flat_rule(user_jvp, in_tree, merge_key, static, nargs, out_tree):
 # custom_lin_p, a primitive linear in the tangents whose transpose calls bwd.
 # So reverse mode uses bwd.  Beyond JAX: evaluated in forward mode (jvp,
 # jacfwd, hessian), custom_lin_p computes the JVP of ``fun`` itself.
+# As for custom_jvp, a call on concrete values (no transformation, or eager
+# grad/vjp) does not stage: the function, or fwd, runs on the values, and bwd
+# runs on the concrete residuals and cotangents of the backward pass.
 
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
 custom_vjp_call_p.inline = True      # (param "jaxpr"): codegen splices the function
@@ -222,13 +347,28 @@ def _vjp_call_jvp(primals, tangents, jaxpr, fwd, bwd, num_consts, num_res):
     outs_res = fwd(*args)                # the user's fwd, run on the parent trace
     n_out = len(jaxpr.out_avals)
     outs, res = list(outs_res[:n_out]), list(outs_res[n_out:])
-    t_args = [ad.instantiate_zeros(t) for t in tangents[num_consts:]]
+    return outs, _vjp_tangents(_jaxpr_fun(jaxpr), tuple(jaxpr.out_avals), bwd, consts, args, res,
+                               tangents[num_consts:])
+
+
+def _vjp_tangents(fun, out_avals, bwd, consts, args, res, tangents):
+    """Output tangents of a custom_vjp call whose fwd gave residuals ``res``:
+    under linearize a ``custom_lin`` (transposed by ``bwd``), in plain forward
+    mode the JVP of ``fun(*consts, *args)`` itself."""
+    t_args = [ad.instantiate_zeros(t) for t in tangents]
     if not any(_being_linearized(t) for t in t_args):
         # plain forward mode (jvp, jacfwd, or jvp staged by jit): the function's own JVP
-        return outs, _forward_tangents(jaxpr, consts, args, t_args)
-    t_out = custom_lin_p.bind(*consts, *args, *res, *t_args, jaxpr=jaxpr, bwd=bwd,
-                              num_consts=num_consts, num_args=len(args), num_res=len(res))
-    return outs, t_out
+        return _forward_tangents(fun, consts, args, t_args)
+    return custom_lin_p.bind(*consts, *args, *res, *t_args, fun=fun, out_avals=out_avals,
+                             bwd=bwd, num_consts=len(consts), num_args=len(args),
+                             num_res=len(res))
+
+
+def _jaxpr_fun(closed):
+    """A staged function as a Python callable (custom_lin's ``fun`` param)."""
+    def fun(*xs):
+        return eval_jaxpr(closed.jaxpr, closed.consts, *xs)
+    return fun
 
 
 def _being_linearized(t) -> bool:
@@ -239,36 +379,39 @@ def _being_linearized(t) -> bool:
 custom_vjp_call_p.jvp = _vjp_call_jvp
 
 
+# custom_lin_p(*consts, *args, *res, *tangents, fun, out_avals, bwd, num_consts, num_args,
+#              num_res): linear in the tangents; ``fun`` is the custom_vjp function on flat
+# leaves (a Python callable: with concrete arguments its Python control flow works).
+
 def _lin_split(vals, num_consts, num_args, num_res):
     c, a = vals[:num_consts], vals[num_consts:num_consts + num_args]
     r = vals[num_consts + num_args:num_consts + num_args + num_res]
     return list(c), list(a), list(r), list(vals[num_consts + num_args + num_res:])
 
 
-def _forward_tangents(jaxpr, consts, args, t_args):
+def _forward_tangents(fun, consts, args, t_args):
     """Forward mode through a custom_vjp function: the JVP of the function itself."""
     zeros = [Zero(ad.tangent_aval(get_aval(c))) for c in consts]
-    _, t_out = ad.jvp_flat(lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs),
-                           consts + args, zeros + list(t_args))
+    _, t_out = ad.jvp_flat(lambda *xs: list(fun(*xs)), consts + args, zeros + list(t_args))
     return [ad.instantiate_zeros(t) for t in t_out]
 
 
-def _lin_impl(*vals, jaxpr, bwd, num_consts, num_args, num_res):
+def _lin_impl(*vals, fun, out_avals, bwd, num_consts, num_args, num_res):
     consts, args, _, t_args = _lin_split(vals, num_consts, num_args, num_res)
-    return _forward_tangents(jaxpr, consts, args, t_args)
+    return _forward_tangents(fun, consts, args, t_args)
 
 
 custom_lin_p.def_impl(_lin_impl)
-custom_lin_p.def_abstract_eval(lambda *a, jaxpr, bwd, num_consts, num_args, num_res:
-                               [ad.tangent_aval(o) for o in jaxpr.out_avals])
+custom_lin_p.def_abstract_eval(lambda *a, fun, out_avals, bwd, num_consts, num_args, num_res:
+                               [ad.tangent_aval(o) for o in out_avals])
 
 
-def _lin_jvp(primals, tangents, jaxpr, bwd, num_consts, num_args, num_res):
+def _lin_jvp(primals, tangents, fun, out_avals, bwd, num_consts, num_args, num_res):
     # differentiate the forward-mode formula (used only by forward-over-forward)
     consts, args, _, t_args = _lin_split(primals, num_consts, num_args, num_res)
     dc, da, _, dt = _lin_split(tangents, num_consts, num_args, num_res)
     out, t_out = ad.jvp_flat(
-        lambda *xs: _forward_tangents(jaxpr, list(xs[:num_consts]),
+        lambda *xs: _forward_tangents(fun, list(xs[:num_consts]),
                                       list(xs[num_consts:num_consts + num_args]),
                                       list(xs[num_consts + num_args:])),
         consts + args + t_args, dc + da + dt)
@@ -278,7 +421,7 @@ def _lin_jvp(primals, tangents, jaxpr, bwd, num_consts, num_args, num_res):
 custom_lin_p.jvp = _lin_jvp
 
 
-def _lin_transpose(cts, *vals, jaxpr, bwd, num_consts, num_args, num_res):
+def _lin_transpose(cts, *vals, fun, out_avals, bwd, num_consts, num_args, num_res):
     consts, args, res, t_args = _lin_split(vals, num_consts, num_args, num_res)
     cts = [ad.instantiate_zeros(c) for c in cts]
     ct_args = bwd(res, cts)
@@ -292,19 +435,16 @@ custom_lin_p.transpose = _lin_transpose
 custom_lin_p.linear = True
 
 
-def _lin_batch(axis_size, vals, dims, jaxpr, bwd, num_consts, num_args, num_res):
+def _lin_batch(axis_size, vals, dims, fun, out_avals, bwd, num_consts, num_args, num_res):
     # batched evaluation of the forward-mode formula (bwd is batched by its own ops
     # when transposed under vmap: residuals are batch tracers then)
     from fungrad.interpreters.batching import vmap_flat
-    n_out = len(jaxpr.out_avals)
-    outs = vmap_flat(lambda *xs: _lin_impl_traced(xs, jaxpr, num_consts, num_args, num_res),
+    n_out = len(out_avals)
+    outs = vmap_flat(lambda *xs: _lin_impl(*xs, fun=fun, out_avals=out_avals, bwd=bwd,
+                                           num_consts=num_consts, num_args=num_args,
+                                           num_res=num_res),
                      list(vals), list(dims), axis_size, [0] * n_out)
     return outs, [0] * n_out
-
-
-def _lin_impl_traced(xs, jaxpr, num_consts, num_args, num_res):
-    consts, args, _, t_args = _lin_split(list(xs), num_consts, num_args, num_res)
-    return _forward_tangents(jaxpr, consts, args, t_args)
 
 
 custom_lin_p.batch = _lin_batch
@@ -379,8 +519,8 @@ class custom_vjp:
         static = {i: args[i] for i in self.nondiff_argnums}
         nondiff = [static[i] for i in sorted(static)]
         dyn = tuple(a for i, a in enumerate(args) if i not in static)
-        leaves, in_tree = tree_flatten(dyn)
-        leaves = [as_value(x) for x in leaves]
+        raw_leaves, in_tree = tree_flatten(dyn)
+        leaves = [as_value(x) for x in raw_leaves]
         avals = [get_aval(x).strip_weak_type() for x in leaves]
         merge = lambda d: _merge_args(self.nondiff_argnums, nondiff, list(d))
         out_tree, res_tree = [], []
@@ -389,6 +529,23 @@ class custom_vjp:
             out_leaves, tree = tree_flatten(self.fun(*merge(tree_unflatten(in_tree, list(xs)))))
             out_tree.append(tree)
             return [as_value(x) for x in out_leaves]
+
+        def concrete_jvp(trace, primals, tangents):
+            out, res = self.fwd(*merge(tree_unflatten(in_tree, list(primals))))
+            out_leaves, tree = tree_flatten(out)
+            res_leaves, r_tree = tree_flatten(res)
+            out_tree.append(tree)
+            res_tree.append(r_tree)
+            bwd = _flat_bwd(self.bwd, nondiff, res_tree, tree, in_tree, avals)
+            out_avals = tuple(get_aval(o).strip_weak_type() for o in out_leaves)
+            return out_leaves, _vjp_tangents(fun_flat, out_avals, bwd, [], list(primals),
+                                             res_leaves, tangents)
+        result = _run_concretely(
+            raw_leaves, lambda xs: self.fun(*merge(tree_unflatten(in_tree, list(xs)))),
+            concrete_jvp, _recall(self, args, static, in_tree, out_tree))
+        if result is not _STAGE:
+            return result if not out_tree else tree_unflatten(out_tree[0], result)
+        del out_tree[:], res_tree[:]
 
         def fwd_flat(*xs):
             out, res = self.fwd(*merge(tree_unflatten(in_tree, list(xs))))

@@ -4,9 +4,11 @@ NumPy source (``interpreters/codegen.py``), compile it, and reuse it.
 A jitted function binds ``jit_p`` (``fungrad/lax/control_flow/call.py``), a
 higher-order primitive whose ``jaxpr`` param is the staged function, so every
 transformation composes with it.  This module is the user-facing wrapper:
-argument flattening, static arguments, the per-signature cache (a cache hit,
-outside any transformation, is a dict lookup and a call of the compiled
-function), ``lower()`` and the cache-miss log.
+argument flattening, static arguments (``static_argnums`` and
+``static_argnames`` completed from each other by the signature), the
+per-function, per-signature cache (a cache hit, outside any transformation,
+is a dict lookup and a call of the compiled function; see "The compilation
+cache" below), ``lower()``/``compile()`` and the cache-miss log.
 
 Side effects in the jitted Python function (print, appending to a list) run
 only while tracing, i.e. once per new signature, as in JAX.
@@ -14,8 +16,12 @@ only while tracing, i.e. once per new signature, as in JAX.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
+import threading
+import types
 import weakref
+from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -27,7 +33,7 @@ from fungrad.interpreters.partial_eval import as_value, closure_convert, trace_t
 from fungrad.lax.control_flow.call import jit_p
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["jit", "Lowered"]
+__all__ = ["jit", "Lowered", "Compiled"]
 
 log = logging.getLogger("fungrad.jit")
 
@@ -79,9 +85,10 @@ class _Entry:
 class Lowered:
     """What ``jitted.lower(*args)`` returns: the staged jaxpr and the generated code."""
 
-    def __init__(self, closed: ClosedJaxpr, source: str):
+    def __init__(self, closed: ClosedJaxpr, source: str, jitted=None):
         self.jaxpr = closed
         self._source = source
+        self._jitted = jitted
 
     def as_text(self) -> str:
         """The jaxpr, as ``make_jaxpr`` prints it."""
@@ -91,38 +98,208 @@ class Lowered:
         """The generated Python/NumPy source of the compiled function."""
         return self._source
 
+    def compile(self) -> "Compiled":
+        """The compiled function (JAX's ``lower(...).compile()``)."""
+        return Compiled(self._jitted, self.jaxpr, self._source)
+
     def __repr__(self):
         return self._source
+
+
+class Compiled:
+    """What ``jitted.lower(*args).compile()`` returns: call it with arguments of
+    the signature it was lowered for; ``as_text()`` is the generated source."""
+
+    def __init__(self, jitted, closed: ClosedJaxpr, source: str):
+        self._jitted = jitted
+        self._closed = closed
+        self._source = source
+
+    def as_text(self) -> str:
+        return self._source
+
+    def __call__(self, *args, **kwargs):
+        entry, _ = self._jitted._entry(args, kwargs)
+        if entry.closed is not self._closed:
+            want = ", ".join(a.str_short() for a in self._closed.in_avals)
+            got = ", ".join(a.str_short() for a in entry.closed.in_avals)
+            raise TypeError(f"jit({self._jitted.name}): this compiled function was lowered for "
+                            f"arguments ({want}) and was called with ({got}); lower and "
+                            "compile again for these arguments, or call the jitted function")
+        return self._jitted(*args, **kwargs)
+
+
+# ----------------------------------------------------------------------------
+# The compilation cache: per underlying function (held weakly), LRU-bounded
+# ----------------------------------------------------------------------------
+# ``jit(f)`` looks up the cache of ``f`` (a bound method: of its function and,
+# weakly, its instance) under its static-argument configuration, so that
+# ``jit(f)(x)`` written inside a loop traces once, as in JAX, while each new
+# closure or ``functools.partial`` is a new function.  Caches of functions
+# that die go with them; each holds at most ``CACHE_SIZE`` signatures, the
+# least recently used evicted first.  A function that cannot be held weakly
+# (or hashed) gets a cache of its own ``Jitted``.
+
+CACHE_SIZE = 256
+_caches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+class _FunctionCache:
+    """Compiled entries of one function under one static configuration, by call
+    signature (argument structure, shapes/dtypes, static values), LRU-bounded."""
+    __slots__ = ("entries", "last_key")
+
+    def __init__(self):
+        self.entries: OrderedDict = OrderedDict()
+        self.last_key = None
+
+    def get(self, key):
+        entry = self.entries.get(key)
+        if entry is not None:
+            try:
+                self.entries.move_to_end(key)
+            except KeyError:      # evicted by another thread meanwhile: still usable
+                pass
+        return entry
+
+    def put(self, key, entry):
+        self.entries[key] = entry
+        if len(self.entries) > CACHE_SIZE:
+            self.entries.popitem(last=False)
+
+
+def _cache_for(fun, config) -> _FunctionCache:
+    """The shared cache of ``fun`` under ``config`` (a new private one if ``fun``
+    cannot be a weak dictionary key)."""
+    owner, extra = fun, ()
+    if isinstance(fun, types.MethodType):
+        try:
+            owner, extra = fun.__func__, (weakref.ref(fun.__self__),)
+        except TypeError:
+            return _FunctionCache()
+    try:
+        with _caches_lock:
+            per_owner = _caches.get(owner)
+            if per_owner is None:
+                per_owner = _caches[owner] = {}
+            key = extra + (config,)
+            cache = per_owner.get(key)
+            if cache is None:
+                cache = per_owner[key] = _FunctionCache()
+                if extra:    # forget a method's cache when its instance dies
+                    weakref.finalize(fun.__self__, per_owner.pop, key, None)
+            return cache
+    except TypeError:        # not weakly referenceable, or unhashable
+        return _FunctionCache()
+
+
+# ----------------------------------------------------------------------------
+# Static arguments: names and positions mapped to each other by the signature
+# ----------------------------------------------------------------------------
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _as_tuple(value, kind, what):
+    if value is None:
+        return ()
+    if isinstance(value, kind):
+        return (value,)
+    try:
+        out = tuple(value)
+    except TypeError:
+        raise TypeError(f"jit: {what} must be {kind.__name__} or a sequence of them, got "
+                        f"{value!r}") from None
+    if not all(isinstance(v, kind) for v in out):
+        raise TypeError(f"jit: {what} must be {kind.__name__}s, got {value!r}")
+    return out
+
+
+def _static_config(fun, static_argnums, static_argnames):
+    """``(static_argnums, static_argnames)`` completed from each other through
+    ``inspect.signature(fun)``, as JAX does: an argument named static is static
+    whether it is passed by position or by keyword."""
+    nums = _as_tuple(static_argnums, int, "static_argnums")
+    names = _as_tuple(static_argnames, str, "static_argnames")
+    if not nums and not names:
+        return (), ()
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):      # no signature (some builtins): take them as given
+        return nums, names
+    positional = [p for p in params if p.kind in _POSITIONAL]
+    var_pos = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+    var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    fname = getattr(fun, "__name__", type(fun).__name__)
+    named = {p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                   inspect.Parameter.KEYWORD_ONLY)}
+    unknown = [n for n in names if n not in named]
+    if unknown and not var_kw:
+        raise ValueError(f"jit: static_argnames {unknown} are not parameters of {fname}; "
+                         f"its parameters are {[p.name for p in params]}")
+    if not var_pos:
+        bad = [n for n in nums if not -len(positional) <= n < len(positional)]
+        if bad:
+            raise ValueError(f"jit: static_argnums {bad} out of range: {fname} takes "
+                             f"{len(positional)} positional arguments "
+                             f"({[p.name for p in positional]})")
+        nums = tuple(n % len(positional) for n in nums)
+    names += tuple(positional[n].name for n in nums if 0 <= n < len(positional)
+                   and positional[n].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    nums += tuple(i for i, p in enumerate(positional) if p.name in names)
+    return tuple(sorted(set(nums))), tuple(dict.fromkeys(names))
 
 
 # every Jitted, so that fungrad.clear_caches() (and changing jax_enable_x64 or the
 # promotion options, which change what tracing produces) can empty their caches
 _instances: weakref.WeakSet = weakref.WeakSet()
 _disable_jit = _config.disable_jit
-_config.on_tracing_change.append(lambda: [j._cache.clear() for j in list(_instances)])
+
+
+def _clear_caches():
+    with _caches_lock:
+        _caches.clear()
+    for jitted in list(_instances):
+        jitted._cache.entries.clear()
+
+
+_config.on_tracing_change.append(_clear_caches)
 
 
 class Jitted:
-    """A jit-compiled function; call it like the original."""
+    """A jit-compiled function; call it like the original.
+
+    As a class attribute it binds like a method (``@jit`` on a method; with a
+    hashable ``self``, ``@partial(jit, static_argnums=0)`` makes ``self`` static).
+    """
 
     def __init__(self, fun, static_argnums=(), static_argnames=()):
+        if not callable(fun):
+            raise TypeError(f"jit: expected a callable, got {type(fun).__name__} {fun!r}")
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-        self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        self.static_argnums, self.static_argnames = _static_config(
+            fun, static_argnums, static_argnames)
         self.name = getattr(fun, "__name__", "fn").replace("<", "").replace(">", "") or "fn"
-        self._cache: dict = {}
-        self._last_key = None
+        self._cache = _cache_for(fun, (self.static_argnums, self.static_argnames))
         _instances.add(self)
 
+    def _describe_position(self, n: int) -> str:
+        try:
+            params = list(inspect.signature(self.fun).parameters)
+        except (TypeError, ValueError):
+            params = []
+        return f"argument {params[n]!r} (positional argument {n})" if n < len(params) \
+            else f"positional argument {n}"
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
+
     def _split(self, args, kwargs):
-        nums = {n % len(args) if -len(args) <= n < len(args) else n for n in self.static_argnums}
-        statics = []
-        for n in sorted(nums):
-            if n >= len(args):
-                raise ValueError(f"jit: static_argnums {n} is out of range for a call with "
-                                 f"{len(args)} positional arguments")
-            statics.append((n, _hashable(args[n], f"positional argument {n}")))
+        n_args = len(args)
+        nums = {n % n_args for n in self.static_argnums if -n_args <= n < n_args}
+        statics = [(n, _hashable(args[n], self._describe_position(n))) for n in sorted(nums)]
         statics += [(k, _hashable(kwargs[k], f"argument {k!r}"))
                     for k in self.static_argnames if k in kwargs]
         dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
@@ -137,12 +314,15 @@ class Jitted:
         else:
             dyn_args, dyn_kwargs, statics, nums = self._split(args, kwargs)
             leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        key = (in_tree, tuple(map(_signature, leaves)), statics)
+        try:
+            key = (in_tree, tuple(map(_signature, leaves)), statics)
+        except TypeError:
+            self._avals(args, kwargs, nums, leaves)    # raises, naming the argument
+            raise
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace(args, kwargs, nums, leaves, key)
         return entry, leaves
-
     def __call__(self, *args, **kwargs):
         if _disable_jit.value:            # jax_disable_jit: the Python function, op by op
             return self.fun(*args, **kwargs)
@@ -165,7 +345,7 @@ class Jitted:
 
     def _trace(self, args, kwargs, nums, leaves, key) -> _Entry:
         self._explain_miss(key)
-        avals = [get_aval(x) for x in leaves]
+        avals = self._avals(args, kwargs, nums, leaves)
         out_store = []
         in_tree = key[0]
 
@@ -191,11 +371,24 @@ class Jitted:
         if entry.cacheable:
             comp = compiled(entry.closed)
             entry.fn, entry.consts = comp.fn, comp.consts
-            self._cache[key] = entry
+            self._cache.put(key, entry)
             if _config.log_compiles.value:
                 log.warning("jit(%s): compiled %d equations to %d lines of NumPy code",
                             self.name, len(entry.closed.eqns), comp.source.count("\n"))
         return entry
+
+    def _avals(self, args, kwargs, nums, leaves):
+        try:
+            return [get_aval(x) for x in leaves]
+        except TypeError as err:
+            bad = next(i for i, x in enumerate(leaves) if not _is_array_like(x))
+            name = self._arg_names(args, kwargs, nums)[bad]
+            raise TypeError(
+                f"jit({self.name}): {name} is a {type(leaves[bad]).__name__}, not an array: {err} "
+                "If it is a setting, mark it static (static_argnums/static_argnames; for a "
+                "method, static_argnums=0 makes a hashable self static); if it holds arrays, "
+                "register its class as a pytree (fungrad.tree_util.register_pytree_node)."
+            ) from None
 
     def _arg_names(self, args, kwargs, nums) -> list[str]:
         """Names of the flat arguments (for concretization errors)."""
@@ -206,17 +399,25 @@ class Jitted:
         return _leaf_names(self.fun, tree_flatten(dyn)[1], dyn_idx)
 
     def _explain_miss(self, key):
+        last = self._cache.last_key
         if _config.log_compiles.value:    # jax_log_compiles: every trace, with its reason
-            reason = ("first call" if self._last_key is None
-                      else _describe_change(self._last_key, key))
+            reason = "first call" if last is None else _describe_change(last, key)
             log.warning("jit(%s): tracing for arguments %s: %s", self.name, key[1], reason)
-        elif log.isEnabledFor(logging.DEBUG) and self._last_key is not None:
-            log.debug("jit(%s): cache miss: %s", self.name, _describe_change(self._last_key, key))
-        self._last_key = key
+        elif log.isEnabledFor(logging.DEBUG) and last is not None:
+            log.debug("jit(%s): cache miss: %s", self.name, _describe_change(last, key))
+        self._cache.last_key = key
 
     def lower(self, *args, **kwargs) -> Lowered:
         entry, _ = self._entry(args, kwargs)
-        return Lowered(entry.closed, compiled(entry.closed).source)
+        return Lowered(entry.closed, compiled(entry.closed).source, self)
+
+
+def _is_array_like(x) -> bool:
+    try:
+        get_aval(x)
+    except TypeError:
+        return False
+    return True
 
 
 def _hashable(value, what):
@@ -244,13 +445,23 @@ def _describe_change(old, new) -> str:
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), **kwargs):
     """Compile ``fun`` to NumPy code once per argument signature (see module doc).
 
+    ``static_argnums``/``static_argnames``: arguments that are Python values
+    the program depends on (hashable; one compilation per value); each is
+    completed from the other through ``fun``'s signature.  Without ``fun``,
+    returns a decorator (``@jit(static_argnames="n")``).  ``donate_argnums``,
+    ``donate_argnames``, ``keep_unused``, ``inline``, ``device`` and ``backend``
+    are accepted and have no effect: NumPy has no device buffers to donate,
+    unused arguments cost nothing, and nested jitted calls are always inlined
+    into the enclosing generated code.
+
     Set ``logging.getLogger("fungrad.jit").setLevel(logging.DEBUG)`` to be told
     why a call missed the cache (like JAX's explain_cache_misses).
     """
-    if fun is None:
-        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames)
     unknown = set(kwargs) - {"donate_argnums", "donate_argnames", "inline", "keep_unused",
                              "device", "backend"}
     if unknown:
         raise TypeError(f"jit got unexpected keyword arguments {sorted(unknown)}")
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             **kwargs)
     return Jitted(fun, static_argnums, static_argnames)

@@ -124,3 +124,65 @@ def test_static_argnums_higher_order_and_errors():
         checkpoint(fnp.sin, policy="dots")
     with pytest.raises(TypeError, match="name must be a string"):
         checkpoint_name(1.0, 3)
+
+
+# ----------------------------------------------------------------------------
+# print_saved_residuals: what the forward pass keeps, as JAX prints it
+# ----------------------------------------------------------------------------
+
+def _dense(W, x):
+    return fnp.sin(fnp.dot(W, x))
+
+
+def _three_layers(W1, W2, x, wrap=lambda f: f):
+    return wrap(_dense)(W2, wrap(_dense)(W1, x))
+
+
+_W1, _W2, _x = np.ones((5, 4)), np.ones((6, 5)), np.ones(4)
+
+
+def _lines(f, *args):
+    from fungrad.ad_checkpoint import saved_residuals
+    return [f"{aval.str_short()} {src.split(' from ')[0] if ' from /' in src else src}"
+            for aval, src in saved_residuals(f, *args)]
+
+
+def test_saved_residuals_without_checkpoint_lists_arguments_then_outputs(capsys):
+    from fungrad.ad_checkpoint import print_saved_residuals
+    assert _lines(_three_layers, _W1, _W2, _x) == [
+        "f64[5,4] from the argument W1", "f64[6,5] from the argument W2",
+        "f64[4] from the argument x", "f64[5] output of sin", "f64[5] output of cos",
+        "f64[6] output of cos"]
+    print_saved_residuals(_three_layers, _W1, _W2, _x)
+    out = capsys.readouterr().out.splitlines()
+    assert out[3].startswith("f64[5] output of sin from ") and "test_checkpoint.py" in out[3]
+    assert out[3].endswith("(_dense)")
+
+
+def test_saved_residuals_follow_the_checkpoint_policy():
+    assert _lines(checkpoint(_three_layers), _W1, _W2, _x) == [
+        "f64[5,4] from the argument W1", "f64[6,5] from the argument W2",
+        "f64[4] from the argument x"]
+    def dots_saved(W1, W2, x):
+        return _three_layers(W1, W2, x, lambda f: checkpoint(f, policy=P.dots_saveable))
+    assert _lines(dots_saved, _W1, _W2, _x) == [
+        "f64[5,4] from the argument W1", "f64[6,5] from the argument W2",
+        "f64[4] from the argument x", "f64[5] output of dot_general", "f64[5] output of sin",
+        "f64[6] output of dot_general"]
+    named = lambda W, h: fnp.sin(checkpoint_name(fnp.dot(W, h), "pre"))
+    policy = P.save_only_these_names("pre")
+    assert _lines(lambda W1, x: checkpoint(named, policy=policy)(W1, x), _W1, _x) == [
+        "f64[5,4] from the argument W1", "f64[4] from the argument x", "f64[5] named 'pre'"]
+
+
+def test_saved_residuals_of_jit_pytrees_and_constants():
+    lines = _lines(jit(_three_layers), _W1, _W2, _x)
+    assert lines[:3] == ["f64[5,4] from the argument W1", "f64[6,5] from the argument W2",
+                         "f64[4] from the argument x"]
+    assert lines[3:] and all(line.endswith("output of jitted function '_three_layers'")
+                             for line in lines[3:])
+    c = fnp.ones(3) * 2.0
+    assert _lines(lambda p: fnp.sum(fnp.sin(p["w"]) * c), {"w": np.ones(3)}) == [
+        "f64[3] from a constant", "f64[3] output of cos"]
+    assert _lines(lambda p: fnp.sum(p["w"] * p["v"]), {"v": np.ones(2), "w": np.ones(2)}) == [
+        "f64[2] from the argument p['v']", "f64[2] from the argument p['w']"]

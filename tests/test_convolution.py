@@ -265,3 +265,61 @@ def test_bad_input_errors_numpy_and_dtypes():
         correlate(np.ones((2, 3)), np.ones(2))
     with pytest.raises(ValueError, match="mode"):
         convolve(np.ones(3), np.ones(2), "wide")
+
+
+# ----------------------------------------------------------------------------
+# The shape helpers JAX client libraries call, and dtype rules per layer
+# ----------------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 2), st.sampled_from(["SAME", "VALID", "SAME_LOWER", "pairs"]),
+       st.sampled_from([None, "strings"]),
+       st.integers(0, 2**31 - 1))
+def test_conv_general_shape_tuple_is_the_output_shape(nd, padding, layout, seed):
+    rng = np.random.default_rng(seed)
+    spatial, k = tuple(rng.integers(1, 6, nd)), tuple(rng.integers(1, 4, nd))
+    strides = tuple(int(s) for s in rng.integers(1, 3, nd))
+    pads = [tuple(int(p) for p in rng.integers(-1, 3, 2)) for _ in range(nd)] \
+        if padding == "pairs" else padding
+    lhs, rhs = np.ones((2, 3) + spatial), np.ones((4, 3) + k)
+    dn = None
+    if layout == "strings":         # channels last, as flax/haiku call it
+        letters = "HW"[:nd]
+        dn = fungrad.lax.conv_dimension_numbers(
+            (2,) + spatial + (3,), k + (3, 4), ("N" + letters + "C", letters + "IO",
+                                                 "N" + letters + "C"))
+        lhs, rhs = np.moveaxis(lhs, 1, -1), np.moveaxis(np.moveaxis(rhs, 0, -1), 0, -2)
+    got = fungrad.lax.conv_general_shape_tuple(lhs.shape, rhs.shape, strides, pads, dn)
+    assert got == conv_general_dilated(lhs, rhs, strides, pads, dimension_numbers=dn).shape
+    assert isinstance(got, tuple) and all(type(d) is int for d in got)
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID", [(1, 2), (0, 1)]])
+@pytest.mark.parametrize("strides", [(1, 1), (2, 3)])
+def test_conv_transpose_shape_tuple_is_the_output_shape(padding, strides):
+    dn = fungrad.lax.conv_dimension_numbers((1, 5, 4, 3), (3, 2, 3, 8),
+                                            ("NHWC", "HWIO", "NHWC"))
+    assert dn == fungrad.lax.ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    x, w = np.ones((1, 5, 4, 3)), np.ones((3, 2, 3, 8))
+    want = conv_transpose(x, w, strides, padding, dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    assert fungrad.lax.conv_transpose_shape_tuple(x.shape, w.shape, strides, padding,
+                                                  dn) == want.shape
+
+
+def test_padtype_to_pads_gives_same_output_sizes():
+    pads = fungrad.lax.padtype_to_pads((5, 6), (3, 2), (2, 2), "SAME")
+    assert pads == ((1, 1), (0, 0))
+    assert fungrad.lax.padtype_to_pads((5, 6), (3, 2), (2, 2), "VALID") == ((0, 0), (0, 0))
+    with pytest.raises(ValueError, match="unknown padding 'FULL'"):
+        fungrad.lax.padtype_to_pads((5,), (3,), (1,), "FULL")
+
+
+def test_mixed_dtypes_promote_in_numpy_and_raise_in_lax():
+    f32, f64 = np.ones(4, np.float32), np.ones(2)
+    assert convolve(f32, f64).dtype == np.float64          # NumPy's promotion
+    assert convolve(f32, np.ones(2, np.float32)).dtype == np.float32
+    assert correlate(np.ones(4, np.int32), np.ones(2, np.complex64)).dtype == np.complex128
+    assert fungrad.scipy.signal.convolve2d(np.ones((3, 3), np.float32),
+                                           np.ones((2, 2))).dtype == np.float64
+    with pytest.raises(TypeError, match=r"same dtype.*float32 and float64.*convert_element_type"):
+        conv_general_dilated(f32[None, None], f64[None, None], (1,), "VALID")

@@ -179,3 +179,132 @@ def test_custom_vjp_bwd_may_return_none_for_a_zero_cotangent():
     f = lambda x, lo, hi: fnp.sum(clip_grad(x, lo, hi) * x)
     np.testing.assert_allclose(grad(f)(x, -1.0, 1.0), np.clip(x, -1.0, 1.0) + x)
     np.testing.assert_array_equal(grad(f, (1, 2))(x, -1.0, 1.0), (0.0, 0.0))
+
+
+# ----------------------------------------------------------------------------
+# Custom rules see concrete values when they exist (JAX's behaviour)
+# ----------------------------------------------------------------------------
+
+def _branching_custom_jvp(calls):
+    @fungrad.custom_jvp
+    def f(x):
+        calls.append("f")
+        return fnp.sin(x) if x > 0 else fnp.cos(x)      # Python control flow on x
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        calls.append("rule")
+        (x,), (t,) = primals, tangents
+        return f(x), (2.0 if x > 0 else 3.0) * t
+    return f
+
+
+@pytest.mark.parametrize("x,slope", [(1.0, 2.0), (-1.0, 3.0)])
+def test_custom_jvp_function_and_rule_branch_on_concrete_values(x, slope):
+    calls = []
+    f = _branching_custom_jvp(calls)
+    np.testing.assert_allclose(f(x), np.sin(x) if x > 0 else np.cos(x))
+    assert calls == ["f"]                       # no transformation: just called
+    assert grad(f)(x) == slope
+    assert calls == ["f", "rule", "f"]          # the rule runs once, calling f
+    assert jvp(f, (x,), (1.0,))[1] == slope
+    assert fungrad.vjp(f, x)[1](1.0)[0] == slope
+    assert fungrad.linearize(f, x)[1](2.0) == 2 * slope
+    assert grad(grad(f))(x) == 0.0              # the rule's tangent is linear in t
+    assert fungrad.value_and_grad(lambda v: f(v) * v)(x)[1] == pytest.approx(
+        (np.sin(x) if x > 0 else np.cos(x)) + slope * x)
+
+
+def test_custom_jvp_stages_under_jit_vmap_make_jaxpr():
+    calls = []
+    f = _branching_custom_jvp(calls)
+    for transformed, arg in [(jit(grad(f)), 1.0), (vmap(grad(f)), np.ones(2)),
+                             (fungrad.make_jaxpr(f), 1.0), (jit(f), 1.0)]:
+        with pytest.raises(fungrad.ConcretizationTypeError):
+            transformed(arg)
+
+    @fungrad.custom_jvp
+    def g(x):
+        return fnp.sin(x)
+    g.defjvp(lambda p, t: (g(p[0]), fnp.cos(p[0]) * t[0]))
+    np.testing.assert_allclose(jit(grad(g))(0.3), np.cos(0.3))
+    np.testing.assert_allclose(vmap(grad(g))(np.array([0.3, 0.4])), np.cos([0.3, 0.4]))
+    assert "custom_jvp_call" in str(fungrad.make_jaxpr(g)(0.3))
+
+
+def test_custom_jvp_closing_over_a_differentiated_value_is_an_error():
+    def loss(w):
+        @fungrad.custom_jvp
+        def f(x):
+            return x * w
+        f.defjvp(lambda p, t: (f(p[0]), t[0] * w))
+        return f(2.0)
+    with pytest.raises(TypeError, match="closes over a value being differentiated"):
+        grad(loss)(3.0)
+
+    def not_differentiated(x, c):            # closes over c, differentiated in x only
+        @fungrad.custom_jvp
+        def f(x):
+            return fnp.sin(x) * c
+        f.defjvp(lambda p, t: (f(p[0]), fnp.cos(p[0]) * c * t[0]))
+        return f(x)
+    for fn in (grad(not_differentiated), jit(grad(not_differentiated))):
+        np.testing.assert_allclose(fn(1.0, 2.0), 2 * np.cos(1.0))
+
+
+def test_custom_jvp_eager_path_keeps_pytrees_nondiff_args_and_python_values():
+    @functools.partial(fungrad.custom_jvp, nondiff_argnums=(0,))
+    def apply(fn, pt):
+        return {"a": pt[0] ** 2, "b": fn(pt[1])}
+
+    @apply.defjvp
+    def apply_jvp(fn, primals, tangents):
+        (pt,), (dpt,) = primals, tangents
+        return apply(fn, pt), {"a": 2 * pt[0] * dpt[0], "b": 10.0 * dpt[1]}
+    out = apply(fnp.sin, (1.5, 0.5))
+    assert out["a"] == 2.25 and type(out["a"]) is float   # the function, called as is
+    g = grad(lambda pt: apply(fnp.sin, pt)["a"] + apply(fnp.sin, pt)["b"])((1.5, 0.5))
+    np.testing.assert_allclose(g, (3.0, 10.0))
+
+
+def test_custom_vjp_fun_fwd_bwd_see_concrete_values():
+    calls = []
+
+    @fungrad.custom_vjp
+    def f(x):
+        calls.append("f")
+        return fnp.sin(x) if x > 0 else fnp.cos(x)
+
+    def f_fwd(x):
+        calls.append("fwd")
+        return f(x), x
+
+    def f_bwd(x, g):
+        calls.append("bwd")
+        return ((2.0 if x > 0 else 3.0) * g,)   # branches on the residual
+    f.defvjp(f_fwd, f_bwd)
+    assert f(1.0) == np.sin(1.0) and calls == ["f"]
+    assert grad(f)(1.0) == 2.0 and grad(f)(-1.0) == 3.0
+    assert calls[1:4] == ["fwd", "f", "bwd"]
+    y, pullback = fungrad.vjp(f, -1.0)
+    assert y == np.cos(-1.0) and pullback(1.0)[0] == 3.0
+    np.testing.assert_allclose(fungrad.jacrev(lambda v: fnp.stack([f(v[0]), f(v[1])]))(
+        np.array([1.0, -1.0])), np.diag([2.0, 3.0]))
+    np.testing.assert_allclose(jvp(f, (1.0,), (1.0,))[1], np.cos(1.0))   # beyond JAX
+    with pytest.raises(fungrad.ConcretizationTypeError):
+        jit(grad(f))(1.0)
+
+
+def test_custom_rules_see_concrete_values_under_jacobians():
+    # jacfwd/jacrev/hessian batch tangents or cotangents, not the primal point,
+    # so the rule and the function still get concrete values (as in JAX)
+    f = _branching_custom_jvp([])
+    g = lambda v: fnp.stack([f(v[0]) * v[1], f(v[1])])
+    v = np.array([1.0, -1.0])
+    want = np.array([[2.0 * -1.0, np.sin(1.0)], [0.0, 3.0]])
+    np.testing.assert_allclose(fungrad.jacfwd(g)(v), want)
+    np.testing.assert_allclose(fungrad.jacrev(g)(v), want)
+    np.testing.assert_allclose(hessian(lambda v: f(v[0]) * f(v[1]))(v),
+                               [[0.0, 6.0], [6.0, 0.0]])
+    with pytest.raises(fungrad.ConcretizationTypeError):
+        vmap(f)(v)                    # the primal itself is batched: no concrete value

@@ -25,10 +25,3 @@ from fungrad.scipy import special
 def test_unsupported_options_say_so(call, message):
     with pytest.raises(NotImplementedError, match=message):
         call()
-
-
-def test_scatter_mul_gradient_with_traced_indices_asks_for_unique_indices():
-    x = np.arange(1.0, 4.0)
-    f = lambda u, i: fnp.asarray(x).at[i].multiply(u).sum()
-    with pytest.raises(NotImplementedError, match="unique_indices=True"):
-        fungrad.jit(fungrad.grad(f))(np.array([2.0, 3.0]), np.array([0, 2]))

@@ -10,6 +10,7 @@ from fungrad import lax
 from fungrad.core import ConcretizationTypeError, primitives
 from fungrad.interpreters import codegen
 from fungrad.numpy._indexing import getitem, _IndexUpdateHelper
+from fungrad.test_util import check_grads
 
 RNG = np.random.default_rng(0)
 X = np.arange(60.0).reshape(3, 4, 5)
@@ -152,14 +153,38 @@ def test_scatter_max_ties_split_the_gradient():
     np.testing.assert_allclose(g[1], 0.5)
 
 
-def test_scatter_mul_update_gradient_needs_unique_indices():
+def test_scatter_mul_update_gradient_with_repeated_indices():
+    # x[1] * u0 * u1: each update's derivative is x[1] times the other update
     x = np.arange(1.0, 5.0)
     f = lambda u: fnp.asarray(x).at[np.array([1, 1])].multiply(u).sum()
-    with pytest.raises(NotImplementedError, match="unique"):
-        fungrad.grad(f)(np.array([2.0, 3.0]))
+    np.testing.assert_allclose(fungrad.grad(f)(np.array([2.0, 3.0])), [2.0 * 3.0, 2.0 * 2.0])
     g = fungrad.grad(lambda u: fnp.asarray(x).at[np.array([0, 2])].multiply(u).sum())(
         np.array([2.0, 3.0]))
     np.testing.assert_allclose(g, [1.0, 3.0])
+
+
+def test_scatter_mul_update_gradient_with_traced_indices_under_jit():
+    # the indices are traced, so their uniqueness is unknown: the general rule applies
+    x = np.arange(1.0, 4.0)
+    f = lambda u, i: fnp.asarray(x).at[i].multiply(u).sum()
+    for i in (np.array([0, 2]), np.array([1, 1])):
+        np.testing.assert_allclose(fungrad.jit(fungrad.grad(f))(np.array([2.0, 3.0]), i),
+                                   fungrad.grad(f)(np.array([2.0, 3.0]), i))
+    np.testing.assert_allclose(fungrad.jit(fungrad.grad(f))(np.array([2.0, 3.0]),
+                                                            np.array([1, 1])), [6.0, 4.0])
+
+
+@pytest.mark.parametrize("u", [[0.5, 0.7, 0.9, 1.3], [0.0, 0.7, 0.9, 1.3], [0.0, 0.7, 0.0, 1.3]],
+                         ids=["no_zero", "one_zero", "two_zeros"])
+def test_scatter_mul_repeated_indices_exact_at_zero_updates(u):
+    # the co-factor of an update is computed without dividing by zero
+    idx = np.array([0, 2, 0, 0])
+    f = lambda x, u: fnp.asarray(x).at[idx].multiply(u)
+    check_grads(f, (np.array([1.5, 2.0, 3.0, 4.0]), np.array(u)), order=2)
+    traced_idx = lambda u, i: fnp.ones(4).at[i].multiply(u)     # uniqueness unknown
+    check_grads(lambda u: traced_idx(u, idx), (np.array(u),), order=2)
+    np.testing.assert_allclose(fungrad.jacrev(lambda u: fungrad.jit(traced_idx)(u, idx))(
+        np.array(u)), fungrad.jacfwd(lambda u: traced_idx(u, idx))(np.array(u)))
 
 
 def test_pad_transpose_gives_padding_value_cotangent():
@@ -491,3 +516,17 @@ def test_lowering_matches_impl(prim, args, params):
     want = primitives[prim].impl(*args, **params)
     got = _lowered(prim, args, **params)
     np.testing.assert_array_equal(got, want)
+
+
+def test_at_get_modes_apply_to_static_out_of_bounds_integers():
+    # x[11] is a bug (IndexError), but .at[11].get(mode=...) asks for JAX's out-of-bounds read
+    x = fnp.arange(10.0)
+    with pytest.raises(IndexError, match="index 11 is out of bounds"):
+        x[11]
+    assert x.at[11].get(mode="clip") == 9.0
+    assert np.isnan(x.at[11].get(mode="fill"))
+    assert x.at[-11].get(mode="fill", fill_value=-1.0) == -1.0
+    m = fnp.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(m.at[5, 1:].get(mode="clip"), [4.0, 5.0])
+    assert fungrad.grad(lambda v: v.at[12].get(mode="clip"))(x)[9] == 1.0
+    assert fungrad.jit(lambda v: v.at[12].get(mode="clip"))(x) == 9.0

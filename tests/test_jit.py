@@ -1,6 +1,7 @@
 """jit: compiled NumPy code, caching, composition with every transform, errors."""
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -362,3 +363,186 @@ def test_export_linalg_primitives_needs_only_numpy(tmp_path, name):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     np.testing.assert_allclose(float(out.stdout), np.sum(fun(np.eye(3) * 2.0)), rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------
+# Signatures: static arguments by name or position, methods, partials, the cache
+# ----------------------------------------------------------------------------
+
+def _counting(fn, counter):
+    def wrapped(*args, **kwargs):
+        counter.append(1)
+        return fn(*args, **kwargs)
+    return functools.wraps(fn)(wrapped)
+
+
+def _power(x, n, *, scale=1.0):
+    for _ in range(n):
+        x = x * 2.0
+    return x * scale
+
+
+@pytest.mark.parametrize("spec", [dict(static_argnames="n"), dict(static_argnums=1),
+                                  dict(static_argnames=("n",), static_argnums=(1,))],
+                         ids=["names", "nums", "both"])
+def test_a_static_argument_is_static_by_position_or_keyword(spec):
+    jf = jit(_power, **spec)
+    x = np.ones(2)
+    for call in (lambda: jf(x, 3), lambda: jf(x, n=3), lambda: jf(x, 3, scale=0.5)):
+        out = call()                     # a traced n would fail in range(n)
+        assert out[0] in (8.0, 4.0)
+    assert jf.static_argnums == (1,) and jf.static_argnames == ("n",)
+
+
+def test_decorator_factory_defaults_and_keyword_only_arguments():
+    @jit(static_argnames="k")
+    def f(x, k=2, *, shift=0.0):
+        return x ** k + shift
+    x = np.array([1.5, 2.0])
+    np.testing.assert_allclose(f(x), x ** 2)
+    np.testing.assert_allclose(f(x, 3, shift=1.0), x ** 3 + 1.0)
+    np.testing.assert_allclose(f(x, shift=np.array([1.0, 2.0])), x ** 2 + [1.0, 2.0])
+    np.testing.assert_allclose(jit(static_argnums=1)(lambda x, n: x * n)(x, 4), 4 * x)
+
+
+class _Scaler:
+    def __init__(self, a):
+        self.a = a
+
+    def __hash__(self):
+        return hash(self.a)
+
+    def __eq__(self, other):
+        return isinstance(other, _Scaler) and other.a == self.a
+
+    @functools.partial(jit, static_argnums=0)
+    def scale(self, x):
+        return x * self.a
+
+    @jit
+    def not_static(self, x):
+        return x * self.a
+
+    def method(self, x):
+        return x + self.a
+
+
+def test_jit_on_methods_binds_like_a_method():
+    x = np.ones(2)
+    np.testing.assert_allclose(_Scaler(3.0).scale(x), 3.0 * x)
+    np.testing.assert_allclose(_Scaler(4.0).scale(x), 4.0 * x)     # a new static self
+    np.testing.assert_allclose(jit(_Scaler(2.0).method)(x), x + 2.0)
+    with pytest.raises(TypeError, match=r"argument 'self' is a _Scaler.*static_argnums=0"):
+        _Scaler(3.0).not_static(x)
+
+
+class _Counter:
+    def __init__(self):
+        self.traces = 0
+
+    def step(self, x):
+        self.traces += 1                 # runs while tracing only
+        return x + 1.0
+
+
+def test_jit_of_a_partial_and_of_a_bound_method_in_a_loop_traces_once():
+    obj, other = _Counter(), _Counter()
+    for _ in range(3):                   # obj.step is a new bound method each time
+        np.testing.assert_allclose(jit(obj.step)(np.ones(2)), 2.0)
+    jit(other.step)(np.ones(2))          # another instance: its own cache
+    assert (obj.traces, other.traces) == (1, 1)
+    part = functools.partial(_power, n=2)
+    np.testing.assert_allclose(jit(part, static_argnames="n")(np.ones(2)), 4.0)
+
+
+def test_jit_inside_a_loop_traces_once_and_each_new_closure_is_new():
+    traces = []
+    f = _counting(lambda x: x + 1.0, traces)
+    for _ in range(4):
+        jit(f)(np.ones(3))
+    assert len(traces) == 1
+    for i in range(3):                   # a new closure each time: traced each time
+        g = _counting(lambda x, i=i: x + i, traces)
+        np.testing.assert_allclose(jit(g)(np.ones(3)), 1.0 + i)
+    assert len(traces) == 4
+
+
+def test_cache_is_bounded_and_dies_with_its_function(monkeypatch):
+    import gc
+    import weakref
+    from fungrad import jitting
+    monkeypatch.setattr(jitting, "CACHE_SIZE", 3)
+    traces = []
+    f = _counting(lambda x: x * 2.0, traces)
+    jf = jit(f)
+    for n in range(1, 6):                # five signatures: only three kept
+        jf(np.ones(n))
+    assert len(jf._cache.entries) == 3
+    jf(np.ones(5))                       # most recent: still cached
+    assert len(traces) == 5
+    jf(np.ones(1))                       # evicted: traced again
+    assert len(traces) == 6
+    ref = weakref.ref(f)
+    del f, jf
+    gc.collect()
+    assert ref() is None                 # the cache does not keep the function alive
+
+
+def test_static_argument_errors_name_the_argument():
+    with pytest.raises(ValueError,
+                       match=r"static_argnames \['m'\].*parameters are \['x', 'n', 'scale'\]"):
+        jit(_power, static_argnames="m")
+    with pytest.raises(ValueError, match=r"static_argnums \[2\] out of range.*2 positional"):
+        jit(_power, static_argnums=2)
+    with pytest.raises(TypeError, match=r"argument 'n'.*not hashable"):
+        jit(_power, static_argnames="n")(np.ones(2), [1])
+    with pytest.raises(TypeError, match=r"argument 'n'.*not hashable"):
+        jit(_power, static_argnums=1)(np.ones(2), n=[1])
+    with pytest.raises(TypeError, match="static_argnums must be int"):
+        jit(_power, static_argnums="n")
+    # **kwargs and *args accept any name / position
+    assert jit(lambda *a, **k: a[0], static_argnames="anything", static_argnums=3)(1.0) == 1.0
+
+
+def test_accepted_options_and_lower_compile():
+    f = lambda x, y: fnp.sin(x) * y
+    jf = jit(f, donate_argnums=0, donate_argnames="y", keep_unused=True, inline=True)
+    x = np.linspace(0, 1, 3)
+    np.testing.assert_allclose(jf(x, 2.0), 2 * np.sin(x))
+    compiled = jf.lower(x, 2.0).compile()
+    np.testing.assert_allclose(compiled(x, 3.0), 3 * np.sin(x))
+    assert "np.sin" in compiled.as_text()
+    with pytest.raises(TypeError, match=r"lowered for arguments \(f64\[3\], f64\[\]\)"):
+        compiled(np.ones(4), 3.0)
+    with pytest.raises(TypeError, match="unexpected keyword arguments"):
+        jit(f, donate=0)
+
+
+def test_side_effects_of_a_jitted_method_run_while_tracing_only():
+    class Counter:                      # the impure pattern: state mutated in the method
+        def __init__(self):
+            self.n = 0
+
+        def count(self):
+            self.n += 1
+            return self.n
+    counter = Counter()
+    fast = jit(counter.count)
+    assert [int(fast()) for _ in range(3)] == [1, 1, 1]    # baked in at trace time, as JAX
+    step = jit(lambda n: (n + 1, n + 1))                   # explicit state instead
+    state, seen = 0, []
+    for _ in range(3):
+        value, state = step(state)
+        seen.append(int(value))
+    assert seen == [1, 2, 3]
+
+
+def test_each_new_partial_is_a_new_function_for_the_cache():
+    traces = []
+    body = _counting(lambda i: i + 1, traces)
+    i = 0
+    for _ in range(3):
+        i = jit(functools.partial(body))(i)   # a new partial each time: traced each time
+    for _ in range(3):
+        i = jit(body)(i)                      # the same function: traced once
+    assert int(i) == 6 and len(traces) == 4

@@ -2,6 +2,7 @@
 dtype semantics against NumPy, read-only results, untouched inputs, tracer
 methods, and staging. (Values, derivatives and vmap of every function are
 covered by tests/cases/shape.py and tests/cases/creation.py.)"""
+import operator
 import re
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 import fungrad
 import fungrad.numpy as fnp
-from fungrad import ConcretizationTypeError
+from fungrad import ConcretizationTypeError, lax
 
 
 # ----------------------------------------------------------------------------
@@ -341,7 +342,7 @@ def test_results_are_read_only_and_inputs_untouched(name):
     out = RESULT_CALLS[name](x)
     assert isinstance(out, fungrad.Array), type(out)
     assert not out.flags.writeable
-    with pytest.raises(ValueError):
+    with pytest.raises(TypeError, match="immutable"):   # as JAX: use out.at[...].set
         out[...] = 0
     np.testing.assert_array_equal(x, before)
     assert x.flags.writeable, "the caller's array must stay writable"
@@ -524,3 +525,33 @@ def test_lax_top_k_along_any_axis():
     np.testing.assert_array_equal(lax.top_k(x, 2, axis=-1)[0], [[5.0, 3.0], [6.0, 4.0]])
     with pytest.raises(ValueError, match="axis 2 is out of range"):
         lax.top_k(x, 1, axis=2)
+
+
+# the commonest mistake: a shape mismatch in a product names both shapes and
+# the sizes of the contracted axes, whatever spelling was used
+_A, _B = np.ones((3, 4)), np.ones((5, 2))
+_PRODUCT_MISTAKES = {
+    "matmul": lambda: fnp.matmul(_A, _B),
+    "operator @": lambda: fnp.asarray(_A) @ fnp.asarray(_B),
+    "ndarray @ Array": lambda: _A @ fnp.asarray(_B),
+    "Array @ ndarray": lambda: fnp.asarray(_A) @ _B,
+    "@=": lambda: operator.imatmul(fnp.asarray(_A), _B),
+    "jit @": lambda: fungrad.jit(lambda x, y: x @ y)(_A, _B),
+    "vmap @": lambda: fungrad.vmap(lambda x: x @ _B)(np.ones((2, 3, 4))),
+    "grad @": lambda: fungrad.grad(lambda x: fnp.sum(x @ _B))(_A),
+    "dot": lambda: fnp.dot(_A, _B),
+    "tensordot": lambda: fnp.tensordot(_A, _B, 1),
+    "einsum": lambda: fnp.einsum("ij,jk->ik", _A, _B),
+    "lax.dot_general": lambda: lax.dot_general(_A, _B, (((1,), (0,)), ((), ()))),
+    "lax.dot": lambda: lax.dot(_A, _B),
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(_PRODUCT_MISTAKES))
+def test_product_shape_mismatch_names_shapes_and_contracted_sizes(spelling):
+    with pytest.raises((ValueError, TypeError)) as info:
+        _PRODUCT_MISTAKES[spelling]()
+    message = str(info.value)
+    assert "(3, 4)" in message and "(5, 2)" in message, message
+    assert "4" in message.replace("(3, 4)", "") and "5" in message.replace("(5, 2)", "")
+    assert "gufunc" not in message and "core dimension" not in message

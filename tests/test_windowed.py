@@ -226,3 +226,14 @@ def test_export_max_pool_gradient():
     namespace = {}
     exec(compile(source, "<export>", "exec"), namespace)
     np.testing.assert_allclose(namespace["pool_grad"](x), grad(x), rtol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(configs(max_rank=3))
+def test_reduce_window_shape_tuple_is_the_output_shape(config):
+    shape, window, strides, padding, pads, base, wdil = config
+    got = lax.reduce_window_shape_tuple(shape, window, strides, padding, base, wdil)
+    assert got == reduce_window_sum(np.ones(shape), window, strides, padding, base, wdil).shape
+    assert got == lax.reduce_window_shape_tuple(shape, window, strides, pads, base, wdil)
+    with pytest.raises(ValueError, match="window_strides must have one entry per operand"):
+        lax.reduce_window_shape_tuple(shape, window, strides + (1,), padding)

@@ -31,6 +31,7 @@ import fungrad.lax.linalg as lax_linalg  # noqa: E402
 import fungrad.sharding as sharding  # noqa: E402
 import fungrad.distributed as distributed  # noqa: E402
 from fungrad import checkify, debug, dtypes, profiler  # noqa: E402
+import fungrad.extend.core as extend_core  # noqa: E402
 
 MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg", fnp_linalg),
            ("fungrad.numpy.fft", fnp_fft),
@@ -46,7 +47,8 @@ MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg"
            ("fungrad.scipy.ndimage", scipy_ndimage), ("fungrad.scipy.integrate", scipy_integrate),
            ("fungrad.sharding", sharding), ("fungrad.distributed", distributed),
            ("fungrad.debug", debug), ("fungrad.checkify", checkify),
-           ("fungrad.profiler", profiler), ("fungrad.dtypes", dtypes)]
+           ("fungrad.profiler", profiler), ("fungrad.dtypes", dtypes),
+           ("fungrad.extend.core", extend_core)]
 # each jax.scipy.stats distribution is a module of functions (norm.pdf, ...)
 MODULES += [(f"fungrad.scipy.stats.{name}", getattr(scipy_stats, name))
             for name in sorted(getattr(scipy_stats, "__all__", []))

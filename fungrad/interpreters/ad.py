@@ -32,12 +32,14 @@ from fungrad.core import (ClosedJaxpr, ShapedArray, Tracer, Trace, Var, Literal,
 from fungrad.interpreters import array_ops
 from fungrad.interpreters.partial_eval import (StagingTrace, partial_eval_jaxpr,
                                                trace_closed)
+from fungrad.interpreters.rule_tables import RuleTable
 
 __all__ = ["Zero", "UndefinedPrimal", "JVPTrace", "JVPTracer", "jvp_flat",
            "linearize_flat", "vjp_flat", "backward_pass", "jvp_jaxpr", "transpose_jaxpr",
            "defjvp", "defjvp2", "deflinear",
            "defbilinear", "defjvp_zero", "instantiate_zeros", "add_tangents",
-           "tangent_aval", "is_undefined_primal", "unbroadcast"]
+           "tangent_aval", "is_undefined_primal", "unbroadcast", "primitive_jvps",
+           "primitive_transposes"]
 
 
 # ----------------------------------------------------------------------------
@@ -201,6 +203,12 @@ def tangents_from(nonzeros: Sequence[bool], values, avals) -> list:
 # ----------------------------------------------------------------------------
 # Rule helpers (one signature per table)
 # ----------------------------------------------------------------------------
+
+# JAX's registries, as views of each primitive's own rules (rule_tables.py):
+# ``ad.primitive_jvps[p] = rule`` is ``p.jvp = rule``; same signatures as JAX
+primitive_jvps = RuleTable("jvp")
+primitive_transposes = RuleTable("transpose", on_set=lambda p: setattr(p, "linear", True))
+
 
 def _sum_contributions(parts, out_aval):
     total = None

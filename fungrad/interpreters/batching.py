@@ -21,10 +21,12 @@ from fungrad.core import (ClosedJaxpr, Tracer, Trace, ShapedArray, eval_jaxpr, g
                           bind_on, set_current_trace, new_trace_context)
 from fungrad.interpreters import array_ops
 from fungrad.interpreters.partial_eval import trace_closed
+from fungrad.interpreters.rule_tables import RuleTable
 
 __all__ = ["not_mapped", "BatchTrace", "BatchTracer", "vmap_flat", "batch_jaxpr", "bdims_to_front", "moveaxis",
            "bdim_at_front", "vectorized_batcher", "broadcasting_batcher",
-           "reducer_batcher", "shift_axes", "extend_axis_env", "manual_axis_size"]
+           "reducer_batcher", "shift_axes", "extend_axis_env", "manual_axis_size",
+           "primitive_batchers"]
 
 not_mapped = None
 
@@ -224,6 +226,18 @@ def bdim_at_front(x, dim, axis_size: int):
 def shift_axes(axes: Sequence[int], dim: int) -> tuple:
     """Per-example axes -> axes of the batched value whose batch axis is ``dim``."""
     return tuple(a + 1 if a >= dim else a for a in axes)
+
+
+def _jax_batcher(prim, rule):
+    """JAX's batcher signature ``rule(args, dims, **params)`` as fungrad's, which
+    also passes the axis size first."""
+    def batch(axis_size, vals, dims, **params):
+        return rule(vals, dims, **params)
+    return batch
+
+
+# JAX's registry: ``batching.primitive_batchers[p] = rule`` (see rule_tables.py)
+primitive_batchers = RuleTable("batch", adapt=_jax_batcher)
 
 
 def vectorized_batcher(prim):

@@ -130,14 +130,28 @@ class TapeTrace(core.Trace):
                 out_nodes.append(None)
                 wrapped.append(o)
         self.entries.append((lin, residuals, in_nodes, tuple(out_nodes)))
-        return wrapped if prim.multiple_results else wrapped[0]
+        return wrapped if prim is None or prim.multiple_results else wrapped[0]
+
+    def owns(self, x) -> bool:
+        return type(x) is TapeTracer and x._trace is self
 
     def _append_general(self, prim, params, primals, args):
-        nodes = [a.node if type(a) is TapeTracer and a._trace is self else None for a in args]
-        outs, lin, residuals = _linearize_generally(self.parent, prim, params, primals, nodes)
+        def one(*xs):
+            out = prim.bind(*xs, **params)
+            return list(out) if prim.multiple_results else [out]
+        outs = self.call_generally(one, args)
+        return outs if prim.multiple_results else outs[0]
+
+    def call_generally(self, fn: Callable, args) -> list:
+        """``fn(*args)`` (a flat function returning a list) linearized onto the tape by
+        the general machinery, its JVP trace on the concrete primals: also how
+        custom rules (custom_jvp/custom_vjp) see concrete values under eager grad."""
+        primals = [a.primal if self.owns(a) else a for a in args]
+        nodes = [a.node if self.owns(a) else None for a in args]
+        outs, lin, residuals = _linearize_generally(self.parent, fn, primals, nodes)
         avals = [get_aval(o) for o in outs]
         sigs = [(True, a.shape, a.dtype) for a in avals]
-        return self._wrap(prim, outs, lin, residuals, [n for n in nodes if n is not None],
+        return self._wrap(None, outs, lin, residuals, [n for n in nodes if n is not None],
                           lin.out_nonzeros, avals, sigs)
 
 
@@ -255,15 +269,12 @@ class _GeneralLinearization:
     transpose_now = transpose
 
 
-def _linearize_generally(parent, prim, params, primals, nodes):
-    """``(outs, linearization, residuals)`` by ``ad.linearize_flat`` of this one
-    application, on the concrete values."""
-    def one(*xs):
-        out = prim.bind(*xs, **params)
-        return list(out) if prim.multiple_results else [out]
+def _linearize_generally(parent, fn, primals, nodes):
+    """``(outs, linearization, residuals)`` by ``ad.linearize_flat`` of ``fn`` on
+    the concrete values."""
     nonzeros = [n is not None for n in nodes]
     with core.set_current_trace(parent):
-        outs, jaxpr, residuals = ad.linearize_flat(one, primals, nonzeros)
+        outs, jaxpr, residuals = ad.linearize_flat(fn, primals, nonzeros)
     tangent_avals = [tangent_aval(get_aval(o)) for o in outs]
     out_nonzeros = [is_float(a.dtype) for a in tangent_avals]   # the float outputs' tangents
     return outs, _GeneralLinearization(jaxpr, tangent_avals, out_nonzeros), residuals

@@ -34,3 +34,16 @@ _array_ops.register(add=add, full=full, reduce_sum=reduce_sum, reshape=reshape, 
                     transpose=transpose, broadcast_in_dim=broadcast_in_dim,  # noqa: F405
                     transpose_p=_transpose_p, dot_general_p=_dot_general_p,
                     broadcast_in_dim_p=_broadcast_in_dim_p)
+
+# Every primitive as ``<name>_p``, JAX's spelling (``lax.exp_p``, ``lax.add_p``,
+# ``lax.while_p``): those defined in lax now; those the transforms layer defines
+# (``custom_jvp_call_p``, ``checkpoint_p``, ...) through the registry, which is
+# a lookup in core, not an import of a higher layer.
+from fungrad import core as _core  # noqa: E402
+globals().update({f"{_name}_p": _prim for _name, _prim in _core.primitives.items()})
+
+
+def __getattr__(name):
+    if name.endswith("_p") and name[:-2] in _core.primitives:
+        return _core.primitives[name[:-2]]
+    raise AttributeError(f"module 'fungrad.lax' has no attribute {name!r}")

@@ -34,6 +34,7 @@ from fungrad.lax.utils import as_operand, def_kernel
 
 __all__ = ["conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
            "conv_dimension_numbers", "ConvDimensionNumbers", "padtype_to_pads",
+           "conv_general_shape_tuple", "conv_transpose_shape_tuple",
            "conv_general_dilated_p"]
 
 ConvDimensionNumbers = collections.namedtuple(
@@ -359,7 +360,17 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     accepted for JAX compatibility (NumPy computes at the operands' precision).
     """
     lhs, rhs = as_operand(lhs), as_operand(rhs)
-    la, ra = get_aval(lhs), get_aval(rhs)
+    params = _conv_params(get_aval(lhs), get_aval(rhs), window_strides, padding, lhs_dilation,
+                          rhs_dilation, dimension_numbers, feature_group_count,
+                          batch_group_count, preferred_element_type)
+    return conv_general_dilated_p.bind(lhs, rhs, **params)
+
+
+def _conv_params(la, ra, window_strides, padding, lhs_dilation, rhs_dilation,
+                 dimension_numbers, feature_group_count, batch_group_count,
+                 preferred_element_type) -> dict:
+    """The canonical params of a convolution of operands typed ``la``, ``ra``,
+    checked by the shape rule (clear errors eagerly: evaluation skips the rule)."""
     dn = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
     n = la.ndim - 2
     strides = positive_ints("window_strides", window_strides, n)
@@ -374,8 +385,24 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                   feature_group_count=operator.index(feature_group_count),
                   batch_group_count=operator.index(batch_group_count),
                   preferred_element_type=None if pet is None or pet == la.dtype else pet.name)
-    _conv_shape(la, ra, **params)     # clear errors eagerly (evaluation skips the rule)
-    return conv_general_dilated_p.bind(lhs, rhs, **params)
+    _conv_shape(la, ra, **params)
+    return params
+
+
+def _shapes_as_avals(lhs_shape, rhs_shape):
+    as_shape = lambda s: tuple(operator.index(d) for d in s)
+    return ShapedArray(as_shape(lhs_shape), np.float64), ShapedArray(as_shape(rhs_shape),
+                                                                     np.float64)
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                             dimension_numbers):
+    """The output shape of ``conv_general_dilated`` on operands of these shapes
+    (``jax.lax.conv_general_shape_tuple``); ``dimension_numbers`` as there."""
+    la, ra = _shapes_as_avals(lhs_shape, rhs_shape)
+    params = _conv_params(la, ra, window_strides, padding, None, None, dimension_numbers,
+                          1, 1, None)
+    return _conv_shape(la, ra, **params).shape
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
@@ -426,6 +453,22 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     """
     lhs, rhs = as_operand(lhs), as_operand(rhs)
     la, ra = get_aval(lhs), get_aval(rhs)
+    dn, pads, strides, rhs_dil = _conv_transpose_args(la, ra, strides, padding, rhs_dilation,
+                                                      dimension_numbers, use_consistent_padding)
+    if transpose_kernel:
+        o_ax, i_ax = dn.rhs_spec[0], dn.rhs_spec[1]
+        perm = list(range(ra.ndim))
+        perm[o_ax], perm[i_ax] = i_ax, o_ax
+        rhs = transpose(rev(rhs, dn.rhs_spec[2:]), tuple(perm))
+    return conv_general_dilated(lhs, rhs, (1,) * len(strides), pads, strides, rhs_dil, dn,
+                                precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def _conv_transpose_args(la, ra, strides, padding, rhs_dilation, dimension_numbers,
+                         use_consistent_padding=False):
+    """``(dimension numbers, padding pairs, strides, rhs dilation)`` of the
+    fractionally strided convolution ``conv_transpose`` computes."""
     if dimension_numbers is None:
         if la.ndim not in _TRANSPOSE_DEFAULT_DN:
             raise ValueError(f"conv_transpose: no default dimension_numbers for operands of "
@@ -443,11 +486,15 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
         pads = canonical_padding(padding, k_dilated, k_dilated, strides)
         if use_consistent_padding:
             pads = tuple((k - 1 - lo, k - 1 - hi) for k, (lo, hi) in zip(k_dilated, pads))
-    if transpose_kernel:
-        o_ax, i_ax = dn.rhs_spec[0], dn.rhs_spec[1]
-        perm = list(range(ra.ndim))
-        perm[o_ax], perm[i_ax] = i_ax, o_ax
-        rhs = transpose(rev(rhs, dn.rhs_spec[2:]), tuple(perm))
-    return conv_general_dilated(lhs, rhs, (1,) * n, pads, strides, rhs_dil, dn,
-                                precision=precision,
-                                preferred_element_type=preferred_element_type)
+    return dn, pads, strides, rhs_dil
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                               dimension_numbers):
+    """The output shape of ``conv_transpose`` on operands of these shapes (without
+    ``transpose_kernel``; ``jax.lax.conv_transpose_shape_tuple``)."""
+    la, ra = _shapes_as_avals(lhs_shape, rhs_shape)
+    dn, pads, strides, rhs_dil = _conv_transpose_args(la, ra, window_strides, padding, None,
+                                                      dimension_numbers)
+    params = _conv_params(la, ra, (1,) * len(strides), pads, strides, rhs_dil, dn, 1, 1, None)
+    return _conv_shape(la, ra, **params).shape

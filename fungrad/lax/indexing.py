@@ -38,7 +38,8 @@ Derivatives: gather is linear in the operand (transpose: scatter_add into
 zeros); scatter_add is linear in operand and updates (transpose: the
 cotangent and a gather of it); scatter (set) is linear in both, its update
 cotangent masked to the winning updates; scatter_mul is linear in the
-operand, and differentiable in the updates when indices are unique (as JAX);
+operand and differentiable in the updates, repeated indices included (each
+update's tangent is scaled by the product of the others at its position);
 scatter_min/max split the tangent equally among tied winners, like
 ``max``/``min``.  Batching adds the batch axis as one more index (a slice, or
 an ``arange`` array when indices are batched), never a Python loop.
@@ -581,17 +582,24 @@ def _winning_updates(operand_shape, indices, updates_shape, indexer, mode):
     return lax.eq(_gather_like(landed, indices, indexer, mode), ids)
 
 
+def _aval(x):
+    """The aval of a transpose rule's argument: the linear one (an UndefinedPrimal)
+    or a constant (an array or tracer: the other side may be a constant)."""
+    return x.aval if is_undefined_primal(x) else get_aval(x)
+
+
 def _scatter_transpose(ct, operand, *args, indexer, mode, unique_indices):
     from fungrad import lax
     *indices, updates = args
     params = dict(indexer=indexer, mode=mode, unique_indices=unique_indices)
     ct_op = ct_upd = None
     if is_undefined_primal(operand):
-        ct_op = scatter_p.bind(ct, *indices, _zeros(updates.aval), **params)
+        ct_op = scatter_p.bind(ct, *indices, _zeros(_aval(updates)), **params)
     if is_undefined_primal(updates):
         ct_upd = _gather_like(ct, indices, indexer, mode)
         if not unique_indices:
-            won = _winning_updates(operand.aval.shape, indices, updates.aval.shape, indexer, mode)
+            won = _winning_updates(_aval(operand).shape, indices, updates.aval.shape,
+                                   indexer, mode)
             ct_upd = lax.mul(ct_upd, lax.convert_element_type(won, updates.aval.dtype))
     return [ct_op] + [None] * len(indices) + [ct_upd]
 
@@ -601,7 +609,7 @@ scatter_p.transpose = _scatter_transpose
 scatter_p.linear = True
 
 
-# --- scatter_mul: linear in the operand; in the updates for unique indices --------
+# --- scatter_mul: linear in the operand; differentiable in the updates ---------------
 
 scatter_mul_p = _define_scatter("scatter_mul", np.multiply)
 
@@ -629,17 +637,42 @@ def _scatter_mul_jvp(primals, tangents, indexer, mode, unique_indices):
         parts.append(scatter_mul_p.bind(t_op, *indices, updates, **params))
     if type(t_upd) is not Zero:
         if not (unique_indices or _indices_unique(get_aval(operand).shape, indices, indexer, mode)):
-            raise NotImplementedError(
-                "scatter_mul (x.at[idx].multiply/divide) is differentiable with respect "
-                "to the updates only when the indices are unique, as in JAX; if they "
-                "are (and are traced, so this cannot be checked), pass "
-                "unique_indices=True")
+            t_upd = lax.mul(t_upd, _product_of_others(get_aval(operand).shape, indices, updates,
+                                                      params))
         zeros = structural.full(get_aval(operand).shape, 0, get_aval(t_upd).dtype)
         spread = scatter_add_p.bind(zeros, *indices, t_upd, **params)
         parts.append(lax.mul(operand, spread))
     if not parts:
         return out, Zero(tangent_aval(get_aval(out)))
     return out, parts[0] if len(parts) == 1 else lax.add(*parts)
+
+
+def _product_of_others(operand_shape, indices, updates, params):
+    """For each update u_j, the product of the other updates landing where it lands.
+
+    With repeated indices, d/du_j of x[p] * prod_k u_k is x[p] * prod_{k != j} u_k.
+    Without dividing by zero: for u_j != 0 it is prod_k u_k / u_j; for u_j == 0
+    it is the product of the nonzero updates at p times that of the other zero
+    ones (1 if there are none; the other zero itself if there is one, so that
+    its derivative is right; else 0).  Written with primitives, so derivatives
+    of every order are exact wherever at most two updates at a position are
+    exactly zero (and of orders 1 and 2 everywhere)."""
+    from fungrad import lax
+    aval = get_aval(updates)
+    const = lambda v: structural.full(aval.shape, v, aval.dtype)
+    at_position = lambda prim, init, vals: _gather_like(
+        prim.bind(structural.full(operand_shape, init, aval.dtype), *indices, vals, **params),
+        indices, params["indexer"], params["mode"])
+    is_zero = lax.eq(updates, const(0))
+    safe = lax.select(is_zero, const(1), updates)
+    total = at_position(scatter_mul_p, 1, updates)
+    nonzero_product = at_position(scatter_mul_p, 1, safe)
+    n_zero = at_position(scatter_add_p, 0, lax.convert_element_type(is_zero, aval.dtype))
+    zero_sum = at_position(scatter_add_p, 0, lax.select(is_zero, updates, const(0)))
+    other_zeros = lax.select(lax.eq(n_zero, const(1)), const(1),
+                             lax.select(lax.eq(n_zero, const(2)),
+                                        lax.sub(zero_sum, updates), const(0)))
+    return lax.select(is_zero, lax.mul(nonzero_product, other_zeros), lax.div(total, safe))
 
 
 def _scatter_mul_transpose(ct, operand, *args, indexer, mode, unique_indices):

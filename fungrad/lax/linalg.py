@@ -128,7 +128,9 @@ def _dot_general_out_shape(lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, dimension
     for what, ld, rd in (("contracting", lc, rc), ("batch", lb, rb)):
         if any(lhs_shape[i] != rhs_shape[j] for i, j in zip(ld, rd)):
             raise TypeError(f"dot_general: {what} dims must have equal sizes, got "
-                            f"lhs dims {ld} and rhs dims {rd} for {shapes}")
+                            f"lhs dims {ld} of sizes {tuple(lhs_shape[i] for i in ld)} and "
+                            f"rhs dims {rd} of sizes {tuple(rhs_shape[j] for j in rd)} "
+                            f"for {shapes}")
     return (tuple(lhs_shape[i] for i in lb)
             + tuple(lhs_shape[i] for i in _free_dims(len(lhs_shape), lc, lb))
             + tuple(rhs_shape[i] for i in _free_dims(len(rhs_shape), rc, rb)))

@@ -46,6 +46,7 @@ from fungrad.lax.elementwise import add_p, max_p, min_p
 from fungrad.lax.utils import as_operand, call_lowering, checked_bind, def_kernel, def_lowering
 
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
+           "reduce_window_shape_tuple",
            "reduce_window_sum_p", "reduce_window_max_p", "reduce_window_min_p",
            "window_select_index_p"]
 
@@ -228,6 +229,16 @@ def _window_params(who, shape, window_dimensions, window_strides, padding, base_
                              strides, who, "operand dimension")
     return dict(window_dimensions=window, window_strides=strides, padding=pads,
                 base_dilation=base, window_dilation=wdil)
+
+
+def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
+                              base_dilation=None, window_dilation=None):
+    """The output shape of ``reduce_window`` on an operand of this shape
+    (``jax.lax.reduce_window_shape_tuple``); ``padding`` as there."""
+    shape = tuple(operator.index(d) for d in operand_shape)
+    params = _window_params("reduce_window_shape_tuple", shape, window_dimensions,
+                            window_strides, padding, base_dilation, window_dilation)
+    return _wn.window_output_shape(shape, **params)
 
 
 def _reduce_window_kind(kind, operand, window_dimensions, window_strides, padding,

@@ -160,10 +160,10 @@ def getitem(x, idx, mode=None, fill_value=None):
                          "'clip', 'fill' or 'drop'")
     x = asarray_operand(x)
     x, items = _normalize(x, idx)
-    if mode in ("fill", "drop"):     # out-of-bounds ints read fill_value: a gather
+    if mode in ("fill", "drop", "clip"):   # out-of-bounds ints are read as asked: a gather
         items = tuple(np.asarray(it) if isinstance(it, int) else it for it in items)
     has_arrays, nd_arrays = _kinds(items)
-    if nd_arrays or (has_arrays and mode in ("fill", "drop")):
+    if nd_arrays or (has_arrays and mode in ("fill", "drop", "clip")):
         return lax.gather(x, items, mode=mode, fill_value=fill_value)
     if not has_arrays and not isinstance(x, Tracer) and current_trace() is EVAL_TRACE:
         # no transformation is watching and basic indexing means the same in

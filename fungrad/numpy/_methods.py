@@ -97,6 +97,31 @@ def _operator(dunder, fname, swap):
     return op
 
 
+def _array_matmul(x, y):
+    # NumPy's operator, with fungrad.numpy's error (both shapes, the contracted
+    # axes) instead of the gufunc signature NumPy reports on a shape mismatch
+    try:
+        return core.np.ndarray.__matmul__(x, y)
+    except ValueError:
+        _explain_matmul(x, y)
+        raise
+
+
+def _array_rmatmul(x, y):
+    try:
+        return core.np.ndarray.__rmatmul__(x, y)
+    except ValueError:
+        _explain_matmul(y, x)
+        raise
+
+
+def _explain_matmul(x, y):
+    try:
+        fnp.matmul(x, y)
+    except ValueError as clear:
+        raise clear from None
+
+
 def install():
     """Give tracers their operators, methods and indexing, and fungrad Arrays
     ``.at`` and traced-index indexing."""
@@ -106,3 +131,5 @@ def install():
     Tracer.__getitem__ = _getitem
     core.Array.at = property(_at_helper)
     core.Array.__getitem__ = _array_getitem
+    core.Array.__matmul__ = _array_matmul
+    core.Array.__rmatmul__ = _array_rmatmul

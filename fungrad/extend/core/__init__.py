@@ -1,0 +1,272 @@
+"""``fungrad.extend.core``: the IR and primitives as a public extension API
+(``jax.extend.core``).
+
+Reading jaxprs::
+
+    closed = fungrad.make_jaxpr(f)(x)          # a ClosedJaxpr
+    closed.jaxpr.invars, closed.jaxpr.outvars, closed.jaxpr.constvars, closed.consts
+    for eqn in closed.jaxpr.eqns:              # JaxprEqn
+        eqn.primitive, eqn.invars, eqn.outvars, eqn.params
+    jaxpr_as_fun(closed)(x)                    # evaluate it (a list of outputs)
+
+An interpreter over jaxprs calls ``eqn.primitive.bind(*invals, **eqn.params)``
+for what it does not handle itself, so it composes with every transformation
+(see ``notebooks/09_writing_an_interpreter.ipynb``).  Every primitive is
+``fungrad.lax.<name>_p`` and ``fungrad.extend.core.primitives.<name>_p``.  ``Jaxpr`` and
+``JaxprEqn`` are constructed with JAX's argument order (``Jaxpr(constvars,
+invars, outvars, eqns)``, ``new_jaxpr_eqn(invars, outvars, primitive, params,
+effects)``) and are the very classes fungrad builds.
+
+A primitive of your own, with every rule::
+
+    multiply_add_p = define_primitive(
+        "multiply_add",
+        impl=lambda x, y, z: x * y + z,                          # NumPy arrays in and out
+        abstract_eval=lambda x, y, z: ShapedArray(x.shape, x.dtype),
+        jvp=lambda primals, tangents: ...,                       # (out, tangent out)
+        transpose=lambda ct, x, y, z: ...,                       # cotangents, None if not linear
+        batch=lambda args, dims: ...,                            # (out, out dim), JAX's signature
+        lowering="({0} * {1} + {2})")                            # NumPy source for jit
+
+or step by step on ``Primitive(name)`` (``def_impl``, ``def_abstract_eval``)
+and JAX's registries (``fungrad.interpreters.ad.primitive_jvps[p] = rule``,
+``ad.primitive_transposes``, ``fungrad.interpreters.batching.primitive_batchers``).
+A transformation that meets a missing rule raises ``NotImplementedError``
+naming the primitive, the rule and the transformations that need it.  Without
+a lowering, ``jit`` calls the impl from the generated code (``export`` then
+needs a lowering: its modules use NumPy only).
+
+``define_primitive``'s ``lowering`` is a format string over the argument
+names ``{0}, {1}, ...`` and the params by name, or a callable
+``(arg_names, **params)`` returning source text or a lowering node of
+``fungrad.interpreters.lowering`` (``call(np.add, a, b)``, ``Source(...)``), which
+is how fungrad's own primitives declare theirs (``fungrad.lax.utils.def_lowering``).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Sequence
+
+import numpy as np
+
+from fungrad import core
+from fungrad.core import ClosedJaxpr, Literal, ShapedArray, Var, eval_jaxpr
+from fungrad.interpreters import ad, batching
+from fungrad.interpreters.ad import Zero, UndefinedPrimal, is_undefined_primal
+from fungrad.interpreters.lowering import Call, Source
+from fungrad.lax.utils import def_lowering
+from fungrad.extend.core import primitives  # noqa: F401  (every primitive as <name>_p)
+
+__all__ = ["Primitive", "Jaxpr", "ClosedJaxpr", "JaxprEqn", "Var", "Literal", "ShapedArray",
+           "jaxpr_as_fun", "new_jaxpr_eqn", "check_jaxpr", "define_primitive", "Zero",
+           "UndefinedPrimal", "is_undefined_primal", "primitives"]
+
+
+# ----------------------------------------------------------------------------
+# Jaxpr and JaxprEqn with JAX's constructor signatures
+# ----------------------------------------------------------------------------
+
+class _BuildsCore(type):
+    """A name for one of core's classes with JAX's constructor signature:
+    calling it builds the core object; ``isinstance`` accepts core's objects."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, cls.core_class)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, cls.core_class)
+
+
+class Jaxpr(metaclass=_BuildsCore):
+    """``Jaxpr(constvars, invars, outvars, eqns, effects=None, debug_info=None)``:
+    builds a ``fungrad.core.Jaxpr`` (whose own constructor takes the eqns before
+    the outvars).  Attributes: ``constvars``, ``invars``, ``outvars``, ``eqns``."""
+    core_class = core.Jaxpr
+
+    def __new__(cls, constvars, invars, outvars, eqns, effects=None, debug_info=None):
+        return core.Jaxpr(constvars, invars, eqns, outvars)
+
+
+class JaxprEqn(metaclass=_BuildsCore):
+    """``JaxprEqn(invars, outvars, primitive, params, effects=None,
+    source_info=None, ctx=None)``: builds a ``fungrad.core.JaxprEqn``.
+    Attributes: ``primitive``, ``invars``, ``outvars``, ``params``."""
+    core_class = core.JaxprEqn
+
+    def __new__(cls, invars, outvars, primitive, params, effects=None, source_info=None,
+                ctx=None):
+        return core.JaxprEqn(primitive, invars, dict(params), outvars)
+
+
+def new_jaxpr_eqn(invars, outvars, primitive, params, effects=None, source_info=None,
+                  ctx=None):
+    """An equation ``outvars = primitive[params] invars`` (``jax.extend.core``'s
+    signature; effects, source_info and ctx are accepted and unused)."""
+    return JaxprEqn(invars, outvars, primitive, params)
+
+
+def check_jaxpr(jaxpr) -> None:
+    """Type-check ``jaxpr`` (a Jaxpr or ClosedJaxpr): every equation's declared
+    output types against its primitive's abstract evaluation; raises TypeError."""
+    core.typecheck_jaxpr(jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr)
+
+
+def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable:
+    """``closed`` as a Python function of its inputs returning the list of its
+    outputs; it binds primitives, so it can be transformed (grad, vmap, jit)."""
+    if not isinstance(closed, ClosedJaxpr):
+        raise TypeError(f"jaxpr_as_fun takes a ClosedJaxpr (make_jaxpr's result), got "
+                        f"{type(closed).__name__}; wrap a Jaxpr as ClosedJaxpr(jaxpr, consts)")
+
+    def fun(*args):
+        return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return fun
+
+
+# ----------------------------------------------------------------------------
+# Primitives of your own
+# ----------------------------------------------------------------------------
+
+# rule -> (the transformations that need it, how to give it)
+_NEEDED_BY = {
+    "impl": ("evaluation (a call outside jit, vmap and grad)",
+             "impl= to define_primitive, or p.def_impl(fn)"),
+    "abstract_eval": ("staging: jit, make_jaxpr, vmap, and grad/vjp (which stage tangents)",
+                      "abstract_eval= to define_primitive, or p.def_abstract_eval(fn)"),
+    "jvp": ("differentiation: jvp, grad, vjp, linearize, jacfwd, jacrev, hessian",
+            "jvp= to define_primitive, or fungrad.interpreters.ad.primitive_jvps[p] = rule"),
+    "transpose": ("reverse mode (grad, vjp, jacrev) when the JVP rule applies the primitive "
+                  "to tangents", "transpose= to define_primitive, or "
+                  "fungrad.interpreters.ad.primitive_transposes[p] = rule"),
+    "batch": ("vmap, and jacfwd/jacrev/hessian, which batch",
+              "batch= to define_primitive, or "
+              "fungrad.interpreters.batching.primitive_batchers[p] = rule"),
+}
+
+_impls: dict[str, "Primitive"] = {}    # what lowerings without a NumPy template call
+_ids = itertools.count()
+
+
+def _missing_rule(prim: "Primitive", rule: str) -> Callable:
+    needed_by, fix = _NEEDED_BY[rule]
+
+    def missing(*args, **params):
+        raise NotImplementedError(f"primitive '{prim.name}' has no {rule} rule, needed by "
+                                  f"{needed_by}; give one with {fix}")
+    missing.missing_rule = True
+    return missing
+
+
+class Primitive(core.Primitive):
+    """A primitive of your own (``jax.extend.core.Primitive``).
+
+    Names need not be unique among your primitives but may not be one of
+    fungrad's.  Until a rule is given, a transformation that needs it raises
+    ``NotImplementedError`` naming it; without a lowering, ``jit`` calls the
+    impl from the generated code (params then need Python-evaluable reprs).
+    """
+
+    def __init__(self, name: str, multiple_results: bool = False):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"Primitive: the name must be a Python identifier, got {name!r}")
+        super().__init__(name, multiple_results=multiple_results)
+        for rule in _NEEDED_BY:
+            setattr(self, rule, self.missing_rule(rule))
+        self.key = f"{name}_{next(_ids)}"
+        _impls[self.key] = self
+        def_lowering(self, self._impl_lowering)
+
+    def missing_rule(self, rule: str) -> Callable:
+        """The placeholder of a rule not given yet: it raises NotImplementedError."""
+        return _missing_rule(self, rule)
+
+    def _register(self):
+        if self.name in core.primitives:
+            raise ValueError(f"Primitive: {self.name!r} is the name of one of fungrad's "
+                             f"primitives (fungrad.lax.{self.name}_p); choose another name")
+
+    def _impl_lowering(self, args, **params):
+        return Call(call_impl, args, dict(sorted(params.items()), primitive_key=self.key))
+
+
+def call_impl(*args, primitive_key, **params):
+    """What generated code calls for a primitive of your own without a lowering."""
+    return _impls[primitive_key].impl(*args, **params)
+
+
+def _as_lowering(lowering) -> Callable:
+    """A user's lowering: a format string over the argument names (``{0}``, ...)
+    and params (by name, as their repr), or ``rule(arg_names, **params)``
+    returning source text or a lowering node (``fungrad.interpreters.lowering``)."""
+    if isinstance(lowering, str):
+        template = lowering
+        return lambda args, **params: Source(template.format(
+            *args, **{k: repr(v) for k, v in params.items()}))
+    if not callable(lowering):
+        raise TypeError(f"define_primitive: lowering must be a format string or a callable, "
+                        f"got {lowering!r}")
+
+    def rule(args, **params):
+        out = lowering(args, **params)
+        return Source(out) if isinstance(out, str) else out
+    return rule
+
+
+def define_primitive(name: str, *, impl: Callable, abstract_eval: Callable,
+                     jvp: Callable | None = None, transpose: Callable | None = None,
+                     batch: Callable | str | None = None, lowering: str | Callable | None = None,
+                     multiple_results: bool = False, symbolic_zeros: bool = False) -> Primitive:
+    """A new primitive with all of its rules; call it as ``p.bind(*arrays, **params)``.
+
+    * ``impl(*arrays, **params)``: NumPy arrays in, an array (or a list if
+      ``multiple_results``) out.
+    * ``abstract_eval(*avals, **params)``: ``ShapedArray``(s) of the outputs
+      from those of the inputs (``.shape``, ``.dtype``).
+    * ``jvp(primals, tangents, **params) -> (primal_out, tangent_out)``,
+      written with primitives (it is traced, and differentiated again for
+      higher orders).  Zero tangents arrive as arrays of zeros, or as
+      ``Zero(aval)`` objects with ``symbolic_zeros=True``.
+    * ``transpose(ct, *args, **params)``: for a primitive linear in some
+      arguments (those arrive as ``UndefinedPrimal``; see
+      ``is_undefined_primal``), one cotangent per argument, ``None`` for the
+      others.  Needed by reverse mode when the JVP rule applies the primitive
+      to tangents.
+    * ``batch(args, dims, **params) -> (out, out_dim)``: JAX's batcher
+      signature; a dim is an axis or ``None`` (not mapped).
+      ``batch="elementwise"`` is the rule of an elementwise primitive whose
+      operands broadcast like NumPy's.
+    * ``lowering``: the NumPy source ``jit`` emits, as for
+      ``fungrad.lax.utils.def_lowering`` (e.g. ``"np.add(np.multiply({0}, {1}), {2})"``);
+      by default the generated code calls ``impl``.
+    """
+    p = Primitive(name, multiple_results=multiple_results)
+    p.def_impl(impl)
+    p.def_abstract_eval(abstract_eval)
+    if jvp is not None:
+        p.jvp = jvp if symbolic_zeros else _instantiating(jvp)
+    if transpose is not None:
+        ad.primitive_transposes[p] = _instantiating_cts(transpose)
+    if batch == "elementwise":
+        batching.broadcasting_batcher(p)
+    elif batch is not None:
+        if not callable(batch):
+            raise TypeError(f"define_primitive: batch must be a rule or 'elementwise', got "
+                            f"{batch!r}")
+        batching.primitive_batchers[p] = batch
+    if lowering is not None:
+        def_lowering(p, _as_lowering(lowering))
+    return p
+
+
+def _instantiating(jvp: Callable) -> Callable:
+    def rule(primals, tangents, **params):
+        return jvp(primals, [ad.instantiate_zeros(t) for t in tangents], **params)
+    return rule
+
+
+def _instantiating_cts(transpose: Callable) -> Callable:
+    def rule(ct, *args, **params):
+        cts = [ad.instantiate_zeros(c) for c in ct] if isinstance(ct, list) else \
+            ad.instantiate_zeros(ct)
+        return list(transpose(cts, *args, **params))
+    return rule
