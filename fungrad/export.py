@@ -124,7 +124,7 @@ _HELPER_IMPORT = re.compile(r"__import__\('(fungrad\.[\w.]+)', fromlist=\['_'\]\
 # pure-NumPy code)
 _EMBEDDABLE = {"fungrad.lax._special_math", "fungrad.lax._linalg_numpy", "fungrad.lax._conv_numpy",
                "fungrad.lax._window_numpy", "fungrad.lax._special_math2",
-               "fungrad.lax._eig_numpy"}
+               "fungrad.lax._eig_numpy", "fungrad.lax._prng_numpy"}
 
 
 def _embed_helper_modules(body: str):

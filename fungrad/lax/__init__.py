@@ -23,3 +23,4 @@ from fungrad.lax.fft import *  # noqa: F401,F403
 from fungrad.lax.convolution import *  # noqa: F401,F403
 from fungrad.lax.windowed import *  # noqa: F401,F403
 from fungrad.lax.special import *  # noqa: F401,F403
+from fungrad.lax.prng import *  # noqa: F401,F403
