@@ -7,12 +7,13 @@ Two near-minimax fits of the *relative* error, in 60-digit arithmetic:
 * centre, |x| <= 0.85:  erf_inv(x) = x P(r) / Q(r) with r = 0.85**2 - x**2,
   degrees 7/7 (relative error 7e-17);
 * tails, |x| > 0.85:  erf_inv(x) = sign(x) P(v) / Q(v) with
-  v = sqrt(-log(1 - |x|)) - sqrt(-log(0.15)), degrees 8/8 (2e-17), over
+  v = sqrt(-log(1 - |x|)) - sqrt(-log(0.15)), degrees 8/7 (4e-17), over
   1 - |x| down to 2**-53 (the smallest gap to 1 a float64 can have).
 
 The variables are chosen so that r, v >= 0 and every coefficient comes out
 positive: Horner's rule then adds positive terms only and loses nothing to
-cancellation. The fit is a linearised least-squares problem (Sanathanan-Koerner
+cancellation. Both polynomials are divided by Q's leading coefficient (Q
+monic saves a multiplication). The fit is a linearised least-squares problem (Sanathanan-Koerner
 iteration: the denominator of the previous step divides the residuals) with
 Lawson's reweighting, which drives the error towards equioscillation.
 """
@@ -68,8 +69,9 @@ def tail(v):
 
 if __name__ == "__main__":
     for name, f, end, m, n in (("CENTRAL", central, EDGE**2, 7, 7),
-                               ("TAIL", tail, TAIL_END - TAIL_START, 8, 8)):
+                               ("TAIL", tail, TAIL_END - TAIL_START, 8, 7)):
         p, q, error = fit(f, 0, end, m, n)
+        p, q = [c / q[-1] for c in p], [c / q[-1] for c in q]
         print(f"# {name}: relative error {mp.nstr(error, 3)}")
         print(f"_{name}_P = ({', '.join(mp.nstr(c, 17) for c in p)})")
         print(f"_{name}_Q = ({', '.join(mp.nstr(c, 17) for c in q)})")
