@@ -6,14 +6,17 @@ Shared by the impls of ``threefry2x32_p`` and ``random_sample_p``
 copies this module's source into exported code), so it imports nothing but
 NumPy.
 
-Speed comes from three things. The 20 rounds run on uint32 arrays in place
+Speed comes from four things. The 20 rounds run on uint32 arrays in place
 (additions wrap mod 2**32, a rotation is two shifts and an or), so a round is
 five NumPy calls over a whole array instead of five per element. The arrays
 are cut into chunks of ``CHUNK`` blocks that stay in the CPU cache during the
-~110 calls of a chunk. And a sample is finished inside its chunk (bits to
-float, inverse CDF) and written once into the result, so drawing 25 million
-float64 normals allocates the 200 MB result and a few chunk-sized buffers,
-not a dozen full-size temporaries.
+~170 calls of a chunk. A sample is finished inside its chunk (bits to float,
+inverse CDF) and written once into the result, so drawing 25 million float64
+normals allocates the 200 MB result and a few chunk-sized buffers, not a
+dozen full-size temporaries. And every call gets arrays only (constants are
+0-d arrays, a single key's chunks are 1-d): NumPy converts a Python or NumPy
+scalar, or broadcasts a (1, 1) array, at a cost per call that is a good
+fraction of the arithmetic on a chunk.
 
 The stream of a key (JAX's legacy scheme): ``n`` words are the encryption of
 the counts ``0 .. n-1`` (padded with one 0 to even length), whose first half
@@ -38,26 +41,31 @@ _KEY_PARITY = 0x1BD11BDA   # the third key word is k0 ^ k1 ^ this
 _U32 = np.dtype(np.uint32)
 
 
+def _constant(value, dtype):
+    """A 0-d array (see the module docstring: cheaper per call than a scalar)."""
+    return np.asarray(value, dtype)
+
+
 def _injections(k0, k1):
     """The 12 words added to (x0, x1): the first key injection, then one pair
     after every four rounds (the key schedule plus the injection number).
-    ``k0``/``k1`` are uint32 arrays (any shape broadcasting against the data)."""
-    k2 = k0 ^ k1 ^ np.uint32(_KEY_PARITY)
+    ``k0``/``k1`` are uint32 arrays (0-d, or shaped to broadcast against the data)."""
+    k2 = k0 ^ k1 ^ _constant(_KEY_PARITY, _U32)
     schedule = (k0, k1, k2)
     words = [k0, k1]
     for injection in range(1, 6):
         words.append(schedule[injection % 3])
-        words.append(schedule[(injection + 1) % 3] + np.uint32(injection))
-    return words
+        words.append(schedule[(injection + 1) % 3] + _constant(injection, _U32))
+    return [np.asarray(w) for w in words]
 
 
-_SHIFTS = tuple((np.uint32(d), np.uint32(32 - d)) for d in _ROTATIONS[0] + _ROTATIONS[1])
+_SHIFTS = tuple((_constant(d, _U32), _constant(32 - d, _U32))
+                for d in _ROTATIONS[0] + _ROTATIONS[1])
 
 
 def _encrypt(x0, x1, injections, scratch):
     """Threefry-2x32, 20 rounds, in place on the uint32 arrays ``x0``, ``x1``
-    (``scratch`` is a uint32 buffer of their shape). Ufuncs with ``out=`` and
-    uint32 constants: the ~110 calls per chunk are the whole cost."""
+    (``scratch`` is a uint32 buffer of their shape): 112 NumPy calls."""
     add, xor = np.add, np.bitwise_xor
     add(x0, injections[0], out=x0)
     add(x1, injections[1], out=x1)
@@ -92,14 +100,15 @@ def threefry2x32(k0, k1, x0, x1):
 # ----------------------------------------------------------------------------
 
 def _tiles(rows, blocks):
-    """(row slice, first block, last block + 1) tiles of about CHUNK blocks:
-    chunks of one key's blocks, or several whole keys when their streams are short."""
+    """(rows, first block, last block + 1) tiles of about CHUNK blocks: chunks
+    of one key's blocks (``rows`` an int: the tile is 1-d), or several whole
+    keys when their streams are short (``rows`` a slice: 2-d)."""
     if blocks == 0:
         return
     if blocks >= CHUNK:
         for row in range(rows):
             for start in range(0, blocks, CHUNK):
-                yield slice(row, row + 1), start, min(blocks, start + CHUNK)
+                yield row, start, min(blocks, start + CHUNK)
     else:
         per_tile = max(1, CHUNK // blocks)
         for row in range(0, rows, per_tile):
@@ -121,18 +130,26 @@ class _Workspace:
         return buffer[:size].reshape(shape)
 
 
-def _unit_float64(high, low, out, scale=2.0**-53, offset=None):
+def _unit_float64(high, low, out, scale=None, offset=None):
     """53 random bits as a float64 on [0, 1): k = (high >> 5) * 2**26 + (low >> 6)
     (27 + 26 bits, as NumPy's Mersenne Twister) times 2**-53. Exact; with
-    ``scale=2**-52, offset=lowest`` it is ``_signed`` of that in two calls fewer."""
-    high >>= 5
-    low >>= 6
-    np.multiply(high, 2.0**26, out=out)
-    out += low
-    out *= scale
+    ``scale=2**-52, offset=-1 + 2**-53`` it is ``_signed`` of that in two calls fewer."""
+    scale = _UNIT_SCALE if scale is None else scale
+    np.right_shift(high, _FIVE, out=high)
+    np.right_shift(low, _SIX, out=low)
+    np.multiply(high, _TWO_26, out=out)
+    np.add(out, low, out=out)
+    np.multiply(out, scale, out=out)
     if offset is not None:
-        out += offset
+        np.add(out, offset, out=out)
     return out
+
+
+_FIVE, _SIX = _constant(5, _U32), _constant(6, _U32)
+_TWO_26 = _constant(2.0**26, np.float64)
+_UNIT_SCALE = _constant(2.0**-53, np.float64)
+_SIGNED_SCALE = _constant(2.0**-52, np.float64)
+_LOWEST = _constant(np.nextafter(-1.0, 0.0), np.float64)   # -1 + 2**-53
 
 
 def _unit_narrow(words, dtype):
@@ -153,50 +170,56 @@ def _signed(unit, dtype):
     return unit
 
 
-def _finish_pairs(transform, dtype, erf_inv_into):
-    """``write(high, low, out, work)`` for samples made of two words."""
-    def bits64(high, low, out, work):
-        np.copyto(out, high, casting="unsafe")
-        out <<= np.uint64(32)
-        out |= low
+def _finish_pairs(transform, dtype, out, erf_inv_writer):
+    """``(write(high, low, start, work), finish())`` for samples made of two
+    words: sample ``start + i`` of the flat ``out`` from ``high[i]``, ``low[i]``."""
+    def bits64(high, low, start, work):
+        piece = out[start:start + high.size].reshape(high.shape)
+        np.copyto(piece, high, casting="unsafe")
+        piece <<= _constant(32, np.uint64)
+        piece |= low
 
-    def unit(high, low, out, work):
-        _unit_float64(high, low, out)
+    def unit(high, low, start, work):
+        _unit_float64(high, low, out[start:start + high.size].reshape(high.shape))
 
-    lowest = np.nextafter(-1.0, 0.0)
+    def signed(high, low, start, work):
+        _unit_float64(high, low, out[start:start + high.size].reshape(high.shape),
+                      _SIGNED_SCALE, _LOWEST)
 
-    def signed(high, low, out, work):
-        _unit_float64(high, low, out, 2.0**-52, lowest)
+    normals = erf_inv_writer(out, math.sqrt(2)) if transform == "normal" else None
 
-    def normal(high, low, out, work):
-        u = _unit_float64(high, low, work.get("u", dtype, out.shape), 2.0**-52, lowest)
-        erf_inv_into(u, out, math.sqrt(2), (work.get("r", dtype, out.shape),
-                                            work.get("d", dtype, out.shape)))
+    def normal(high, low, start, work):
+        u = _unit_float64(high, low, work.get("u", dtype, high.shape), _SIGNED_SCALE, _LOWEST)
+        normals.write(u, start)
 
-    return {"bits": bits64, "unit": unit, "signed": signed, "normal": normal}[transform]
+    write = {"bits": bits64, "unit": unit, "signed": signed, "normal": normal}[transform]
+    return write, (normals.finish if normals else lambda: None)
 
 
-def _finish_words(transform, dtype, erf_inv_into):
-    """``write(words, out, work)`` for samples made of one word each."""
-    def bits(words, out, work):
-        np.copyto(out, words, casting="unsafe")      # keeps the low bits (uint8/16)
+def _finish_words(transform, dtype, erf_inv_writer):
+    """``write(words, piece)`` for samples made of one word each (``piece``: the
+    view of the result they go to)."""
+    def bits(words, piece):
+        np.copyto(piece, words, casting="unsafe")      # keeps the low bits (uint8/16)
 
-    def unit(words, out, work):
-        out[...] = _unit_narrow(words, dtype)
+    def unit(words, piece):
+        piece[...] = _unit_narrow(words, dtype)
 
-    def signed(words, out, work):
-        out[...] = _signed(_unit_narrow(words, dtype), dtype)
+    def signed(words, piece):
+        piece[...] = _signed(_unit_narrow(words, dtype), dtype)
 
-    def normal(words, out, work):
+    def normal(words, piece):
         # as erf_inv of a narrow float: computed in float64, rounded back
         u = _signed(_unit_narrow(words, dtype), dtype).astype(np.float64)
-        z = erf_inv_into(u, np.empty(u.shape), 1.0)
-        out[...] = z.astype(dtype) * dtype.type(math.sqrt(2))
+        writer = erf_inv_writer(np.empty(u.size))
+        writer.write(u, 0)
+        z = writer.finish().reshape(u.shape)
+        piece[...] = z.astype(dtype) * dtype.type(math.sqrt(2))
 
     return {"bits": bits, "unit": unit, "signed": signed, "normal": normal}[transform]
 
 
-def sample(keys, shape, dtype, transform, erf_inv_into=None):
+def sample(keys, shape, dtype, transform, erf_inv_writer=None):
     """Samples of ``shape`` from every key of ``keys`` (uint32, ``(..., 2)``):
     an array of shape ``keys.shape[:-1] + shape``.
 
@@ -204,39 +227,58 @@ def sample(keys, shape, dtype, transform, erf_inv_into=None):
     first), "unit" (floats on [0, 1), every value a multiple of 2**-53 for
     float64, of 2**-24 / 2**-11 for float32 / float16), "signed" (on the open
     interval (-1, 1): -1 + ulp + 2 unit) or "normal" (sqrt(2) erf_inv(signed),
-    with ``erf_inv_into(x, out, scale, work)`` writing ``scale * erf_inv(x)``).
+    by ``erf_inv_writer(out, scale)``: ``_special_math.ErfInvWriter``, passed
+    in so that this module needs nothing but NumPy).
     """
     dtype = np.dtype(dtype)
     keys = np.asarray(keys, _U32)
     batch, size = keys.shape[:-1], math.prod(shape)
     flat_keys = keys.reshape(-1, 2)
-    out = np.empty((flat_keys.shape[0], size), dtype)
+    out = np.empty(flat_keys.shape[0] * size, dtype)
     pairs = dtype.itemsize == 8
     half = size if pairs else (size + 1) // 2
-    finish = _finish_pairs if pairs else _finish_words
-    write = finish(transform, dtype, erf_inv_into)
+    if pairs:
+        write, done = _finish_pairs(transform, dtype, out, erf_inv_writer)
+    else:
+        write, done = _finish_words(transform, dtype, erf_inv_writer), (lambda: None)
+        rows_of_out = out.reshape(flat_keys.shape[0], size)
     work = _Workspace()
+    injections = {}            # of the last rows: a long stream reuses its key's schedule
     for rows, start, stop in _tiles(flat_keys.shape[0], half):
-        tile = (rows.stop - rows.start, stop - start)
+        if isinstance(rows, int):                   # one key: 1-d, its words 0-d
+            tile, first_row = (stop - start,), rows
+            key_words = flat_keys[rows, 0:1].reshape(()), flat_keys[rows, 1:2].reshape(())
+        else:
+            tile, first_row = (rows.stop - rows.start, stop - start), rows.start
+            key_words = flat_keys[rows, 0:1], flat_keys[rows, 1:2]
+        if injections.get("rows") != rows:
+            injections = {"rows": rows, "words": _injections(*key_words)}
         x0, x1 = work.get("x0", _U32, tile), work.get("x1", _U32, tile)
         _counts(x0, x1, start, half, 2 * half if pairs else size)
-        _encrypt(x0, x1, _injections(flat_keys[rows, :1], flat_keys[rows, 1:]),
-                 work.get("scratch", _U32, tile))
-        if pairs:
-            write(x0, x1, out[rows, start:stop], work)
+        _encrypt(x0, x1, injections["words"], work.get("scratch", _U32, tile))
+        if pairs:                                   # a tile is contiguous in the flat result
+            write(x0, x1, first_row * size + start, work)
         else:
-            write(x0, out[rows, start:stop], work)
+            write(x0, rows_of_out[rows, start:stop])
             second = min(stop, size - half)          # the pad word of an odd size is dropped
             if second > start:
-                write(x1[:, :second - start], out[rows, half + start:half + second], work)
+                write(x1[..., :second - start], rows_of_out[rows, half + start:half + second])
+    done()
     return out.reshape(batch + tuple(shape))
 
 
+_IOTA = np.arange(CHUNK, dtype=_U32)
+
+
+def _iota(n):
+    return _IOTA[:n] if n <= _IOTA.size else np.arange(n, dtype=_U32)
+
+
 def _counts(x0, x1, start, half, words):
-    """Fill ``x0``, ``x1`` (one row per key) with the counts of blocks
+    """Fill ``x0``, ``x1`` (1-d, or one row per key) with the counts of blocks
     ``start, start + 1, ...`` of a stream of ``words`` words: ``(j, half + j)``,
     0 past the end (the pad of an odd length)."""
-    x0[...] = np.arange(start, start + x0.shape[1], dtype=_U32)
-    np.add(x0, np.uint32(half), out=x1)
-    if half + start + x0.shape[1] > words:
-        x1[:, words - half - start:] = 0
+    np.add(_iota(x0.shape[-1]), _constant(start, _U32), out=x0)
+    np.add(x0, _constant(half, _U32), out=x1)
+    if half + start + x0.shape[-1] > words:
+        x1[..., words - half - start:] = 0

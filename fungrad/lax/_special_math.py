@@ -31,7 +31,8 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["erf", "erfc", "erf_inv", "erf_inv_into", "lgamma", "digamma", "polygamma"]
+__all__ = ["erf", "erfc", "erf_inv", "erf_inv_into", "ErfInvWriter", "lgamma", "digamma",
+           "polygamma"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _EULER_GAMMA = 0.57721566490153286061
@@ -156,58 +157,107 @@ _TAIL_Q = (17611.948349278919, 40798.293929710602, 40109.704437302303, 20860.358
 
 
 def _horner_into(coefficients, x, out):
-    """``out = sum_k coefficients[k] x**k`` in place (``out`` is not ``x``)."""
+    """``out = sum_k coefficients[k] x**k`` in place (``out`` is not ``x``).
+
+    ``coefficients`` are 0-d arrays (``_constants``): NumPy converts a Python
+    float on every call, which costs more than the arithmetic on a small piece."""
+    multiply, add = np.multiply, np.add
     if coefficients[-1] == 1.0:                     # monic: one call saved
-        np.add(x, coefficients[-2], out=out)
+        add(x, coefficients[-2], out=out)
     else:
-        np.multiply(x, coefficients[-1], out=out)
-        out += coefficients[-2]
+        multiply(x, coefficients[-1], out=out)
+        add(out, coefficients[-2], out=out)
     for c in coefficients[-3::-1]:
-        out *= x
-        out += c
+        multiply(out, x, out=out)
+        add(out, c, out=out)
     return out
 
 
-def erf_inv_into(x, out, scale=1.0, work=None):
-    """``out[...] = scale * erf_inv(x)`` for a float64 array with |x| < 1 (the
-    callers handle +-1, nan and beyond); ``out`` is another C-contiguous
-    float64 array of x's shape, ``work`` two more (or None: allocated here).
+def _constants(values):
+    return tuple(np.asarray(v, np.float64) for v in values)
 
-    The centre's rational runs on every element (~30 in-place NumPy calls,
-    no log); only the tail elements (15% of uniform inputs) take the
-    logarithm and their own rational. Accurate to ~3 ulps."""
-    x = np.ascontiguousarray(x)
-    if not out.flags.c_contiguous:
-        out[...] = erf_inv_into(x, np.empty(x.shape), scale)
-        return out
-    r, denominator = work if work is not None else (np.empty(x.shape), np.empty(x.shape))
-    np.multiply(x, x, out=r)
-    np.subtract(_ERF_INV_EDGE ** 2, r, out=r)          # >= 0 in the centre
-    _horner_into(_CENTRAL_Q, r, denominator)
-    with np.errstate(all="ignore"):                 # tail elements: overwritten below
-        _horner_into(_scaled(_CENTRAL_P, scale), r, out)
-        out /= denominator
-    out *= x
-    tail = np.flatnonzero(r < 0.0)                  # x**2 > 0.85**2
-    if tail.size:
-        x_tail = x.reshape(-1).take(tail)
-        v = np.abs(x_tail)
+
+_CHUNK = 1 << 15      # elements per piece: the temporaries of a piece stay in cache
+
+
+class ErfInvWriter:
+    """Writes ``scale * erf_inv(x)`` piece by piece into the flat float64 array
+    ``out``, for float64 pieces with |x| < 1 (callers handle +-1, nan and beyond).
+
+    ``write(x, start)`` evaluates the centre's rational on every element of the
+    piece (~30 in-place NumPy calls on cache-sized buffers, no log) and sets the
+    tail elements (|x| > 0.85, 15% of uniform inputs) aside; they are evaluated
+    together, with the logarithm and their own rational, whenever a piece's
+    worth has gathered and at ``finish()``: on small pieces the per-call cost
+    of NumPy would exceed their arithmetic. Accurate to ~4 ulps.
+    """
+
+    def __init__(self, out, scale=1.0):
+        self.out = out
+        self._central_p = _constants(c * scale for c in _CENTRAL_P)
+        self._tail_p = _constants(c * scale for c in _TAIL_P)
+        self._r = self._denominator = None
+        self._tail_positions, self._tail_x, self._pending = [], [], 0
+
+    def write(self, x, start):
+        x = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
+        out = self.out[start:start + x.size]
+        if self._r is None or self._r.size < x.size:
+            self._r, self._denominator = np.empty(x.size), np.empty(x.size)
+        r, denominator = self._r[:x.size], self._denominator[:x.size]
+        np.multiply(x, x, out=r)
+        np.subtract(_EDGE_SQUARED, r, out=r)         # >= 0 in the centre
+        _horner_into(_CENTRAL_Q_0D, r, denominator)
+        with np.errstate(all="ignore"):             # tail elements: overwritten later
+            _horner_into(self._central_p, r, out)
+            np.divide(out, denominator, out=out)
+        np.multiply(out, x, out=out)
+        tail = np.flatnonzero(np.less(r, _ZERO))    # x**2 > 0.85**2
+        if tail.size:
+            self._tail_x.append(x.take(tail))
+            tail += start
+            self._tail_positions.append(tail)
+            self._pending += tail.size
+            if self._pending >= _CHUNK:
+                self._write_tails()
+
+    def finish(self):
+        self._write_tails()
+        return self.out
+
+    def _write_tails(self):
+        if not self._pending:
+            return
+        x = np.concatenate(self._tail_x)
+        v = np.abs(x)
         np.subtract(1.0, v, out=v)                  # exact: |x| > 1/2
         np.log(v, out=v)
         np.negative(v, out=v)
         np.sqrt(v, out=v)
         v -= _TAIL_START
-        value = _horner_into(_scaled(_TAIL_P, scale), v, np.empty_like(v))
-        value /= _horner_into(_TAIL_Q, v, x_tail.copy())
-        out.reshape(-1)[tail] = np.copysign(value, x_tail, out=value)
+        value = _horner_into(self._tail_p, v, np.empty_like(v))
+        value /= _horner_into(_TAIL_Q_0D, v, np.empty_like(v))
+        self.out[np.concatenate(self._tail_positions)] = np.copysign(value, x, out=value)
+        self._tail_positions, self._tail_x, self._pending = [], [], 0
+
+
+_CENTRAL_Q_0D, _TAIL_Q_0D = _constants(_CENTRAL_Q), _constants(_TAIL_Q)
+_EDGE_SQUARED, _ZERO = np.asarray(_ERF_INV_EDGE ** 2), np.asarray(0.0)
+
+
+def erf_inv_into(x, out, scale=1.0):
+    """``out[...] = scale * erf_inv(x)`` for a float64 array ``x`` with |x| < 1
+    (``out``: float64, x's shape); returns ``out``."""
+    contiguous = out.flags.c_contiguous
+    flat = out.reshape(-1) if contiguous else np.empty(out.size)
+    writer = ErfInvWriter(flat, scale)
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    for start in range(0, x.size, _CHUNK):
+        writer.write(x[start:start + _CHUNK], start)
+    writer.finish()
+    if not contiguous:
+        out[...] = flat.reshape(out.shape)
     return out
-
-
-def _scaled(coefficients, scale):
-    return coefficients if scale == 1.0 else tuple(c * scale for c in coefficients)
-
-
-_CHUNK = 1 << 15      # elements per erf_inv_into call: its temporaries stay in cache
 
 
 def erf_inv(x):
@@ -217,12 +267,7 @@ def erf_inv(x):
     inside = p < 1.0
     out = np.empty(flat.shape)
     with np.errstate(all="ignore"):
-        safe = np.where(inside, flat, 0.0)
-        work = (np.empty(min(flat.size, _CHUNK)), np.empty(min(flat.size, _CHUNK)))
-        for start in range(0, flat.size, _CHUNK):
-            chunk = slice(start, start + _CHUNK)
-            size = out[chunk].size
-            erf_inv_into(safe[chunk], out[chunk], 1.0, (work[0][:size], work[1][:size]))
+        erf_inv_into(np.where(inside, flat, 0.0), out)
     out[~inside] = np.nan
     out[p == 1.0] = np.inf
     return np.copysign(out, flat).reshape(x.shape).astype(out_dtype, copy=False)

@@ -19,7 +19,7 @@ Rules: both primitives have integer inputs only, so their derivatives are
 zero (``defjvp_zero``); they are not linear. Batching moves the batch axis of
 the keys (or of the broadcast operands) to the front, which the impls map
 over. Lowerings call the impls' NumPy code (``_prng_numpy``, and
-``_special_math.erf_inv_into`` for normals), so ``jit`` and ``export`` keep it.
+``_special_math.ErfInvWriter`` for normals), so ``jit`` and ``export`` keep it.
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def _sample_shape(keys, shape, dtype, transform):
 
 
 def _sample_impl(keys, shape, dtype, transform):
-    return _prng_numpy.sample(keys, shape, dtype, transform, _special_math.erf_inv_into)
+    return _prng_numpy.sample(keys, shape, dtype, transform, _special_math.ErfInvWriter)
 
 
 def _sample_batch(axis_size, vals, dims, **params):
@@ -106,7 +106,7 @@ def _sample_batch(axis_size, vals, dims, **params):
 
 def _sample_lowering(args, shape, dtype, transform):
     return (f"{_NUMPY}.sample({args[0]}, {shape!r}, {dtype!r}, {transform!r}, "
-            f"{_SPECIAL}.erf_inv_into)")
+            f"{_SPECIAL}.ErfInvWriter)")
 
 
 random_sample_p = Primitive("random_sample")
