@@ -60,9 +60,13 @@ threefry2x32_p.def_abstract_eval(_threefry_shape)
 defjvp_zero(threefry2x32_p)
 
 
+# elementwise with broadcasting: the n-ary ops' rule, for both results
+_broadcasting_rule = batching.broadcasting_batcher(threefry2x32_p)
+
+
 def _threefry_batch(axis_size, vals, dims):
-    vals = [batching.bdim_at_front(v, d, axis_size) for v, d in zip(vals, dims)]
-    return threefry2x32_p.bind(*vals), [0, 0]
+    outs, dim = _broadcasting_rule(axis_size, vals, dims)
+    return outs, [dim, dim]
 
 
 threefry2x32_p.batch = _threefry_batch
