@@ -533,3 +533,20 @@ def test_primitive_errors_name_the_problem():
         prng.random_sample(K0, (3,), np.float64, "bits")
     with pytest.raises(TypeError, match=r"\(\.\.\., 2\)"):
         prng.random_sample(np.zeros(3, np.uint32), (3,), np.float64, "unit")
+
+
+def test_large_draws_allocate_little_beyond_their_result():
+    import tracemalloc
+    key = random.PRNGKey(3)
+    random.normal(key, (10,))                   # imports and caches outside the measurement
+    for draw in (lambda: random.normal(key, (2000, 2000)),
+                 lambda: random.uniform(key, (2000, 2000)),
+                 lambda: random.bits(key, (2000, 2000), np.uint64)):
+        tracemalloc.start()
+        try:
+            result = draw()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        # chunk-sized buffers only: no full-size uint32/uint64/float temporaries
+        assert peak < 1.1 * result.nbytes, (peak, result.nbytes)

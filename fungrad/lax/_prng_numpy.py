@@ -190,7 +190,7 @@ def _finish_pairs(transform, dtype, out, erf_inv_writer):
 
     def normal(high, low, start, work):
         u = _unit_float64(high, low, work.get("u", dtype, high.shape), _SIGNED_SCALE, _LOWEST)
-        normals.write(u, start)
+        normals.write(u, start, overwrite_x=True)
 
     write = {"bits": bits64, "unit": unit, "signed": signed, "normal": normal}[transform]
     return write, (normals.finish if normals else lambda: None)

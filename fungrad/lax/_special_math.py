@@ -199,27 +199,29 @@ class ErfInvWriter:
         self._r = self._denominator = None
         self._tail_positions, self._tail_x, self._pending = [], [], 0
 
-    def write(self, x, start):
+    def write(self, x, start, overwrite_x=False):
+        """The piece ``x`` (any shape) goes to ``out[start:start + x.size]``;
+        ``overwrite_x``: x's buffer may hold a temporary (one buffer fewer in cache)."""
         x = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
         out = self.out[start:start + x.size]
         if self._r is None or self._r.size < x.size:
             self._r, self._denominator = np.empty(x.size), np.empty(x.size)
-        r, denominator = self._r[:x.size], self._denominator[:x.size]
+        r = self._r[:x.size]
         np.multiply(x, x, out=r)
         np.subtract(_EDGE_SQUARED, r, out=r)         # >= 0 in the centre
-        _horner_into(_CENTRAL_Q_0D, r, denominator)
-        with np.errstate(all="ignore"):             # tail elements: overwritten later
-            _horner_into(self._central_p, r, out)
-            np.divide(out, denominator, out=out)
-        np.multiply(out, x, out=out)
         tail = np.flatnonzero(np.less(r, _ZERO))    # x**2 > 0.85**2
         if tail.size:
             self._tail_x.append(x.take(tail))
             tail += start
             self._tail_positions.append(tail)
             self._pending += tail.size
-            if self._pending >= _CHUNK:
-                self._write_tails()
+        with np.errstate(all="ignore"):             # tail elements: overwritten later
+            _horner_into(self._central_p, r, out)
+            np.multiply(out, x, out=out)
+            denominator = x if overwrite_x else self._denominator[:x.size]
+            np.divide(out, _horner_into(_CENTRAL_Q_0D, r, denominator), out=out)
+        if self._pending >= _CHUNK:
+            self._write_tails()
 
     def finish(self):
         self._write_tails()
