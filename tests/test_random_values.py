@@ -550,3 +550,16 @@ def test_large_draws_allocate_little_beyond_their_result():
             tracemalloc.stop()
         # chunk-sized buffers only: no full-size uint32/uint64/float temporaries
         assert peak < 1.1 * result.nbytes, (peak, result.nbytes)
+
+
+@pytest.mark.parametrize("key", [[0xFFFFFFFF, 0xFFFFFFFF], [0xFFFFFFF0, 5], [3, 0xFFFFFFFE]])
+def test_kernels_match_the_slow_reference_across_chunks_and_wrapping_keys(key):
+    # counts plus key words wrap mod 2**32; sizes span several chunks, odd word counts
+    from tests.cases.prng import _sample_ref
+    key = np.array(key, np.uint32)
+    for shape, dtype, transform in [((2 * CHUNK + 1,), np.uint32, "bits"),
+                                    ((CHUNK + 3,), np.uint64, "bits"),
+                                    ((CHUNK + 5,), np.float64, "normal")]:
+        got = np.asarray(prng.random_sample(key, shape, dtype, transform))
+        want = _sample_ref(key, shape, dtype, transform)
+        np.testing.assert_allclose(got, want, rtol=1e-14 if transform == "normal" else 0, atol=0)

@@ -63,12 +63,14 @@ _SHIFTS = tuple((_constant(d, _U32), _constant(32 - d, _U32))
                 for d in _ROTATIONS[0] + _ROTATIONS[1])
 
 
-def _encrypt(x0, x1, injections, scratch):
+def _encrypt(x0, x1, injections, scratch, injected=False):
     """Threefry-2x32, 20 rounds, in place on the uint32 arrays ``x0``, ``x1``
-    (``scratch`` is a uint32 buffer of their shape): 112 NumPy calls."""
+    (``scratch`` is a uint32 buffer of their shape): 112 NumPy calls, 110 when
+    the first key injection is already ``injected`` (see ``_counts``)."""
     add, xor = np.add, np.bitwise_xor
-    add(x0, injections[0], out=x0)
-    add(x1, injections[1], out=x1)
+    if not injected:
+        add(x0, injections[0], out=x0)
+        add(x1, injections[1], out=x1)
     for group in range(5):
         for left, right in _SHIFTS[4 * (group % 2):4 * (group % 2) + 4]:
             add(x0, x1, out=x0)
@@ -137,7 +139,8 @@ def _unit_float64(high, low, out, scale=None, offset=None):
     scale = _UNIT_SCALE if scale is None else scale
     np.right_shift(high, _FIVE, out=high)
     np.right_shift(low, _SIX, out=low)
-    np.multiply(high, _TWO_26, out=out)
+    np.copyto(out, high)                  # a conversion, then float64-only calls:
+    np.multiply(out, _TWO_26, out=out)    # mixed uint32/float64 calls are slower
     np.add(out, low, out=out)
     np.multiply(out, scale, out=out)
     if offset is not None:
@@ -254,8 +257,8 @@ def sample(keys, shape, dtype, transform, erf_inv_writer=None):
         if injections.get("rows") != rows:
             injections = {"rows": rows, "words": _injections(*key_words)}
         x0, x1 = work.get("x0", _U32, tile), work.get("x1", _U32, tile)
-        _counts(x0, x1, start, half, 2 * half if pairs else size)
-        _encrypt(x0, x1, injections["words"], work.get("scratch", _U32, tile))
+        _counts(x0, x1, start, half, 2 * half if pairs else size, *key_words)
+        _encrypt(x0, x1, injections["words"], work.get("scratch", _U32, tile), injected=True)
         if pairs:                                   # a tile is contiguous in the flat result
             write(x0, x1, first_row * size + start, work)
         else:
@@ -274,11 +277,13 @@ def _iota(n):
     return _IOTA[:n] if n <= _IOTA.size else np.arange(n, dtype=_U32)
 
 
-def _counts(x0, x1, start, half, words):
+def _counts(x0, x1, start, half, words, k0, k1):
     """Fill ``x0``, ``x1`` (1-d, or one row per key) with the counts of blocks
-    ``start, start + 1, ...`` of a stream of ``words`` words: ``(j, half + j)``,
-    0 past the end (the pad of an odd length)."""
-    np.add(_iota(x0.shape[-1]), _constant(start, _U32), out=x0)
-    np.add(x0, _constant(half, _U32), out=x1)
+    ``start, start + 1, ...`` of a stream of ``words`` words, ``(j, half + j)``
+    (0 past the end: the pad of an odd length), plus the key words ``k0``,
+    ``k1``: the cipher's first key injection, in the same two calls."""
+    iota = _iota(x0.shape[-1])
+    np.add(iota, k0 + _constant(start, _U32), out=x0)        # uint32: wraps
+    np.add(iota, k1 + _constant(half + start, _U32), out=x1)
     if half + start + x0.shape[-1] > words:
-        x1[..., words - half - start:] = 0
+        x1[..., words - half - start:] = k1
