@@ -196,7 +196,7 @@ class ErfInvWriter:
         self.out = out
         self._central_p = _constants(c * scale for c in _CENTRAL_P)
         self._tail_p = _constants(c * scale for c in _TAIL_P)
-        self._r = self._denominator = None
+        self._r = self._denominator = self._tails = None
         self._tail_positions, self._tail_x, self._pending = [], [], 0
 
     def write(self, x, start, overwrite_x=False):
@@ -228,23 +228,30 @@ class ErfInvWriter:
         return self.out
 
     def _write_tails(self):
-        if not self._pending:
+        n = self._pending
+        if not n:
             return
-        x = np.concatenate(self._tail_x)
-        v = np.abs(x)
-        np.subtract(1.0, v, out=v)                  # exact: |x| > 1/2
+        if self._tails is None or self._tails[0].size < n:    # reused: no page faults
+            capacity = max(n, 2 * _CHUNK)
+            self._tails = [np.empty(capacity) for _ in range(4)] + [np.empty(capacity, np.intp)]
+        x, v, value, denominator, positions = (b[:n] for b in self._tails)
+        np.concatenate(self._tail_x, out=x)
+        np.concatenate(self._tail_positions, out=positions)
+        np.abs(x, out=v)
+        np.subtract(_ONE, v, out=v)                 # exact: |x| > 1/2
         np.log(v, out=v)
         np.negative(v, out=v)
         np.sqrt(v, out=v)
-        v -= _TAIL_START
-        value = _horner_into(self._tail_p, v, np.empty_like(v))
-        value /= _horner_into(_TAIL_Q_0D, v, np.empty_like(v))
-        self.out[np.concatenate(self._tail_positions)] = np.copysign(value, x, out=value)
+        np.subtract(v, _TAIL_START_0D, out=v)
+        _horner_into(self._tail_p, v, value)
+        np.divide(value, _horner_into(_TAIL_Q_0D, v, denominator), out=value)
+        self.out[positions] = np.copysign(value, x, out=value)
         self._tail_positions, self._tail_x, self._pending = [], [], 0
 
 
 _CENTRAL_Q_0D, _TAIL_Q_0D = _constants(_CENTRAL_Q), _constants(_TAIL_Q)
-_EDGE_SQUARED, _ZERO = np.asarray(_ERF_INV_EDGE ** 2), np.asarray(0.0)
+_EDGE_SQUARED, _ZERO, _ONE = np.asarray(_ERF_INV_EDGE ** 2), np.asarray(0.0), np.asarray(1.0)
+_TAIL_START_0D = np.asarray(_TAIL_START)
 
 
 def erf_inv_into(x, out, scale=1.0):
