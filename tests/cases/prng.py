@@ -60,7 +60,8 @@ _KEY = Arg((2,), **_WORD)
 
 
 def _sample_case(shape, dtype, transform, rtol=1e-7):
-    return Case(f"lax.random_sample_{transform}_{np.dtype(dtype).name}_{len(shape)}d",
+    dims = "x".join(map(str, shape)) or "scalar"
+    return Case(f"lax.random_sample_{transform}_{np.dtype(dtype).name}_{dims}",
                 lambda k: prng.random_sample(k, shape, dtype, transform),
                 lambda k: _sample_ref(k, shape, dtype, transform), [_KEY],
                 prims=("random_sample",), grad_order=0, rtol=rtol, atol=0)
