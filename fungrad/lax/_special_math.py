@@ -159,17 +159,18 @@ _TAIL_Q = (17611.948349278919, 40798.293929710602, 40109.704437302303, 20860.358
 def _horner_into(coefficients, x, out):
     """``out = sum_k coefficients[k] x**k`` in place (``out`` is not ``x``).
 
-    ``coefficients`` are 0-d arrays (``_constants``): NumPy converts a Python
-    float on every call, which costs more than the arithmetic on a small piece."""
+    ``coefficients`` are 0-d arrays (``_constants``) and ``out`` is passed
+    positionally: NumPy converts a Python float and parses ``out=`` on every
+    call, which costs more than the arithmetic on a small piece."""
     multiply, add = np.multiply, np.add
     if coefficients[-1] == 1.0:                     # monic: one call saved
-        add(x, coefficients[-2], out=out)
+        add(x, coefficients[-2], out)
     else:
-        multiply(x, coefficients[-1], out=out)
-        add(out, coefficients[-2], out=out)
+        multiply(x, coefficients[-1], out)
+        add(out, coefficients[-2], out)
     for c in coefficients[-3::-1]:
-        multiply(out, x, out=out)
-        add(out, c, out=out)
+        multiply(out, x, out)
+        add(out, c, out)
     return out
 
 
@@ -207,8 +208,8 @@ class ErfInvWriter:
         if self._r is None or self._r.size < x.size:
             self._r, self._denominator = np.empty(x.size), np.empty(x.size)
         r = self._r[:x.size]
-        np.multiply(x, x, out=r)
-        np.subtract(_EDGE_SQUARED, r, out=r)         # >= 0 in the centre
+        np.multiply(x, x, r)
+        np.subtract(_EDGE_SQUARED, r, r)            # >= 0 in the centre
         tail = np.flatnonzero(np.less(r, _ZERO))    # x**2 > 0.85**2
         if tail.size:
             self._tail_x.append(x.take(tail))
@@ -217,7 +218,7 @@ class ErfInvWriter:
             self._pending += tail.size
         with np.errstate(all="ignore"):             # tail elements: overwritten later
             _horner_into(self._central_p, r, out)
-            np.multiply(out, x, out=out)
+            np.multiply(out, x, out)
             denominator = x if overwrite_x else self._denominator[:x.size]
             np.divide(out, _horner_into(_CENTRAL_Q_0D, r, denominator), out=out)
         if self._pending >= _CHUNK:
