@@ -341,3 +341,23 @@ def rnn_grad_impls(W, U, xs, expected) -> dict:
             return torch.autograd.grad(torch.sum(h ** 2), (Wt, Ut))
         impls["torch (eager autograd, loop)"] = verified("torch", torch_grad, expected)
     return impls
+
+
+# ----------------------------------------------------------------------------
+# Random numbers
+# ----------------------------------------------------------------------------
+
+def random_normal_impls(shape) -> dict:
+    """Each framework's own normal sampler. Their streams differ from NumPy's,
+    so the workload checks shape and moments instead of values."""
+    impls = {}
+    if jax_modules():
+        jax, jnp = jax_modules()
+        sampler = jax.jit(lambda k: jax.random.normal(k, shape, dtype=jnp.float64))
+        impls["jax jit (jax.random.normal)"] = _jax_thunk(jax, sampler, jax.random.PRNGKey(0))
+    if torch_module():
+        torch = torch_module()
+        generator = torch.Generator().manual_seed(0)
+        impls["torch (torch.randn)"] = lambda: torch.randn(
+            shape, dtype=torch.float64, generator=generator).numpy()
+    return impls

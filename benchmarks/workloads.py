@@ -386,9 +386,37 @@ def make_checkpoint():
             checkpoint_variants())
 
 
+# ----------------------------------------------------------------------------
+# Random numbers: 25 million float64 normals
+# ----------------------------------------------------------------------------
+
+RANDOM_SHAPE = (5000, 5000)
+
+
+def _check_standard_normal(name, z):
+    """Different generators give different numbers: check the shape and moments."""
+    z = np.asarray(z)
+    assert z.shape == RANDOM_SHAPE and z.dtype == np.float64, name
+    assert abs(z.mean()) < 1e-3 and abs(z.std() - 1) < 1e-3, name
+
+
+def make_random_normal():
+    key = fungrad.random.PRNGKey(0)
+    rng = np.random.default_rng(0)
+    jitted = fungrad.jit(lambda k: fungrad.random.normal(k, RANDOM_SHAPE))
+    impls = {"numpy (default_rng().standard_normal)": lambda: rng.standard_normal(RANDOM_SHAPE),
+             "fungrad": lambda: fungrad.random.normal(key, RANDOM_SHAPE),
+             "fungrad jit": lambda: jitted(key)}
+    impls.update(peers.random_normal_impls(RANDOM_SHAPE))
+    for name, fn in impls.items():
+        _check_standard_normal(name, fn())
+    np.testing.assert_array_equal(impls["fungrad jit"](), impls["fungrad"]())
+    return "random.normal(key, (5000, 5000)): 25 million float64 normals", impls
+
+
 WORKLOADS = [make_dispatch_sin, make_dispatch_add, make_seed_grad, make_chain_grad,
              make_mlp_grad, make_mlp_eval_vs_grad, make_hvp, make_per_example, make_arm_jacobian,
-             make_rnn, make_checkpoint]
+             make_rnn, make_checkpoint, make_random_normal]
 
 
 # ----------------------------------------------------------------------------

@@ -7,12 +7,15 @@ typed keys are not modelled). Keys are plain arrays, so they pass through
 
 Every sampler is a pure function of its key: the same key gives the same
 numbers, and a key must be ``split`` (or ``fold_in``-ed) to get fresh ones.
-Bits come from the Threefry-2x32 block cipher (20 rounds, Salmon et al. 2011)
-written with ``fungrad.lax`` uint32 operations, so every function here is
-jittable and vmappable. ``PRNGKey``, ``split``, ``fold_in`` and ``bits`` follow
-JAX's legacy (non-"partitionable") Threefry scheme and reproduce its bits;
-the float samplers use their own bits-to-float conversion (53 random bits per
-float64), so ``uniform`` and friends do not reproduce JAX's exact streams.
+Bits come from the Threefry-2x32 block cipher (20 rounds, Salmon et al. 2011):
+the primitives of ``fungrad.lax.prng`` run it on whole uint32 arrays, chunk by
+chunk, and turn its words into bits, uniform or normal floats in the same pass
+(``benchmarks/`` compares ``normal`` with NumPy's ``standard_normal``); they
+have batching rules and NumPy lowerings, so every function here is jittable
+and vmappable. ``PRNGKey``, ``split``, ``fold_in`` and ``bits`` follow JAX's
+legacy (non-"partitionable") Threefry scheme and reproduce its bits; the float
+samplers use their own bits-to-float conversion (53 random bits per float64),
+so ``uniform`` and friends do not reproduce JAX's exact streams.
 """
 import math
 from operator import index as _as_index
@@ -21,6 +24,7 @@ import numpy as np
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
+from fungrad.lax import prng
 from fungrad.core import Tracer, canonicalize_dtype, get_aval
 from fungrad.custom_derivatives import custom_jvp
 
@@ -35,41 +39,6 @@ __all__ = [
 # ----------------------------------------------------------------------------
 # Threefry-2x32
 # ----------------------------------------------------------------------------
-
-# Rotation distances of Threefry-2x32 (Salmon et al., Table 4); rounds use the
-# first group of four, then the second, alternating.
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-# Threefish key-schedule parity constant: the third key word is k0 ^ k1 ^ this.
-_KEY_PARITY = np.uint32(0x1BD11BDA)
-
-
-def _u32(value):
-    return np.uint32(value)
-
-
-def _rotate_left(x, distance):
-    """32-bit rotation, built from two logical shifts (no rotate primitive)."""
-    return lax.bitwise_or(lax.shift_left(x, _u32(distance)),
-                          lax.shift_right_logical(x, _u32(32 - distance)))
-
-
-def _threefry_rounds(k0, k1, x0, x1):
-    """Encrypt the word pairs ``(x0, x1)`` under key ``(k0, k1)``: 20 rounds.
-
-    All arguments are uint32 and broadcast together; additions wrap mod 2**32.
-    A key injection follows every four rounds (five injections in all).
-    """
-    key_schedule = (k0, k1, lax.bitwise_xor(lax.bitwise_xor(k0, k1), _KEY_PARITY))
-    x0 = lax.add(x0, key_schedule[0])
-    x1 = lax.add(x1, key_schedule[1])
-    for injection in range(1, 6):
-        for distance in _ROTATIONS[(injection - 1) % 2]:
-            x0 = lax.add(x0, x1)
-            x1 = lax.bitwise_xor(_rotate_left(x1, distance), x0)
-        x0 = lax.add(x0, key_schedule[injection % 3])
-        x1 = lax.add(lax.add(x1, key_schedule[(injection + 1) % 3]), _u32(injection))
-    return x0, x1
-
 
 def threefry_2x32(key, count):
     """Threefry-2x32 of the uint32 array ``count`` under ``key``: same shape.
@@ -86,7 +55,7 @@ def threefry_2x32(key, count):
         flat = lax.concatenate([flat, np.zeros(1, np.uint32)], 0)
     half = flat.shape[0] // 2
     k0, k1 = _key_words(key)
-    y0, y1 = _threefry_rounds(k0, k1, flat[:half], flat[half:])
+    y0, y1 = prng.threefry2x32(k0, k1, flat[:half], flat[half:])
     out = lax.concatenate([y0, y1], 0)
     return fnp.reshape(out[:size], shape)
 
@@ -94,11 +63,6 @@ def threefry_2x32(key, count):
 def _key_words(key):
     return (lax.index_in_dim(key, 0, keepdims=False),
             lax.index_in_dim(key, 1, keepdims=False))
-
-
-def _random_words(key, count):
-    """``count`` independent uint32 words from ``key`` (a 1-d array)."""
-    return threefry_2x32(key, lax.iota(np.uint32, count))
 
 
 # ----------------------------------------------------------------------------
@@ -185,8 +149,7 @@ def split(key, num=2):
     """``num`` new keys (shape ``(num, 2)``; ``num`` may be a shape tuple)."""
     key = _check_key(key, "split")
     shape = _shape_tuple(num, "split", "num")
-    count = math.prod(shape)
-    words = _random_words(key, 2 * count)
+    words = prng.random_sample(key, (2 * math.prod(shape),), np.uint32, "bits")
     return fnp.reshape(words, (*shape, 2))
 
 
@@ -197,7 +160,8 @@ def fold_in(key, data):
     if get_aval(data).shape != ():
         raise ValueError(f"fungrad.random.fold_in: `data` must be a scalar, "
                          f"got shape {get_aval(data).shape}.")
-    return threefry_2x32(key, fnp.stack([np.zeros((), np.uint32), data]))
+    k0, k1 = _key_words(key)
+    return fnp.stack(prng.threefry2x32(k0, k1, np.zeros((), np.uint32), data))
 
 
 def bits(key, shape=(), dtype=np.uint32):
@@ -211,21 +175,7 @@ def bits(key, shape=(), dtype=np.uint32):
     if dtype.kind != "u":
         raise TypeError(f"fungrad.random.bits: `dtype` must be an unsigned "
                         f"integer type such as uint32, got {dtype}.")
-    size = math.prod(shape)
-    if dtype.itemsize == 8:
-        high, low = _word_pairs(key, size)
-        words = lax.bitwise_or(
-            lax.shift_left(lax.convert_element_type(high, dtype), np.uint64(32)),
-            lax.convert_element_type(low, dtype))
-    else:
-        words = lax.convert_element_type(_random_words(key, size), dtype)
-    return fnp.reshape(words, shape)
-
-
-def _word_pairs(key, size):
-    """Two independent uint32 words per sample: first and second half of a stream."""
-    words = _random_words(key, 2 * size)
-    return words[:size], words[size:]
+    return prng.random_sample(key, shape, dtype, "bits")
 
 
 def _shape_tuple(shape, caller, name):
@@ -252,40 +202,28 @@ def _float_dtype(dtype, caller):
     return dtype
 
 
-def _unit_interval(key, shape, dtype):
-    """Uniform floats on [0, 1) with every value a multiple of 2**-mantissa.
-
-    float64 takes 53 bits from two words ((27 + 26) high bits, as NumPy's
-    Mersenne Twister does); float32/16 take the top 24/11 bits of one word.
-    The products and sums are exact, so no rounding can reach 1.0.
-    """
-    size = math.prod(shape)
-    if dtype == np.float64:
-        high, low = _word_pairs(key, size)
-        high = lax.convert_element_type(lax.shift_right_logical(high, _u32(5)), np.float64)
-        low = lax.convert_element_type(lax.shift_right_logical(low, _u32(6)), np.float64)
-        unit = (high * 2.0**26 + low) * 2.0**-53
-    else:
-        kept_bits = np.finfo(dtype).nmant + 1
-        top = lax.shift_right_logical(_random_words(key, size), _u32(32 - kept_bits))
-        unit = lax.convert_element_type(top, np.float32) * np.float32(2.0**-kept_bits)
-    return fnp.reshape(lax.convert_element_type(unit, dtype), shape)
-
-
 def uniform(key, shape=(), dtype=np.float64, minval=0.0, maxval=1.0):
     """Uniform samples on ``[minval, maxval)`` (bounds broadcast to ``shape``)."""
     key = _check_key(key, "uniform")
     shape = _shape_tuple(shape, "uniform", "shape")
     dtype = _float_dtype(dtype, "uniform")
+    if _is_default_bound(minval, 0.0) and _is_default_bound(maxval, 1.0):
+        # what the formula below gives for [0, 1), exactly, without three more
+        # passes over the samples
+        return prng.random_sample(key, shape, dtype, "unit")
     minval = lax.convert_element_type(fnp.asarray(minval), dtype)
     maxval = lax.convert_element_type(fnp.asarray(maxval), dtype)
     _check_broadcastable("uniform", shape, minval, maxval)
-    unit = _unit_interval(key, shape, dtype)
+    unit = prng.random_sample(key, shape, dtype, "unit")
     # Rounding in minval + width * unit can land on maxval or below minval; keep
     # the result inside the interval (as JAX does).
     samples = minval + (maxval - minval) * unit
     below_max = lax.nextafter(maxval, fnp.full_like(maxval, -np.inf))
     return fnp.minimum(fnp.maximum(samples, minval), fnp.maximum(below_max, minval))
+
+
+def _is_default_bound(value, default):
+    return type(value) in (int, float) and value == default
 
 
 def _check_broadcastable(caller, shape, *params):
@@ -313,13 +251,12 @@ def _param_shape(caller, shape, *params):
 
 
 def normal(key, shape=(), dtype=np.float64):
-    """Standard normal samples, by the inverse CDF: sqrt(2) * erfinv(U(-1, 1))."""
+    """Standard normal samples, by the inverse CDF: sqrt(2) * erf_inv(U(-1, 1)).
+
+    U is uniform on the open interval (-1, 1), so erf_inv stays finite."""
     key = _check_key(key, "normal")
     dtype = _float_dtype(dtype, "normal")
-    # The open lower bound keeps erf_inv finite (erf_inv(-1) = -inf).
-    lowest = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
-    u = uniform(key, shape, dtype, minval=lowest, maxval=1.0)
-    return np.array(math.sqrt(2), dtype) * lax.erf_inv(u)
+    return prng.random_sample(key, _shape_tuple(shape, "normal", "shape"), dtype, "normal")
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=np.float64):
@@ -359,8 +296,7 @@ def laplace(key, shape=(), dtype=np.float64):
     """Standard Laplace samples: sign(U) * log(1 - |U|), U on (-1, 1)."""
     key = _check_key(key, "laplace")
     dtype = _float_dtype(dtype, "laplace")
-    lowest = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
-    u = uniform(key, shape, dtype, minval=lowest, maxval=1.0)
+    u = prng.random_sample(key, _shape_tuple(shape, "laplace", "shape"), dtype, "signed")
     return fnp.sign(u) * fnp.log1p(-fnp.abs(u))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath                  # test dependency (the "test" extra): reference values
 import numpy as np
 
 from fungrad.core import get_aval
@@ -137,7 +138,9 @@ class TestKinks:
     def test_hypot_gradient_and_huge_values(self):
         np.testing.assert_allclose(grad(fnp.hypot, argnums=(0, 1))(3.0, 4.0), (0.6, 0.8),
                                    rtol=1e-15)
-        assert fnp.hypot(1e300, 1e300) == np.hypot(1e300, 1e300)
+        # big * sqrt(2) rounds twice, libm's hypot once: a few ulps apart at most
+        np.testing.assert_allclose(fnp.hypot(1e300, 1e300), np.hypot(1e300, 1e300),
+                                   rtol=4 * np.finfo(float).eps)
         np.testing.assert_allclose(grad(fnp.hypot)(-1e300, 1e300), -np.sqrt(0.5))
 
 
@@ -238,6 +241,20 @@ class TestSpecialFunctions:
         np.testing.assert_allclose([math.erfc(v) for v in y], 1 - (1 - q), rtol=1e-12)
         out = lax.erf_inv(np.array([1.0, -1.0, 1.5, np.nan]))
         assert out[0] == np.inf and out[1] == -np.inf and np.isnan(out[2]) and np.isnan(out[3])
+
+    def test_erf_inv_within_a_few_ulps_of_mpmath(self):
+        rng = np.random.default_rng(3)
+        # both rational pieces, their seam at 0.85, and the gaps to +-1 down to
+        # the last float below 1 (1 - 2**-53)
+        gaps = 2.0 ** -rng.uniform(2.8, 53, 300)
+        x = np.concatenate([rng.uniform(-1, 1, 700), 1 - gaps, -(1 - gaps),
+                            np.linspace(0.8499, 0.8501, 41), [1 - 2**-53, 2**-53, 1e-300]])
+        with mpmath.workdps(40):
+            want = np.array([float(mpmath.erfinv(mpmath.mpf(float(v)))) for v in x])
+        np.testing.assert_allclose(lax.erf_inv(x), want, rtol=5 * np.finfo(float).eps, atol=0)
+        # the kernel the normal sampler calls, with its factor sqrt(2) folded in
+        scaled = special_kernels.erf_inv_into(x, np.empty_like(x), math.sqrt(2))
+        np.testing.assert_allclose(scaled, math.sqrt(2) * want, rtol=6 * np.finfo(float).eps)
 
     def test_lgamma_matches_math(self):
         xs = np.concatenate([np.linspace(0.01, 30, 1500), [1e-300, 1e-8, 1e5, 1e300],

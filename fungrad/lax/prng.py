@@ -1,0 +1,116 @@
+"""Random-number primitives: ``threefry2x32`` and ``random_sample``, each with
+all of its rules (the samplers of ``fungrad.random`` are built on them).
+
+* ``threefry2x32_p(k0, k1, x0, x1) -> (y0, y1)``: the Threefry-2x32 block
+  cipher (20 rounds) on uint32 arrays that broadcast together, elementwise
+  (JAX has a primitive of that name and signature).
+* ``random_sample_p(keys; shape, dtype, transform)``: the samples of ``shape``
+  drawn from each key of ``keys`` (uint32, ``(..., 2)``; the leading
+  dimensions are a batch of keys), in one of four transforms of the key's
+  Threefry stream (``kernels/prng.py``'s ``sample`` defines them): its bits, floats on
+  [0, 1), floats on (-1, 1), standard normals by the inverse CDF.
+
+Why one primitive for a whole sample rather than Threefry then lax ops: a
+NumPy program cannot fuse operations, and 25 million float64 normals built
+from separate lax ops make a dozen passes over 200 MB arrays. The impl
+computes chunk by chunk, in cache, and writes each sample once.
+
+Rules: both primitives have integer inputs only, so their derivatives are
+zero (``defjvp_zero``); they are not linear. Batching moves the batch axis of
+the keys (or of the broadcast operands) to the front, which the impls map
+over. Impl and lowering are one NumPy-only kernel each (``kernels/prng.py``,
+which uses ``kernels/special.py``'s ErfInvWriter for normals), so ``jit`` and
+``export`` run the same code.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fungrad.core import Primitive, ShapedArray
+from fungrad.interpreters import batching
+from fungrad.interpreters.ad import defjvp_zero
+from fungrad.lax.kernels import prng as _kernel
+from fungrad.lax.utils import as_operand, broadcast_shapes, checked_bind, def_kernel
+
+__all__ = ["threefry2x32_p", "random_sample_p"]
+
+_U32 = np.dtype(np.uint32)
+TRANSFORMS = ("bits", "unit", "signed", "normal")
+
+
+# ----------------------------------------------------------------------------
+# threefry2x32
+# ----------------------------------------------------------------------------
+
+def _threefry_shape(k0, k1, x0, x1):
+    for name, aval in zip(("k0", "k1", "x0", "x1"), (k0, k1, x0, x1)):
+        if aval.dtype != _U32:
+            raise TypeError(f"threefry2x32: `{name}` must be uint32, got {aval.dtype}; "
+                            "convert with lax.convert_element_type(x, np.uint32).")
+    shape = broadcast_shapes("threefry2x32", k0.shape, k1.shape, x0.shape, x1.shape)
+    return [ShapedArray(shape, _U32), ShapedArray(shape, _U32)]
+
+
+threefry2x32_p = Primitive("threefry2x32", multiple_results=True, differentiable=False)
+def_kernel(threefry2x32_p, _kernel.threefry2x32)
+threefry2x32_p.def_abstract_eval(_threefry_shape)
+defjvp_zero(threefry2x32_p)
+
+
+# elementwise with broadcasting: the n-ary ops' rule, for both results
+_broadcasting_rule = batching.broadcasting_batcher(threefry2x32_p)
+
+
+def _threefry_batch(axis_size, vals, dims):
+    outs, dim = _broadcasting_rule(axis_size, vals, dims)
+    return outs, [dim, dim]
+
+
+threefry2x32_p.batch = _threefry_batch
+
+
+def threefry2x32(k0, k1, x0, x1):
+    """``(y0, y1)``: Threefry-2x32 of the pairs ``(x0, x1)`` under keys ``(k0, k1)``."""
+    return checked_bind(threefry2x32_p, *(as_operand(a) for a in (k0, k1, x0, x1)))
+
+
+# ----------------------------------------------------------------------------
+# random_sample
+# ----------------------------------------------------------------------------
+
+def _sample_shape(keys, shape, dtype, transform):
+    if keys.dtype != _U32 or keys.shape[-1:] != (2,):
+        raise TypeError(f"random_sample: `keys` must be uint32 of shape (..., 2), got "
+                        f"{keys.dtype} of shape {keys.shape}.")
+    dtype = np.dtype(dtype)
+    kinds = "u" if transform == "bits" else "f"
+    if transform not in TRANSFORMS or dtype.kind not in kinds:
+        raise TypeError(f"random_sample: transform {transform!r} with dtype {dtype} is not "
+                        f"one of 'bits' (unsigned dtypes) or {TRANSFORMS[1:]} (float dtypes).")
+    words = math.prod(shape) * (2 if dtype.itemsize == 8 else 1)
+    if words > _kernel.MAX_WORDS:
+        raise ValueError(f"random_sample: {math.prod(shape)} samples of {dtype} need "
+                         f"{words} random words, more than one key's stream of "
+                         f"2**32; split the key and draw several smaller arrays.")
+    return ShapedArray(tuple(keys.shape[:-1]) + tuple(shape), dtype)
+
+
+def _sample_batch(axis_size, vals, dims, **params):
+    (keys,), (dim,) = vals, dims
+    return random_sample_p.bind(batching.moveaxis(keys, dim, 0), **params), 0
+
+
+random_sample_p = Primitive("random_sample")
+def_kernel(random_sample_p, _kernel.sample)
+random_sample_p.def_abstract_eval(_sample_shape)
+defjvp_zero(random_sample_p)
+random_sample_p.batch = _sample_batch
+
+
+def random_sample(key, shape, dtype, transform):
+    """Samples of ``shape`` and ``dtype`` from ``key`` (uint32, ``(..., 2)``);
+    ``transform`` is 'bits', 'unit', 'signed' or 'normal' (see the module doc)."""
+    return checked_bind(random_sample_p, as_operand(key), shape=tuple(int(n) for n in shape),
+                        dtype=np.dtype(dtype).name, transform=transform)
