@@ -563,8 +563,9 @@ class Array(np.ndarray):
 class Tracer:
     """A value being traced by some transformation; behaves like an array."""
     __slots__ = ("_trace",)
-    # Stop NumPy from turning tracers into object arrays: ``ndarray + tracer``
-    # returns NotImplemented so that ``Tracer.__radd__`` runs.
+    # Until fungrad.numpy installs NEP 13/18 dispatch (numpy/_dispatch.py), stop
+    # NumPy from turning tracers into object arrays: ``ndarray + tracer`` returns
+    # NotImplemented so that ``Tracer.__radd__`` runs.
     __array_ufunc__ = None
     __array_priority__ = 1000
     # Operators (``+``, ``@``, ``<``...), array methods (``x.sum()``, ``x.T``,
@@ -634,7 +635,7 @@ class Tracer:
 
     def __array__(self, dtype=None, copy=None):
         raise ConcretizationTypeError(concretization_message(
-            self, "conversion to a NumPy array (np.asarray / np.* functions)")
+            self, "conversion to a NumPy array (np.asarray, np.array)")
             + " To get a value out of a transformed function, return it.")
 
     def __repr__(self):

@@ -590,7 +590,8 @@ def _scatter_transpose(ct, operand, *args, indexer, mode, unique_indices):
     if is_undefined_primal(updates):
         ct_upd = _gather_like(ct, indices, indexer, mode)
         if not unique_indices:
-            won = _winning_updates(operand.aval.shape, indices, updates.aval.shape, indexer, mode)
+            shape = operand.aval.shape if is_undefined_primal(operand) else get_aval(operand).shape
+            won = _winning_updates(shape, indices, updates.aval.shape, indexer, mode)
             ct_upd = lax.mul(ct_upd, lax.convert_element_type(won, updates.aval.dtype))
     return [ct_op] + [None] * len(indices) + [ct_upd]
 

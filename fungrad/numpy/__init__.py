@@ -19,6 +19,8 @@ from fungrad.numpy import linalg  # noqa: F401
 from fungrad.numpy import fft  # noqa: F401
 from fungrad.numpy import _methods as _methods_module
 _methods_module.install()   # tracers' operators and methods, Array.at
+from fungrad.numpy import _dispatch as _dispatch_module
+_dispatch_module.install()  # NumPy's own functions on tracers (NEP 13/18)
 
 # dtypes and constants, as jax.numpy re-exports them
 from numpy import (float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
