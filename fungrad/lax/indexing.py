@@ -580,18 +580,24 @@ def _winning_updates(operand_shape, indices, updates_shape, indexer, mode):
     return lax.eq(_gather_like(landed, indices, indexer, mode), ids)
 
 
+def _aval(x):
+    """The aval of a transpose rule's argument: the linear one (an UndefinedPrimal)
+    or a constant (an array or tracer: the other side may be a constant)."""
+    return x.aval if is_undefined_primal(x) else get_aval(x)
+
+
 def _scatter_transpose(ct, operand, *args, indexer, mode, unique_indices):
     from fungrad import lax
     *indices, updates = args
     params = dict(indexer=indexer, mode=mode, unique_indices=unique_indices)
     ct_op = ct_upd = None
     if is_undefined_primal(operand):
-        ct_op = scatter_p.bind(ct, *indices, _zeros(updates.aval), **params)
+        ct_op = scatter_p.bind(ct, *indices, _zeros(_aval(updates)), **params)
     if is_undefined_primal(updates):
         ct_upd = _gather_like(ct, indices, indexer, mode)
         if not unique_indices:
-            shape = operand.aval.shape if is_undefined_primal(operand) else get_aval(operand).shape
-            won = _winning_updates(shape, indices, updates.aval.shape, indexer, mode)
+            won = _winning_updates(_aval(operand).shape, indices, updates.aval.shape,
+                                   indexer, mode)
             ct_upd = lax.mul(ct_upd, lax.convert_element_type(won, updates.aval.dtype))
     return [ct_op] + [None] * len(indices) + [ct_upd]
 
