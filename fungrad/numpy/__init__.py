@@ -31,3 +31,8 @@ from numpy import (float16, float32, float64, int8, int16, int32, int64, uint8, 
 from fungrad.core import Array as ndarray  # noqa: F401
 bool = _np.bool_  # noqa: A001
 euler_gamma = _np.euler_gamma
+
+# the array API standard's additions (finfo/iinfo replace NumPy's: they take arrays)
+from fungrad.numpy._array_api import *  # noqa: F401,F403,E402
+from fungrad.numpy import _array_api as _array_api_module  # noqa: E402
+_array_api_module.install()

@@ -165,7 +165,10 @@ def array_function(self, func, types, args, kwargs):
 
 def _numpy_result(func, out):
     """fungrad's named-tuple results (SlogdetResult, EighResult...) as NumPy's own
-    class of the same name, so that code comparing with NumPy sees one structure."""
+    class of the same name, and its lists (meshgrid, broadcast_arrays: JAX's) as
+    NumPy's tuples, so that code comparing with NumPy sees one structure."""
+    if type(out) is list:
+        return tuple(out)
     fields = getattr(type(out), "_fields", None)
     if fields is None:
         return out

@@ -88,7 +88,7 @@ def _mT(x):
 
 # --- solve, inv, det, slogdet -------------------------------------------------------------
 
-def solve(a, b):
+def solve(a, b, /):
     """Solve ``a @ x = b``.  As in NumPy 2, ``b`` is a vector only when it is 1-D;
     otherwise it is a stack of matrices (..., M, K) broadcast against ``a``."""
     a = _matrix_operand("solve", a)
@@ -132,33 +132,33 @@ def _broadcast_batch(x, batch):
     return lax.broadcast_in_dim(x, batch + s[-2:], tuple(range(nb - len(s) + 2, nb + 2)))
 
 
-def inv(a):
+def inv(a, /):
     """Inverse of square matrices (..., M, M); inf/nan for singular ones."""
     a = _matrix_operand("inv", a)
     return lax_linalg.linear_solve(a, _eye_like(a))
 
 
-def det(a):
+def det(a, /):
     """Determinant of square matrices.  Its gradient is the transposed adjugate,
     finite for singular matrices too."""
     return lax_linalg.det(_matrix_operand("det", a))
 
 
-def slogdet(a):
+def slogdet(a, /):
     """``SlogdetResult(sign, logabsdet)`` of square matrices."""
     return SlogdetResult(*lax_linalg.slogdet(_matrix_operand("slogdet", a)))
 
 
 # --- decompositions ----------------------------------------------------------------------
 
-def cholesky(a, *, upper=False, symmetrize_input=True):
+def cholesky(a, /, *, upper=False, symmetrize_input=True):
     """Lower (or ``upper``) Cholesky factor; NaNs if not positive definite."""
     a = _matrix_operand("cholesky", a)
     factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
     return _mT(factor) if upper else factor
 
 
-def qr(a, mode="reduced"):
+def qr(a, /, mode="reduced"):
     """QR decomposition; ``mode`` is 'reduced', 'complete' or 'r'."""
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"linalg.qr: mode={mode!r} is not supported; use 'reduced', "
@@ -168,7 +168,7 @@ def qr(a, mode="reduced"):
     return r if mode == "r" else QRResult(q, r)
 
 
-def eigh(a, UPLO=None, symmetrize_input=True):
+def eigh(a, /, UPLO=None, symmetrize_input=True):
     """``EighResult(eigenvalues, eigenvectors)`` of symmetric matrices, eigenvalues
     ascending.  Derivatives assume distinct eigenvalues."""
     lower = _uplo_is_lower(UPLO)
@@ -183,11 +183,11 @@ def _uplo_is_lower(UPLO):
     return UPLO != "U"
 
 
-def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
+def eigvalsh(a, /, UPLO="L", *, symmetrize_input=True):
     return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
+def svd(a, /, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
     """``SVDResult(U, S, Vh)`` (or ``S``) with descending singular values.  The
     derivative of U/Vh needs full_matrices=False for non-square matrices.
     ``subset_by_index=(start, end)`` (with full_matrices=False) keeps singular
@@ -206,7 +206,7 @@ def svdvals(x, /):
 
 # --- pseudo-inverse, least squares, rank ------------------------------------------------
 
-def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+def pinv(a, /, rtol=None, hermitian=False, *, rcond=None):
     """Moore-Penrose pseudo-inverse; singular values at most ``rtol * max(s)`` are
     dropped (default ``rtol`` 1e-15, NumPy's).  Derivative assumes constant rank."""
     a = _matrix_operand("pinv", a, square=False)
