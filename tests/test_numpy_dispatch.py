@@ -227,6 +227,19 @@ def test_every_dispatched_function_is_covered():
                          f"here calls: {missing}")
 
 
+def test_readme_plain_numpy_example_runs():
+    import re
+    with open(os.path.join(ROOT, "README.md")) as fh:
+        block = re.search(r"## Unmodified NumPy code\n.*?```python\n(.*?)```", fh.read(),
+                          re.S).group(1)
+    namespace = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    energy, x = namespace["energy"], namespace["x"]
+    check_grads(energy, (x,), order=2)
+    np.testing.assert_allclose(fungrad.jit(fungrad.hessian(energy))(x),
+                               fungrad.hessian(energy)(x), rtol=1e-10)
+
+
 def test_dispatch_docs_are_current():
     import importlib.util
     spec = importlib.util.spec_from_file_location(

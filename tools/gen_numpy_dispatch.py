@@ -50,7 +50,10 @@ changes: NumPy functions on concrete fungrad `Array`s are NumPy's.
   `jvp`, where values are known, not under `jit` or `vmap` (as in JAX).
   `np.unique` and the `unique_*` functions need concrete values.
 - `np.asarray(tracer)` / `np.array(tracer)` raise `ConcretizationTypeError`
-  naming the argument: a NumPy array needs the value.
+  naming the argument: a NumPy array needs the value. NumPy has no hook for
+  `np.array([t0, t1])` either (it is not an array function); write
+  `np.stack([t0, t1])`, which dispatches. Array methods of NumPy arrays
+  (`ndarray.dot(tracer)`) do not dispatch; `np.dot(a, tracer)` does.
 """
 
 
