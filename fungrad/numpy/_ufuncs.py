@@ -513,6 +513,8 @@ def round(a, /, decimals=0):  # noqa: A001 (NumPy's name)
         a, dtype = lax.convert_element_type(a, np.float16), np.dtype(np.float16)
     if not np.issubdtype(dtype, np.inexact):
         return _round_integers(a, decimals)
+    if _is_complex(dtype):   # the real and imaginary parts, as NumPy
+        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     even = lax.RoundingMethod.TO_NEAREST_EVEN
     if decimals == 0:
         return lax.round(a, even)

@@ -371,7 +371,7 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord == -np.inf:
         return fnp.min(fnp.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        dtype = np.result_type(get_aval(x).dtype, np.float16)
+        dtype = np.finfo(np.result_type(get_aval(x).dtype, np.float16)).dtype   # real
         return fnp.sum(fnp.not_equal(x, 0), axis=axis, keepdims=keepdims).astype(dtype)
     if ord == 1:
         return fnp.sum(fnp.abs(x), axis=axis, keepdims=keepdims)
