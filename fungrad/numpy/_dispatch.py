@@ -167,7 +167,7 @@ def _numpy_result(func, out):
     """fungrad's named-tuple results (SlogdetResult, EighResult...) as NumPy's own
     class of the same name, and its lists (meshgrid, broadcast_arrays: JAX's) as
     NumPy's tuples, so that code comparing with NumPy sees one structure."""
-    if type(out) is list:
+    if type(out) is list and func in (np.meshgrid, np.broadcast_arrays):
         return tuple(out)
     fields = getattr(type(out), "_fields", None)
     if fields is None:
