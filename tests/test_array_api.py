@@ -54,8 +54,8 @@ def _on_both(name, *values, module="", **kwargs):
 
 def _floats(shape=st.integers(0, 5).map(lambda n: (n,))):
     return st.tuples(shape, st.sampled_from(["float32", "float64"])).flatmap(
-        lambda sd: st.lists(st.sampled_from(SPECIALS) | st.floats(-5, 5), min_size=int(np.prod(sd[0])),
-                            max_size=int(np.prod(sd[0]))).map(
+        lambda sd: st.lists(st.sampled_from(SPECIALS) | st.floats(-5, 5),
+                            min_size=int(np.prod(sd[0])), max_size=int(np.prod(sd[0]))).map(
             lambda v: np.asarray(v, sd[1]).reshape(sd[0])))
 
 
@@ -134,7 +134,8 @@ MATRICES = st.integers(0, 2**31 - 1).map(lambda s: np.random.default_rng(s).norm
     ("sort", {"axis": 1, "descending": True}), ("argsort", {"axis": 0}),
     ("flip", {"axis": 1}), ("roll", {"shift": 2, "axis": 2}), ("permute_dims", {"axes": (2, 0, 1)}),
     ("moveaxis", {"source": 0, "destination": 2}), ("squeeze", {"axis": ()}),
-    ("expand_dims", {"axis": -1}), ("reshape", {"shape": (9, -1)}), ("tile", {"repetitions": (2, 1, 1)}),
+    ("expand_dims", {"axis": -1}), ("reshape", {"shape": (9, -1)}),
+    ("tile", {"repetitions": (2, 1, 1)}),
     ("repeat", {"repeats": 2, "axis": 1}), ("unstack", {"axis": 1}), ("diff", {"axis": 1, "n": 2}),
     ("matrix_transpose", {}), ("tril", {"k": -1}), ("triu", {"k": 1}),
     ("clip", {"min": -0.5, "max": 0.5}), ("round", {}), ("nonzero", {}),
@@ -191,7 +192,8 @@ def test_fftfreq_and_creation_functions():
     for name, args, kwargs in [("fftfreq", (5,), {"d": 0.5}), ("rfftfreq", (6,), {})]:
         got, want = _on_both(name, *args, module="fft", **kwargs)
         _same(got, _np(want))
-    for name, args, kwargs in [("arange", (1, 7, 2), {}), ("linspace", (0, 1, 5), {"endpoint": False}),
+    for name, args, kwargs in [("arange", (1, 7, 2), {}),
+                               ("linspace", (0, 1, 5), {"endpoint": False}),
                                ("eye", (3, 4), {"k": 1}), ("full", ((2,), 3), {}),
                                ("zeros", ((2, 3),), {"dtype": fnp.int32}), ("ones", (4,), {}),
                                ("tril", (np.ones((3, 3)),), {})]:

@@ -84,7 +84,8 @@ def test_the_tracer_wins_in_mixed_calls(mixed):
 
 @pytest.mark.parametrize("f, ref", [
     (lambda x: np.add.reduce(x, axis=1), lambda x: x.sum(1)),
-    (lambda x: np.multiply.reduce(x, axis=None, keepdims=True), lambda x: np.prod(x, keepdims=True)),
+    (lambda x: np.multiply.reduce(x, axis=None, keepdims=True),
+     lambda x: np.prod(x, keepdims=True)),
     (lambda x: np.logaddexp.reduce(x, axis=0), lambda x: np.log(np.exp(x).sum(0))),
     (lambda x: np.subtract.reduce(x, axis=1, initial=1.0), lambda x: 1.0 - x.sum(1)),
     (lambda x: np.add.accumulate(x, axis=1), lambda x: np.cumsum(x, 1)),

@@ -90,7 +90,8 @@ NP_CASES = [
     Case("fnp.sort_none", lambda x: fnp.sort(x, axis=None), lambda x: np.sort(x, axis=None),
          [Arg("any", unique=True)]),
     Case("fnp.sort_descending", lambda x: fnp.sort(x, descending=True),
-         lambda x: np.flip(np.sort(x, axis=-1), -1), [MAT_U], np_fun=False),  # NumPy: no descending=
+         lambda x: np.flip(np.sort(x, axis=-1), -1), [MAT_U],
+         np_fun=False),  # NumPy: no descending=
     Case("fnp.sort_ints", lambda x: fnp.sort(x, axis=0), lambda x: np.sort(x, axis=0),
          [Arg("mat", dtype=("int8", "bool", "uint32"), low=0, high=5)], grad_order=0),
     Case("fnp.argsort", lambda x: fnp.argsort(x), lambda x: np.argsort(x, kind="stable"),
