@@ -450,7 +450,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
         out = _vector_norm(fnp.ravel(x), ord, 0, False)
         return lax.reshape(out, (1,) * len(_shape(x))) if keepdims else out
     axes = _norm_axes(axis, len(_shape(x)))
-    return _vector_norm(x, ord, axes if len(axes) > 1 else axes[0], keepdims)
+    return _vector_norm(x, ord, axes if len(axes) != 1 else axes[0], keepdims)  # (): |x|
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
