@@ -826,8 +826,9 @@ for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", 
 class Tracer:
     """A value being traced by some transformation; behaves like an array."""
     __slots__ = ("_trace",)
-    # Stop NumPy from turning tracers into object arrays: ``ndarray + tracer``
-    # returns NotImplemented so that ``Tracer.__radd__`` runs.
+    # Until fungrad.numpy installs NEP 13/18 dispatch (numpy/_dispatch.py), stop
+    # NumPy from turning tracers into object arrays: ``ndarray + tracer`` returns
+    # NotImplemented so that ``Tracer.__radd__`` runs.
     __array_ufunc__ = None
     __array_priority__ = 1000
     # Operators (``+``, ``@``, ``<``...), array methods (``x.sum()``, ``x.T``,
@@ -897,7 +898,7 @@ class Tracer:
 
     def __array__(self, dtype=None, copy=None):
         raise TracerArrayConversionError(concretization_message(
-            self, "conversion to a NumPy array (np.asarray / np.* functions)")
+            self, "conversion to a NumPy array (np.asarray, np.array)")
             + " To get a value out of a transformed function, return it.")
 
     def __repr__(self):

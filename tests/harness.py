@@ -84,6 +84,9 @@ class Case:
     grad_rtol, grad_atol, eps: check_grads tolerances and finite-difference step.
     check: optional ``check(out, args)`` asserting properties of the output
         when there is no ``ref`` (e.g. Q @ R == A).
+    np_fun: the function spelled with NumPy's own functions, run on tracers by
+        the generic suite (NEP 13/18 dispatch, see tests/numpy_twins.py); None:
+        derived from ``fun``; False: no NumPy twin (say why next to the case).
     """
     name: str
     fun: Callable
@@ -99,3 +102,4 @@ class Case:
     grad_atol: float | None = None
     eps: float | None = None
     check: Callable | None = None
+    np_fun: Callable | bool | None = None

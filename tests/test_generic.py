@@ -26,6 +26,7 @@ from fungrad.test_util import check_grads
 from fungrad.tree_util import tree_flatten
 import tests.cases
 from tests.harness import Arg, Case
+from tests.numpy_twins import numpy_twin
 
 
 def _load_cases() -> list[Case]:
@@ -46,6 +47,18 @@ _SCALE = 4 if settings().max_examples >= 40 else 1
 _EXAMPLES = {"values": 10 * _SCALE, "staged": 5 * _SCALE, "grads": 4 * _SCALE,
              "vmap": 6 * _SCALE}
 IDS = [c.name for c in CASES]
+
+# Every case again, spelled with NumPy's own functions (np.sum for fnp.sum...),
+# which run on tracers through NEP 13/18 (tests/numpy_twins.py). Eagerly a twin
+# is NumPy itself, so the staged, jit, derivative and vmap properties compare
+# the traced NumPy calls with NumPy; it draws fewer examples than its case.
+TWINS = [t for t in map(numpy_twin, CASES) if t is not None]
+_TWIN_EXAMPLES = {"staged": 2 * _SCALE, "grads": 2 * _SCALE, "vmap": 3 * _SCALE}
+_TWIN_NAMES = {t.name for t in TWINS}
+
+
+def _examples(case: Case, prop: str) -> int:
+    return (_TWIN_EXAMPLES if case.name in _TWIN_NAMES else _EXAMPLES)[prop]
 
 
 def test_case_names_are_unique():
@@ -173,9 +186,9 @@ def test_values_against_numpy(case: Case):
     run()
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", CASES + TWINS, ids=IDS + [t.name for t in TWINS])
 def test_staged_equals_eager(case: Case):
-    @settings(max_examples=_EXAMPLES["staged"])
+    @settings(max_examples=_examples(case, "staged"))
     @given(case_inputs(case))
     def run(inputs):
         args = inputs[0]
@@ -191,9 +204,9 @@ def test_staged_equals_eager(case: Case):
     run()
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", CASES + TWINS, ids=IDS + [t.name for t in TWINS])
 def test_jit_equals_eager(case: Case):
-    @settings(max_examples=_EXAMPLES["staged"])
+    @settings(max_examples=_examples(case, "staged"))
     @given(case_inputs(case))
     def run(inputs):
         args = inputs[0]
@@ -207,12 +220,12 @@ def _diff_argnums(case: Case, args):
             if a.diff and np.issubdtype(x.dtype, np.inexact)]
 
 
-GRAD_CASES = [c for c in CASES if c.grad_order > 0]
+GRAD_CASES = [c for c in CASES + TWINS if c.grad_order > 0]
 
 
 @pytest.mark.parametrize("case", GRAD_CASES, ids=[c.name for c in GRAD_CASES])
 def test_grads_against_finite_differences(case: Case):
-    @settings(max_examples=_EXAMPLES["grads"])
+    @settings(max_examples=_examples(case, "grads"))
     @given(case_inputs(case))
     def run(inputs):
         args = inputs[0]
@@ -230,12 +243,12 @@ def test_grads_against_finite_differences(case: Case):
     run()
 
 
-VMAP_CASES = [c for c in CASES if c.vmap]
+VMAP_CASES = [c for c in CASES + TWINS if c.vmap]
 
 
 @pytest.mark.parametrize("case", VMAP_CASES, ids=[c.name for c in VMAP_CASES])
 def test_vmap_against_loop(case: Case):
-    @settings(max_examples=_EXAMPLES["vmap"])
+    @settings(max_examples=_examples(case, "vmap"))
     @given(case_inputs(case), st.data())
     def run(inputs, data):
         _, shapes, dtypes, seed = inputs

@@ -443,8 +443,10 @@ def test_pad_empty_mode_is_zero_padding():
     np.testing.assert_array_equal(fnp.pad(np.ones(2), 2, mode="empty"), [0, 0, 1, 1, 0, 0])
 
 
-def test_meshgrid_returns_tuple_and_concatenate_accepts_an_array():
-    assert isinstance(fnp.meshgrid(np.ones(2), np.ones(3)), tuple)
+def test_meshgrid_returns_a_list_and_concatenate_accepts_an_array():
+    # a list, as JAX and the array API standard (NumPy 2: a tuple)
+    assert isinstance(fnp.meshgrid(np.ones(2), np.ones(3)), list)
+    assert isinstance(fnp.broadcast_arrays(np.ones(2), 1.0), list)
     x = np.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(fnp.concatenate(x), np.concatenate(x))
     np.testing.assert_array_equal(fnp.stack(x, axis=1), np.stack(x, axis=1))

@@ -25,6 +25,8 @@ from fungrad.numpy import linalg  # noqa: F401
 from fungrad.numpy import fft  # noqa: F401
 from fungrad.numpy import _methods as _methods_module
 _methods_module.install()   # tracers' operators and methods, Array.at
+from fungrad.numpy import _dispatch as _dispatch_module
+_dispatch_module.install()  # NumPy's own functions on tracers (NEP 13/18)
 
 # dtypes and constants, as jax.numpy re-exports them
 from numpy import (float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
@@ -35,3 +37,8 @@ from numpy import (float16, float32, float64, int8, int16, int32, int64, uint8, 
 from fungrad.core import Array as ndarray  # noqa: F401
 bool = _np.bool_  # noqa: A001
 euler_gamma = _np.euler_gamma
+
+# the array API standard's additions (finfo/iinfo replace NumPy's: they take arrays)
+from fungrad.numpy._array_api import *  # noqa: F401,F403,E402
+from fungrad.numpy import _array_api as _array_api_module  # noqa: E402
+_array_api_module.install()

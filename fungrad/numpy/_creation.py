@@ -138,7 +138,7 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin=0, subok=False, lik
     return core.wrap_array(arr if dtype is not None else _canonical(arr))
 
 
-def asarray(a, dtype=None, order=None, *, copy=None, device=None, like=None):
+def asarray(a, /, dtype=None, order=None, *, copy=None, device=None, like=None):
     """Convert to a read-only fungrad Array (tracers are returned unchanged).
 
     ``copy=None`` returns fungrad Arrays as they are and takes a snapshot of
@@ -221,22 +221,22 @@ def _like(a, dtype, shape):
     return shape, _dtype(dtype, aval.dtype)
 
 
-def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+def zeros_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
     shape, dtype = _like(a, dtype, shape)
     return _filled(shape, 0, dtype)
 
 
-def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+def ones_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
     shape, dtype = _like(a, dtype, shape)
     return _filled(shape, 1, dtype)
 
 
-def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
+def empty_like(prototype, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """Like NumPy's empty_like but deterministic: the values are zeros."""
     return zeros_like(prototype, dtype, shape=shape)
 
 
-def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+def full_like(a, /, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     shape, dtype = _like(a, dtype, shape)
     return full(shape, fill_value, dtype)
 
@@ -245,7 +245,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
 # Ranges: arange, linspace, logspace, geomspace
 # ----------------------------------------------------------------------------
 
-def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
+def arange(start, /, stop=None, step=None, dtype=None, *, device=None, like=None):
     """``np.arange`` with NumPy's dtype rules (ints -> int64, any float ->
     float64). The length depends on the arguments, so they must be concrete
     (traced ones under jit/vmap raise the concretization error)."""
@@ -286,7 +286,7 @@ def _linspace_body(start, stop, num: int, endpoint: bool, dt):
     return y, step
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0,
+def linspace(start, stop, /, num=50, endpoint=True, retstep=False, dtype=None, axis=0,
              *, device=None):
     """``num`` evenly spaced samples; ``start``/``stop`` may be arrays or traced
     (the result is then differentiable in them)."""
@@ -361,7 +361,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 # Matrices: eye, identity, tri, diag, diagflat
 # ----------------------------------------------------------------------------
 
-def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
+def eye(N, /, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
     N = _static_int(N, "eye's N")
     M = None if M is None else _static_int(M, "eye's M")
     k = _static_int(k, "eye's k")
@@ -416,7 +416,8 @@ def diagflat(v, k=0):
 # ----------------------------------------------------------------------------
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
-    """Coordinate arrays (a tuple, as NumPy 2). Results are read-only."""
+    """Coordinate arrays (a list, as JAX and the array API; NumPy 2 gives a tuple).
+    Results are read-only."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: valid values for `indexing` are 'xy' and 'ij', "
                          f"got {indexing!r}")
@@ -426,7 +427,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing == "xy" and n > 1:   # Cartesian: the first two axes swap roles
         out[0] = reshape(out[0], (1, -1) + ones_shape[2:])
         out[1] = reshape(out[1], (-1, 1) + ones_shape[2:])
-    return tuple(out) if sparse else broadcast_arrays(*out)
+    return out if sparse else broadcast_arrays(*out)
 
 
 def fromfunction(function, shape, *, dtype=float, like=None, **kwargs):

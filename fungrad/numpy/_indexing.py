@@ -353,7 +353,7 @@ def _take_mode(who, mode, indices, n):
     raise ValueError(f"{who}: invalid mode {mode!r}; use 'fill', 'clip' or 'wrap'")
 
 
-def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+def take(a, indices, /, axis=None, out=None, mode=None, unique_indices=False,
          indices_are_sorted=False, fill_value=None):
     """``np.take``; out-of-bounds indices give ``fill_value`` (mode="fill",
     the JAX default: NaN for floats), or are clamped ("clip") or wrapped ("wrap")."""
@@ -394,7 +394,7 @@ def _along_axis_index(who, arr, indices, axis):
     return arr, index, axis
 
 
-def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
+def take_along_axis(arr, indices, /, axis=-1, mode=None, fill_value=None):
     """``np.take_along_axis``; out-of-bounds indices give ``fill_value``
     (mode="fill", the JAX default) or are clamped (mode="clip")."""
     arr, index, axis = _along_axis_index("take_along_axis", arr, indices, axis)
@@ -429,7 +429,7 @@ def _fill_values(fill_value, ndim):
     return fill
 
 
-def nonzero(a, *, size=None, fill_value=None):
+def nonzero(a, /, *, size=None, fill_value=None):
     """``np.nonzero``.  Concrete inputs only, unless ``size`` is given: then the
     result has ``size`` entries per dimension (padded with ``fill_value``,
     default 0, or truncated) and ``a`` may be traced."""

@@ -167,7 +167,7 @@ def _axes_list(axes, ndim, who):
     return tuple(out)
 
 
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+def tensordot(a, b, /, axes=2, *, precision=None, preferred_element_type=None):
     """Sum products over ``axes``: an int N (last N axes of ``a`` with the first N
     of ``b``) or a pair of axis sequences."""
     a, b = promote("tensordot", a, b)
@@ -347,7 +347,7 @@ def _label_sizes(operands, in_labels):
             if old != 1 and n != 1 and old != n:
                 raise ValueError(f"einsum: label {lab!r} has inconsistent sizes {old} and {n} "
                                  f"(operand shapes {[_shape(o) for o in operands]})")
-            sizes[lab] = max(old, n) if old != 1 else n
+            sizes[lab] = old if n == 1 else n     # 1 broadcasts (to 0 as well)
     return sizes
 
 

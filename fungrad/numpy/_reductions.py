@@ -159,14 +159,14 @@ def _sum_like(name, a, axis, dtype, out, keepdims, initial, where, promote_integ
     return _keep(r, axes, keepdims)
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,  # noqa: A001
+def sum(a, /, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,  # noqa: A001
         promote_integers=True):
     """Sum of the elements over ``axis`` (``numpy.sum``)."""
     return _sum_like("sum", a, axis, dtype, out, keepdims, initial, where, promote_integers,
                      lax.reduce_sum, lax.add, 0)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+def prod(a, /, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
          promote_integers=True):
     """Product of the elements over ``axis`` (``numpy.prod``); the gradient is exact
     when the array contains zeros."""
@@ -208,12 +208,12 @@ def _extreme(name, kind, a, axis, out, keepdims, initial, where):
     return _keep(r, axes, keepdims)
 
 
-def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+def max(a, /, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     """Largest element over ``axis``; ties share the gradient equally, as JAX."""
     return _extreme("max", "max", a, axis, out, keepdims, initial, where)
 
 
-def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+def min(a, /, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     """Smallest element over ``axis``; ties share the gradient equally, as JAX."""
     return _extreme("min", "min", a, axis, out, keepdims, initial, where)
 
@@ -259,12 +259,12 @@ def _single_axis(name, axis):
     raise TypeError(f"{name}: axis must be None or a single integer, got {axis!r}")
 
 
-def argmax(a, axis=None, out=None, *, keepdims=False):
+def argmax(a, /, axis=None, out=None, *, keepdims=False):
     """Index of the first largest element (NaN counts as largest), int64."""
     return _arg_extreme("argmax", lax.argmax, a, axis, out, keepdims)
 
 
-def argmin(a, axis=None, out=None, *, keepdims=False):
+def argmin(a, /, axis=None, out=None, *, keepdims=False):
     """Index of the first smallest element (NaN counts as smallest), int64."""
     return _arg_extreme("argmin", lax.argmin, a, axis, out, keepdims)
 
@@ -286,17 +286,17 @@ def _logical(name, reduce, identity, a, axis, out, keepdims, where):
     return _keep(reduce(x, axes), axes, keepdims)
 
 
-def all(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
+def all(a, /, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
     """Whether every element over ``axis`` is true (non-zero; NaN is true)."""
     return _logical("all", lax.reduce_and, True, a, axis, out, keepdims, where)
 
 
-def any(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
+def any(a, /, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
     """Whether some element over ``axis`` is true (non-zero; NaN is true)."""
     return _logical("any", lax.reduce_or, False, a, axis, out, keepdims, where)
 
 
-def count_nonzero(a, axis=None, *, keepdims=False):
+def count_nonzero(a, /, axis=None, *, keepdims=False):
     """Number of non-zero elements over ``axis`` (int64)."""
     x = _truth(asarray_operand(a))
     return sum(_cast(x, core.default_int_dtype()), axis=axis, keepdims=keepdims)
@@ -310,7 +310,7 @@ def _compute_dtype(dtype):
     return np.dtype(np.float32) if dtype == np.float16 else dtype   # NumPy's float16 rule
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+def mean(a, /, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Arithmetic mean over ``axis``: float64 for integer input; the mean of an
     empty selection is NaN (NumPy also warns)."""
     _no_out("mean", out)
@@ -339,7 +339,7 @@ def _ddof(name, ddof, correction):
     return correction
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+def var(a, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
     """Variance over ``axis`` with ``ddof`` (or NumPy 2's ``correction``) degrees of
     freedom removed; ``mean=`` may pass a precomputed mean (keepdims shape)."""
@@ -365,7 +365,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return _keep(_cast(r, _real_dtype(res_dtype)), axes, keepdims)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+def std(a, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
     """Standard deviation: the square root of ``var`` with the same arguments."""
     return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
@@ -769,7 +769,7 @@ def _edge(value, x, ax):
     return v
 
 
-def diff(a, n=1, axis=-1, prepend=None, append=None):
+def diff(a, /, n=1, axis=-1, prepend=None, append=None):
     """The ``n``-th discrete difference along ``axis`` (booleans: not_equal)."""
     x = asarray_operand(a)
     n = operator.index(n)

@@ -232,7 +232,7 @@ def promote_types(type1, type2) -> np.dtype:
     return np.promote_types(type1, type2)
 
 
-def can_cast(from_, to, casting="safe") -> bool:
+def can_cast(from_, /, to, casting="safe") -> bool:
     """``np.can_cast``; a tracer counts as its dtype."""
     if isinstance(from_, Tracer):
         from_ = from_.dtype
@@ -331,7 +331,7 @@ def ravel(a, order="C"):
     return _out(lax.reshape(x, (int(np.prod(x.shape, dtype=np.int64)),)))
 
 
-def expand_dims(a, axis):
+def expand_dims(a, /, axis):
     """Insert size-1 axes at the positions ``axis`` (int or tuple) of the result."""
     x = _operand(a)
     n_new = 1 if np.ndim(axis) == 0 else len(axis)
@@ -341,7 +341,7 @@ def expand_dims(a, axis):
     return _out(lax.reshape(x, new_shape))
 
 
-def squeeze(a, axis=None):
+def squeeze(a, /, axis=None):
     """Remove size-1 axes (all of them, or those in ``axis``, which must be size 1)."""
     x = _operand(a)
     if axis is None:
@@ -357,7 +357,7 @@ def squeeze(a, axis=None):
     return _out(lax.reshape(x, new_shape))
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array, /, shape):
     """``np.broadcast_to`` (the result is read-only, as NumPy's)."""
     x = _operand(array)
     target = _shape_tuple(shape)
@@ -376,10 +376,12 @@ def broadcast_shapes(*shapes) -> tuple:
     return tuple(int(d) for d in np.broadcast_shapes(*shapes))
 
 
-def broadcast_arrays(*args) -> tuple:
+def broadcast_arrays(*args) -> list:
+    """The arguments broadcast to one shape: a list, as JAX and the array API
+    (NumPy 2 gives a tuple)."""
     ops = [_operand(a) for a in args]
     target = broadcast_shapes(*(x.shape for x in ops))
-    return tuple(broadcast_to(x, target) for x in ops)
+    return [broadcast_to(x, target) for x in ops]
 
 
 def _atleast(arys, ndim_min: int, place):
@@ -444,7 +446,7 @@ def matrix_transpose(x, /):
     return swapaxes(x, -1, -2)
 
 
-def moveaxis(a, source, destination):
+def moveaxis(a, /, source, destination):
     x = _operand(a)
     src = _axes("moveaxis (source)", source, x.ndim)
     dst = _axes("moveaxis (destination)", destination, x.ndim)
@@ -481,7 +483,7 @@ def rollaxis(a, axis, start=0):
     return moveaxis(a, axis, start) if axis != start else a
 
 
-def flip(m, axis=None):
+def flip(m, /, axis=None):
     x = _operand(m)
     axes = tuple(range(x.ndim)) if axis is None else _axes("flip", axis, x.ndim)
     return _out(lax.rev(x, axes) if axes else x)
@@ -522,7 +524,7 @@ def rot90(m, k=1, axes=(0, 1)):
     return flip(transpose(x, perm), a1)
 
 
-def roll(a, shift, axis=None):
+def roll(a, /, shift, axis=None):
     """Roll elements along axes (static shifts; ``shift``/``axis`` may be tuples)."""
     x = _operand(a)
     if axis is None:
@@ -614,7 +616,7 @@ def concat(arrays, /, *, axis=0):
     return concatenate(arrays, axis=axis)
 
 
-def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+def stack(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if out is not None:
         raise TypeError("stack: out= is not supported (fungrad arrays are immutable)")
     ops = [_operand(a) for a in _as_sequence(arrays, "stack")]
@@ -780,7 +782,7 @@ def unstack(x, /, *, axis=0) -> tuple:
 # Repetition, insertion, deletion
 # ----------------------------------------------------------------------------
 
-def tile(A, reps):
+def tile(A, /, reps):
     """Repeat ``A`` ``reps`` times per axis: one broadcast and one reshape."""
     x = _operand(A)
     reps = _static_ints(reps, "tile's reps")
@@ -815,7 +817,7 @@ def _repeat_indices(repeats, n: int, total):
     return idx
 
 
-def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+def repeat(a, /, repeats, axis=None, *, total_repeat_length=None):
     """Repeat each element ``repeats`` times (an int, or one concrete count per element).
 
     ``total_repeat_length`` (jnp) truncates the result, or extends it with
@@ -1105,13 +1107,13 @@ def _triangle(name: str, m, mask_fn):
     return _out(lax.select_n(np.broadcast_to(mask, shape), zeros, x))
 
 
-def tril(m, k=0):
+def tril(m, /, k=0):
     """Lower triangle (entries above the ``k``-th diagonal set to 0)."""
     k = _static_int(k, "tril's k")
     return _triangle("tril", m, lambda r, c: np.tri(r, c, k, dtype=bool))
 
 
-def triu(m, k=0):
+def triu(m, /, k=0):
     """Upper triangle (entries below the ``k``-th diagonal set to 0)."""
     k = _static_int(k, "triu's k")
     return _triangle("triu", m, lambda r, c: ~np.tri(r, c, k - 1, dtype=bool))

@@ -44,7 +44,7 @@ def _check_kind(name, kind, order):
         raise ValueError(f"{name}: unknown sort kind {kind!r}")
 
 
-def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+def sort(a, /, axis=-1, kind=None, order=None, *, stable=True, descending=False):
     """A sorted copy of ``a`` along ``axis`` (flattened if None); NaNs last, or
     first with ``descending=True``."""
     _check_kind("sort", kind, order)
@@ -54,7 +54,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
     return lax.sort(x, dimension=ax)
 
 
-def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+def argsort(a, /, axis=-1, kind=None, order=None, *, stable=True, descending=False):
     """Indices that sort ``a`` along ``axis`` (int64; int32 without jax_enable_x64),
     stable: equal elements keep their original order, also with ``descending=True``."""
     _check_kind("argsort", kind, order)
@@ -109,7 +109,7 @@ def _check_kth(name, kth, n):
             raise ValueError(f"{name}: kth(={k}) out of bounds ({n})")
 
 
-def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+def searchsorted(a, v, /, side="left", sorter=None, *, method="scan"):
     """Indices where the values ``v`` would be inserted into the sorted 1-d ``a``
     to keep it sorted (int64); ``v`` may be traced; zero derivative."""
     if side not in ("left", "right"):
@@ -190,25 +190,25 @@ def _unique_sized(x, size, fill_value):
     return lax.select(keep, moved, lax.broadcast_in_dim(fill, (size,), (0,)))
 
 
-def unique_values(x):
+def unique_values(x, /):
     """NumPy 2's ``unique_values`` (concrete values only)."""
     return unique(x)
 
 
-def unique_counts(x):
+def unique_counts(x, /):
     """NumPy 2's ``unique_counts``: ``(values, counts)``."""
     values, counts = unique(x, return_counts=True)
     return _named("UniqueCountsResult", ("values", "counts"), values, counts)
 
 
-def unique_inverse(x):
+def unique_inverse(x, /):
     """NumPy 2's ``unique_inverse``: ``(values, inverse_indices)``, inverse shaped like x."""
     values, inverse = unique(x, return_inverse=True)
     return _named("UniqueInverseResult", ("values", "inverse_indices"), values,
                   wrap_array(np.reshape(np.asarray(inverse), np.shape(np.asarray(x)))))
 
 
-def unique_all(x):
+def unique_all(x, /):
     """NumPy 2's ``unique_all``: values, indices, inverse_indices, counts."""
     values, index, inverse, counts = unique(x, return_index=True, return_inverse=True,
                                             return_counts=True)

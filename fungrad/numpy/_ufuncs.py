@@ -313,7 +313,16 @@ def _float_floor_divide(x, y):
     snapped = lax.floor(div)
     snapped = lax.select(lax.gt(lax.sub(div, snapped), _const(0.5, dtype)),
                          lax.add(snapped, _const(1, dtype)), snapped)
+    snapped = _signed_zero(snapped, lax.div(x, y))   # a zero quotient: the sign of x / y
     return lax.select(lax.eq(y, _const(0, dtype)), lax.div(x, y), snapped)
+
+
+def _signed_zero(x, sign_of):
+    """``x``, its zeros given the sign of ``sign_of`` (as NumPy's floor_divide and
+    remainder of floats)."""
+    zero = _const(0, _dtype(x))
+    signed = lax.select(_signbit(sign_of), lax.neg(zero), zero)
+    return lax.select(lax.eq(x, zero), signed, x)
 
 
 def _int_floor_divide(x, y):
@@ -342,7 +351,8 @@ def _remainder(x, y):
     zero = _const(0, dtype)
     wrong_side = lax.bitwise_and(lax.ne(trunc_mod, zero),
                                  lax.ne(lax.lt(trunc_mod, zero), lax.lt(y, zero)))
-    return lax.select(wrong_side, lax.add(trunc_mod, y), trunc_mod)
+    mod = lax.select(wrong_side, lax.add(trunc_mod, y), trunc_mod)
+    return _signed_zero(mod, y) if _is_float(dtype) else mod   # a zero: the divisor's sign
 
 
 @_ufunc
@@ -511,7 +521,7 @@ def _round_integers(x, decimals):
 
 
 @_ufunc
-def round(a, decimals=0):  # noqa: A001 (NumPy's name)
+def round(a, /, decimals=0):  # noqa: A001 (NumPy's name)
     """Round to ``decimals`` decimal places, ties to even (``numpy.round``)."""
     a = asarray_operand(a)
     decimals = int(decimals)
@@ -520,6 +530,8 @@ def round(a, decimals=0):  # noqa: A001 (NumPy's name)
         a, dtype = lax.convert_element_type(a, np.float16), np.dtype(np.float16)
     if not np.issubdtype(dtype, np.inexact):
         return _round_integers(a, decimals)
+    if _is_complex(dtype):   # the real and imaginary parts, as NumPy
+        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     even = lax.RoundingMethod.TO_NEAREST_EVEN
     if decimals == 0:
         return lax.round(a, even)
@@ -740,39 +752,34 @@ _NO_VALUE = object()
 
 
 @_ufunc
-def clip(a, a_min=_NO_VALUE, a_max=_NO_VALUE, /, *, min=None, max=None):  # noqa: A002
-    """``a`` limited to ``[min, max]`` (either may be None); NumPy 2's signature,
-    with the bounds positional or as ``min=``/``max=`` (or ``a_min=``/``a_max=``).
-    Computed as ``minimum(max, maximum(min, a))``, so a value equal to a bound
-    shares its gradient with the bound, as ``jax.numpy.clip``."""
-    lo = _pick_bound("min", a_min, min)
-    hi = _pick_bound("max", a_max, max)
-    bounds = [b for b in (lo, hi) if b is not None]
+def clip(a, /, min=None, max=None):  # noqa: A002
+    """``a`` limited to ``[min, max]`` (either may be None); the array API's and
+    NumPy 2's signature, with the bounds positional or as ``min=``/``max=`` (or
+    NumPy 1's ``a_min=``/``a_max=``).  Computed as ``minimum(max, maximum(min, a))``,
+    so a value equal to a bound shares its gradient with the bound, as
+    ``jax.numpy.clip``."""
+    bounds = [b for b in (min, max) if b is not None]
     dtype = result_type(a, *bounds)
     out = _cast(a, dtype)
-    if lo is not None:
-        out = lax.max(_cast(lo, dtype), out)
-    if hi is not None:
-        out = lax.min(_cast(hi, dtype), out)
+    if min is not None:
+        out = lax.max(_cast(min, dtype), out)
+    if max is not None:
+        out = lax.min(_cast(max, dtype), out)
     return out
-
-
-def _pick_bound(name, positional, keyword):
-    if positional is not _NO_VALUE and keyword is not None:
-        raise TypeError(f"fungrad.numpy.clip: got the {name} bound both positionally (a_{name}) "
-                        f"and as {name}=; pass it once.")
-    return keyword if positional is _NO_VALUE else positional
 
 
 def _clip_legacy_keywords(fn):
     """Accept NumPy 1's ``a_min=``/``a_max=`` keywords as well."""
     @functools.wraps(fn)
-    def wrapper(a, *args, a_min=_NO_VALUE, a_max=_NO_VALUE, **kwargs):
-        if a_min is not _NO_VALUE or a_max is not _NO_VALUE:
-            if args:
-                raise TypeError("fungrad.numpy.clip: mixing positional bounds with "
-                                "a_min=/a_max= keywords; use min=/max=.")
-            args = (a_min, a_max)
+    def wrapper(a, /, *args, a_min=_NO_VALUE, a_max=_NO_VALUE, **kwargs):
+        for k, (name, value) in enumerate((("min", a_min), ("max", a_max))):
+            given = (name in kwargs) + (len(args) > k) + (value is not _NO_VALUE)
+            if given > 1:
+                raise TypeError(f"fungrad.numpy.clip: got the {name} bound more than once "
+                                f"(positionally, as {name}= or as a_{name}=; both count); "
+                                "pass it once.")
+            if value is not _NO_VALUE:
+                kwargs[name] = value
         return fn(a, *args, **kwargs)
     return wrapper
 

@@ -140,39 +140,39 @@ def _one_axis(n, axis):
 
 # --- the public functions -----------------------------------------------------------
 
-def fft(a, n=None, axis=-1, norm=None):
+def fft(a, /, n=None, axis=-1, norm=None):
     """One-dimensional discrete Fourier transform (``numpy.fft.fft``)."""
     return _fftn("fft", "FFT", a, *_one_axis(n, axis), norm)
 
 
-def ifft(a, n=None, axis=-1, norm=None):
+def ifft(a, /, n=None, axis=-1, norm=None):
     """One-dimensional inverse DFT (``numpy.fft.ifft``)."""
     return _fftn("ifft", "IFFT", a, *_one_axis(n, axis), norm)
 
 
-def rfft(a, n=None, axis=-1, norm=None):
+def rfft(a, /, n=None, axis=-1, norm=None):
     """DFT of real input: the n//2 + 1 non-negative frequencies."""
     return _fftn("rfft", "RFFT", a, *_one_axis(n, axis), norm)
 
 
-def irfft(a, n=None, axis=-1, norm=None):
+def irfft(a, /, n=None, axis=-1, norm=None):
     """Inverse of ``rfft``: real output of length ``n`` (default 2*(m-1))."""
     return _fftn("irfft", "IRFFT", a, *_one_axis(n, axis), norm)
 
 
-def fftn(a, s=None, axes=None, norm=None):
+def fftn(a, /, s=None, axes=None, norm=None):
     return _fftn("fftn", "FFT", a, s, axes, norm)
 
 
-def ifftn(a, s=None, axes=None, norm=None):
+def ifftn(a, /, s=None, axes=None, norm=None):
     return _fftn("ifftn", "IFFT", a, s, axes, norm)
 
 
-def rfftn(a, s=None, axes=None, norm=None):
+def rfftn(a, /, s=None, axes=None, norm=None):
     return _fftn("rfftn", "RFFT", a, s, axes, norm)
 
 
-def irfftn(a, s=None, axes=None, norm=None):
+def irfftn(a, /, s=None, axes=None, norm=None):
     return _fftn("irfftn", "IRFFT", a, s, axes, norm)
 
 
@@ -192,12 +192,12 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
     return _fftn("irfft2", "IRFFT", a, s, axes, norm)
 
 
-def hfft(a, n=None, axis=-1, norm=None):
+def hfft(a, /, n=None, axis=-1, norm=None):
     """DFT of a Hermitian-symmetric signal given by its half: real output."""
     return irfft(conjugate(asarray_operand(a)), n, axis, _swap_direction(norm))
 
 
-def ihfft(a, n=None, axis=-1, norm=None):
+def ihfft(a, /, n=None, axis=-1, norm=None):
     """Inverse of ``hfft``: the half spectrum of real input."""
     return conjugate(rfft(a, n, axis, _swap_direction(norm)))
 
@@ -231,11 +231,11 @@ def _shift(x, axes, sign):
     return roll(x, tuple(sign * (shape[a] // 2) for a in axes), axes)
 
 
-def fftshift(x, axes=None):
+def fftshift(x, /, axes=None):
     """Move the zero-frequency term to the centre (``numpy.fft.fftshift``)."""
     return _shift(x, axes, 1)
 
 
-def ifftshift(x, axes=None):
+def ifftshift(x, /, axes=None):
     """The inverse of ``fftshift``."""
     return _shift(x, axes, -1)

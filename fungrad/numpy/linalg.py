@@ -91,7 +91,7 @@ def _mH(x):
 
 # --- solve, inv, det, slogdet -------------------------------------------------------------
 
-def solve(a, b):
+def solve(a, b, /):
     """Solve ``a @ x = b``.  As in NumPy 2, ``b`` is a vector only when it is 1-D;
     otherwise it is a stack of matrices (..., M, K) broadcast against ``a``."""
     a = _matrix_operand("solve", a)
@@ -135,26 +135,26 @@ def _broadcast_batch(x, batch):
     return lax.broadcast_in_dim(x, batch + s[-2:], tuple(range(nb - len(s) + 2, nb + 2)))
 
 
-def inv(a):
+def inv(a, /):
     """Inverse of square matrices (..., M, M); inf/nan for singular ones."""
     a = _matrix_operand("inv", a)
     return lax_linalg.linear_solve(a, _eye_like(a))
 
 
-def det(a):
+def det(a, /):
     """Determinant of square matrices.  Its gradient is the transposed adjugate,
     finite for singular matrices too."""
     return lax_linalg.det(_matrix_operand("det", a))
 
 
-def slogdet(a):
+def slogdet(a, /):
     """``SlogdetResult(sign, logabsdet)`` of square matrices."""
     return SlogdetResult(*lax_linalg.slogdet(_matrix_operand("slogdet", a)))
 
 
 # --- decompositions ----------------------------------------------------------------------
 
-def cholesky(a, *, upper=False, symmetrize_input=True):
+def cholesky(a, /, *, upper=False, symmetrize_input=True):
     """Cholesky factor L (a = L Lᴴ), or U = Lᴴ with ``upper``; NaNs if not PD.
 
     ``a`` is symmetric (complex: Hermitian) positive definite."""
@@ -163,7 +163,7 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
     return _mH(factor) if upper else factor
 
 
-def qr(a, mode="reduced"):
+def qr(a, /, mode="reduced"):
     """QR decomposition; ``mode`` is 'reduced', 'complete' or 'r'."""
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"linalg.qr: mode={mode!r} is not supported; use 'reduced', "
@@ -173,7 +173,7 @@ def qr(a, mode="reduced"):
     return r if mode == "r" else QRResult(q, r)
 
 
-def eigh(a, UPLO=None, symmetrize_input=True):
+def eigh(a, /, UPLO=None, symmetrize_input=True):
     """``EighResult(eigenvalues, eigenvectors)`` of symmetric (complex: Hermitian)
     matrices, eigenvalues ascending and real.  Derivatives assume distinct
     eigenvalues."""
@@ -189,11 +189,11 @@ def _uplo_is_lower(UPLO):
     return UPLO != "U"
 
 
-def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
+def eigvalsh(a, /, UPLO="L", *, symmetrize_input=True):
     return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
+def svd(a, /, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
     """``SVDResult(U, S, Vh)`` (or ``S``) with descending singular values.  The
     derivative of U/Vh needs full_matrices=False for non-square matrices.
     ``subset_by_index=(start, end)`` (with full_matrices=False) keeps singular
@@ -212,7 +212,7 @@ def svdvals(x, /):
 
 # --- pseudo-inverse, least squares, rank ------------------------------------------------
 
-def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+def pinv(a, /, rtol=None, hermitian=False, *, rcond=None):
     """Moore-Penrose pseudo-inverse; singular values at most ``rtol * max(s)`` are
     dropped (default ``rtol`` 1e-15, NumPy's).  Derivative assumes constant rank."""
     a = _matrix_operand("pinv", a, square=False)
@@ -456,7 +456,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
         out = _vector_norm(fnp.ravel(x), ord, 0, False)
         return lax.reshape(out, (1,) * len(_shape(x))) if keepdims else out
     axes = _norm_axes(axis, len(_shape(x)))
-    return _vector_norm(x, ord, axes if len(axes) > 1 else axes[0], keepdims)
+    return _vector_norm(x, ord, axes if len(axes) != 1 else axes[0], keepdims)  # (): |x|
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):

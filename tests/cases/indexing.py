@@ -197,7 +197,7 @@ CASES = [
          [X, _ints(-4, 3)], prims=("gather",)),
     Case("fnp.take_flat_fill", lambda x, i: fnp.take(x, i, fill_value=0.0),
          lambda x, i: np.where((i >= -6) & (i < 6), np.take(x, np.clip(i, -6, 5)), 0.0),
-         [Arg((2, 3), RC), _ints(-8, 8)], prims=("gather",)),
+         [Arg((2, 3), RC), _ints(-8, 8)], prims=("gather",), np_fun=False),  # JAX-only fill_value
     Case("fnp.take_along_axis",
          lambda x, i: fnp.take_along_axis(x, i, axis=1),
          lambda x, i: np.take_along_axis(x, i, axis=1),
@@ -210,10 +210,10 @@ CASES = [
     Case("fnp.nonzero_size", lambda x: fnp.nonzero(x, size=4, fill_value=-1),
          lambda x: tuple(np.concatenate([n[:4], np.full(max(4 - len(n), 0), -1)])
                          for n in np.nonzero(x)),
-         [Arg((2, 3), dtype="int32", low=0, high=1)], grad_order=0),
+         [Arg((2, 3), dtype="int32", low=0, high=1)], grad_order=0, np_fun=False),  # JAX-only size
     Case("fnp.flatnonzero_size", lambda x: fnp.flatnonzero(x, size=3),
          lambda x: np.concatenate([np.flatnonzero(x)[:3], np.zeros(max(3 - np.count_nonzero(x), 0), int)]),
-         [Arg("vec", dtype="bool")], grad_order=0),
+         [Arg("vec", dtype="bool")], grad_order=0, np_fun=False),  # JAX-only size
     Case("fnp.choose", lambda a, x, y: fnp.choose(a, [x, y], mode="clip"),
          lambda a, x, y: np.choose(a, [x, y], mode="clip"),
          [Arg("any", dtype="int64", low=-1, high=2, diff=False), Arg("same", RC),

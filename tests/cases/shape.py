@@ -142,11 +142,12 @@ CASES = [
     Case("fnp.repeat_array", lambda x: fnp.repeat(x, [1, 0, 2], axis=0),
          lambda x: np.repeat(x, [1, 0, 2], axis=0), [Arg((3, 2), RC)]),
     Case("fnp.repeat_total_short", lambda x: fnp.repeat(x, [1, 0, 3], axis=0, total_repeat_length=2),
-         lambda x: _repeat_total(x, [1, 0, 3], 2, 0), [Arg((3, 2), RC)]),
+         lambda x: _repeat_total(x, [1, 0, 3], 2, 0), [Arg((3, 2), RC)],
+         np_fun=False),  # JAX-only keyword
     Case("fnp.repeat_total_long", lambda x: fnp.repeat(x, 2, axis=1, total_repeat_length=7),
-         lambda x: _repeat_total(x, 2, 7, 1), [Arg((3, 2), RC)]),
+         lambda x: _repeat_total(x, 2, 7, 1), [Arg((3, 2), RC)], np_fun=False),  # JAX-only keyword
     Case("fnp.repeat_total_trailing_zero", lambda x: fnp.repeat(x, [2, 0], total_repeat_length=4),
-         lambda x: _repeat_total(x, [2, 0], 4, 0), [Arg((2,), RC)]),
+         lambda x: _repeat_total(x, [2, 0], 4, 0), [Arg((2,), RC)], np_fun=False),  # JAX-only keyword
     # --- insertion and deletion ------------------------------------------------------
     Case("fnp.insert_seq", lambda x, v: fnp.insert(x, [1, 1, 4], v, axis=1),
          lambda x, v: np.insert(x, [1, 1, 4], v, axis=1), [Arg((3, 4), RC), Arg((3, 1), RC)]),
