@@ -367,7 +367,7 @@ def linear_transpose(fun: Callable, *primals):
 
 
 def _is_complex(dtype) -> bool:
-    return np.issubdtype(dtype, np.complexfloating)
+    return np.dtype(dtype).kind == "c"
 
 
 def _check_diff_inputs(dyn_args, argnums, allow_int: bool, who: str,
@@ -415,7 +415,7 @@ def _check_output_dtype(who: str, holomorphic: bool, ans):
             f"holomorphic=True; otherwise take the real part (or abs(...)**2) of the "
             f"output, or use vjp directly for the derivative of a non-holomorphic "
             f"function with complex outputs.")
-    elif not np.issubdtype(dt, np.floating):
+    elif dt.kind != "f":
         raise TypeError(f"{who} requires real-valued outputs (output dtype that is a "
                         f"sub-dtype of np.floating), but got {dt.name}. For functions "
                         f"with integer outputs use vjp directly.")

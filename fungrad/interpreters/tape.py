@@ -99,16 +99,26 @@ class TapeTrace(core.Trace):
                 in_nodes.append(a.node)
                 key.append(a.sig)
             else:
-                if isinstance(a, Tracer):
-                    self.check_foreign(a)
+                t = type(a)
+                if t is np.ndarray or t is core.Array:
+                    key.append((False, a.shape, a.dtype))
+                else:
+                    if isinstance(a, Tracer):
+                        self.check_foreign(a)
+                    key.append(_constant_signature(a))
                 primals.append(a)
-                key.append(_constant_signature(a))
         if not in_nodes:
             return core.bind_on(self.parent, prim, primals, params)
         if params:
             key.append(tuple(params.items()))
-        lin = _linearization(prim, params, primals, tuple(key))
+        key = tuple(key)
+        try:
+            lin = _CACHE.get(key)
+        except TypeError:                   # unhashable params: the general path
+            lin = _UNCACHEABLE
         if lin is None:
+            lin = _linearization(prim, params, primals, key)
+        if lin is _UNCACHEABLE:
             return self._append_general(prim, params, primals, args)
         outs = lin.fwd(*lin.fwd_consts, *primals)
         if lin.single:              # one output, with a tangent: the common case
@@ -202,18 +212,14 @@ _config.on_tracing_change.append(_CACHE.clear)
 
 
 def _linearization(prim, params, primals, key):
-    """The cached linearization for this application, or None (general path)."""
-    try:
-        hit = _CACHE.get(key)
-    except TypeError:                   # unhashable params
-        return None
-    if hit is None:
-        nonzeros = tuple(k[0] for k in key[1:1 + len(primals)])
-        hit = _derive(prim, params, [get_aval(p) for p in primals], nonzeros)
-        if len(_CACHE) >= _CACHE_LIMIT:  # bounded: drop the oldest entry
-            del _CACHE[next(iter(_CACHE))]
-        _CACHE[key] = hit
-    return None if hit is _UNCACHEABLE else hit
+    """Derive and cache the linearization for a cache miss (``_UNCACHEABLE``:
+    the general path)."""
+    nonzeros = tuple(k[0] for k in key[1:1 + len(primals)])
+    hit = _derive(prim, params, [get_aval(p) for p in primals], nonzeros)
+    if len(_CACHE) >= _CACHE_LIMIT:  # bounded: drop the oldest entry
+        del _CACHE[next(iter(_CACHE))]
+    _CACHE[key] = hit
+    return hit
 
 
 def _has_sub_programs(params) -> bool:
@@ -258,6 +264,7 @@ class _GeneralLinearization:
     """A primitive application linearized by the general machinery: its linear
     jaxpr (residuals as consts), transposed by the backward pass."""
     __slots__ = ("jaxpr", "tangent_avals", "out_nonzeros")
+    bwd = None                      # no compiled backward code: transpose() always
 
     def __init__(self, jaxpr, tangent_avals, out_nonzeros):
         self.jaxpr, self.tangent_avals, self.out_nonzeros = jaxpr, tangent_avals, out_nonzeros
@@ -316,11 +323,23 @@ def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
         if n is not None and c is not None and type(c) is not Zero:
             ct[n] = c if ct[n] is None else add(ct[n], c)
     for lin, residuals, ins, outs in reversed(entries):
-        if len(outs) == 1:
+        if len(outs) == 1:       # the common case, inlined
             n = outs[0]
-            if n is None or ct[n] is None:
+            if n is None:
                 continue
-            out_cts = (ct[n],)
+            c = ct[n]
+            if c is None:
+                continue
+            ct[n] = None
+            if now and lin.bwd is not None:
+                cts_in = lin.bwd(*lin.bwd_consts, *residuals, c)
+            else:
+                cts_in = lin.transpose(residuals, (c,))
+            for n, c in zip(ins, cts_in):
+                if c is not None and type(c) is not Zero:
+                    old = ct[n]
+                    ct[n] = c if old is None else add(old, c)
+            continue
         else:
             out_cts = [None if n is None else ct[n] for n in outs]
             if all(c is None for c in out_cts):

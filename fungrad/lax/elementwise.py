@@ -10,7 +10,10 @@ Conventions (shared by every elementwise primitive):
   integers with a TypeError that says how to convert).
 * JVP rules are written with lax functions, so they can be differentiated
   again to any order; transposes exist only for the ops that are linear in
-  some argument.  Values at non-differentiable points are JAX's:
+  some argument.  A rule emits the minimal tangent program: the tangent times
+  one coefficient computed from the primals (``mul(g, neg(sin(x)))``, not
+  ``neg(mul(g, sin(x)))``), so that the linear part, which eager ``grad``
+  runs and transposes, is one operation; tests/test_linear_programs.py counts.  Values at non-differentiable points are JAX's:
   ``abs'(0) = 1``, ``sign' = floor' = round' = 0``, ties of ``max``/``min``
   split the tangent 0.5/0.5, ``clamp`` passes the tangent to ``x`` only
   strictly inside ``(min, max)``.
@@ -368,7 +371,9 @@ def _integer_pow_jvp(g, x, *, y):
         return _zeros(g)
     if y == 1:
         return g
-    return mul(g, mul(_const(x, y), integer_pow(x, y - 1)))
+    # the minimal tangent program: one mul by a coefficient computed from x
+    # (x itself for y == 2, not integer_pow[y=1] x)
+    return mul(g, mul(_const(x, y), x if y == 2 else integer_pow(x, y - 1)))
 
 
 def _integer_pow_impl(x, y):
@@ -433,7 +438,7 @@ exp_p = _unary("exp", np.exp, INEXACT)
 defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
 
 exp2_p = _unary("exp2", np.exp2, INEXACT)
-defjvp2(exp2_p, lambda g, ans, x: mul(mul(g, _const(x, math.log(2))), ans))
+defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, _const(x, math.log(2)))))
 
 log_p = _unary("log", np.log, INEXACT)
 defjvp(log_p, lambda g, x: div(g, x))
@@ -506,7 +511,7 @@ sin_p = _unary("sin", np.sin, INEXACT)
 defjvp(sin_p, lambda g, x: mul(g, cos(x)))
 
 cos_p = _unary("cos", np.cos, INEXACT)
-defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+defjvp(cos_p, lambda g, x: mul(g, neg(sin(x))))
 
 tan_p = _unary("tan", np.tan, INEXACT)
 defjvp2(tan_p, lambda g, ans, x: mul(g, add(_const(x, 1), square(ans))))
@@ -515,7 +520,7 @@ asin_p = _unary("asin", np.arcsin, INEXACT)
 defjvp(asin_p, lambda g, x: mul(g, rsqrt(_one_minus_square(x))))
 
 acos_p = _unary("acos", np.arccos, INEXACT)
-defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(_one_minus_square(x)))))
+defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(_one_minus_square(x)))))
 
 atan_p = _unary("atan", np.arctan, INEXACT)
 defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
@@ -752,7 +757,7 @@ def_lowering(div_p, _div_lowering, typed=True)
 defjvp2(div_p,
         lambda g, ans, x, y: div(g, y),
         # -g x / y^2 as -g (x / y) / y: y^2 would overflow for |y| > 1e154
-        lambda g, ans, x, y: neg(div(mul(g, ans), y)))
+        lambda g, ans, x, y: mul(g, neg(div(ans, y))))
 div_p.transpose = _div_transpose
 div_p.linear = True
 div_p.unit = 1
@@ -767,7 +772,7 @@ rem_p = _nary("rem", _rem_impl, REAL_NUMBER, lowering=call_lowering(np.fmod))
 defjvp(rem_p,
        lambda g, x, y: _brcast(g, y),
        # d/dy fmod(x, y) = -trunc(x / y)
-       lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+       lambda g, x, y: mul(g, neg(mul(sign(div(x, y)), floor(abs(div(x, y)))))))
 
 
 def add(x, y):

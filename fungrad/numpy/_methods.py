@@ -84,6 +84,8 @@ _OPERATORS.update({"__lt__": ("less", False), "__le__": ("less_equal", False),
 
 def _operator(dunder, fname, swap):
     fn = getattr(fnp, fname)
+    # operators never pass NumPy's out=/where=: call under the keyword guard
+    fn = getattr(fn, "__wrapped__", fn)
     if swap is None:
         def op(self):
             return fn(self)

@@ -189,13 +189,35 @@ def _args(ufunc, *args):
     """``args`` converted to the input dtypes of NumPy's loop for ``ufunc``."""
     if _promotion_checks and len(args) > 1:
         check_promotion(ufunc.__name__, args)
-    # Fast path: arrays or (strongly typed) tracers of one dtype the loop takes as is.
-    first = args[0]
-    if type(first) in _ARRAY_TYPES or isinstance(first, Tracer):
-        dtype = first.dtype
-        if all((type(a) in _ARRAY_TYPES or isinstance(a, Tracer) and not a.aval.weak_type)
-               and a.dtype == dtype for a in args) and _native_loop(ufunc, dtype, len(args)):
-            return args
+    # Fast paths (they are on every traced operation): arrays or strongly typed
+    # tracers of one dtype the loop takes as is; and such a value with a Python
+    # int/float, which NumPy (NEP 50, weak scalars) casts to the array's float dtype.
+    dtype, scalars = None, False
+    for a in args:
+        t = type(a)
+        if t in _ARRAY_TYPES:
+            d = a.dtype
+        elif t is float or t is int:
+            scalars = True
+            continue
+        elif isinstance(a, Tracer):
+            aval = a.aval
+            if aval.weak_type:
+                break
+            d = aval.dtype
+        else:
+            break
+        if dtype is None:
+            dtype = d
+        elif d != dtype:
+            break
+    else:
+        if dtype is not None and (not scalars or dtype.kind in "fc") and \
+                _native_loop(ufunc, dtype, len(args)):
+            if not scalars:
+                return args
+            return [np.asarray(a, dtype) if type(a) is float or type(a) is int else a
+                    for a in args]
     dtypes = _loop_dtypes(ufunc, args)
     return [_cast(a, d) for a, d in zip(args, dtypes)]
 
@@ -238,11 +260,11 @@ def _dtype(x):
 
 
 def _is_float(dtype):
-    return np.issubdtype(dtype, np.floating)
+    return np.dtype(dtype).kind == "f"
 
 
 def _is_complex(dtype):
-    return np.issubdtype(dtype, np.complexfloating)
+    return np.dtype(dtype).kind == "c"
 
 
 def _full_like(x, value, dtype):
@@ -337,7 +359,7 @@ def _int_floor_divide(x, y):
 
 
 def _floor_divide(x, y):
-    if np.issubdtype(_dtype(x), np.inexact):
+    if _dtype(x).kind in "fc":
         return _float_floor_divide(x, y)
     return _int_floor_divide(x, y)
 
@@ -467,7 +489,7 @@ def square(x, /):
 @_ufunc
 def reciprocal(x, /):
     (x,) = _args(np.reciprocal, x)
-    if np.issubdtype(_dtype(x), np.inexact):
+    if _dtype(x).kind in "fc":
         return lax.reciprocal(x)
     return lax.div(_const(1, _dtype(x)), x)    # integer 1/x truncates, as NumPy
 
@@ -481,7 +503,7 @@ def _rounding(ufunc, float_op):
     @_named(ufunc.__name__, f"Elementwise ``numpy.{ufunc.__name__}``.")
     def fn(x, /):
         (x,) = _args(ufunc, x)
-        return float_op(x) if np.issubdtype(_dtype(x), np.inexact) else x
+        return float_op(x) if _dtype(x).kind in "fc" else x
     return fn
 
 
@@ -503,7 +525,7 @@ def rint(x, /):
 def fix(x, /):
     """Round towards zero (``numpy.fix``; integers keep their dtype)."""
     x = asarray_operand(x)
-    return _trunc(x) if np.issubdtype(_dtype(x), np.inexact) else x
+    return _trunc(x) if _dtype(x).kind in "fc" else x
 
 
 def _round_integers(x, decimals):
@@ -730,7 +752,7 @@ def minimum(x, y, /):
 
 
 def _nan_ignoring(extremum, x, y):
-    if not np.issubdtype(_dtype(x), np.inexact):
+    if not _dtype(x).kind in "fc":
         return extremum(x, y)
     out = extremum(x, y)
     out = lax.select(lax.ne(x, x), y, out)
@@ -944,14 +966,14 @@ isnan = _classify(np.isnan, lambda x: lax.ne(x, x))
 
 def isposinf(x, /):
     x = asarray_operand(x)
-    if not np.issubdtype(_dtype(x), np.inexact):
+    if not _dtype(x).kind in "fc":
         return _full_like(x, False, np.bool_)
     return lax.eq(x, _const(np.inf, _dtype(x)))
 
 
 def isneginf(x, /):
     x = asarray_operand(x)
-    if not np.issubdtype(_dtype(x), np.inexact):
+    if not _dtype(x).kind in "fc":
         return _full_like(x, False, np.bool_)
     return lax.eq(x, _const(-np.inf, _dtype(x)))
 
