@@ -343,6 +343,28 @@ def rnn_grad_impls(W, U, xs, expected) -> dict:
     return impls
 
 
+def hvp_rr_impls(A, x, v, expected) -> dict:
+    """Reverse-over-reverse HVP of sum(tanh(A x)) in JAX and PyTorch."""
+    impls = {}
+    if jax_modules():
+        jax, jnp = jax_modules()
+        Aj, vj = jnp.asarray(A), jnp.asarray(v)
+        f = lambda y: jnp.sum(jnp.tanh(Aj @ y))
+        h = jax.jit(jax.grad(lambda y: jnp.dot(jax.grad(f)(y), vj)))
+        impls["jax jit(grad(grad))"] = verified("jax", _jax_thunk(jax, h, jnp.asarray(x)),
+                                                expected)
+    if torch_module():
+        torch = torch_module()
+        At, vt = _torch_tensors(torch, [A, v])
+
+        def torch_hvp():
+            (xt,) = _torch_tensors(torch, [x], requires_grad=True)
+            (g,) = torch.autograd.grad(torch.sum(torch.tanh(At @ xt)), xt, create_graph=True)
+            return torch.autograd.grad(torch.dot(g, vt), xt)[0]
+        impls["torch (eager autograd)"] = verified("torch", torch_hvp, expected)
+    return impls
+
+
 # ----------------------------------------------------------------------------
 # Random numbers
 # ----------------------------------------------------------------------------

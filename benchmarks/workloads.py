@@ -252,6 +252,7 @@ def make_arm_jacobian():
         "fungrad jacfwd": (lambda j=fungrad.jacfwd(f): j(theta)),
         "fungrad jacrev": (lambda j=fungrad.jacrev(f): j(theta)),
         "fungrad jit(jacfwd)": (lambda j=fungrad.jit(fungrad.jacfwd(f)): j(theta)),
+        "fungrad jit(jacrev)": (lambda j=fungrad.jit(fungrad.jacrev(f)): j(theta)),
     }
     impls.update(peers.arm_jacobian_impls(robot_arm, ARM_LENGTHS, ARM_FRACTIONS, theta,
                                           arm_jacobian_numpy(theta)))
@@ -326,6 +327,66 @@ def make_rnn():
     }
     impls.update(peers.rnn_grad_impls(W, U, xs, _rnn_grad_numpy(W, U, xs)))
     return "RNN (hidden 64, input 32, batch 32, 100 steps): grad via lax.scan", impls
+
+
+def _rnn_loop_loss(W, U, xs):
+    h = fnp.zeros((xs.shape[1], W.shape[0]))
+    for x in xs:                                   # a Python loop: 100 steps traced
+        h = fnp.tanh(h @ W + x @ U)
+    return fnp.sum(h ** 2)
+
+
+def make_rnn_loop():
+    W, U, xs = _rnn_setup()
+    g = fungrad.jit(fungrad.grad(_rnn_loop_loss, argnums=(0, 1)))
+    impls = {
+        "numpy (hand-written BPTT)": lambda: _rnn_grad_numpy(W, U, xs),
+        "fungrad grad (eager)": (lambda e=fungrad.grad(_rnn_loop_loss, argnums=(0, 1)):
+                                 e(W, U, xs)),
+        "fungrad jit(grad)": lambda: g(W, U, xs),
+    }
+    if autograd:
+        impls["autograd"] = (lambda e=autograd.grad(_rnn_loop_loss_of(anp), argnum=(0, 1)):
+                             e(W, U, xs))
+    impls.update(peers.rnn_grad_impls(W, U, xs, _rnn_grad_numpy(W, U, xs)))
+    return "RNN (hidden 64, input 32, batch 32, 100 steps): grad of a Python loop", impls
+
+
+def _rnn_loop_loss_of(m):
+    def loss(W, U, xs):
+        h = m.zeros((xs.shape[1], W.shape[0]))
+        for x in xs:
+            h = m.tanh(m.dot(h, W) + m.dot(x, U))
+        return m.sum(h ** 2)
+    return loss
+
+
+def _hvp_rr_setup(n=1000, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, n)) / np.sqrt(n), rng.normal(size=n), rng.normal(size=n)
+
+
+def _hvp_rr_numpy(A, x, v):
+    """H v of f(x) = sum(tanh(A x)): A^T (-2 t (1 - t^2) * (A v)), t = tanh(A x)."""
+    t = np.tanh(A @ x)
+    return A.T @ (-2 * t * (1 - t * t) * (A @ v))
+
+
+def make_hvp_reverse_over_reverse():
+    A, x, v = _hvp_rr_setup()
+
+    def hvp_of(m, grad):
+        f = lambda y: m.sum(m.tanh(m.dot(A, y)))
+        return grad(lambda y: m.dot(grad(f)(y), v))
+    impls = {
+        "numpy (hand-written HVP)": lambda: _hvp_rr_numpy(A, x, v),
+        "fungrad grad(grad) (eager)": (lambda h=hvp_of(fnp, fungrad.grad): h(x)),
+        "fungrad jit(grad(grad))": (lambda h=fungrad.jit(hvp_of(fnp, fungrad.grad)): h(x)),
+    }
+    if autograd:
+        impls["autograd"] = (lambda h=hvp_of(anp, autograd.grad): h(x))
+    impls.update(peers.hvp_rr_impls(A, x, v, _hvp_rr_numpy(A, x, v)))
+    return "HVP of sum(tanh(A x)), A 1000 x 1000 (reverse-over-reverse)", impls
 
 
 def _deep_setup(seed=0, layers=100, width=256, batch=64):
@@ -416,7 +477,8 @@ def make_random_normal():
 
 WORKLOADS = [make_dispatch_sin, make_dispatch_add, make_seed_grad, make_chain_grad,
              make_mlp_grad, make_mlp_eval_vs_grad, make_hvp, make_per_example, make_arm_jacobian,
-             make_rnn, make_checkpoint, make_random_normal]
+             make_rnn, make_rnn_loop, make_hvp_reverse_over_reverse, make_checkpoint,
+             make_random_normal]
 
 
 # ----------------------------------------------------------------------------
