@@ -715,10 +715,19 @@ def wrap_array(x) -> "Array":
     if t is not np.ndarray:
         if t is Array or t in _global_array_types:
             return x
+        if t is float:
+            x, t = np.float64(x), np.float64
+        if issubclass(t, np.generic) and x.dtype.kind in "biufc":
+            # a 0-d Array over the scalar's (read-only) buffer: cheaper than
+            # asarray + view + setflags, on every scalar result
+            return _new_ndarray(Array, (), x.dtype, x)
         x = np.asarray(x)
     out = x.view(Array)
     out.setflags(write=False)
     return out
+
+
+_new_ndarray = np.ndarray.__new__
 
 
 # ----------------------------------------------------------------------------

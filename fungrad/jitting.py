@@ -28,7 +28,7 @@ import numpy as np
 
 from fungrad import _config, core
 from fungrad.core import ClosedJaxpr, Tracer, get_aval, wrap_array
-from fungrad.interpreters.codegen import compiled
+from fungrad.interpreters.codegen import compiled, compiled_scalar_or_numpy
 from fungrad.interpreters.partial_eval import as_value, closure_convert, trace_to_jaxpr
 from fungrad.lax.control_flow.call import jit_p
 from fungrad.tree_util import tree_flatten, tree_unflatten
@@ -79,7 +79,45 @@ def _output_kind(out_tree) -> str:
 
 class _Entry:
     __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "output_kind",
-                 "scalar_args")
+                 "scalar_args", "run")
+
+
+def _positional_key(args):
+    """The cache key of a call with plain positional array/scalar arguments (as
+    ``Jitted._entry`` builds it on its fast path), or None for anything else."""
+    sig = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray or t is core.Array:
+            sig.append((a.shape, a.dtype))
+        elif t is float or t is int or t is bool or t is complex:
+            sig.append(t)
+        elif t in _LEAF_TYPES:              # NumPy scalars
+            sig.append(((), a.dtype))
+        else:
+            return None
+    return len(args), tuple(sig), ()
+
+
+def _runner(entry: "_Entry") -> Callable:
+    """The cache-hit path of ``entry``, built once: Python scalars to NumPy
+    scalars, the compiled code, the outputs as read-only Arrays (in their tree)."""
+    fn, consts, kind, out_tree = entry.fn, entry.consts, entry.output_kind, entry.out_tree
+    scalar_args = entry.scalar_args and not getattr(fn, "takes_python_scalars", False)
+
+    def run(jitted, leaves, args, kwargs):   # (jitted passed in: no cycle to its function)
+        if scalar_args:
+            leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else x
+                      for x in leaves]
+        outs = fn(*consts, *leaves)
+        if core._float_checks:        # jax_debug_nans / jax_debug_infs
+            core.check_jit_outputs(jitted, args, kwargs, outs)
+        if kind == "single":
+            return wrap_array(outs[0])
+        if kind == "tuple":
+            return tuple([wrap_array(o) for o in outs])
+        return tree_unflatten(out_tree, [wrap_array(o) for o in outs])
+    return run
 
 
 class Lowered:
@@ -326,20 +364,17 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if _disable_jit.value:            # jax_disable_jit: the Python function, op by op
             return self.fun(*args, **kwargs)
+        eager = core._tls.trace is core.EVAL_TRACE
+        if eager and not kwargs and not self.static_argnums:
+            # the cache hit of plain positional arguments: a key, a lookup, a call
+            key = _positional_key(args)
+            if key is not None:
+                entry = self._cache.entries.get(key)
+                if entry is not None:
+                    return entry.run(self, args, args, kwargs)
         entry, leaves = self._entry(args, kwargs)
-        if core._tls.trace is core.EVAL_TRACE and entry.cacheable:
-            if entry.scalar_args:     # Python scalars -> NumPy values for the code
-                leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else x
-                          for x in leaves]
-            outs = entry.fn(*entry.consts, *leaves)
-            if core._float_checks:        # jax_debug_nans / jax_debug_infs
-                core.check_jit_outputs(self, args, kwargs, outs)
-            kind = entry.output_kind
-            if kind == "single":
-                return wrap_array(outs[0])
-            if kind == "tuple":
-                return tuple(map(wrap_array, outs))
-            return tree_unflatten(entry.out_tree, [wrap_array(o) for o in outs])
+        if eager and entry.cacheable:
+            return entry.run(self, leaves, args, kwargs)
         outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
         return tree_unflatten(entry.out_tree, outs)
 
@@ -369,8 +404,9 @@ class Jitted:
         entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)
         entry.cacheable = not entry.hoisted
         if entry.cacheable:
-            comp = compiled(entry.closed)
+            comp = compiled_scalar_or_numpy(entry.closed)
             entry.fn, entry.consts = comp.fn, comp.consts
+            entry.run = _runner(entry)
             self._cache.put(key, entry)
             if _config.log_compiles.value:
                 log.warning("jit(%s): compiled %d equations to %d lines of NumPy code",

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import importlib
 import keyword
+import math
 from typing import Callable
 
 import numpy as np
 
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
-from fungrad.interpreters.lowering import Call, Expr, Source, render, value_source
+from fungrad.interpreters.lowering import SCALAR_FORMS, Call, Expr, Source, render, value_source
 from fungrad.interpreters.passes import optimize
 
 __all__ = ["lower_jaxpr", "compile_jaxpr", "compile_closed", "compile_source", "compiled",
@@ -235,6 +236,86 @@ def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
     source, block_consts, modules = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers)
     return CompiledFunction(compile_source(source, name, block_consts, modules), source, jaxpr,
                             consts)
+
+
+_F64 = np.dtype(np.float64)
+
+
+def _scalar_lines(jaxpr: Jaxpr, names: "_Names", indent: str):
+    """The body of ``jaxpr`` in Python float arithmetic, or None unless every
+    value is a float64 scalar and every equation a ufunc with a Python form."""
+    values = list(jaxpr.invars) + list(jaxpr.constvars) + [v for e in jaxpr.eqns
+                                                             for v in e.outvars]
+    if not all(v.aval.shape == () and v.aval.dtype == _F64 for v in values):
+        return None
+    lines = []
+    for eqn in jaxpr.eqns:
+        prim = eqn.primitive
+        if prim.emit_block is not None or prim.multiple_results or prim.lowering is None:
+            return None
+        if any(isinstance(a, Literal) and a.aval.dtype != _F64 for a in eqn.inputs):
+            return None
+        args = [names(a) for a in eqn.inputs]
+        expr = _lower_eqn(eqn, args)
+        form = SCALAR_FORMS.get(expr.fn) if isinstance(expr, Call) and not expr.kwargs else None
+        if form is None or not all(isinstance(a, (str, int)) for a in expr.args):
+            return None
+        operands = [a if isinstance(a, str) else repr(a) for a in expr.args]
+        lines.append(f"{indent}{names.new(eqn.outvars[0])} = {form.format(*operands)}")
+    return lines
+
+
+def scalar_source(jaxpr: Jaxpr, name: str, numpy_name: str):
+    """Source of ``name``: ``jaxpr`` in Python float arithmetic and the ``math``
+    module when all its values are float64 scalars (NumPy's per-call overhead
+    dominates such code), calling ``numpy_name`` (its NumPy version) with the
+    original arguments where Python raises instead of returning inf/nan; or
+    None for any other program."""
+    names = _Names()
+    params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
+    floats = []
+    for v, p in zip(list(jaxpr.constvars) + list(jaxpr.invars), params):
+        floats.append(f"{p}_")
+        names.names[v] = f"{p}_"
+    body = _scalar_lines(jaxpr, names, "        ")
+    if body is None:
+        return None
+    outs = [names(v) for v in jaxpr.outvars]
+    lines = [f"def {name}({', '.join(params)}):", "    try:"]
+    if params:
+        lines.append(f"        {', '.join(floats)}, = {', '.join(f'float({p})' for p in params)},")
+    lines += body
+    lines.append(f"        return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+    lines.append("    except (ArithmeticError, ValueError):   # NumPy's inf/nan instead")
+    lines.append(f"        return {numpy_name}({', '.join(f'_np_scalar({p})' for p in params)})")
+    return "\n".join(lines) + "\n"
+
+
+def _np_scalar(x):
+    """A Python float as the NumPy scalar the NumPy version computes with."""
+    return np.float64(x) if type(x) is float else x
+
+
+def compile_scalar_or_numpy(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:
+    """``compile_closed``, or for an all-float64-scalar program its Python-float
+    twin (``scalar_source``) with the NumPy version as the fallback."""
+    numpy_version = compile_closed(closed, name)
+    source = scalar_source(closed.jaxpr, name, "_numpy_version")
+    if source is None:
+        return numpy_version
+    namespace = {"_math": math, "np": np, "_numpy_version": numpy_version.fn,
+                 "_np_scalar": _np_scalar}
+    exec(compile(source, f"<fungrad.jit {name}>", "exec"), namespace)
+    compiled_fn = namespace[name]
+    compiled_fn.takes_python_scalars = True    # (jit need not convert them first)
+    return CompiledFunction(compiled_fn, source + "\n" + numpy_version.source.replace(
+        f"def {name}(", "def _numpy_version(", 1), closed.jaxpr, closed.consts)
+
+
+def compiled_scalar_or_numpy(closed: ClosedJaxpr) -> CompiledFunction:
+    """``compiled``, with ``compile_scalar_or_numpy`` (what ``jit`` runs)."""
+    return closed.derived("compiled_scalar",
+                          lambda: compile_scalar_or_numpy(optimize(closed)))
 
 
 def compile_closed(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:
