@@ -356,8 +356,9 @@ class Jitted:
         if core._tls.trace is not core.EVAL_TRACE or not entry.cacheable:
             outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
             return tree_unflatten(entry.out_tree, outs)
-        leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else x
-                  for x in leaves]
+        # (Arrays as plain ndarrays: NumPy's operators on Arrays are checked while on)
+        leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else
+                  x.view(np.ndarray) if type(x) is core.Array else x for x in leaves]
         outs = entry.fn(*entry.consts, *leaves)
         core.check_outputs(outs, f"the output of jit({self.name})")
         return tree_unflatten(entry.out_tree, [wrap_array(o) for o in outs])
