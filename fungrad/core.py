@@ -743,16 +743,17 @@ class EvalTrace(Trace):
 # primitive, the user's line that created it (``eqn.source``, or the frames),
 # the transformations it ran under, and the inputs.
 
-# "" when both options are off, else what is checked ("nan", "inf", "nan+inf"),
-# mirrored here for the hot paths (and the key of the checked compiled code)
-_float_checks = ""
+_float_checks = False     # either option is on (mirrored here for the hot paths: a bool)
+# what is checked, "" (off), "nan", "inf" or "nan+inf": the key of the checking code
+_float_check_mode = ""
 
 
 def _set_float_checks(_):
-    global _float_checks
-    _float_checks = "+".join(name for name, option in
-                             (("nan", _config.debug_nans), ("inf", _config.debug_infs))
-                             if option.value)
+    global _float_checks, _float_check_mode
+    _float_check_mode = "+".join(name for name, option in
+                                 (("nan", _config.debug_nans), ("inf", _config.debug_infs))
+                                 if option.value)
+    _float_checks = bool(_float_check_mode)
     # NumPy's own operators on concrete Arrays (``a / b``) are checked too, but
     # only while an option is on: otherwise Array has no __array_ufunc__ of its own
     if _float_checks:

@@ -352,7 +352,7 @@ class Jitted:
         own (so switching the option off gives back the fast code), and run by
         code that checks every equation that can create a NaN/inf (codegen.py),
         then its outputs (for one that came in with the arguments)."""
-        entry, leaves = self._entry(args, kwargs, core._float_checks)
+        entry, leaves = self._entry(args, kwargs, core._float_check_mode)
         if core._tls.trace is not core.EVAL_TRACE or not entry.cacheable:
             outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
             return tree_unflatten(entry.out_tree, outs)

@@ -279,7 +279,7 @@ def compiled(closed: ClosedJaxpr, float_checks: str | None = None) -> CompiledFu
     jax_debug_infs is on (``float_checks`` None: as the options are now) it is
     the code that checks every equation, cached under its own key: switching
     the options off gives back the fast code."""
-    checks = core._float_checks if float_checks is None else float_checks
+    checks = core._float_check_mode if float_checks is None else float_checks
     if not checks:
         return closed.derived("compiled", lambda: compile_closed(optimize(closed)))
     return closed.derived(("compiled", checks),
