@@ -306,7 +306,7 @@ class Jitted:
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return dyn_args, dyn_kwargs, tuple(statics), nums
 
-    def _entry(self, args, kwargs, float_checks: str = ""):
+    def _entry(self, args, kwargs, float_checks: str | None = None):
         """(cache entry, flat arguments) for a call, tracing on a cache miss; with
         ``float_checks`` (jax_debug_nans/infs), the entry of the checking code."""
         if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
@@ -317,7 +317,7 @@ class Jitted:
             leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         try:
             key = (in_tree, tuple(map(_signature, leaves)), statics)
-            if float_checks:
+            if float_checks is not None:
                 key += (float_checks,)
         except TypeError:
             self._avals(args, kwargs, nums, leaves)    # raises, naming the argument
