@@ -409,29 +409,25 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, cts_out: Sequence) -> list:
             if all(c is None for c in cts):
                 continue
             running[-1] = eqn
-            _transpose_eqn(eqn, cts, known, accumulate)
+            prim = eqn.primitive
+            if prim.transpose is None:
+                raise TypeError(f"Transpose rule for '{prim.name}' is not implemented: "
+                                "the function being transposed is not linear in its input.")
+            invals = [a.val if type(a) is Literal else
+                      known[a] if a in known else UndefinedPrimal(a.aval)
+                      for a in eqn.inputs]
+            if prim.multiple_results:
+                ct = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts)]
+            else:
+                ct = cts[0]
+            cts_in = prim.transpose(ct, *invals, **eqn.params)
+            for a, c in zip(eqn.inputs, cts_in):
+                if type(a) is Var and a not in known:
+                    accumulate(a, c)
     finally:
         running.pop()
         tls.transforms = transforms
     return [ct_env.pop(v) if v in ct_env else Zero(v.aval) for v in jaxpr.invars]
-
-
-def _transpose_eqn(eqn, cts, known, accumulate):
-    prim = eqn.primitive
-    if prim.transpose is None:
-        raise TypeError(f"Transpose rule for '{prim.name}' is not implemented: "
-                        "the function being transposed is not linear in its input.")
-    invals = [a.val if type(a) is Literal else
-              known[a] if a in known else UndefinedPrimal(a.aval)
-              for a in eqn.inputs]
-    if prim.multiple_results:
-        ct = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts)]
-    else:
-        ct = cts[0]
-    cts_in = prim.transpose(ct, *invals, **eqn.params)
-    for a, c in zip(eqn.inputs, cts_in):
-        if type(a) is Var and a not in known:
-            accumulate(a, c)
 
 
 _BACKWARD = ("backward pass", "")
