@@ -105,13 +105,11 @@ def _runner(entry: "_Entry") -> Callable:
     fn, consts, kind, out_tree = entry.fn, entry.consts, entry.output_kind, entry.out_tree
     scalar_args = entry.scalar_args and not getattr(fn, "takes_python_scalars", False)
 
-    def run(jitted, leaves, args, kwargs):   # (jitted passed in: no cycle to its function)
+    def run(leaves):
         if scalar_args:
             leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else x
                       for x in leaves]
         outs = fn(*consts, *leaves)
-        if core._float_checks:        # jax_debug_nans / jax_debug_infs
-            core.check_jit_outputs(jitted, args, kwargs, outs)
         if kind == "single":
             return wrap_array(outs[0])
         if kind == "tuple":
@@ -344,8 +342,9 @@ class Jitted:
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return dyn_args, dyn_kwargs, tuple(statics), nums
 
-    def _entry(self, args, kwargs):
-        """(cache entry, flat arguments) for a call, tracing on a cache miss."""
+    def _entry(self, args, kwargs, float_checks: str | None = None):
+        """(cache entry, flat arguments) for a call, tracing on a cache miss; with
+        ``float_checks`` (jax_debug_nans/infs), the entry of the checking code."""
         if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
             # fast path: positional array/scalar arguments, no pytrees, no statics
             leaves, in_tree, statics, nums = args, len(args), (), ()
@@ -354,6 +353,8 @@ class Jitted:
             leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         try:
             key = (in_tree, tuple(map(_signature, leaves)), statics)
+            if float_checks is not None:
+                key += (float_checks,)
         except TypeError:
             self._avals(args, kwargs, nums, leaves)    # raises, naming the argument
             raise
@@ -364,6 +365,8 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if _disable_jit.value:            # jax_disable_jit: the Python function, op by op
             return self.fun(*args, **kwargs)
+        if core._float_checks:            # jax_debug_nans / jax_debug_infs
+            return self._call_checked(args, kwargs)
         eager = core._tls.trace is core.EVAL_TRACE
         if eager and not kwargs and not self.static_argnums:
             # the cache hit of plain positional arguments: a key, a lookup, a call
@@ -371,12 +374,29 @@ class Jitted:
             if key is not None:
                 entry = self._cache.entries.get(key)
                 if entry is not None:
-                    return entry.run(self, args, args, kwargs)
+                    return entry.run(args)
         entry, leaves = self._entry(args, kwargs)
         if eager and entry.cacheable:
-            return entry.run(self, leaves, args, kwargs)
+            return entry.run(leaves)
         outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
         return tree_unflatten(entry.out_tree, outs)
+
+    def _call_checked(self, args, kwargs):
+        """A call while jax_debug_nans/jax_debug_infs is on: the function is traced
+        again (recording each equation's source line), cached under a key of its
+        own (so switching the option off gives back the fast code), and run by
+        code that checks every equation that can create a NaN/inf (codegen.py),
+        then its outputs (for one that came in with the arguments)."""
+        entry, leaves = self._entry(args, kwargs, core._float_check_mode)
+        if core._tls.trace is not core.EVAL_TRACE or not entry.cacheable:
+            outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
+            return tree_unflatten(entry.out_tree, outs)
+        # (Arrays as plain ndarrays: NumPy's operators on Arrays are checked while on)
+        leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else
+                  x.view(np.ndarray) if type(x) is core.Array else x for x in leaves]
+        outs = entry.fn(*entry.consts, *leaves)
+        core.check_outputs(outs, f"the output of jit({self.name})")
+        return tree_unflatten(entry.out_tree, [wrap_array(o) for o in outs])
 
     def _trace(self, args, kwargs, nums, leaves, key) -> _Entry:
         self._explain_miss(key)
@@ -396,7 +416,8 @@ class Jitted:
             out_leaves, out_tree = tree_flatten(self.fun(*full, **kw))
             out_store.append(out_tree)
             return [as_value(x) for x in out_leaves]
-        jaxpr, consts = trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums))
+        jaxpr, consts = trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums),
+                                       name=f"jit({self.name})")
         entry = _Entry()
         entry.closed, entry.hoisted = closure_convert(jaxpr, consts)
         entry.out_tree = out_store[-1]
@@ -404,7 +425,7 @@ class Jitted:
         entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)
         entry.cacheable = not entry.hoisted
         if entry.cacheable:
-            comp = compiled_scalar_or_numpy(entry.closed)
+            comp = compiled_scalar_or_numpy(entry.closed)   # (checking code if traced by _call_checked)
             entry.fn, entry.consts = comp.fn, comp.consts
             entry.run = _runner(entry)
             self._cache.put(key, entry)
@@ -467,7 +488,7 @@ def _hashable(value, what):
 
 
 def _describe_change(old, new) -> str:
-    (t0, s0, st0), (t1, s1, st1) = old, new
+    (t0, s0, st0), (t1, s1, st1) = old[:3], new[:3]
     if t0 != t1:
         return f"the argument structure changed from {t0} to {t1}"
     for i, (a, b) in enumerate(zip(s0, s1)):
@@ -475,6 +496,8 @@ def _describe_change(old, new) -> str:
             return f"flat argument {i} changed from {a} to {b}"
     if st0 != st1:
         return f"static arguments changed from {st0} to {st1}"
+    if old[3:] != new[3:]:
+        return "jax_debug_nans/jax_debug_infs changed (the checking code is traced apart)"
     return "first call with this signature"
 
 

@@ -38,17 +38,18 @@ from fungrad.interpreters.passes import optimize
 __all__ = ["lower_jaxpr", "compile_jaxpr", "compile_closed", "compile_source", "compiled",
            "CompiledFunction", "lowered_source", "expression_function"]
 
-_RESERVED = {"np", "fn", "_impl", "_unbound_axis", "dtype", "inf", "nan"}
+_RESERVED = {"np", "fn", "_impl", "_unbound_axis", "dtype", "inf", "nan", "_nonfinite"}
 
 
 class _Names:
     """Short, valid, unique Python names for variables: a, b, ..., z, ba, ..."""
 
-    def __init__(self):
+    def __init__(self, float_checks: str = ""):
         self.names: dict[Var, str] = {}
         self.count = 0
         self.consts: dict[str, object] = {}   # constants of nested blocks: _b0, _b1, ...
         self.modules: dict[str, object] = {}  # kernel modules called: _special, ...
+        self.float_checks = float_checks      # "", "nan", "inf" or "nan+inf" (see _emit_check)
 
     def const(self, value) -> str:
         name = f"_b{len(self.consts)}"
@@ -171,8 +172,31 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
         target = out_names[0] if not eqn.primitive.multiple_results else (
             ", ".join(out_names) + ("," if len(out_names) == 1 else ""))
         lines.append(f"{indent}{target} = {expr}")
+        if names.float_checks and not eqn.primitive.keeps_finite:
+            _emit_check(eqn, args, out_names, names, lines, indent)
         _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers)
     return [names(v) for v in jaxpr.outvars]
+
+
+# jax_debug_nans / jax_debug_infs: the test of one result, by what is checked
+_CHECK_TESTS = {"nan": "np.isnan({}).any()", "inf": "np.isinf({}).any()",
+                "nan+inf": "not np.isfinite({}).all()"}
+
+
+def _emit_check(eqn, args, out_names, names: _Names, lines, indent):
+    """After an equation that can create a NaN/inf, test its float results and
+    raise the error naming the equation (its source line, transforms, inputs)::
+
+        c = np.log(a)
+        if np.isnan(c).any(): raise _nonfinite(_b0, (c,), (a,))
+    """
+    outs = [n for n, v in zip(out_names, eqn.outvars) if v.aval.dtype.kind in "fc"]
+    if not outs:
+        return
+    test = " or ".join(_CHECK_TESTS[names.float_checks].format(n) for n in outs)
+    where = names.const(eqn)
+    lines.append(f"{indent}if {test}: raise _nonfinite({where}, ({', '.join(outs)},), "
+                 f"({''.join(a + ', ' for a in args)}))")
 
 
 def _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers):
@@ -189,10 +213,15 @@ def lower_jaxpr(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True) -> s
     return lower_jaxpr_and_consts(jaxpr, name, reuse_buffers)[0]
 
 
-def lower_jaxpr_and_consts(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True):
+def lower_jaxpr_and_consts(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True,
+                           float_checks: str = ""):
     """The source, the constants of nested blocks it refers to (``_b0``, ...) and
-    the kernel modules it calls (``_special``, ...), each by name."""
-    names = _Names()
+    the kernel modules it calls (``_special``, ...), each by name.  With
+    ``float_checks`` ("nan", "inf", "nan+inf": jax_debug_nans/infs) each equation
+    that can create a NaN/inf is followed by a check (and buffers are not
+    reused, so that the error can show the inputs)."""
+    names = _Names(float_checks)
+    reuse_buffers = reuse_buffers and not float_checks
     params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
     lines = [f"def {name}({', '.join(params)}):"]
     outs = _emit_jaxpr(jaxpr, names, lines, reuse_buffers)
@@ -224,16 +253,18 @@ def compile_source(source: str, name: str = "fn", block_consts=None, modules=Non
     bound = {alias: importlib.import_module(m) if isinstance(m, str) else m
              for alias, m in (modules or {}).items()}
     namespace = {"np": np, "_impl": {n: p.impl for n, p in core.primitives.items()},
-                 "_unbound_axis": _unbound_axis, **(block_consts or {}), **bound}
+                 "_unbound_axis": _unbound_axis, "_nonfinite": core.nonfinite_error,
+                 **(block_consts or {}), **bound}
     code = compile(source, f"<fungrad.jit {name}>", "exec")
     exec(code, namespace)
     return namespace[name]
 
 
 def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
-                  reuse_buffers: bool = True) -> CompiledFunction:
+                  reuse_buffers: bool = True, float_checks: str = "") -> CompiledFunction:
     """Lower and compile a flat ``jaxpr`` (compile/exec once)."""
-    source, block_consts, modules = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers)
+    source, block_consts, modules = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers,
+                                                           float_checks)
     return CompiledFunction(compile_source(source, name, block_consts, modules), source, jaxpr,
                             consts)
 
@@ -313,19 +344,30 @@ def compile_scalar_or_numpy(closed: ClosedJaxpr, name: str = "fn") -> CompiledFu
 
 
 def compiled_scalar_or_numpy(closed: ClosedJaxpr) -> CompiledFunction:
-    """``compiled``, with ``compile_scalar_or_numpy`` (what ``jit`` runs)."""
+    """``compiled``, with ``compile_scalar_or_numpy`` (what ``jit`` runs); the
+    checking code while jax_debug_nans/jax_debug_infs is on."""
+    if core._float_check_mode:
+        return compiled(closed)
     return closed.derived("compiled_scalar",
                           lambda: compile_scalar_or_numpy(optimize(closed)))
 
 
-def compile_closed(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:
-    return compile_jaxpr(closed.jaxpr, name, closed.consts)
+def compile_closed(closed: ClosedJaxpr, name: str = "fn",
+                   float_checks: str = "") -> CompiledFunction:
+    return compile_jaxpr(closed.jaxpr, name, closed.consts, float_checks=float_checks)
 
 
-def compiled(closed: ClosedJaxpr) -> CompiledFunction:
+def compiled(closed: ClosedJaxpr, float_checks: str | None = None) -> CompiledFunction:
     """The optimised, compiled code of ``closed``, cached on it (so it dies with
-    it); call it as ``comp.fn(*comp.consts, *args)``."""
-    return closed.derived("compiled", lambda: compile_closed(optimize(closed)))
+    it); call it as ``comp.fn(*comp.consts, *args)``.  While jax_debug_nans or
+    jax_debug_infs is on (``float_checks`` None: as the options are now) it is
+    the code that checks every equation, cached under its own key: switching
+    the options off gives back the fast code."""
+    checks = core._float_check_mode if float_checks is None else float_checks
+    if not checks:
+        return closed.derived("compiled", lambda: compile_closed(optimize(closed)))
+    return closed.derived(("compiled", checks),
+                          lambda: compile_closed(optimize(closed), float_checks=checks))
 
 
 def lowered_source(prim, arg_names, in_avals=None, **params):

@@ -79,7 +79,8 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
     read = lambda a: subst.get(a, a) if isinstance(a, Var) else a
     filled: dict = {}     # var -> the scalar it is a broadcast of
     for eqn in jaxpr.eqns:
-        eqn = JaxprEqn(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params, eqn.outvars)
+        eqn = JaxprEqn(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params, eqn.outvars,
+                       eqn.source)
         if eqn.primitive is array_ops.broadcast_in_dim_p and isinstance(eqn.inputs[0], Literal):
             filled[eqn.outvars[0]] = np.asarray(eqn.inputs[0].val).item()
         fwd = _forward(eqn, filled)
@@ -119,7 +120,7 @@ def _fold_output_transpose(eqn, perm, lhs_ndim, rhs_ndim):
     if tuple(perm) != swapped:
         return None
     params = dict(eqn.params, dimension_numbers=((rc, lc), (rb, lb)))
-    return JaxprEqn(eqn.primitive, eqn.inputs[::-1], params, eqn.outvars)
+    return JaxprEqn(eqn.primitive, eqn.inputs[::-1], params, eqn.outvars, eqn.source)
 
 
 def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
@@ -146,7 +147,8 @@ def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
                 new = _fold_output_transpose(dot, eqn.params["permutation"],
                                              dot.inputs[0].aval.ndim, dot.inputs[1].aval.ndim)
                 if new is not None:
-                    eqn = JaxprEqn(new.primitive, new.inputs, new.params, eqn.outvars)
+                    eqn = JaxprEqn(new.primitive, new.inputs, new.params, eqn.outvars,
+                                   eqn.source)
         eqns.append(eqn)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
@@ -166,7 +168,7 @@ def _fold_operands(eqn, producer):
     if inputs == list(eqn.inputs):
         return eqn
     params = dict(eqn.params, dimension_numbers=((dims[0][0], dims[1][0]), (dims[0][1], dims[1][1])))
-    return JaxprEqn(eqn.primitive, inputs, params, eqn.outvars)
+    return JaxprEqn(eqn.primitive, inputs, params, eqn.outvars, eqn.source)
 
 
 def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
@@ -183,7 +185,7 @@ def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
                                       **eqn.params))
             subst[eqn.outvars[0]] = Literal(value, eqn.outvars[0].aval)
             continue
-        eqns.append(JaxprEqn(p, inputs, eqn.params, eqn.outvars))
+        eqns.append(JaxprEqn(p, inputs, eqn.params, eqn.outvars, eqn.source))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
 
 
@@ -203,7 +205,7 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
         inputs = [read(a) for a in eqn.inputs]
         if eqn.primitive.remat or has_effects(eqn):   # never merged: recomputation
             # is the point of remat, and each effect (a print, a check) must happen
-            eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars))
+            eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars, eqn.source))
             continue
         try:
             in_keys = tuple(map(_key, inputs))
@@ -219,7 +221,7 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
             continue
         if key is not None:
             seen[key] = eqn.outvars
-        eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars))
+        eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars, eqn.source))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
 
 
@@ -254,7 +256,7 @@ def inline_calls(closed: ClosedJaxpr, which=None) -> ClosedJaxpr:
                 if fresh:
                     outvars = [Var(v.aval) for v in eqn.outvars]
                     env.update(zip(eqn.outvars, outvars))
-                eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, outvars))
+                eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, outvars, eqn.source))
         return [read(v) for v in jaxpr.outvars]
     outvars = splice(closed.jaxpr, {}, fresh=False)
     return ClosedJaxpr(Jaxpr(constvars, closed.jaxpr.invars, eqns, outvars), consts)
@@ -286,7 +288,8 @@ def _optimize_sub_jaxprs(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
                     all(isinstance(v, ClosedJaxpr) for v in value):
                 changed[name] = tuple(_optimize_sub(v, memo) for v in value)
         if changed:
-            eqn = JaxprEqn(eqn.primitive, eqn.inputs, {**eqn.params, **changed}, eqn.outvars)
+            eqn = JaxprEqn(eqn.primitive, eqn.inputs, {**eqn.params, **changed}, eqn.outvars,
+                           eqn.source)
         eqns.append(eqn)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 

@@ -308,6 +308,8 @@ defjvp_zero(round_p)
 
 is_finite_p = _unary("is_finite", np.isfinite, FLOAT, _bool_out)
 defjvp_zero(is_finite_p)
+for _p in (neg_p, sign_p, floor_p, ceil_p, round_p):
+    _p.keeps_finite = True
 
 
 def neg(x):
@@ -664,6 +666,7 @@ def polygamma(m, x):
 real_p = _unary("real", np.real, COMPLEX, _real_dtype)
 imag_p = _unary("imag", np.imag, COMPLEX, _real_dtype)
 conj_p = _unary("conj", np.conj, INEXACT)
+real_p.keeps_finite = imag_p.keeps_finite = conj_p.keeps_finite = True
 
 
 def _complex_dtype(dtype):
@@ -872,6 +875,7 @@ defjvp2(max_p,
 
 min_p = _nary("min", np.minimum, ANY)
 max_p.commutative = min_p.commutative = True
+max_p.keeps_finite = min_p.keeps_finite = True
 defjvp2(min_p,
         lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
         lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
@@ -1086,6 +1090,7 @@ select_n_p.def_abstract_eval(_select_n_rule)
 select_n_p.jvp = _select_n_jvp
 select_n_p.transpose = _select_n_transpose
 select_n_p.linear = True
+select_n_p.keeps_finite = True
 batching.broadcasting_batcher(select_n_p)
 def_lowering(select_n_p, _select_n_lowering)
 
@@ -1104,6 +1109,7 @@ def select(pred, on_true, on_false):
 
 clamp_p = _nary("clamp", None, ANY, num_args=3,
                 lowering=lambda a: call(np.minimum, call(np.maximum, a[1], a[0]), a[2]))
+clamp_p.keeps_finite = True
 
 
 def _and(a, b):
@@ -1250,6 +1256,7 @@ defjvp_zero(iota_p)
 # iota has no operands, so vmap never maps it; the rule exists for completeness
 iota_p.batch = lambda axis_size, vals, dims, **params: (iota_p.bind(**params), None)
 def_lowering(iota_p, _iota_lowering)
+iota_p.keeps_finite = True
 
 
 def broadcasted_iota(dtype, shape, dimension):
@@ -1273,6 +1280,7 @@ def zeros_like_array(x):
 
 stop_gradient_p = _unary("stop_gradient", lambda x: x, ANY, lowering=lambda a: Source(a[0]))
 defjvp_zero(stop_gradient_p)
+stop_gradient_p.keeps_finite = True
 
 
 def stop_gradient(x):

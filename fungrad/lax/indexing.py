@@ -354,6 +354,7 @@ def _gather_batch(axis_size, vals, dims, indexer, mode, fill_value):
 
 
 gather_p = Primitive("gather")
+gather_p.keeps_finite = True
 gather_p.def_impl(_gather_impl)
 gather_p.def_abstract_eval(_gather_shape)
 gather_p.jvp = _gather_jvp
@@ -569,6 +570,7 @@ scatter_add_p.linear = True
 # --- scatter (set): linear too; only the winning duplicate gets a cotangent ------
 
 scatter_p = _define_scatter("scatter", None)
+scatter_p.keeps_finite = True
 
 
 def _winning_updates(operand_shape, indices, updates_shape, indexer, mode):
@@ -714,7 +716,9 @@ def _scatter_extremal_jvp(prim):
 
 
 scatter_min_p = _define_scatter("scatter_min", np.minimum)
+scatter_min_p.keeps_finite = True
 scatter_max_p = _define_scatter("scatter_max", np.maximum)
+scatter_max_p.keeps_finite = True
 _scatter_extremal_jvp(scatter_min_p)
 _scatter_extremal_jvp(scatter_max_p)
 
@@ -917,6 +921,7 @@ def _dynamic_slice_lowering(args, slice_sizes, allow_negative):
 
 
 dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_slice_p.keeps_finite = True
 dynamic_slice_p.def_impl(_dynamic_slice_impl)
 dynamic_slice_p.def_abstract_eval(_dynamic_slice_shape)
 dynamic_slice_p.jvp = _dynamic_slice_jvp
@@ -1028,6 +1033,7 @@ def _dus_lowering(args, allow_negative):
 
 
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
+dynamic_update_slice_p.keeps_finite = True
 dynamic_update_slice_p.def_impl(_dus_impl)
 dynamic_update_slice_p.def_abstract_eval(_dus_shape)
 dynamic_update_slice_p.jvp = _dus_jvp

@@ -662,6 +662,7 @@ def _permutation_matrix_shape(permutation, *, dtype):
 
 
 permutation_matrix_p = Primitive("permutation_matrix", differentiable=False)
+permutation_matrix_p.keeps_finite = True
 permutation_matrix_p.def_impl(_permutation_matrix_numpy)
 permutation_matrix_p.def_abstract_eval(_permutation_matrix_shape)
 defjvp_zero(permutation_matrix_p)

@@ -88,7 +88,9 @@ def _pmin_reduce(x, d, size, **params):
 psum_p = _collective("psum", _psum_reduce)
 deflinear(psum_p, lambda ct, x, axis_name: [psum_p.bind(ct, axis_name=axis_name)])
 pmax_p = _collective("pmax", _pmax_reduce)
+pmax_p.keeps_finite = True
 pmin_p = _collective("pmin", _pmin_reduce)
+pmin_p.keeps_finite = True
 
 
 def _extremum_jvp(prim):
@@ -129,6 +131,7 @@ def _all_gather_shape(x, axis_name, axis, tiled, axis_size):
 
 
 all_gather_p = _collective("all_gather", _all_gather_reduce, _all_gather_shape, ("axis",))
+all_gather_p.keeps_finite = True
 
 
 def _all_gather_transpose(ct, x, axis_name, axis, tiled, axis_size):
@@ -214,6 +217,7 @@ def _ppermute_reduce(x, d, size, perm):
 
 
 ppermute_p = _collective("ppermute", _ppermute_reduce)
+ppermute_p.keeps_finite = True
 deflinear(ppermute_p, lambda ct, x, axis_name, perm: [
     ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((dst, src) for src, dst in perm))])
 
@@ -245,6 +249,7 @@ def _all_to_all_shape(x, axis_name, split_axis, concat_axis, axis_size):
 
 all_to_all_p = _collective("all_to_all", _all_to_all_reduce, _all_to_all_shape,
                            ("split_axis", "concat_axis"))
+all_to_all_p.keeps_finite = True
 deflinear(all_to_all_p, lambda ct, x, axis_name, split_axis, concat_axis, axis_size: [
     all_to_all_p.bind(ct, axis_name=axis_name, split_axis=concat_axis, concat_axis=split_axis,
                       axis_size=axis_size)])

@@ -165,6 +165,7 @@ def _chooser_jvp(prim):
 
 
 reduce_max_p = Primitive("reduce_max")
+reduce_max_p.keeps_finite = True
 reduce_max_p.def_impl(_chooser_impl(np.max, _max_identity))
 reduce_max_p.def_abstract_eval(_reduce_shape("reduce_max"))
 _chooser_jvp(reduce_max_p)
@@ -172,6 +173,7 @@ batching.reducer_batcher(reduce_max_p)
 def_lowering(reduce_max_p, _chooser_lowering("max", _max_identity))
 
 reduce_min_p = Primitive("reduce_min")
+reduce_min_p.keeps_finite = True
 reduce_min_p.def_impl(_chooser_impl(np.min, _min_identity))
 reduce_min_p.def_abstract_eval(_reduce_shape("reduce_min"))
 _chooser_jvp(reduce_min_p)
@@ -421,10 +423,12 @@ _scan_jvp(cumprod_p, lambda: _lax().mul, 1)
 
 cummax_p = _cumulative("cummax", lambda x, axis: np.maximum.accumulate(x, axis),
                        "np.maximum.accumulate({x}, axis={axis})")
+cummax_p.keeps_finite = True
 _scan_jvp(cummax_p, lambda: _lax().max, -np.inf)
 
 cummin_p = _cumulative("cummin", lambda x, axis: np.minimum.accumulate(x, axis),
                        "np.minimum.accumulate({x}, axis={axis})")
+cummin_p.keeps_finite = True
 _scan_jvp(cummin_p, lambda: _lax().min, np.inf)
 
 cumlogsumexp_p = _cumulative("cumlogsumexp", lambda x, axis: np.logaddexp.accumulate(x, axis),

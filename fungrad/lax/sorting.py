@@ -87,6 +87,7 @@ def _along_axis_batch(prim):
 
 
 take_along_axis_p = Primitive("take_along_axis", linear=True)
+take_along_axis_p.keeps_finite = True
 take_along_axis_p.def_impl(lambda x, indices, axis: np.take_along_axis(x, indices, axis=axis))
 take_along_axis_p.def_abstract_eval(_take_shape)
 take_along_axis_p.jvp = _take_jvp
@@ -215,6 +216,7 @@ def _sort_lowering(args, dimension, is_stable, num_keys):
 
 
 sort_p = Primitive("sort", multiple_results=True)
+sort_p.keeps_finite = True
 sort_p.def_impl(_sort_impl)
 sort_p.def_abstract_eval(_sort_shape)
 sort_p.jvp = _sort_jvp
@@ -284,6 +286,7 @@ def _top_k_batch(axis_size, vals, dims, k):
 
 
 top_k_p = Primitive("top_k", multiple_results=True)
+top_k_p.keeps_finite = True
 top_k_p.def_impl(_top_k_impl)
 top_k_p.def_abstract_eval(_top_k_shape)
 top_k_p.jvp = _top_k_jvp

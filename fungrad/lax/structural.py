@@ -70,6 +70,7 @@ def _broadcast_in_dim_batch(axis_size, vals, dims, shape, broadcast_dimensions):
 
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
+broadcast_in_dim_p.keeps_finite = True
 broadcast_in_dim_p.def_impl(_broadcast_in_dim_impl)
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_shape)
 deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
@@ -114,6 +115,7 @@ def full(shape, fill_value, dtype=None):
 # --- reshape --------------------------------------------------------------------
 
 reshape_p = Primitive("reshape")
+reshape_p.keeps_finite = True
 reshape_p.def_impl(lambda x, new_sizes: np.reshape(x, new_sizes))
 
 
@@ -150,6 +152,7 @@ def reshape(operand, new_sizes, dimensions=None):
 # --- transpose -------------------------------------------------------------------
 
 transpose_p = Primitive("transpose")
+transpose_p.keeps_finite = True
 transpose_p.def_impl(lambda x, permutation: np.transpose(x, permutation))
 
 
@@ -237,6 +240,7 @@ def _squeeze_shape(x, dimensions):
 
 
 squeeze_p = Primitive("squeeze")
+squeeze_p.keeps_finite = True
 squeeze_p.def_impl(lambda x, dimensions: np.squeeze(x, axis=dimensions))
 squeeze_p.def_abstract_eval(_squeeze_shape)
 deflinear(squeeze_p, lambda ct, x, dimensions: [reshape(ct, x.aval.shape)])
@@ -269,6 +273,7 @@ def expand_dims(array, dimensions):
 # --- rev -----------------------------------------------------------------------------
 
 rev_p = Primitive("rev")
+rev_p.keeps_finite = True
 rev_p.def_impl(lambda x, dimensions: np.flip(x, axis=dimensions))
 rev_p.def_abstract_eval(lambda x, dimensions: ShapedArray(x.shape, x.dtype))
 deflinear(rev_p, lambda ct, x, dimensions: [rev(ct, dimensions)])
@@ -335,6 +340,7 @@ def _slice_lowering(args, start_indices, limit_indices, strides):
 
 
 slice_p = Primitive("slice")
+slice_p.keeps_finite = True
 slice_p.def_impl(_slice_impl)
 slice_p.def_abstract_eval(_slice_shape)
 deflinear(slice_p, _slice_transpose)
@@ -444,6 +450,7 @@ def _pad_lowering(args, padding_config):
 
 
 pad_p = Primitive("pad")
+pad_p.keeps_finite = True
 pad_p.def_impl(_pad_impl)
 pad_p.def_abstract_eval(_pad_shape)
 deflinear(pad_p, _pad_transpose)
@@ -503,6 +510,7 @@ def _concatenate_batch(axis_size, vals, dims, dimension):
 
 
 concatenate_p = Primitive("concatenate")
+concatenate_p.keeps_finite = True
 concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
 concatenate_p.def_abstract_eval(_concatenate_shape)
 deflinear(concatenate_p, _concatenate_transpose)

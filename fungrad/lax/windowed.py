@@ -119,6 +119,7 @@ def _def_reduce_window_kernel(prim, kind):
 # ============================================================================
 
 window_select_index_p = Primitive("window_select_index", differentiable=False)
+window_select_index_p.keeps_finite = True
 def_kernel(window_select_index_p, _wn.select_index)
 window_select_index_p.def_abstract_eval(
     lambda x, *, kind, **params: _window_shape_rule(kind, "window_select_index",
@@ -209,7 +210,9 @@ def _chooser(kind):
 
 
 reduce_window_max_p = _chooser("max")
+reduce_window_max_p.keeps_finite = True
 reduce_window_min_p = _chooser("min")
+reduce_window_min_p.keeps_finite = True
 _PRIMS = {"sum": reduce_window_sum_p, "max": reduce_window_max_p, "min": reduce_window_min_p}
 
 

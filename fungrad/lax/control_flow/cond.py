@@ -190,7 +190,8 @@ def _stage_branches(branches: Sequence[Callable], operands, who: str, labels):
     leaves, in_tree = tree_flatten(tuple(operands))
     leaves = [as_value(x) for x in leaves]
     avals = [get_aval(x).strip_weak_type() for x in leaves]
-    staged = [stage_pytree(lambda ops, fn=fn: fn(*ops), in_tree, avals) for fn in branches]
+    staged = [stage_pytree(lambda ops, fn=fn: fn(*ops), in_tree, avals,
+                           name="cond branch") for fn in branches]
     _check_same_outputs(staged, who, labels)
     hoisted = [h for _, hs, _ in staged for h in hs]
     all_avals = [get_aval(h) for h in hoisted] + avals

@@ -384,7 +384,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         y_tree_box.append(tree_flatten(out[1])[1])
         return out
     in_tree = tree_flatten((init, xs))[1]
-    closed, hoisted, _ = stage_pytree(step, in_tree, carry_avals + x_avals)
+    closed, hoisted, _ = stage_pytree(step, in_tree, carry_avals + x_avals, name="scan body")
     _check_carry("scan", carry_avals, closed.out_avals)
     outs = scan_p.bind(*hoisted, *init_leaves, *xs_leaves, body=closed, num_consts=len(hoisted),
                        num_carry=len(carry_avals), length=n, reverse=bool(reverse))

@@ -278,12 +278,12 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     leaves, tree = tree_flatten(init_val)
     leaves = [as_value(x) for x in leaves]
     avals = [get_aval(x).strip_weak_type() for x in leaves]
-    cond_closed, cond_hoisted, _ = stage_pytree(cond_fun, tree, avals)
+    cond_closed, cond_hoisted, _ = stage_pytree(cond_fun, tree, avals, name="while_loop cond")
     outs = cond_closed.out_avals
     if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != np.bool_:
         raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got "
                         f"{[a.str_short() for a in outs]}")
-    body_closed, body_hoisted, out_tree = stage_pytree(body_fun, tree, avals)
+    body_closed, body_hoisted, out_tree = stage_pytree(body_fun, tree, avals, name="while_loop body")
     if out_tree != tree:
         raise TypeError(f"while_loop: body_fun returns structure {out_tree}, but the "
                         f"loop carry has structure {tree}")
