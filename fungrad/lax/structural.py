@@ -15,7 +15,7 @@ from fungrad.lax.utils import checked_bind, def_lowering, as_operand, canonical_
 __all__ = [
     "broadcast_in_dim", "broadcast", "full", "full_like", "reshape", "transpose",
     "squeeze", "expand_dims", "rev", "slice", "pad", "concatenate", "collapse",
-    "broadcast_to_rank",
+    "broadcast_to_rank", "split", "empty", "broadcast_shapes",
     "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p",
     "slice_p", "pad_p", "concatenate_p",
 ]
@@ -354,6 +354,43 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (J
         return operand
     return checked_bind(slice_p, operand, start_indices=start_indices,
                         limit_indices=limit_indices, strides=strides)
+
+
+def split(operand, sizes, axis=0):
+    """``operand`` cut along ``axis`` into consecutive pieces of ``sizes``
+    (``jax.lax.split``; the sizes sum to the axis length): a list of slices."""
+    operand = as_operand(operand)
+    shape = get_aval(operand).shape
+    (axis,) = canonical_axes("split", axis, len(shape))
+    sizes = [int(s) for s in sizes]
+    if any(s < 0 for s in sizes) or sum(sizes) != shape[axis]:
+        raise ValueError(f"split: sizes {tuple(sizes)} must be non-negative and sum to the "
+                         f"size {shape[axis]} of axis {axis} (operand shape {shape})")
+    pieces, start = [], 0
+    for size in sizes:
+        lo = tuple(start if d == axis else 0 for d in range(len(shape)))
+        hi = tuple(start + size if d == axis else n for d, n in enumerate(shape))
+        pieces.append(slice(operand, lo, hi))
+        start += size
+    return pieces
+
+
+def empty(shape, dtype, *, out_sharding=None):
+    """An array of ``shape`` and ``dtype`` whose values must not be relied on
+    (``jax.lax.empty``); here it holds zeros.  ``out_sharding`` is accepted
+    for JAX compatibility (one device)."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return full(shape, 0, np.dtype(dtype))
+
+
+def broadcast_shapes(*shapes):
+    """The shape NumPy broadcasting gives ``shapes`` (``jax.lax.broadcast_shapes``);
+    ValueError naming them if they do not broadcast."""
+    try:
+        return tuple(np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        raise ValueError(f"broadcast_shapes: incompatible shapes for broadcasting: "
+                         f"{', '.join(str(tuple(s)) for s in shapes)}") from None
 
 
 # --- pad -----------------------------------------------------------------------------

@@ -48,4 +48,122 @@ BITS = [
          lambda x: x, [Arg()], prims=("reduce_precision",)),
 ]
 
-CASES = BITS
+
+# --- reduce -------------------------------------------------------------------------
+
+def _shifted_product(a, b):
+    """(1 + a)(1 + b) - 1: associative and not a monoid fungrad knows."""
+    return a * b + a + b
+
+
+def _matrix_product(p, q):
+    """The product of 2x2 matrices held as four scalars: associative, not commutative."""
+    (a, b, c, d), (e, f, g, h) = p, q
+    return (a * e + b * g, a * f + b * h, c * e + d * g, c * f + d * h)
+
+
+def _matrix_fold_ref(a, b, c, d):
+    acc = np.eye(2)
+    for m in zip(a, b, c, d):
+        acc = acc @ np.array(m).reshape(2, 2)
+    return tuple(acc.reshape(4))
+
+
+def _argmax_pair(p, q):
+    (v, i), (w, j) = p, q
+    take = lax.ge(v, w)
+    return lax.select(take, v, w), lax.select(take, i, j)
+
+
+def _argmax_by_reduce(x):
+    iota = lax.broadcasted_iota(np.int64, x.shape, 1)
+    return lax.reduce((x, iota), (-np.inf, np.int64(0)), _argmax_pair, (1,))
+
+
+SMALL = Arg("mat", low=-0.5, high=0.5)
+
+REDUCE = [
+    Case("lax.reduce_add", lambda x: lax.reduce(x, 0.0, lax.add, (0,)),
+         lambda x: np.sum(x, axis=0), [Arg("mat")], prims=("reduce_sum",)),
+    Case("lax.reduce_mul_lambda", lambda x: lax.reduce(x, 1.0, lambda a, b: a * b, (0,)),
+         lambda x: np.prod(x, axis=0), [Arg("mat")], prims=("reduce_prod",)),
+    Case("lax.reduce_max_init", lambda x: lax.reduce(x, 0.5, lax.max, (0,)),
+         lambda x: np.maximum(np.max(x, axis=0, initial=-np.inf), 0.5),
+         [Arg("mat", avoid=(0.5,), unique=True)], prims=("reduce_max", "max")),
+    Case("lax.reduce_or", lambda x: lax.reduce(x, False, lax.bitwise_or, (0,)),
+         lambda x: np.any(x, axis=0), [Arg("mat", dtype="bool")], prims=("reduce_or",),
+         grad_order=0),
+    Case("lax.reduce_fold", lambda x: lax.reduce(x, 0.0, _shifted_product, (0,)),
+         lambda x: np.prod(1 + x, axis=0) - 1, [SMALL], prims=("mul", "add", "slice")),
+    Case("lax.reduce_fold_two_axes", lambda x: lax.reduce(x, 0.0, _shifted_product, (0, 2)),
+         lambda x: np.prod(1 + x, axis=(0, 2)) - 1, [Arg((3, 2, 3), low=-0.5, high=0.5)]),
+    Case("lax.reduce_fold_init", lambda x, i: lax.reduce(x, i, _shifted_product, (0,)),
+         lambda x, i: (1 + i) * np.prod(1 + x, axis=0) - 1, [SMALL, Arg(())]),
+    Case("lax.reduce_fold_ordered", lambda a, b, c, d: lax.reduce(
+        (a, b, c, d), (1.0, 0.0, 0.0, 1.0), _matrix_product, (0,)), _matrix_fold_ref,
+        [Arg((5,), low=-1, high=1)] * 4),
+    Case("lax.reduce_variadic_argmax", _argmax_by_reduce,
+         lambda x: (np.max(x, axis=1), np.argmax(x, axis=1)), [Arg((3, 4), unique=True)]),
+]
+
+
+# --- shape and indexing helpers ------------------------------------------------------
+
+IDX0, IDX2 = np.array([0, 1, -1, 1]), np.array([4, 2, 7, -3])
+
+
+def _scatter_apply_ref(x, index, func, size):
+    out = x.copy()
+    for i in index:
+        if -size <= i < size:
+            out[i] = func(out[i])
+    return out
+
+
+def _square_plus(v):
+    return v * v + 0.5
+
+
+INDEXING = [
+    Case("lax.split", lambda x: lax.split(x, (1, 0, 3), axis=1),
+         lambda x: tuple(np.split(x, (1, 1), axis=1)), [Arg((2, 4, 3))]),
+    Case("lax.index_take", lambda x: lax.index_take(x, (IDX0, IDX2), (0, 2)),
+         lambda x: x[IDX0 % 2, :, IDX2 % 5], [Arg((2, 3, 5))], prims=("gather",)),
+    Case("lax.scatter_apply_repeated", lambda x: lax.scatter_apply(
+        x, (np.array([0, 3, 0, 9, -1, 0]),), _square_plus),
+        lambda x: _scatter_apply_ref(x, [0, 3, 0, 9, -1, 0], _square_plus, 6),
+        [Arg((6,), low=-1, high=1)], prims=("scatter", "gather")),
+    Case("lax.scatter_apply_traced_index", lambda x, i: lax.scatter_apply(
+        x, (i,), _square_plus), lambda x, i: _scatter_apply_ref(x, i, _square_plus, 6),
+        [Arg((6,), low=-1, high=1), Arg((4,), dtype="int64", low=-6, high=7, diff=False)],
+        prims=("scatter", "scatter_add", "while")),
+    Case("lax.scatter_apply_unique", lambda x: lax.scatter_apply(
+        x, (slice(None), np.array([2, 0])), lax.sin, unique_indices=True),
+        lambda x: np.concatenate([np.sin(x[:, :1]), x[:, 1:2], np.sin(x[:, 2:])], axis=1),
+        [Arg((2, 3))], prims=("scatter",)),
+]
+
+
+def _smallest(x, k, axis):
+    order = np.argsort(x, axis=axis, kind="stable")
+    order = np.take(order, np.arange(k), axis=axis)
+    return np.take_along_axis(x, order, axis=axis), order.astype(np.int32)
+
+
+def _largest(x, k, axis):
+    values, order = _smallest(-x, k, axis)
+    return -values, order
+
+
+TOPK = [
+    Case("lax.approx_max_k", lambda x: lax.approx_max_k(x, 2), lambda x: _largest(x, 2, -1),
+         [Arg((3, 5), unique=True)], prims=("top_k",)),
+    Case("lax.approx_min_k_axis0", lambda x: lax.approx_min_k(x, 2, reduction_dimension=0,
+                                                               recall_target=0.5),
+         lambda x: _smallest(x, 2, 0), [Arg((3, 4), unique=True)], prims=("top_k",)),
+    Case("lax.optimization_barrier", lambda x, y: lax.optimization_barrier(
+        (lax.sin(x), lax.mul(y, y))), lambda x, y: (np.sin(x), y * y),
+        [Arg(), Arg()], prims=("optimization_barrier",)),
+]
+
+CASES = BITS + REDUCE + INDEXING + TOPK
