@@ -21,7 +21,8 @@ from fungrad.lax.elementwise import convert_element_type
 from fungrad.lax.structural import transpose
 from fungrad.lax.utils import as_operand, def_lowering
 
-__all__ = ["dot_general", "dot", "batch_matmul", "dot_general_p"]
+__all__ = ["dot_general", "dot", "batch_matmul", "ragged_dot", "ragged_dot_general",
+           "RaggedDotDimensionNumbers", "dot_general_p"]
 
 # ============================================================================
 # dot_general
@@ -263,3 +264,134 @@ def batch_matmul(lhs, rhs, precision=None):
                        precision)
 
 
+
+
+# ============================================================================
+# ragged_dot: products of groups of rows with their own matrices
+# ============================================================================
+# As JAX's reference implementation: the ragged dimension of an operand is
+# expanded into a leading group axis that is zero outside each group (a
+# select on a mask built from the cumulative group sizes), and one
+# dot_general contracts it.  Differentiable in lhs and rhs like the select
+# and the product it is made of; the group sizes are integers.
+
+class RaggedDotDimensionNumbers:
+    """The dimensions of ``ragged_dot_general`` (``jax.lax.RaggedDotDimensionNumbers``):
+    ``dot_dimension_numbers`` as for ``dot_general``, the one ``lhs`` ragged
+    dimension and the ``rhs`` group dimensions (one when the ragged dimension is
+    a free dimension of lhs, none otherwise)."""
+
+    def __init__(self, dot_dimension_numbers, lhs_ragged_dimensions, rhs_group_dimensions):
+        self.dot_dimension_numbers = tuple(tuple(tuple(int(d) for d in dims) for dims in pair)
+                                           for pair in dot_dimension_numbers)
+        self.lhs_ragged_dimensions = tuple(int(d) for d in lhs_ragged_dimensions)
+        self.rhs_group_dimensions = tuple(int(d) for d in rhs_group_dimensions)
+
+    def __repr__(self):
+        return (f"RaggedDotDimensionNumbers({self.dot_dimension_numbers}, "
+                f"{self.lhs_ragged_dimensions}, {self.rhs_group_dimensions})")
+
+
+_BASIC_RAGGED = RaggedDotDimensionNumbers((((1,), (1,)), ((), ())), (0,), (0,))
+
+
+def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None,
+               group_offset=None):
+    """Grouped matrix products (``jax.lax.ragged_dot``): ``lhs`` (m, k) has its rows
+    in consecutive groups of ``group_sizes`` (g,); group i is multiplied by
+    ``rhs[i]`` (rhs is (g, k, n)); rows after the last group give zeros."""
+    return ragged_dot_general(lhs, rhs, group_sizes, _BASIC_RAGGED, precision,
+                              preferred_element_type, group_offset)
+
+
+def _ragged_mode(lhs_ndim, dims):
+    (lc, _), (lb, _) = dims.dot_dimension_numbers
+    if len(dims.lhs_ragged_dimensions) != 1:
+        raise TypeError("ragged_dot_general expects exactly one lhs ragged dimension, got "
+                        f"{dims.lhs_ragged_dimensions}")
+    ragged = dims.lhs_ragged_dimensions[0]
+    if not 0 <= ragged < lhs_ndim:
+        raise TypeError(f"ragged_dot_general: lhs ragged dimension {ragged} is not an axis "
+                        f"of an lhs of rank {lhs_ndim}")
+    mode = "contracting" if ragged in lc else "batch" if ragged in lb else "free"
+    want = 1 if mode == "free" else 0
+    if len(dims.rhs_group_dimensions) != want:
+        raise TypeError(f"ragged_dot_general: a {mode} ragged dimension needs {want} rhs "
+                        f"group dimension(s), got {dims.rhs_group_dimensions}")
+    return mode, ragged
+
+
+def _prefix_dims(mode, ndim, ragged, batch, contract):
+    """The operand axes that group_sizes' leading dimensions stand for (JAX's
+    ``[b..., x...]``): the batch axes, then those of the ragged axis's kind before it."""
+    batch, contract = list(batch), list(contract)
+    free = [d for d in range(ndim) if d not in batch and d not in contract]
+    if mode == "free":
+        return batch + free[:free.index(ragged)]
+    if mode == "contracting":
+        return batch + contract[:contract.index(ragged)]
+    return batch[:batch.index(ragged)]
+
+
+def _grouped(x, dim, group_sizes, prefix):
+    """``x`` with a leading group axis: entry g keeps the positions of group g
+    along axis ``dim`` (and zeros elsewhere); ``group_sizes`` is (prefix..., g)."""
+    from fungrad import lax
+    shape = get_aval(x).shape
+    g = get_aval(group_sizes).shape[-1]
+    full = (g,) + shape
+    order = sorted(range(len(prefix)), key=lambda i: prefix[i])   # broadcast wants them sorted
+    ends = lax.cumsum(group_sizes, axis=len(prefix))
+    starts = lax.sub(ends, group_sizes)
+    perm = (len(prefix),) + tuple(order)
+    out_dims = (0,) + tuple(1 + prefix[i] for i in order)
+    starts, ends = (lax.broadcast_in_dim(transpose(v, perm), full, out_dims)
+                    for v in (starts, ends))
+    position = lax.broadcasted_iota(get_aval(group_sizes).dtype, full, dim + 1)
+    inside = lax.bitwise_and(lax.le(starts, position), lax.lt(position, ends))
+    return lax.select(inside, lax.broadcast_in_dim(x, full, tuple(range(1, len(full)))),
+                      lax.full(full, 0, get_aval(x).dtype))
+
+
+def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, precision=None,
+                       preferred_element_type=None, group_offset=None):
+    """``dot_general`` with one ragged dimension (``jax.lax.ragged_dot_general``), in
+    JAX's three modes: the ragged dimension a free dimension of ``lhs`` (each
+    group against its slice of ``rhs``'s group dimension), a contracting one (a
+    leading output axis per group) or a batch one.  ``group_sizes`` is (g,) or
+    JAX's ``[b..., x..., g]``.  ``group_offset`` is not supported (as in JAX)."""
+    from fungrad import lax
+    if group_offset is not None:
+        raise NotImplementedError("ragged_dot_general: group_offset is not supported (nor in "
+                                  "JAX); slice the groups instead")
+    lhs, rhs, group_sizes = as_operand(lhs), as_operand(rhs), as_operand(group_sizes)
+    dims = ragged_dot_dimension_numbers
+    mode, ragged = _ragged_mode(get_aval(lhs).ndim, dims)
+    (lc, rc), (lb, rb) = dims.dot_dimension_numbers
+    gs = get_aval(group_sizes)
+    if gs.dtype.kind not in "iu" or gs.ndim == 0:
+        raise TypeError(f"ragged_dot_general: group_sizes must be an integer array (..., g), "
+                        f"got {gs.str_short()}")
+    prefix = _prefix_dims(mode, get_aval(lhs).ndim, ragged, lb, lc)
+    want = tuple(get_aval(lhs).shape[d] for d in prefix) + gs.shape[-1:]
+    if gs.ndim == 1:
+        group_sizes = lax.broadcast_in_dim(group_sizes, want, (len(want) - 1,))
+    elif gs.shape != want:
+        raise TypeError(f"ragged_dot_general: group_sizes must have shape {gs.shape[-1:]} or "
+                        f"{want}, got {gs.shape}")
+    up = lambda ds: tuple(d + 1 for d in ds)    # noqa: E731 - axes after the new group axis
+    out_type = dict(precision=precision, preferred_element_type=preferred_element_type)
+    if mode == "batch":
+        return dot_general(lhs, rhs, dims.dot_dimension_numbers, **out_type)
+    if mode == "free":
+        (group_dim,) = dims.rhs_group_dimensions
+        if get_aval(rhs).shape[group_dim] != want[-1]:
+            raise TypeError(f"ragged_dot_general: rhs group dimension {group_dim} has size "
+                            f"{get_aval(rhs).shape[group_dim]}, expected {want[-1]} groups")
+        return dot_general(_grouped(lhs, ragged, group_sizes, prefix), rhs,
+                           ((up(lc) + (0,), rc + (group_dim,)), (up(lb), rb)), **out_type)
+    rhs_ragged = rc[lc.index(ragged)]
+    rhs_prefix = _prefix_dims(mode, get_aval(rhs).ndim, rhs_ragged, rb, rc)
+    return dot_general(_grouped(lhs, ragged, group_sizes, prefix),
+                       _grouped(rhs, rhs_ragged, group_sizes, rhs_prefix),
+                       ((up(lc), up(rc)), ((0,) + up(lb), (0,) + up(rb))), **out_type)

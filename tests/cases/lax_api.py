@@ -166,4 +166,50 @@ TOPK = [
         [Arg(), Arg()], prims=("optimization_barrier",)),
 ]
 
-CASES = BITS + REDUCE + INDEXING + TOPK
+
+# --- convolution patches, unshared convolutions, ragged products -----------------------
+
+def _patches_ref(x, window, strides, pads):
+    """NCHW patches: feature c * prod(window) + (ki * window[1] + kj)."""
+    x = np.pad(x, ((0, 0), (0, 0)) + tuple(pads))
+    (kh, kw), (sh, sw) = window, strides
+    oh, ow = (x.shape[2] - kh) // sh + 1, (x.shape[3] - kw) // sw + 1
+    out = np.zeros((x.shape[0], x.shape[1] * kh * kw, oh, ow), x.dtype)
+    for c in range(x.shape[1]):
+        for ki in range(kh):
+            for kj in range(kw):
+                out[:, (c * kh + ki) * kw + kj] = x[:, c, ki:ki + sh * oh:sh, kj:kj + sw * ow:sw]
+    return out
+
+
+PADS = ((1, 0), (0, 2))
+GROUP_SIZES = np.array([2, 0, 3])
+
+
+def _ragged_ref(a, b):
+    out, start = np.zeros((a.shape[0], b.shape[2]), np.result_type(a, b)), 0
+    for g, size in enumerate(GROUP_SIZES):
+        out[start:start + size] = a[start:start + size] @ b[g]
+        start += size
+    return out
+
+
+PRODUCTS = [
+    Case("lax.conv_general_dilated_patches", lambda x: lax.conv_general_dilated_patches(
+        x, (2, 3), (2, 1), PADS), lambda x: _patches_ref(x, (2, 3), (2, 1), PADS),
+        [Arg((2, 2, 4, 3), ("float64", "complex128"))], prims=("conv_general_dilated",)),
+    Case("lax.conv_general_dilated_patches_nhwc", lambda x: lax.conv_general_dilated_patches(
+        x, (2, 2), (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        lambda x: np.moveaxis(_patches_ref(np.moveaxis(x, -1, 1), (2, 2), (1, 1),
+                                           ((0, 0), (0, 0))), 1, -1),
+        [Arg((1, 3, 3, 2))], prims=("conv_general_dilated",)),
+    Case("lax.conv_general_dilated_local", lambda x, w: lax.conv_general_dilated_local(
+        x, w, (2, 1), PADS, (2, 3)),
+        lambda x, w: np.einsum("nfij,ofij->noij", _patches_ref(x, (2, 3), (2, 1), PADS), w),
+        [Arg((2, 2, 4, 3)), Arg((3, 12, 2, 3))], prims=("conv_general_dilated", "dot_general")),
+    Case("lax.ragged_dot", lambda a, b: lax.ragged_dot(a, b, GROUP_SIZES), _ragged_ref,
+         [Arg((6, 3), ("float64", "complex128")), Arg((3, 3, 2), "same")],
+         prims=("dot_general", "select_n")),
+]
+
+CASES = BITS + REDUCE + INDEXING + TOPK + PRODUCTS
