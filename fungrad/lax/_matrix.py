@@ -1,5 +1,5 @@
 """Matrix helpers shared by the linear-algebra primitives' rules
-(``linalg.py``, ``eig.py``, ``schur.py``, ``tridiagonal.py``): products,
+(``linalg.py``, ``eig.py``, ``condensed.py``): products,
 triangles, diagonals, conjugate transposes and the dtype checks, all written
 with lax ops, so the rules that use them can be differentiated again by
 re-tracing.  A module of its own so that ``linalg`` can import (and export)

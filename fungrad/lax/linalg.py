@@ -37,9 +37,8 @@ module that ``fungrad.export`` copies into exported code.
 
 The products (``dot_general``) are in ``dot.py``, the matrix helpers the rules
 share in ``_matrix.py``; the non-symmetric eigendecomposition is ``eig.py``,
-the Hessenberg and Schur reductions ``schur.py``, the symmetric tridiagonal
-reduction and tridiagonal solves ``tridiagonal.py``; this module exports them
-all, as ``jax.lax.linalg`` does.
+the Hessenberg, Schur and tridiagonal reductions and the tridiagonal solve
+``condensed.py``; this module exports them all, as ``jax.lax.linalg`` does.
 """
 from __future__ import annotations
 
@@ -52,7 +51,8 @@ import numpy as np
 from fungrad.lax.kernels.linalg import (  # noqa: E402
     triangular_solve as _triangular_solve_numpy, cholesky as _cholesky_numpy, lu as _lu_numpy,
     lu_pivots_to_permutation as _lu_pivots_to_permutation_numpy,
-    linear_solve as _linear_solve_numpy, adjugate as _adjugate_numpy)
+    linear_solve as _linear_solve_numpy, adjugate as _adjugate_numpy,
+    cholesky_update as _cholesky_update_numpy)
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
@@ -68,9 +68,11 @@ from fungrad.lax._matrix import (  # noqa: F401  (_H, _real_dtype: also used by 
     _real_dtype, _H, _real_part_as, _symmetric_from_triangle, _check_square_float,
     _batch_at_front, _symmetrize)
 from fungrad.lax.eig import eig
+from fungrad.lax.condensed import hessenberg, schur, tridiagonal, tridiagonal_solve
 
-__all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh",
-           "svd", "eig"]
+__all__ = ["cholesky", "cholesky_update", "triangular_solve", "lu", "lu_pivots_to_permutation",
+           "qr", "eigh", "svd", "eig", "schur", "hessenberg", "householder_product",
+           "tridiagonal", "tridiagonal_solve", "symmetric_product", "qdwh"]
 
 _bind = checked_bind     # bad input gets the shape rule's clear error eagerly too
 
@@ -209,6 +211,77 @@ def cholesky(x, *, symmetrize_input=True):
         _check_square_float("cholesky", get_aval(x))
         x = _symmetrize(x)
     return _bind(cholesky_p, x)
+
+
+# --- cholesky_update: the factor of a rank-one update ---------------------------------
+# R' = upper Cholesky factor of RᵀR + w wᵀ (R upper; only its upper triangle
+# is read).  JAX has no derivative for it; this JVP is Cholesky's, written for
+# the upper factor: with dA = dRᵀR + RᵀdR + dw wᵀ + w dwᵀ and M = R'⁻ᵀ dA R'⁻¹,
+# dR' = Φ(M) R', Φ the upper triangle with the diagonal halved.
+
+def _cholesky_update_shape(r, w):
+    _check_square_float("cholesky_update (argument r_matrix)", r)
+    if r.dtype.kind != "f" or w.dtype != r.dtype:
+        raise TypeError(f"cholesky_update takes real float32/float64 r_matrix and w_vector of "
+                        f"one dtype (as JAX), got {r.dtype.name} and {w.dtype.name}")
+    if w.shape != r.shape[:-1]:
+        raise ValueError(f"cholesky_update: w_vector must have shape {r.shape[:-1]} for "
+                         f"r_matrix {r.shape}, got {w.shape}")
+    return ShapedArray(r.shape, r.dtype)
+
+
+def _cholesky_update_jvp(primals, tangents):
+    (r, w), (dr, dw) = primals, tangents
+    out = cholesky_update_p.bind(r, w)
+    if type(dr) is Zero and type(dw) is Zero:
+        return out, Zero(tangent_aval(get_aval(out)))
+    r_upper = _triu(r)
+    w_col = _as_col(w)
+    da = None
+    if type(dr) is not Zero:
+        dr = _triu(dr)
+        da = add(_mm(_mT(dr), r_upper), _mm(_mT(r_upper), dr))
+    if type(dw) is not Zero:
+        dw_col = _as_col(dw)
+        outer = add(_mm(dw_col, _mT(w_col)), _mm(w_col, _mT(dw_col)))
+        da = outer if da is None else add(da, outer)
+    m = triangular_solve(out, da, left_side=True, lower=False, transpose_a=True)
+    m = triangular_solve(out, m, left_side=False, lower=False)
+    phi = _mask(m, lambda a, b: np.triu(np.ones((a, b)), 1) + 0.5 * np.eye(a, b))
+    return out, _mm(phi, out)
+
+
+cholesky_update_p = Primitive("cholesky_update")
+def_kernel(cholesky_update_p, _cholesky_update_numpy)
+cholesky_update_p.def_abstract_eval(_cholesky_update_shape)
+cholesky_update_p.jvp = _cholesky_update_jvp
+cholesky_update_p.batch = lambda axis_size, vals, dims: (cholesky_update_p.bind(
+    *[batching.bdim_at_front(v, d, axis_size) for v, d in zip(vals, dims)]), 0)
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of ``Rᵀ R + w wᵀ`` from the upper factor ``R`` of
+    ``Rᵀ R`` (``jax.lax.linalg.cholesky_update``), in O(n²); real matrices, any
+    batch shape.  Differentiable (JAX's is not)."""
+    return _bind(cholesky_update_p, as_operand(r_matrix), as_operand(w_vector))
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False):
+    """``alpha a aᵀ + beta c`` for ``a`` (..., m, n) and symmetric ``c`` (..., m, m)
+    (``jax.lax.linalg.symmetric_product``).  Computed in full here (JAX
+    guarantees the lower triangle only); ``symmetrize_output`` mirrors the lower
+    triangle into the upper one, as JAX.  Differentiable (one dot_general)."""
+    a, c = as_operand(a_matrix), as_operand(c_matrix)
+    aa, ca = get_aval(a), get_aval(c)
+    _check_square_float("symmetric_product (argument c_matrix)", ca)
+    if aa.ndim != ca.ndim or aa.shape[:-1] != ca.shape[:-1] or aa.dtype != ca.dtype:
+        raise ValueError(f"symmetric_product: a_matrix (..., m, n) and c_matrix (..., m, m) "
+                         f"of one dtype, got {aa.str_short()} and {ca.str_short()}")
+    dtype = aa.dtype
+    out = add(mul(np.asarray(alpha, dtype), _mm(a, _mT(a))), mul(np.asarray(beta, dtype), c))
+    if symmetrize_output:
+        out = add(_tril(out), _mT(_tril(out, -1)))
+    return out
 
 
 # ============================================================================
@@ -730,3 +803,155 @@ def pinv(a, rtol):
     treated as zero.  The derivative assumes the rank is locally constant."""
     return _bind(pinv_p, as_operand(a), rtol=float(rtol))
 
+
+
+# ============================================================================
+# householder_product: Q from LAPACK's packed reflectors
+# ============================================================================
+# Q = H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_iᴴ, v_i = e_i + the column i of
+# `a` below the diagonal.  In the compact WY form Q = I - V T Vᴴ with
+# T⁻¹ = diag(1/tau) + striu(Vᴴ V), i.e. T = M⁻¹ diag(tau) for the unit upper
+# triangular M = I + diag(tau) striu(Vᴴ V), so one triangular solve and two
+# products give Q, differentiable (JAX's is not) and batched, also where a
+# tau is 0 (that reflector is the identity).
+
+def householder_product(a, taus):
+    """The first ``n`` columns of ``Q = H_0 ... H_{k-1}`` from the reflectors below
+    the diagonal of ``a`` (..., m, n) and their factors ``taus`` (..., k)
+    (``jax.lax.linalg.householder_product``, LAPACK ``orgqr``/``ungqr``)."""
+    a, taus = as_operand(a), as_operand(taus)
+    aa, ta = get_aval(a), get_aval(taus)
+    _check_square_float("householder_product (argument a)", aa, square=False)
+    *batch, m, n = aa.shape
+    k = ta.shape[-1] if ta.ndim else -1
+    if m < n or ta.ndim != aa.ndim - 1 or tuple(ta.shape[:-1]) != tuple(batch) or k > n:
+        raise ValueError(f"householder_product: a must be (..., m, n) with m >= n and taus "
+                         f"(..., k) with k <= n and the same batch shape; got {aa.shape} and "
+                         f"{ta.shape}")
+    if ta.dtype != aa.dtype:
+        raise TypeError(f"householder_product: a and taus must share one dtype, got "
+                        f"{aa.dtype.name} and {ta.dtype.name}")
+    first_k = a if k == n else _slice_last(a, k)
+    v = add(_tril(first_k, -1), _eye_like(m, k, aa.dtype))              # (..., m, k)
+    v_h = _H(v)
+    tau_col = _as_col(taus)
+    m_mat = add(_eye(k, aa.dtype), mul(tau_col, _triu(_mm(v_h, v), 1)))
+    t_vh = triangular_solve(m_mat, mul(tau_col, v_h), left_side=True, lower=False,
+                            unit_diagonal=True)                          # T Vᴴ, (..., k, m)
+    q_full = sub(_eye(m, aa.dtype), _mm(v, t_vh))
+    return q_full if m == n else _slice_last(q_full, n)
+
+
+def _slice_last(x, count):
+    """The first ``count`` columns of a stack of matrices."""
+    from fungrad.lax.structural import slice as slice_
+    shape = _shape(x)
+    return slice_(x, (0,) * len(shape), shape[:-1] + (count,))
+
+
+def _eye_like(m, n, dtype):
+    return np.eye(m, n, dtype=dtype)
+
+
+# ============================================================================
+# qdwh: the polar decomposition by the QR-based dynamically weighted Halley
+# iteration (Nakatsukasa, Bai and Gygi, SIAM J. Matrix Anal. Appl. 31, 2010)
+# ============================================================================
+# The weights of each step follow from a lower bound l of the smallest
+# singular value (updated in Python: they do not depend on the data), so the
+# weighted steps are unrolled; a while_loop then runs plain Halley steps until
+# the iterate stops moving.  Made of qr, cholesky, triangular solves and a
+# while_loop: differentiable, vmappable and jittable.
+
+_QR_CUTOFF = 100     # weights c above this: the QR form of the step is the stable one
+
+
+def _qdwh_schedule(eps, max_iterations):
+    """[(a, e, c, use_qr)] of the weighted steps: u <- e u + (a - e) u (c uᴴu + I)⁻¹."""
+    l, tol_l, steps = eps, 5.0 * eps, []
+    while l + tol_l < 1 and len(steps) < max_iterations:
+        l2 = l * l
+        dd = (4 * (1 / l2 - 1) / l2) ** (1 / 3)
+        sqd = (1.0 + dd) ** 0.5
+        a = sqd + (2 - dd + 2 * (2 - l2) / (l2 * sqd)) ** 0.5
+        b = (a - 1) ** 2 / 4
+        c = a + b - 1
+        l = l * (a + b * l2) / (1 + c * l2)
+        steps.append((a, b / c, c, c > _QR_CUTOFF))
+    return steps
+
+
+def _qdwh_qr_step(u, a, e, c):
+    from fungrad import lax
+    m, n = _shape(u)
+    dtype = get_aval(u).dtype
+    stacked = lax.concatenate([mul(np.asarray(np.sqrt(c), dtype), u), _eye(n, dtype)], 0)
+    q, _ = qr(stacked, full_matrices=False)
+    q1 = lax.slice(q, (0, 0), (m, n))
+    q2 = lax.slice(q, (m, 0), (m + n, n))
+    return add(mul(np.asarray(e, dtype), u),
+               mul(np.asarray((a - e) / np.sqrt(c), dtype), _mm(q1, _H(q2))))
+
+
+def _qdwh_cholesky_step(u, a, e, c):
+    n = _shape(u)[-1]
+    dtype = get_aval(u).dtype
+    gram = add(mul(np.asarray(c, dtype), _mm(_H(u), u)), _eye(n, dtype))
+    chol = cholesky(gram, symmetrize_input=False)
+    w = triangular_solve(chol, u, left_side=False, lower=True, transpose_a=True,
+                         conjugate_a=True)                        # u L⁻ᴴ
+    w = triangular_solve(chol, w, left_side=False, lower=True)    # u (L Lᴴ)⁻¹
+    return add(mul(np.asarray(e, dtype), u), mul(np.asarray(a - e, dtype), w))
+
+
+def _frobenius(x):
+    from fungrad import lax
+    return lax.sqrt(reduce_sum(real(mul(conj(x), x)) if _is_complex(x) else mul(x, x), (0, 1)))
+
+
+def qdwh(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=None):
+    """Polar decomposition ``x = u h`` of a full-rank (m, n) matrix, m >= n, by the
+    QDWH iteration (``jax.lax.linalg.qdwh``): ``(u, h, num_iters, is_converged)``
+    with ``u`` having orthonormal columns and ``h`` Hermitian positive
+    semi-definite.  ``max_iterations`` defaults to 10; ``is_hermitian`` is
+    accepted and unused (as in JAX); ``dynamic_shape`` is not supported."""
+    from fungrad import lax
+    if dynamic_shape is not None:
+        raise NotImplementedError("qdwh: dynamic_shape is not supported; slice x to its true "
+                                  "shape instead")
+    x = as_operand(x)
+    aval = get_aval(x)
+    _check_square_float("qdwh", aval, square=False)
+    if aval.ndim != 2 or aval.shape[0] < aval.shape[1]:
+        raise ValueError(f"qdwh: x must be one (m, n) matrix with m >= n, got shape {aval.shape}")
+    max_iterations = 10 if max_iterations is None else int(max_iterations)
+    eps = float(np.finfo(aval.dtype).eps) if eps is None else float(eps)
+    rdt = _real_dtype(aval.dtype)
+    magnitudes = lax.abs(x)
+    one_norm = lax.reduce_max(reduce_sum(magnitudes, (0,)), (0,))
+    inf_norm = lax.reduce_max(reduce_sum(magnitudes, (1,)), (0,))
+    scale = lax.select(eq(one_norm, np.asarray(0, rdt)), np.asarray(1, rdt),
+                       lax.rsqrt(mul(one_norm, inf_norm)))
+    u = mul(x, convert_element_type(scale, aval.dtype))
+    tol_norm = np.asarray((5.0 * eps) ** (1 / 3), rdt)
+    moving = np.asarray(True)
+    for a, e, c, use_qr in _qdwh_schedule(eps, max_iterations):
+        previous = u
+        u = (_qdwh_qr_step if use_qr else _qdwh_cholesky_step)(u, a, e, c)
+        if not use_qr:
+            moving = lax.gt(_frobenius(sub(u, previous)), tol_norm)
+    steps = len(_qdwh_schedule(eps, max_iterations))
+
+    def halley(state):
+        k, u, _ = state
+        new = _qdwh_cholesky_step(u, 3.0, 1.0 / 3.0, 3.0)
+        return k + 1, new, lax.gt(_frobenius(sub(new, u)), tol_norm)
+    num_iters, u, moving = lax.while_loop(
+        lambda state: lax.bitwise_and(state[2], lax.lt(state[0], max_iterations)),
+        halley, (np.asarray(steps, np.int32), u, moving))
+    # one Newton-Schulz step refines the orthogonality
+    u = sub(mul(np.asarray(1.5, aval.dtype), u),
+            mul(np.asarray(0.5, aval.dtype), _mm(u, _mm(_H(u), u))))
+    h = _mm(_H(u), x)
+    h = mul(add(h, _H(h)), np.asarray(0.5, aval.dtype))
+    return u, h, num_iters, lax.bitwise_not(moving)
