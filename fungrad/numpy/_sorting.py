@@ -15,7 +15,7 @@ from fungrad import core, lax
 from fungrad.core import Tracer, ConcretizationTypeError, get_aval, wrap_array
 from fungrad.numpy._dtypes import asarray_operand, promote
 
-__all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted", "unique",
+__all__ = ["sort", "sort_complex", "argsort", "lexsort", "partition", "argpartition", "searchsorted", "unique",
            "unique_values", "unique_counts", "unique_inverse", "unique_all"]
 
 
@@ -52,6 +52,17 @@ def sort(a, /, axis=-1, kind=None, order=None, *, stable=True, descending=False)
     if descending:
         return lax.rev(lax.sort(lax.rev(x, (ax,)), dimension=ax), (ax,))
     return lax.sort(x, dimension=ax)
+
+
+def sort_complex(a):
+    """``a`` sorted along its last axis, as complex numbers (real part first, then
+    imaginary part; ``numpy.sort_complex``).  Real input becomes complex as
+    NumPy's does: complex64 for 8- and 16-bit integers, complex128 otherwise."""
+    x, _ = _operand_and_axis("sort_complex", a, -1)
+    out = sort(x, axis=-1)
+    if x.dtype.kind == "c":
+        return out
+    return out.astype(np.complex64 if x.dtype.char in "bhBH" else np.complex128)
 
 
 def argsort(a, /, axis=-1, kind=None, order=None, *, stable=True, descending=False):
