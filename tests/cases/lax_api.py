@@ -4,6 +4,7 @@ the general ``reduce``, ``split``, ``index_take``, ``scatter_apply``,
 patches and ``ragged_dot``."""
 import numpy as np
 
+import fungrad
 from fungrad import lax
 from tests.harness import Arg, Case
 
@@ -212,4 +213,34 @@ PRODUCTS = [
          prims=("dot_general", "select_n")),
 ]
 
-CASES = BITS + REDUCE + INDEXING + TOPK + PRODUCTS
+
+# --- collectives over a named vmap, and the stateless bit generator ----------------------
+
+def _named(f):
+    return lambda x: fungrad.vmap(f, axis_name="i")(x)
+
+
+COLLECTIVES = [
+    Case("lax.pshuffle", _named(lambda v: lax.pshuffle(v, "i", [2, 0, 1])),
+         lambda x: x[[2, 0, 1]], [Arg((3, 2))], prims=("ppermute",)),
+    Case("lax.pswapaxes", _named(lambda v: lax.pswapaxes(v, "i", 1)),
+         lambda x: np.swapaxes(x, 0, 2), [Arg((3, 2, 3))], prims=("all_to_all",)),
+    Case("lax.pbroadcast", _named(lambda v: lax.pbroadcast(v, "i", 1)),
+         lambda x: np.broadcast_to(x[1], x.shape).copy(), [Arg((3, 2))], prims=("psum",)),
+    # bits: values are Threefry's (checked as a function of the key: jit, vmap)
+    Case("lax.rng_bit_generator", lambda k: lax.rng_bit_generator(k, (3, 2), np.uint16),
+         None, [Arg((4,), "uint32", low=0, high=2**31)], prims=("threefry2x32", "random_sample"),
+         grad_order=0, check=lambda out, args: _check_bits(out, args)),
+]
+
+
+def _check_bits(out, args):
+    new_key, bits = (np.asarray(o) for o in out)
+    assert new_key.shape == (4,) and new_key.dtype == np.uint32
+    assert bits.shape == (3, 2) and bits.dtype == np.uint16
+    again = lax.rng_bit_generator(args[0], (3, 2), np.uint16)
+    np.testing.assert_array_equal(np.asarray(again[1]), bits)     # deterministic
+    assert not np.array_equal(new_key, args[0])
+
+
+CASES = BITS + REDUCE + INDEXING + TOPK + PRODUCTS + COLLECTIVES
