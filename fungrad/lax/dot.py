@@ -22,7 +22,7 @@ from fungrad.lax.structural import transpose
 from fungrad.lax.utils import as_operand, def_lowering
 
 __all__ = ["dot_general", "dot", "batch_matmul", "ragged_dot", "ragged_dot_general",
-           "RaggedDotDimensionNumbers", "dot_general_p"]
+           "scaled_dot", "RaggedDotDimensionNumbers", "dot_general_p"]
 
 # ============================================================================
 # dot_general
@@ -395,3 +395,59 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
     return dot_general(_grouped(lhs, ragged, group_sizes, prefix),
                        _grouped(rhs, rhs_ragged, group_sizes, rhs_prefix),
                        ((up(lc), up(rc)), ((0,) + up(lb), (0,) + up(rb))), **out_type)
+
+
+# ============================================================================
+# scaled_dot: a product of block-scaled operands
+# ============================================================================
+
+def _expand_scale(scale, operand_shape, contracting, who):
+    """``scale`` repeated along the contracting dims to the operand's shape (each
+    scale entry covers a subchannel of consecutive elements)."""
+    from fungrad import lax
+    shape = get_aval(scale).shape
+    if len(shape) != len(operand_shape):
+        raise ValueError(f"scaled_dot: {who}_scale must have the rank of {who} "
+                         f"({len(operand_shape)}), got shape {shape}")
+    for d, (n, k) in enumerate(zip(operand_shape, shape)):
+        if (d in contracting and (k == 0 or n % k)) or (d not in contracting and n != k):
+            raise ValueError(f"scaled_dot: {who}_scale shape {shape} does not fit {who} shape "
+                             f"{operand_shape}: equal free/batch dims, contracting dims "
+                             "dividing the operand's")
+    wide, dims = [], []
+    for d, (n, k) in enumerate(zip(operand_shape, shape)):
+        dims.append(len(wide))
+        wide += [k, n // k] if d in contracting else [n]
+    return lax.reshape(lax.broadcast_in_dim(scale, tuple(wide), tuple(dims)), operand_shape)
+
+
+def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=None,
+               preferred_element_type=None):
+    """``dot_general(lhs * lhs_scale, rhs * rhs_scale)`` with each scale entry
+    covering a subchannel of the contracting dimension (``jax.lax.scaled_dot``).
+    NumPy has no 8-bit floats: operands and scales are any float arrays, and the
+    result has ``preferred_element_type`` or the operands' promoted dtype (JAX
+    defaults to bfloat16).  Differentiable (JAX's is not)."""
+    from fungrad import lax
+    lhs, rhs = as_operand(lhs), as_operand(rhs)
+    la, ra = get_aval(lhs), get_aval(rhs)
+    if dimension_numbers is None:
+        if la.ndim < 2:
+            raise TypeError("scaled_dot: operands of rank 0 and 1 need dimension_numbers")
+        n = la.ndim
+        dimension_numbers = (((n - 1,), (n - 2,)), (tuple(range(n - 2)), tuple(range(n - 2))))
+    dn = _canonical_dimension_numbers(dimension_numbers, la.ndim, ra.ndim)
+    dtype = np.dtype(preferred_element_type) if preferred_element_type is not None \
+        else np.result_type(la.dtype, ra.dtype)
+    lhs, rhs = convert_element_type(lhs, dtype), convert_element_type(rhs, dtype)
+    for who, scale, contracting in (("lhs", lhs_scale, dn[0][0]), ("rhs", rhs_scale, dn[0][1])):
+        if scale is None:
+            continue
+        operand = lhs if who == "lhs" else rhs
+        scale = convert_element_type(as_operand(scale), dtype)
+        expanded = _expand_scale(scale, get_aval(operand).shape, contracting, who)
+        if who == "lhs":
+            lhs = lax.mul(lhs, expanded)
+        else:
+            rhs = lax.mul(rhs, expanded)
+    return dot_general(lhs, rhs, dn)

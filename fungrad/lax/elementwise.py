@@ -59,7 +59,7 @@ __all__ = [
     # comparisons, logic, bits
     "eq", "ne", "lt", "le", "gt", "ge", "bitwise_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
-    "population_count", "clz", "reduce_precision",
+    "population_count", "clz", "mulhi", "reduce_precision",
     # selection
     "select_n", "select", "clamp",
     # types and constants
@@ -953,6 +953,9 @@ population_count_p = _unary("population_count", bits_kernels.population_count, I
 clz_p = _unary("clz", bits_kernels.clz, INT)
 defjvp_zero(population_count_p)
 defjvp_zero(clz_p)
+# mulhi: the high half of the double-width integer product
+mulhi_p = _nary("mulhi", bits_kernels.mulhi, INT)
+defjvp_zero(mulhi_p)
 
 # reduce_precision: rounding to a narrower float format, kept in the operand's
 # dtype.  As JAX, it is treated as linear (the tangent and the cotangent are
@@ -1037,6 +1040,12 @@ def clz(x):
     """The number of leading zero bits of each element (integers; the bit width
     for 0)."""
     return clz_p.bind(_operand(x))
+
+
+def mulhi(x, y, /):
+    """The high half of the double-width product ``x * y`` of integers (two's
+    complement), in their dtype (``jax.lax.mulhi``)."""
+    return mulhi_p.bind(*_operands(x, y))
 
 
 def reduce_precision(operand, exponent_bits, mantissa_bits):

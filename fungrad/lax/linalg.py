@@ -42,6 +42,7 @@ the Hessenberg, Schur and tridiagonal reductions and the tridiagonal solve
 """
 from __future__ import annotations
 
+import enum
 import operator
 
 import numpy as np
@@ -72,7 +73,8 @@ from fungrad.lax.condensed import hessenberg, schur, tridiagonal, tridiagonal_so
 
 __all__ = ["cholesky", "cholesky_update", "triangular_solve", "lu", "lu_pivots_to_permutation",
            "qr", "eigh", "svd", "eig", "schur", "hessenberg", "householder_product",
-           "tridiagonal", "tridiagonal_solve", "symmetric_product", "qdwh"]
+           "tridiagonal", "tridiagonal_solve", "symmetric_product", "qdwh", "ormqr",
+           "SvdAlgorithm"]
 
 _bind = checked_bind     # bad input gets the shape rule's clear error eagerly too
 
@@ -623,6 +625,16 @@ def_lowering(svd_p, lambda a, full_matrices, compute_uv: Source(
     else Source("({},)", call(np.linalg.svd, a[0], compute_uv=False)))
 
 
+class SvdAlgorithm(enum.Enum):
+    """``svd``'s ``algorithm`` (``jax.lax.linalg.SvdAlgorithm``): accepted for JAX
+    compatibility; NumPy's LAPACK divide and conquer is used for every value."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
 def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
     """Singular value decomposition (``jax.lax.linalg.svd``): ``(u, s, vh)`` with
     ``x = u @ diag(s) @ vh`` and descending ``s``, or just ``s``.  Derivatives
@@ -815,31 +827,60 @@ def pinv(a, rtol):
 # products give Q, differentiable (JAX's is not) and batched, also where a
 # tau is 0 (that reflector is the identity).
 
+def _compact_wy(a, taus, who):
+    """``(v, t)`` with ``H_0 ... H_{k-1} = I - v t vᴴ`` for the reflectors packed
+    below the diagonal of ``a`` (..., m, n) and ``taus`` (..., k)."""
+    a, taus = as_operand(a), as_operand(taus)
+    aa, ta = get_aval(a), get_aval(taus)
+    _check_square_float(f"{who} (argument a)", aa, square=False)
+    *batch, m, n = aa.shape
+    k = ta.shape[-1] if ta.ndim else -1
+    if ta.ndim != aa.ndim - 1 or tuple(ta.shape[:-1]) != tuple(batch) or not 0 <= k <= min(m, n):
+        raise ValueError(f"{who}: a must be (..., m, n) and taus (..., k) with k <= min(m, n) "
+                         f"and the same batch shape; got {aa.shape} and {ta.shape}")
+    if ta.dtype != aa.dtype:
+        raise TypeError(f"{who}: a and taus must share one dtype, got {aa.dtype.name} and "
+                        f"{ta.dtype.name}")
+    first_k = a if k == n else _slice_last(a, k)
+    v = add(_tril(first_k, -1), _eye_like(m, k, aa.dtype))              # (..., m, k)
+    tau_col = _as_col(taus)
+    m_mat = add(_eye(k, aa.dtype), mul(tau_col, _triu(_mm(_H(v), v), 1)))
+    diag_tau = mul(tau_col, _eye(k, aa.dtype))
+    t = triangular_solve(m_mat, diag_tau, left_side=True, lower=False, unit_diagonal=True)
+    return v, t
+
+
 def householder_product(a, taus):
     """The first ``n`` columns of ``Q = H_0 ... H_{k-1}`` from the reflectors below
     the diagonal of ``a`` (..., m, n) and their factors ``taus`` (..., k)
     (``jax.lax.linalg.householder_product``, LAPACK ``orgqr``/``ungqr``)."""
-    a, taus = as_operand(a), as_operand(taus)
-    aa, ta = get_aval(a), get_aval(taus)
-    _check_square_float("householder_product (argument a)", aa, square=False)
-    *batch, m, n = aa.shape
-    k = ta.shape[-1] if ta.ndim else -1
-    if m < n or ta.ndim != aa.ndim - 1 or tuple(ta.shape[:-1]) != tuple(batch) or k > n:
-        raise ValueError(f"householder_product: a must be (..., m, n) with m >= n and taus "
-                         f"(..., k) with k <= n and the same batch shape; got {aa.shape} and "
-                         f"{ta.shape}")
-    if ta.dtype != aa.dtype:
-        raise TypeError(f"householder_product: a and taus must share one dtype, got "
-                        f"{aa.dtype.name} and {ta.dtype.name}")
-    first_k = a if k == n else _slice_last(a, k)
-    v = add(_tril(first_k, -1), _eye_like(m, k, aa.dtype))              # (..., m, k)
-    v_h = _H(v)
-    tau_col = _as_col(taus)
-    m_mat = add(_eye(k, aa.dtype), mul(tau_col, _triu(_mm(v_h, v), 1)))
-    t_vh = triangular_solve(m_mat, mul(tau_col, v_h), left_side=True, lower=False,
-                            unit_diagonal=True)                          # T Vᴴ, (..., k, m)
-    q_full = sub(_eye(m, aa.dtype), _mm(v, t_vh))
+    m, n = _shape(a)[-2:]
+    if m < n:
+        raise ValueError(f"householder_product: a must have m >= n rows, got shape "
+                         f"{_shape(a)}")
+    v, t = _compact_wy(a, taus, "householder_product")
+    dtype = get_aval(v).dtype
+    q_full = sub(_eye(m, dtype), _mm(v, _mm(t, _H(v))))
     return q_full if m == n else _slice_last(q_full, n)
+
+
+def ormqr(a, taus, c, *, left=True, transpose=False):
+    """``Q c``, ``Qᴴ c`` (``transpose``), ``c Q`` or ``c Qᴴ`` (``left=False``) for the
+    Q of the reflectors in ``a`` and ``taus`` (``jax.lax.linalg.ormqr``), without
+    forming Q: ``Q = I - V T Vᴴ`` in the compact WY form."""
+    v, t = _compact_wy(a, taus, "ormqr")
+    c = as_operand(c)
+    if get_aval(c).dtype != get_aval(v).dtype:
+        raise TypeError(f"ormqr: c must have the dtype of a ({get_aval(v).dtype.name}), got "
+                        f"{get_aval(c).dtype.name}")
+    m = _shape(v)[-2]
+    if _shape(c)[-2 if left else -1] != m:
+        raise ValueError(f"ormqr: c {_shape(c)} does not fit Q of size {m} "
+                         f"(left={left})")
+    t = _H(t) if transpose else t
+    if left:      # Q c = c - V (T (Vᴴ c))
+        return sub(c, _mm(v, _mm(t, _mm(_H(v), c))))
+    return sub(c, _mm(_mm(_mm(c, v), t), _H(v)))   # c Q = c - ((c V) T) Vᴴ
 
 
 def _slice_last(x, count):

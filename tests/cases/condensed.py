@@ -136,6 +136,12 @@ CASES = [
     Case("lax.symmetric_product_symmetrized", lambda a, c: LA.symmetric_product(
         a, c, symmetrize_output=True),
         lambda a, c: np.tril(a @ a.T) + np.tril(a @ a.T, -1).T, [Arg((3, 2)), Arg((3, 3))]),
+    Case("lax.ormqr_left_transposed", lambda a, taus, c: LA.ormqr(a, taus, c, transpose=True),
+         lambda a, taus, c: np.conj(_orgqr(np.pad(a, ((0, 0), (0, 2))), taus)).T @ c,
+         [Arg((5, 3), RC), Arg((3,), "same", low=0.5, high=1.5), Arg((5, 2), "same")]),
+    Case("lax.ormqr_right", lambda a, taus, c: LA.ormqr(a, taus, c, left=False),
+         lambda a, taus, c: c @ _orgqr(np.pad(a, ((0, 0), (0, 1))), taus),
+         [Arg((4, 3)), Arg((2,), low=0.5, high=1.5), Arg((3, 4))]),
     Case("lax.qdwh", lambda x: LA.qdwh(x)[:2], _polar_ref, [Arg((4, 3), RC)],
          prims=("qr", "cholesky", "while"), grad_order=1),
 ]

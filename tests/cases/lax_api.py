@@ -243,4 +243,38 @@ def _check_bits(out, args):
     assert not np.array_equal(new_key, args[0])
 
 
-CASES = BITS + REDUCE + INDEXING + TOPK + PRODUCTS + COLLECTIVES
+
+# --- JAX 0.11's additions: stack, unstack, tile, broadcast_like, mulhi, scaled_dot ------
+
+def _mulhi_ref(x, y):
+    width = 8 * x.dtype.itemsize
+    wide = (np.asarray(x, object) * np.asarray(y, object)) if x.shape else int(x) * int(y)
+    high = np.vectorize(lambda v: (int(v) >> width) & ((1 << width) - 1), otypes=[object])(wide)
+    unsigned = np.asarray(high, dtype=np.uint64 if width == 64 else np.int64).astype(
+        f"u{x.dtype.itemsize}")
+    return unsigned.view(x.dtype)
+
+
+MORE = [
+    Case("lax.stack", lambda a, b: lax.stack([a, b], axis=1), lambda a, b: np.stack([a, b], 1),
+         [Arg((2, 3)), Arg((2, 3))]),
+    Case("lax.unstack", lambda a: lax.unstack(a, axis=1), lambda a: tuple(np.moveaxis(a, 1, 0)),
+         [Arg((2, 3))]),
+    Case("lax.tile", lambda a: lax.tile(a, (2, 1, 3)), lambda a: np.tile(a, (2, 1, 3)),
+         [Arg((2, 1, 2), ("float64", "complex128"))], prims=("broadcast_in_dim", "reshape")),
+    Case("lax.broadcast_like", lambda a, b: lax.broadcast_like(a, b),
+         lambda a, b: np.broadcast_to(a, b.shape).copy(), [Arg((3, 1)), Arg((2, 3, 4), diff=False)]),
+    Case("lax.mulhi", lax.mulhi, _mulhi_ref,
+         [Arg((3, 2), ("int8", "uint16", "int32", "uint32", "int64", "uint64"), low=0,
+              high=2**62, make=lambda rng, s, d: rng.integers(np.iinfo(d).min, np.iinfo(d).max,
+                                                               s, dtype=d, endpoint=True)),
+          Arg((3, 2), "same", make=lambda rng, s, d: rng.integers(
+              np.iinfo(d).min, np.iinfo(d).max, s, dtype=d, endpoint=True))],
+         prims=("mulhi",), grad_order=0),
+    Case("lax.scaled_dot", lambda x, y, sx, sy: lax.scaled_dot(x, y, lhs_scale=sx, rhs_scale=sy),
+         lambda x, y, sx, sy: (x * np.repeat(sx, 3, -1)) @ (y * np.repeat(sy, 3, -2)),
+         [Arg((2, 4, 6)), Arg((2, 6, 3)), Arg((2, 4, 2), low=0.5, high=2),
+          Arg((2, 2, 3), low=0.5, high=2)], prims=("dot_general",)),
+]
+
+CASES = BITS + REDUCE + INDEXING + TOPK + PRODUCTS + COLLECTIVES + MORE

@@ -1,5 +1,5 @@
-"""Bit-level kernels (NumPy only): ``population_count``, ``clz`` and
-``reduce_precision``, each on the bit pattern of its operand.
+"""Bit-level kernels (NumPy only): ``population_count``, ``clz``, ``mulhi`` and
+``reduce_precision``, each on the bit pattern of its operands.
 
 Integers are read as their two's-complement bit pattern (``-1`` of int32 has
 32 set bits and no leading zeros), as XLA does; NumPy's ``bitwise_count``
@@ -69,3 +69,24 @@ def reduce_precision(x, *, exponent_bits, mantissa_bits):
     if mantissa_bits > 0:
         out = np.where(np.isnan(x), x, out)
     return out.reshape(x.shape)
+
+
+def mulhi(x, y):
+    """The high half of the double-width product of integers ``x`` and ``y``
+    (two's complement for signed ones), in their dtype."""
+    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    dtype, width = x.dtype, 8 * x.dtype.itemsize
+    signed = dtype.kind == "i"
+    with np.errstate(over="ignore"):
+        if width <= 32:
+            wide = np.int64 if signed else np.uint64
+            return ((x.astype(wide) * y.astype(wide)) >> width).astype(dtype)
+        ux, uy = x.view(np.uint64), y.view(np.uint64)
+        low, half = np.uint64(0xFFFFFFFF), np.uint64(32)
+        x0, x1, y0, y1 = ux & low, ux >> half, uy & low, uy >> half
+        carry = x1 * y0 + ((x0 * y0) >> half)
+        middle = x0 * y1 + (carry & low)
+        high = x1 * y1 + (carry >> half) + (middle >> half)
+        if signed:      # the signed product differs by -y * 2^64 per negative x, and back
+            high = high - np.where(x < 0, uy, np.uint64(0)) - np.where(y < 0, ux, np.uint64(0))
+        return high.view(dtype)
