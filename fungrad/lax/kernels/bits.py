@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["population_count", "clz", "mulhi", "reduce_precision"]
+
 
 def _unsigned_view(x):
     x = np.asarray(x)
