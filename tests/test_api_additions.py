@@ -272,3 +272,27 @@ def test_io_round_trips_and_printing(tmp_path):
         fungrad.jit(lambda v: fnp.save(io.BytesIO(), v))(x)
     text = fungrad.jit(lambda v: (fnp.array_repr(v), v)[1])(x)
     np.testing.assert_array_equal(text, x)
+
+
+def test_index_tricks():
+    np.testing.assert_array_equal(fnp.mgrid[0:2, 0:3], np.mgrid[0:2, 0:3])
+    assert isinstance(fnp.mgrid[0:2], fungrad.Array)
+    for got, want in zip(fnp.ogrid[0:2, 0:3], np.ogrid[0:2, 0:3]):
+        np.testing.assert_array_equal(got, want)
+    assert fnp.s_[1:3, None] == np.s_[1:3, None] and fnp.index_exp[2] == np.index_exp[2]
+    np.testing.assert_array_equal(fnp.r_["0,2,1", [1, 2], [3, 4]], np.r_["0,2,1", [1, 2], [3, 4]])
+    with pytest.raises(NotImplementedError, match="matrix"):
+        fnp.r_["r", [1, 2]]
+    with pytest.raises(ValueError, match="first entry"):
+        fnp.r_[[1], "0"]
+    with pytest.raises(ValueError, match="directive"):
+        fnp.r_["x", [1]]
+
+
+def test_top_k_modes():
+    x = np.array([[3, 1, 2], [-128, 127, 0]], np.int8)
+    values, indices = fnp.top_k(x, 2, mode="smallest")
+    np.testing.assert_array_equal(values, [[1, 2], [-128, 0]])
+    np.testing.assert_array_equal(indices, [[1, 2], [0, 2]])
+    with pytest.raises(ValueError, match="mode"):
+        fnp.top_k(x, 1, mode="middle")

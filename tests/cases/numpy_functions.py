@@ -110,6 +110,17 @@ SELECTION = [
          np_fun=False),
     Case("numpy.sort_complex", fnp.sort_complex, np.sort_complex,
          [Arg((2, 4), RC, unique=True)]),
+    # NumPy has no top_k: the reference sorts
+    Case("numpy.top_k_smallest", lambda a: fnp.top_k(a, 2, axis=0, mode="smallest"),
+         lambda a: (np.sort(a, axis=0)[:2], np.argsort(a, axis=0, kind="stable")[:2].astype(
+             np.int32)), [Arg((3, 2), ("float64", "int8"), low=-128, high=127, unique=True)]),
+]
+
+INDEX_TRICKS = [
+    Case("numpy.r_", lambda x, y: fnp.r_[x, 0.5, y, 0:1:3j], lambda x, y: np.r_[x, 0.5, y, 0:1:3j],
+         [Arg((2,)), Arg((3,))], np_fun=False),
+    Case("numpy.c_", lambda x, y: fnp.c_[x, y], lambda x, y: np.c_[x, y],
+         [Arg((3,), RC), Arg((3, 2), "same")], np_fun=False),
 ]
 
 SPECIAL = [
@@ -152,4 +163,4 @@ BITS = [
          grad_order=0, prims=("nextafter",)),
 ]
 
-CASES = GRADIENT + SELECTION + SPECIAL + UFUNC_OBJECTS + BITS
+CASES = GRADIENT + SELECTION + INDEX_TRICKS + SPECIAL + UFUNC_OBJECTS + BITS
