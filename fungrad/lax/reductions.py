@@ -7,6 +7,9 @@ Parameters, as in JAX:
 * cumulative ops (``cumsum``, ``cumprod``, ...): ``axis`` and ``reverse``; the
   output has the operand's shape.
 
+``reduce`` (a reduction with a computation of the user's) is built on these
+and on a pairwise fold; see its section at the end.
+
 Public functions accept negative axes and raise ``ValueError`` naming the op
 for axes out of range.  Derivatives at non-differentiable points follow JAX:
 ties in ``reduce_max``/``reduce_min`` share the tangent equally, and

@@ -84,14 +84,14 @@ def _argmax_by_reduce(x):
 SMALL = Arg("mat", low=-0.5, high=0.5)
 
 REDUCE = [
-    Case("lax.reduce_add", lambda x: lax.reduce(x, 0.0, lax.add, (0,)),
+    Case("lax.reduce_with_add", lambda x: lax.reduce(x, 0.0, lax.add, (0,)),
          lambda x: np.sum(x, axis=0), [Arg("mat")], prims=("reduce_sum",)),
-    Case("lax.reduce_mul_lambda", lambda x: lax.reduce(x, 1.0, lambda a, b: a * b, (0,)),
+    Case("lax.reduce_with_mul_lambda", lambda x: lax.reduce(x, 1.0, lambda a, b: a * b, (0,)),
          lambda x: np.prod(x, axis=0), [Arg("mat")], prims=("reduce_prod",)),
-    Case("lax.reduce_max_init", lambda x: lax.reduce(x, 0.5, lax.max, (0,)),
+    Case("lax.reduce_with_max_init", lambda x: lax.reduce(x, 0.5, lax.max, (0,)),
          lambda x: np.maximum(np.max(x, axis=0, initial=-np.inf), 0.5),
          [Arg("mat", avoid=(0.5,), unique=True)], prims=("reduce_max", "max")),
-    Case("lax.reduce_or", lambda x: lax.reduce(x, False, lax.bitwise_or, (0,)),
+    Case("lax.reduce_with_or", lambda x: lax.reduce(x, False, lax.bitwise_or, (0,)),
          lambda x: np.any(x, axis=0), [Arg("mat", dtype="bool")], prims=("reduce_or",),
          grad_order=0),
     Case("lax.reduce_fold", lambda x: lax.reduce(x, 0.0, _shifted_product, (0,)),
