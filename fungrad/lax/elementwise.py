@@ -42,7 +42,7 @@ from fungrad.interpreters.codegen import expression_function
 from fungrad.interpreters.lowering import Source, call
 from fungrad.interpreters.ad import (defjvp, defjvp2, deflinear, defbilinear, defjvp_zero,
                                      unbroadcast, is_undefined_primal, Zero, instantiate_zeros)
-from fungrad.lax.kernels import special as special_kernels
+from fungrad.lax.kernels import bits as bits_kernels, special as special_kernels
 from fungrad.lax.utils import (def_lowering, call_lowering, as_operand, check_same_dtypes,
                                broadcast_shapes)
 
@@ -62,6 +62,7 @@ __all__ = [
     # comparisons, logic, bits
     "eq", "ne", "lt", "le", "gt", "ge", "bitwise_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    "population_count", "clz", "mulhi", "reduce_precision",
     # selection
     "select_n", "select", "clamp",
     # types and constants
@@ -956,6 +957,22 @@ for _p in (not_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
     defjvp_zero(_p)
 
 
+# population_count, clz: of the two's-complement bit pattern, in the operand's dtype
+population_count_p = _unary("population_count", bits_kernels.population_count, INT)
+clz_p = _unary("clz", bits_kernels.clz, INT)
+defjvp_zero(population_count_p)
+defjvp_zero(clz_p)
+# mulhi: the high half of the double-width integer product
+mulhi_p = _nary("mulhi", bits_kernels.mulhi, INT)
+defjvp_zero(mulhi_p)
+
+# reduce_precision: rounding to a narrower float format, kept in the operand's
+# dtype.  As JAX, it is treated as linear (the tangent and the cotangent are
+# rounded the same way), so a straight-through derivative of any order.
+reduce_precision_p = _unary("reduce_precision", bits_kernels.reduce_precision, FLOAT)
+deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
+
+
 # gcd is not in JAX's lax (jax.numpy.gcd loops with while_loop); one primitive
 # is simpler and faster here.  Not exported: fungrad.numpy.gcd/lcm use it.
 gcd_p = _nary("gcd", np.gcd, INT)
@@ -1021,6 +1038,43 @@ def shift_right_arithmetic(x, y):
 def shift_right_logical(x, y):
     """``x >> y`` filling with zeros (the bit pattern read as unsigned)."""
     return shift_right_logical_p.bind(*_operands(x, y))
+
+
+def population_count(x):
+    """The number of set bits of each element (integers, two's complement)."""
+    return population_count_p.bind(_operand(x))
+
+
+def clz(x):
+    """The number of leading zero bits of each element (integers; the bit width
+    for 0)."""
+    return clz_p.bind(_operand(x))
+
+
+def mulhi(x, y, /):
+    """The high half of the double-width product ``x * y`` of integers (two's
+    complement), in their dtype (``jax.lax.mulhi``)."""
+    return mulhi_p.bind(*_operands(x, y))
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+    """``operand`` rounded to a float format of ``exponent_bits`` exponent and
+    ``mantissa_bits`` mantissa bits (round to nearest even; overflow to inf,
+    underflow to zero, no subnormals), in ``operand``'s dtype (XLA's
+    ReducePrecision).  ``reduce_precision(x, 8, 23)`` of float64 is float32
+    rounding, ``(5, 10)`` float16's, ``(8, 7)`` bfloat16's."""
+    operand = _operand(operand)
+    info = np.finfo(get_aval(operand).dtype) if get_aval(operand).dtype.kind == "f" else None
+    bits = []
+    for what, value, most in (("exponent_bits", exponent_bits, info and info.nexp),
+                              ("mantissa_bits", mantissa_bits, info and info.nmant)):
+        if isinstance(value, Tracer) or not isinstance(value, (int, np.integer)) or value < (
+                1 if what == "exponent_bits" else 0):
+            raise TypeError(f"reduce_precision: {what} must be a static "
+                            f"{'positive' if what == 'exponent_bits' else 'non-negative'} "
+                            f"integer, got {value!r}")
+        bits.append(builtins.min(int(value), most) if most else int(value))
+    return reduce_precision_p.bind(operand, exponent_bits=bits[0], mantissa_bits=bits[1])
 
 
 # ----------------------------------------------------------------------------

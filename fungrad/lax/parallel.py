@@ -24,7 +24,7 @@ from fungrad.interpreters.lowering import Source
 from fungrad.lax.utils import def_lowering, as_operand, unary_shape_rule
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
-           "all_to_all", "axis_index", "axis_size"]
+           "all_to_all", "axis_index", "axis_size", "pshuffle", "pswapaxes", "pbroadcast"]
 
 
 def _unbound(axis_name):
@@ -420,6 +420,41 @@ def _check_axis(axis, ndim, who, what):
 def _no_groups(groups, who):
     if groups is not None:
         raise NotImplementedError(f"lax.{who}: axis_index_groups is not supported")
+
+
+def pshuffle(x, axis_name, perm):
+    """``ppermute`` with the permutation given by sources: lane i receives lane
+    ``perm[i]``'s value (``jax.lax.pshuffle``)."""
+    perm = [int(p) for p in perm]
+    if sorted(perm) != list(range(len(perm))):
+        raise ValueError(f"pshuffle: perm {perm} is not a permutation of 0..{len(perm) - 1}")
+    return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """Swap the named axis with the positional ``axis`` of ``x``, whose size must
+    be the axis size (``jax.lax.pswapaxes``: ``all_to_all`` with split and
+    concatenation along ``axis``)."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+def pbroadcast(x, axis_name, source):
+    """Every lane gets lane ``source``'s value (``jax.lax.pbroadcast``): a ``psum``
+    of the value masked to that lane."""
+    from fungrad.tree_util import tree_map
+    from fungrad import lax
+    name = _single_name(axis_name, "pbroadcast")
+    source = int(source)
+    if not 0 <= source < axis_size(name):
+        raise ValueError(f"pbroadcast: source {source} is out of range for axis {name!r} of "
+                         f"size {axis_size(name)}")
+    mine = lax.eq(axis_index(name), np.asarray(source, np.int64))
+
+    def one(v):
+        v = as_operand(v)
+        return psum(lax.select(lax.broadcast_in_dim(mine, get_aval(v).shape, ()), v,
+                               lax.full_like(v, 0)), name)
+    return tree_map(one, x)
 
 
 def axis_index(axis_name):
