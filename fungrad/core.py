@@ -490,6 +490,7 @@ class Primitive:
         self.forwards_when: Callable | None = None  # params -> bool: then returns its
         #                           first operand unchanged, if that has the output's aval
         self.involution = False   # op(op(x)) == x
+        self.distributes_over = ()  # primitives p with op(x, p(a, b)) == p(op(x, a), op(x, b))
         self.remat = False        # recomputes on purpose: never merged by CSE
         # finite inputs always give finite outputs (reshape, select, max...): the
         # code jax_debug_nans/jax_debug_infs generate checks no result of it

@@ -712,6 +712,7 @@ sub_p = _nary("sub", np.subtract, NUMBER)
 mul_p = _nary("mul", np.multiply, ANY)  # bool: logical and
 add_p.commutative = mul_p.commutative = True
 add_p.unit, sub_p.unit, mul_p.unit = 0, 0, 1
+mul_p.distributes_over = (add_p, sub_p)       # (passes.factor_products)
 
 
 def _add_transpose(ct, x, y):
