@@ -124,6 +124,19 @@ def _explain_matmul(x, y):
         raise clear from None
 
 
+def _numpy_reduction(name):
+    """ndarray.<name> reading ``where=None`` as "no mask", as JAX (and
+    fungrad.numpy) do; NumPy itself reads None as a False mask (a sum of 0)."""
+    reduce = getattr(core.np.ndarray, name)
+
+    def method(self, *args, **kwargs):
+        if "where" in kwargs and kwargs["where"] is None:
+            kwargs["where"] = True
+        return reduce(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
 def install():
     """Give tracers their operators, methods and indexing, and fungrad Arrays
     ``.at`` and traced-index indexing."""
@@ -135,3 +148,5 @@ def install():
     core.Array.__getitem__ = _array_getitem
     core.Array.__matmul__ = _array_matmul
     core.Array.__rmatmul__ = _array_rmatmul
+    for name in ("sum", "mean", "prod", "max", "min", "any", "all", "var", "std"):
+        setattr(core.Array, name, _numpy_reduction(name))
