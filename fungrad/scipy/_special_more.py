@@ -13,13 +13,12 @@ conventions (``sici(x)`` gives Ci(|x|) for x < 0, ``spence(x) = Li2(1 - x)``,
 from __future__ import annotations
 
 import math
-from fractions import Fraction
-
 import numpy as np
 
 from fungrad import lax
 from fungrad.core import Tracer
 from fungrad.lax import special_functions as _sf
+from fungrad.lax.kernels.special_functions import bernoulli_numbers
 import fungrad.numpy as fnp
 from fungrad.scipy._special_extra import _promote_inexact, _real_only, gammasgn
 
@@ -190,15 +189,7 @@ def bernoulli(n):
     if isinstance(n, Tracer) or not isinstance(n, (int, np.integer)) or n < 0:
         raise TypeError(f"scipy.special.bernoulli: `n` must be a non-negative Python int, "
                         f"got {n!r}.")
-    numbers, column = [], []
-    for m in range(int(n) + 1):                    # Akiyama-Tanigawa, in exact fractions
-        column.append(Fraction(1, m + 1))
-        for j in range(m, 0, -1):
-            column[j - 1] = j * (column[j - 1] - column[j])
-        numbers.append(column[0])
-    if n >= 1:
-        numbers[1] = -numbers[1]
-    return fnp.asarray(np.array([float(b) for b in numbers]))
+    return fnp.asarray(np.array(bernoulli_numbers(int(n) + 1)))
 
 
 def wofz(z):

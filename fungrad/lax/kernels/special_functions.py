@@ -366,20 +366,22 @@ def fresnel_c(x):
 # Spence's function spence(x) = Li2(1 - x) (SciPy's convention)
 # ----------------------------------------------------------------------------
 
-def _bernoulli_numbers(count):
-    """B_0 .. B_{count-1} as floats (Akiyama-Tanigawa in exact fractions)."""
+def bernoulli_numbers(count):
+    """B_0 .. B_{count-1} (B_1 = -1/2) as floats, each the rounding of the exact
+    fraction (Akiyama-Tanigawa, which gives B_1 = +1/2: its sign is flipped)."""
     from fractions import Fraction
-    a, out = [], []
+    column, numbers = [], []
     for m in range(count):
-        a.append(Fraction(1, m + 1))
+        column.append(Fraction(1, m + 1))
         for j in range(m, 0, -1):
-            a[j - 1] = j * (a[j - 1] - a[j])
-        out.append(a[0])
-    out[1] = -out[1] if count > 1 else None     # the B_1 = -1/2 convention
-    return [float(b) for b in out]
+            column[j - 1] = j * (column[j - 1] - column[j])
+        numbers.append(column[0])
+    if count > 1:
+        numbers[1] = -numbers[1]
+    return [float(b) for b in numbers]
 
 
-_LI2_COEFFICIENTS = [b / math.factorial(n + 1) for n, b in enumerate(_bernoulli_numbers(40))]
+_LI2_COEFFICIENTS = [b / math.factorial(n + 1) for n, b in enumerate(bernoulli_numbers(40))]
 
 
 def _li2_from_u(u):
