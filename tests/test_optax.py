@@ -459,14 +459,16 @@ def test_small_jax_names_optax_uses(ox):
         jax.lax.cond(True, lambda v: v, lambda v: v, 1.0, operand=2.0)
 
 
-def test_cond_widens_branches_that_differ_only_in_width():
-    # NumPy promotion gives (1 - flag) * int32 -> int64 where JAX's weak types
-    # give int32 (optax's MultiSteps does this); cond widens, other mismatches raise
-    step = fnp.asarray(3, np.int32)
-    out = fungrad.lax.cond(True, lambda s: s, lambda s: (1 - fnp.asarray(True)) * s, step)
-    assert out.dtype == np.int64 and int(out) == 3
-    with pytest.raises(TypeError, match="same types"):
-        fungrad.lax.cond(True, lambda s: s, lambda s: s.astype(np.float64), step)
+def test_hungarian_algorithm_matches_scipy_under_jit_and_vmap(ox):
+    # optax.assignment runs while_loops whose carries start as Python scalars
+    import scipy.optimize
+    jax, optax = ox
+    costs = np.random.default_rng(2).uniform(size=(3, 5, 6))
+    rows, cols = jax.jit(jax.vmap(optax.assignment.hungarian_algorithm))(costs)
+    for c, r, k in zip(costs, np.asarray(rows), np.asarray(cols)):
+        best_r, best_k = scipy.optimize.linear_sum_assignment(c)
+        np.testing.assert_allclose(c[r, k].sum(), c[best_r, best_k].sum(), rtol=1e-14)
+        assert len(set(k.tolist())) == 5
 
 
 # ----------------------------------------------------------------------------

@@ -124,6 +124,10 @@ def _explain_matmul(x, y):
         raise clear from None
 
 
+def _round(x, ndigits=None):
+    return fnp.round(x, 0 if ndigits is None else ndigits)
+
+
 def _numpy_reduction(name):
     """ndarray.<name> reading ``where=None`` as "no mask", as JAX (and
     fungrad.numpy) do; NumPy itself reads None as a False mask (a sum of 0)."""
@@ -150,3 +154,5 @@ def install():
     core.Array.__rmatmul__ = _array_rmatmul
     for name in ("sum", "mean", "prod", "max", "min", "any", "all", "var", "std"):
         setattr(core.Array, name, _numpy_reduction(name))
+    # Python's round(x): an array, as jax.Array's (ndarray has no __round__)
+    Tracer.__round__ = core.Array.__round__ = _round
