@@ -24,12 +24,19 @@ class _FungradAsJax(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return importlib.util.spec_from_loader(fullname, self)
         return None
 
+    def __init__(self):
+        self._real_specs = {}
+
     def create_module(self, spec):
         # an ImportError here names the fungrad module that is missing
-        return importlib.import_module("fungrad" + spec.name[len("jax"):])
+        module = importlib.import_module("fungrad" + spec.name[len("jax"):])
+        self._real_specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module):
-        pass      # already imported as the fungrad module
+        # already imported as the fungrad module; importlib has just set its
+        # __spec__ to the alias's (named "jax..."): give it back its own
+        module.__spec__ = self._real_specs.pop(module.__name__)
 
 
 def _drop_modules(*prefixes):

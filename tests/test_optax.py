@@ -16,6 +16,18 @@ import fungrad.numpy as fnp
 from fungrad import optim
 from tests.jax_alias import aliased_jax
 
+def test_alias_leaves_fungrad_modules_as_they_were():
+    # first in the module: the module-scoped `ox` alias is not active yet
+    import sys
+    with aliased_jax() as jax:
+        import jax.lax
+        import jax.numpy as jnp
+        assert jax is fungrad and jnp is fnp and sys.modules["jax.lax"] is fungrad.lax
+    assert "jax" not in sys.modules and "jax.numpy" not in sys.modules
+    assert fungrad.__spec__.name == "fungrad" and fnp.__spec__.name == "fungrad.numpy"
+    assert fungrad.lax.__spec__.name == "fungrad.lax"
+
+
 @pytest.fixture(scope="module")
 def ox():
     """(jax, optax) with jax = fungrad, for this module only."""
