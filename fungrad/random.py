@@ -258,10 +258,18 @@ def _param_shape(caller, shape, *params):
 def normal(key, shape=(), dtype=np.float64):
     """Standard normal samples, by the inverse CDF: sqrt(2) * erf_inv(U(-1, 1)).
 
-    U is uniform on the open interval (-1, 1), so erf_inv stays finite."""
+    U is uniform on the open interval (-1, 1), so erf_inv stays finite.
+    A complex ``dtype`` gives standard complex normals, as JAX: real and
+    imaginary parts independent N(0, 1/2), from the two halves of a split key."""
     key = _check_key(key, "normal")
+    shape = _shape_tuple(shape, "normal", "shape")
+    if canonicalize_dtype(dtype).kind == "c":
+        real_dtype = np.finfo(canonicalize_dtype(dtype)).dtype
+        real_key, imag_key = split(key)
+        parts = [prng.random_sample(k, shape, real_dtype, "normal") for k in (real_key, imag_key)]
+        return lax.complex(*parts) * np.asarray(1 / math.sqrt(2), real_dtype)
     dtype = _float_dtype(dtype, "normal")
-    return prng.random_sample(key, _shape_tuple(shape, "normal", "shape"), dtype, "normal")
+    return prng.random_sample(key, shape, dtype, "normal")
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=np.float64):

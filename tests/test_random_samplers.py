@@ -290,3 +290,21 @@ def test_clone_key_impl_key_dtype():
     with pytest.raises(TypeError, match="`key`"):
         random.clone(1.0)
     np.testing.assert_array_equal(fungrad.jit(random.clone)(key), key)
+
+
+def test_normal_with_a_complex_dtype():
+    # JAX's convention: real and imaginary parts independent N(0, 1/2), so E|z|^2 = 1
+    key = random.PRNGKey(66)
+    z = np.asarray(random.normal(key, (N,), np.complex128))
+    assert z.dtype == np.complex128 and z.shape == (N,)
+    for part in (z.real, z.imag):
+        assert ks_vectorized(part, stats.norm(scale=math.sqrt(0.5)).cdf) < KS_CRITICAL_1PCT
+    assert abs(np.mean(z.real * z.imag)) < 5 * 0.5 / math.sqrt(N)
+    assert abs(np.mean(np.abs(z) ** 2) - 1) < 5 * 1.0 / math.sqrt(N)
+    assert random.normal(key, (2,), np.complex64).dtype == np.complex64
+    sampler = lambda k: random.normal(k, (3,), np.complex128)
+    np.testing.assert_array_equal(fungrad.jit(sampler)(key), sampler(key))
+    keys = random.split(key, 2)
+    np.testing.assert_array_equal(fungrad.vmap(sampler)(keys), np.stack([sampler(k) for k in keys]))
+    with pytest.raises(TypeError, match="dtype"):
+        random.normal(key, (2,), np.int32)
