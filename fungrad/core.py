@@ -173,6 +173,12 @@ def get_aval(x) -> ShapedArray:
     return ShapedArray(arr.shape, arr.dtype)
 
 
+def typeof(x) -> ShapedArray:
+    """The abstract value (type) of ``x``: its ShapedArray (``jax.typeof``);
+    a TypeError for values that are not arrays or scalars."""
+    return get_aval(x)
+
+
 # ----------------------------------------------------------------------------
 # Default dtypes (jax_enable_x64)
 # ----------------------------------------------------------------------------

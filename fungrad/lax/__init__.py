@@ -20,6 +20,7 @@ from fungrad.lax.windowed import *  # noqa: F401,F403
 from fungrad.lax.special import *  # noqa: F401,F403
 from fungrad.lax.prng import *  # noqa: F401,F403
 from fungrad.lax.compilation import *  # noqa: F401,F403
+from fungrad.lax.compat import *  # noqa: F401,F403
 from fungrad.lax import callbacks  # noqa: F401,E402  (debug/pure callbacks, checks)
 
 # the array operations the interpreters need (tangent sums, zeros, batch axes),
