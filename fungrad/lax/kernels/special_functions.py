@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from fungrad.lax.kernels.gamma_zeta import _f64
 from fungrad.lax.kernels.special import erfc as _erfc
 
 __all__ = ["erfcx", "exp1", "expi", "expn", "dawsn", "sici_si", "sici_ci", "fresnel_s",
@@ -47,15 +48,6 @@ _EULER = 0.57721566490153286061
 _SQRT_PI = math.sqrt(math.pi)
 _TINY = 1e-300
 _EPS = 1e-17
-
-
-def _f64(*args):
-    """float64 arrays broadcast together, and the dtype to round back to."""
-    arrays = [np.asarray(a) for a in args]
-    dtype = np.result_type(*arrays)
-    if dtype.kind != "f":
-        dtype = np.dtype(np.float64)
-    return [a.astype(np.float64) for a in np.broadcast_arrays(*arrays)], dtype
 
 
 def _fill(out, mask, fn, *args):
