@@ -153,7 +153,10 @@ def get_aval(x) -> ShapedArray:
     if isinstance(x, Tracer):
         return x.aval
     if isinstance(x, np.ndarray):
-        return _shaped(x.shape, x.dtype)
+        dtype = x.dtype
+        # a non-native byte order ('>f8' here) is the same number type: types
+        # are native, and NumPy converts the values wherever they are used
+        return _shaped(x.shape, dtype if dtype.isnative else dtype.newbyteorder("="))
     if isinstance(x, np.generic):
         return _shaped((), x.dtype)
     if isinstance(x, _PY_SCALARS):
@@ -202,9 +205,13 @@ def default_int_dtype() -> np.dtype:
 
 
 def scalar_dtype(x) -> np.dtype:
-    """The dtype a Python scalar takes (NumPy's with x64, else 32-bit as JAX)."""
+    """The dtype a Python scalar takes (NumPy's with x64, else 32-bit as JAX);
+    OverflowError for an int no NumPy integer holds."""
     if _x64 or type(x) is bool:
-        return np.asarray(x).dtype
+        dtype = np.asarray(x).dtype
+        if dtype == object:
+            raise OverflowError(f"Python int {x} too large to convert to int64 or uint64")
+        return dtype
     if isinstance(x, int) and not -2**31 <= x < 2**31:
         raise OverflowError(f"Python int {x} too large to convert to int32 "
                             "(jax_enable_x64 is off; turn it on for 64-bit integers)")
@@ -217,7 +224,14 @@ def _set_x64(on: bool):
     SCALAR_TO_NUMPY.clear()
     SCALAR_TO_NUMPY.update({float: np.float64 if on else np.float32, bool: np.bool_,
                             complex: np.complex128 if on else np.complex64,
-                            int: np.asarray if on else _int32_scalar})
+                            int: _int64_scalar if on else _int32_scalar})
+
+
+def _int64_scalar(x):
+    out = np.asarray(x)
+    if out.dtype == object:   # beyond uint64: never an object array in compiled code
+        raise OverflowError(f"Python int {x} too large to convert to int64 or uint64")
+    return out
 
 
 def _int32_scalar(x):

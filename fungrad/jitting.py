@@ -29,7 +29,8 @@ import numpy as np
 from fungrad import _config, core
 from fungrad.core import ClosedJaxpr, Tracer, get_aval, wrap_array
 from fungrad.interpreters.codegen import compiled
-from fungrad.interpreters.partial_eval import as_value, closure_convert, trace_to_jaxpr
+from fungrad.interpreters.partial_eval import (closure_convert, output_value,
+                                              trace_to_jaxpr, unalias)
 from fungrad.lax.control_flow.call import jit_p
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
@@ -79,7 +80,7 @@ def _output_kind(out_tree) -> str:
 
 class _Entry:
     __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "output_kind",
-                 "scalar_args")
+                 "scalar_args", "may_alias")
 
 
 class Lowered:
@@ -329,9 +330,15 @@ class Jitted:
         entry, leaves = self._entry(args, kwargs)
         if core._tls.trace is core.EVAL_TRACE and entry.cacheable:
             if entry.scalar_args:     # Python scalars -> NumPy values for the code
-                leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else x
-                          for x in leaves]
+                try:
+                    leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY
+                              else x for x in leaves]
+                except OverflowError as err:      # an int too large for any NumPy int
+                    nums = self._split(args, kwargs)[3] if self.static_argnums else ()
+                    self._raise_overflow(args, kwargs, nums, leaves, err)
             outs = entry.fn(*entry.consts, *leaves)
+            if entry.may_alias:           # never a view of the caller's writeable array
+                outs = unalias(outs, entry.may_alias, leaves)
             if core._float_checks:        # jax_debug_nans / jax_debug_infs
                 core.check_jit_outputs(self, args, kwargs, outs)
             kind = entry.output_kind
@@ -360,7 +367,8 @@ class Jitted:
             kw.update(dyn_kwargs)
             out_leaves, out_tree = tree_flatten(self.fun(*full, **kw))
             out_store.append(out_tree)
-            return [as_value(x) for x in out_leaves]
+            return [output_value(x, f"jit({self.name}): output {i}")
+                    for i, x in enumerate(out_leaves)]
         jaxpr, consts = trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums))
         entry = _Entry()
         entry.closed, entry.hoisted = closure_convert(jaxpr, consts)
@@ -371,6 +379,7 @@ class Jitted:
         if entry.cacheable:
             comp = compiled(entry.closed)
             entry.fn, entry.consts = comp.fn, comp.consts
+            entry.may_alias = outputs_that_may_alias(comp.jaxpr)
             self._cache.put(key, entry)
             if _config.log_compiles.value:
                 log.warning("jit(%s): compiled %d equations to %d lines of NumPy code",
@@ -380,6 +389,8 @@ class Jitted:
     def _avals(self, args, kwargs, nums, leaves):
         try:
             return [get_aval(x) for x in leaves]
+        except OverflowError as err:
+            self._raise_overflow(args, kwargs, nums, leaves, err)
         except TypeError as err:
             bad = next(i for i, x in enumerate(leaves) if not _is_array_like(x))
             name = self._arg_names(args, kwargs, nums)[bad]
@@ -389,6 +400,12 @@ class Jitted:
                 "method, static_argnums=0 makes a hashable self static); if it holds arrays, "
                 "register its class as a pytree (fungrad.tree_util.register_pytree_node)."
             ) from None
+
+    def _raise_overflow(self, args, kwargs, nums, leaves, err):
+        bad = next((i for i, x in enumerate(leaves) if type(x) is int and _overflows(x)), None)
+        name = "an argument" if bad is None else self._arg_names(args, kwargs, nums)[bad]
+        raise OverflowError(f"jit({self.name}): {name}: {err}; pass it as a float, or as "
+                            "an array of an explicit dtype") from None
 
     def _arg_names(self, args, kwargs, nums) -> list[str]:
         """Names of the flat arguments (for concretization errors)."""
@@ -410,6 +427,34 @@ class Jitted:
     def lower(self, *args, **kwargs) -> Lowered:
         entry, _ = self._entry(args, kwargs)
         return Lowered(entry.closed, compiled(entry.closed).source, self)
+
+
+# primitives whose NumPy code may return its operand or a view of it
+_VIEW_PRIMITIVES = frozenset({
+    "broadcast_in_dim", "convert_element_type", "bitcast_convert_type", "reshape", "squeeze",
+    "transpose", "slice", "rev", "real", "imag", "dynamic_slice", "gather", "pad", "select_n",
+    "name", "stop_gradient", "pure_callback", "copy", "reduce_precision"})
+
+
+def outputs_that_may_alias(jaxpr) -> tuple[int, ...]:
+    """Indices of the outputs of ``jaxpr`` that may share memory with an input:
+    the inputs themselves and what view-making (or higher-order) primitives
+    compute from them.  Everything else is a fresh array."""
+    maybe = set(jaxpr.invars)
+    for eqn in jaxpr.eqns:
+        if (eqn.primitive.name in _VIEW_PRIMITIVES or eqn.primitive.multiple_results
+                or any(isinstance(p, ClosedJaxpr) or callable(p) for p in eqn.params.values())) \
+                and any(isinstance(v, core.Var) and v in maybe for v in eqn.inputs):
+            maybe.update(eqn.outvars)
+    return tuple(i for i, v in enumerate(jaxpr.outvars) if isinstance(v, core.Var) and v in maybe)
+
+
+def _overflows(x: int) -> bool:
+    try:
+        core.scalar_dtype(x)
+    except OverflowError:
+        return True
+    return False
 
 
 def _is_array_like(x) -> bool:

@@ -99,8 +99,11 @@ def canonical_axes(name: str, axes, ndim: int) -> tuple:
 def as_operand(x, like=None):
     """Python scalars become 0-d arrays of ``like``'s dtype (weak typing);
     everything else is returned unchanged (tracers) or as an ndarray."""
-    if isinstance(x, (Tracer, np.ndarray)):
+    if isinstance(x, Tracer):
         return x
+    if isinstance(x, np.ndarray):
+        # a non-native byte order ('>f8') is the same type: native, as get_aval says
+        return x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))
     if type(x) in (bool, int, float, complex) and like is not None:
         # exact types: np.float64 subclasses float but is strongly typed
         return np.asarray(x, dtype=get_aval(like).dtype)
