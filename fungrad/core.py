@@ -308,6 +308,7 @@ class Jaxpr:
 
 
 _MISSING = object()
+DERIVED_CACHE_SIZE = 128
 
 
 class ClosedJaxpr:
@@ -325,13 +326,21 @@ class ClosedJaxpr:
         self._derived = None
 
     def derived(self, key, build: Callable):
-        """``build()``, computed once per hashable ``key`` for this jaxpr."""
+        """``build()``, computed once per hashable ``key`` for this jaxpr (at most
+        ``DERIVED_CACHE_SIZE`` entries, the oldest dropped first: a long-lived
+        jaxpr vmapped at ever new sizes must not grow without bound)."""
         cache = self._derived
         if cache is None:
             cache = self._derived = {}
         value = cache.get(key, _MISSING)
         if value is _MISSING:
-            value = cache[key] = build()
+            value = build()
+            if len(cache) >= DERIVED_CACHE_SIZE:
+                try:
+                    cache.pop(next(iter(cache)), None)
+                except (RuntimeError, StopIteration):   # another thread changed it
+                    pass
+            cache[key] = value
         return value
 
     in_avals = property(lambda self: self.jaxpr.in_avals)

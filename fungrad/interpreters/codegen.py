@@ -204,6 +204,18 @@ def _unbound_axis(name):
                     "that binds it)")
 
 
+class _Impls:
+    """``_impl[name]`` in generated code: the impl of the primitive ``name`` (one
+    shared table, looked up at call time, instead of a dict per compiled function)."""
+    __slots__ = ()
+
+    def __getitem__(self, name):
+        return core.primitives[name].impl
+
+
+_IMPLS = _Impls()
+
+
 class CompiledFunction:
     """Compiled code: call ``fn(*consts, *args)``; ``source`` is its text."""
     __slots__ = ("fn", "source", "jaxpr", "consts")
@@ -222,7 +234,7 @@ def compile_source(source: str, name: str = "fn", block_consts=None, modules=Non
     another process (a Dask worker) receives with shipped source."""
     bound = {alias: importlib.import_module(m) if isinstance(m, str) else m
              for alias, m in (modules or {}).items()}
-    namespace = {"np": np, "_impl": {n: p.impl for n, p in core.primitives.items()},
+    namespace = {"np": np, "_impl": _IMPLS,
                  "_unbound_axis": _unbound_axis, **(block_consts or {}), **bound}
     code = compile(source, f"<fungrad.jit {name}>", "exec")
     exec(code, namespace)
