@@ -29,7 +29,7 @@ import numpy as np
 from fungrad import _config, core
 from fungrad.core import ClosedJaxpr, Tracer, get_aval, wrap_array
 from fungrad.interpreters.codegen import compiled
-from fungrad.interpreters.partial_eval import (closure_convert, output_value,
+from fungrad.interpreters.partial_eval import (by_value, closure_convert, output_value,
                                               trace_to_jaxpr, unalias)
 from fungrad.lax.control_flow.call import jit_p
 from fungrad.tree_util import tree_flatten, tree_unflatten
@@ -370,6 +370,7 @@ class Jitted:
             return [output_value(x, f"jit({self.name}): output {i}")
                     for i, x in enumerate(out_leaves)]
         jaxpr, consts = trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums))
+        consts = [by_value(c) for c in consts]   # a compiled program's constants are its own
         entry = _Entry()
         entry.closed, entry.hoisted = closure_convert(jaxpr, consts)
         entry.out_tree = out_store[-1]

@@ -113,14 +113,11 @@ def test_closed_over_arrays_are_captured_by_value():
     c = np.ones(3)
     f = fungrad.jit(lambda x: x + c)
     g = fungrad.jit(fungrad.grad(lambda x: fnp.sum(x * c)))
-    closed = fungrad.make_jaxpr(lambda x: x * c)(np.ones(3))
     np.testing.assert_array_equal(f(1.0), [2.0] * 3)
     np.testing.assert_array_equal(g(np.ones(3)), [1.0] * 3)
     c[:] = 5.0                # later in-place changes do not reach compiled code
     np.testing.assert_array_equal(f(1.0), [2.0] * 3)
     np.testing.assert_array_equal(g(np.ones(3)), [1.0] * 3)
-    np.testing.assert_array_equal(fungrad.core.eval_jaxpr(closed.jaxpr, closed.consts,
-                                                          np.ones(3))[0], [1.0] * 3)
     # a 0-d array becomes a literal: also by value
     s = np.array(2.0)
     h = fungrad.jit(lambda x: x * s)

@@ -70,7 +70,7 @@ class StagingTrace(Trace):
         self.fold_known = fold_known
         self.eqns: list[JaxprEqn] = []
         self.invars: list[Var] = []
-        self.const_vars: dict[int, tuple] = {}   # id(value) -> (Var, value)
+        self.const_vars: dict[int, Var] = {}   # id(value) -> Var
         self.const_vals: list[Any] = []
 
     def new_arg(self, aval: ShapedArray, provenance=None) -> StagingTracer:
@@ -90,11 +90,11 @@ class StagingTrace(Trace):
         elif isinstance(x, _PY_SCALARS) or isinstance(x, np.generic) or (
                 isinstance(x, np.ndarray) and x.ndim == 0):
             return Literal(by_value(x) if isinstance(x, np.ndarray) else x)
-        hit = self.const_vars.get(id(x))
-        if hit is None:      # (the entry keeps ``x`` alive, so its id stays unique)
-            hit = self.const_vars[id(x)] = (Var(get_aval(x).strip_weak_type()), x)
-            self.const_vals.append((hit[0], by_value(x)))
-        return hit[0]
+        var = self.const_vars.get(id(x))
+        if var is None:
+            var = self.const_vars[id(x)] = Var(get_aval(x).strip_weak_type())
+            self.const_vals.append((var, x))
+        return var
 
     def process_primitive(self, prim, args, params):
         if self.fold_known:
