@@ -53,6 +53,7 @@ name_p.transpose = lambda ct, x, name: [ct]
 name_p.linear = True
 name_p.batch = lambda axis_size, vals, dims, name: (name_p.bind(vals[0], name=name), dims[0])
 def_lowering(name_p, lambda args, name: Source(args[0]))
+name_p.opaque_params = ("name",)      # a name is compared, never written into source
 
 
 def checkpoint_name(x, name: str):

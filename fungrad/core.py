@@ -507,6 +507,10 @@ class Primitive:
         #                           first operand unchanged, if that has the output's aval
         self.involution = False   # op(op(x)) == x
         self.remat = False        # recomputes on purpose: never merged by CSE
+        # params whose values any hashable may be (axis names): the lowering binds
+        # them by name, so codegen's check for user text in params skips them
+        # (True: all of them)
+        self.opaque_params: tuple | bool = ()
         self._register()
 
     def _register(self):

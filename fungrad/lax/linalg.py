@@ -60,7 +60,8 @@ from fungrad.lax.elementwise import (add, sub, mul, div, neg, conj, real, eq, se
                                      convert_element_type)
 from fungrad.lax.reductions import reduce_sum
 from fungrad.lax.structural import reshape, transpose
-from fungrad.lax.utils import as_operand, checked_bind, def_kernel, def_lowering
+from fungrad.lax.utils import (as_operand, check_precision, checked_bind, def_kernel,
+                               def_lowering)
 
 __all__ = ["dot_general", "dot", "batch_matmul", "cholesky", "triangular_solve", "lu",
            "lu_pivots_to_permutation", "qr", "eigh", "svd"]
@@ -272,6 +273,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     rhs's free dims.  ``precision`` is accepted for JAX compatibility (NumPy
     always computes at the operands' precision).
     """
+    check_precision(precision, "lax.dot_general")
     lhs, rhs = as_operand(lhs), as_operand(rhs)
     dn = _canonical_dimension_numbers(dimension_numbers, lhs.ndim, rhs.ndim)
     # the shape rule (cached) runs here too: evaluation skips it
