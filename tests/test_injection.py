@@ -322,3 +322,57 @@ def test_a_str_subclass_param_is_rejected_by_codegen_naming_it():
                                [out]), [])
     with pytest.raises(TypeError, match=r"searchsorted.*side.*EvilStr"):
         codegen.compiled(closed)
+
+
+# ----------------------------------------------------------------------------
+# Every other string option of the API, as str subclasses of valid values
+# ----------------------------------------------------------------------------
+
+def _options():
+    from fungrad import scipy as fsp
+    a, m = np.arange(1.0, 5.0), np.eye(3) + 0.1
+    img = np.ones((1, 1, 4, 4))
+    return {
+        "fft.fft norm": (lambda o: fnp.fft.fft(a, norm=o).real, "ortho", a),
+        "fft.rfft norm": (lambda o: fnp.fft.rfft(a, norm=o).real, "forward", a),
+        "linalg.norm ord": (lambda o: fnp.linalg.norm(m, ord=o), "fro", m),
+        "linalg.eigh UPLO": (lambda o: fnp.linalg.eigh(m + m.T, UPLO=o)[0], "L", m),
+        "linalg.qr mode": (lambda o: fnp.linalg.qr(m, mode=o)[0], "reduced", m),
+        "percentile method": (lambda o: fnp.percentile(a, 50.0, method=o), "linear", a),
+        "quantile method": (lambda o: fnp.quantile(a, 0.5, method=o), "nearest", a),
+        "pad mode": (lambda o: fnp.pad(a, 1, mode=o), "reflect", a),
+        "take mode": (lambda o: fnp.take(a, np.array([1, 9]), mode=o), "clip", a),
+        "correlate mode": (lambda o: fnp.correlate(a, a, mode=o), "same", a),
+        "convolve mode": (lambda o: fnp.convolve(a, a, mode=o), "full", a),
+        "einsum subscripts": (lambda o: fnp.einsum(o, a, a), "i,i->", a),
+        "meshgrid indexing": (lambda o: fnp.meshgrid(a, a, indexing=o)[0], "ij", a),
+        "searchsorted side": (lambda o: fnp.searchsorted(a, 2.5, side=o), "right", a),
+        "astype dtype": (lambda o: fnp.asarray(a).astype(o), "float32", a),
+        "zeros_like dtype": (lambda o: fnp.zeros_like(a, dtype=o), "int32", a),
+        "conv padding": (lambda o: lax.conv_general_dilated(img, np.ones((1, 1, 2, 2)), (1, 1), o),
+                         "SAME", img),
+        "conv dimension_numbers": (lambda o: lax.conv_general_dilated(
+            img, np.ones((1, 1, 2, 2)), (1, 1), "VALID", dimension_numbers=(o, "OIHW", "NCHW")),
+            "NCHW", img),
+        "solve_triangular trans": (lambda o: fsp.linalg.solve_triangular(
+            np.triu(m), a[:3], trans=o), "T", m),
+        "cho_factor / eigh lower": (lambda o: fnp.linalg.eigvalsh(m + m.T, UPLO=o), "U", m),
+        "argsort (stable)": (lambda o: fnp.argsort(a, kind=o), "stable", a),
+        "histogram bins": (lambda o: fnp.histogram(a, bins=o)[0], "auto", a),
+    }
+
+
+@pytest.mark.parametrize("option", sorted(_options()))
+def test_every_string_option_rejects_or_uses_str_subclasses_safely(option):
+    fn, valid, arg = _options()[option]
+    want = None
+    try:
+        want = np.asarray(fungrad.jit(lambda _: fn(valid))(arg))
+    except Exception as err:   # an option fungrad does not take under jit: must stay clean
+        assert not isinstance(err, SyntaxError), err
+    for value in evil_strs(valid)[:4] + [EvilObject()] + PAYLOADS[:4]:
+        for run in (lambda: fn(value), lambda: fungrad.jit(lambda _: fn(value))(arg)):
+            out = _clear_error_or_result(run)
+            if want is not None and not isinstance(out, Exception) and isinstance(value, str) \
+                    and str.__str__(value) == valid:
+                np.testing.assert_allclose(np.asarray(out), want)
