@@ -4,9 +4,9 @@
 (alternately ``cos(x) + 0.5`` and ``sin(x) * 0.999``, then a sum), so its
 gradient program has about 2.5 n equations.  For each size this measures
 the first call of ``jit(grad(f))`` (trace, optimise, generate and compile
-the NumPy source, run) and the eager gradient ``grad(f)(x)``: wall time,
-and peak traced memory (tracemalloc, in a second run of a fresh function,
-since tracing memory slows the program).  The slope is the least-squares
+the NumPy source, run) and the eager gradient ``grad(f)(x)``: wall time and
+the growth of the peak resident memory, each in a fresh process (tracemalloc
+would slow a 100k-op compile by an order of magnitude).  The slope is the least-squares
 exponent b of ``time ~ n**b`` over the sizes (1 = linear).
 
     python -m benchmarks.compile_scaling               # 1k, 10k, 100k
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import math
 import time
-import tracemalloc
 
 import numpy as np
 
@@ -35,26 +34,38 @@ def chain(n: int):
     return f
 
 
-def _measure(make_call):
-    """(seconds, peak bytes) of one call of a fresh ``make_call()``."""
-    call = make_call()
+def _child(n: int, kind: str):
+    """In a fresh process: one call, then print seconds and the peak RSS growth."""
+    import resource
+    x = np.linspace(0.1, 1.0, 8)
+    g = fungrad.grad(chain(n))
+    g = fungrad.jit(g) if kind == "jit" else g
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    call()
+    g(x)
     seconds = time.perf_counter() - start
-    call = make_call()
-    tracemalloc.start()
-    call()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return seconds, peak
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    print(seconds, grown * 1024)
+
+
+def _measure(n: int, kind: str):
+    """(seconds, peak resident-memory growth in bytes) of the first call, each
+    size and kind in its own process (no caches, no tracing of allocations)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = f"from benchmarks.compile_scaling import _child; _child({n}, {kind!r})"
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                         text=True, check=True).stdout.split()
+    return float(out[0]), int(out[1])
 
 
 def measure(n: int) -> dict:
-    x = np.linspace(0.1, 1.0, 8)
-    jit_s, jit_peak = _measure(lambda: (lambda g=fungrad.jit(fungrad.grad(chain(n))): g(x)))
-    eager_s, eager_peak = _measure(lambda: (lambda g=fungrad.grad(chain(n)): g(x)))
+    jit_s, jit_peak = _measure(n, "jit")
+    eager_s, eager_peak = _measure(n, "eager")
     return {"n": n, "jit_s": jit_s, "jit_peak": jit_peak, "eager_s": eager_s,
-            "eager_peak": eager_peak}
+            "eager_peak": max(eager_peak, 1)}
 
 
 def slope(rows, key="jit_s") -> float:
