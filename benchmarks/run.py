@@ -32,7 +32,7 @@ os.environ.setdefault(
 import numpy as np  # noqa: E402
 
 from benchmarks.harness import compare, fmt_time  # noqa: E402
-from benchmarks import peers, workloads  # noqa: E402
+from benchmarks import compile_scaling, peers, workloads  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.md")
 
@@ -42,6 +42,9 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="fewer rounds (smoke run)")
     ap.add_argument("--only", default=None, help="run workloads whose name contains this")
     ap.add_argument("--out", default=RESULTS)
+    ap.add_argument("--compile-sizes", default="1000,10000,100000",
+                    help="chain lengths of the compile-scaling rows (add 200000 for the "
+                         "issue's size; it takes minutes)")
     args = ap.parse_args(argv)
     rounds, target = (3, 0.02) if args.quick else (9, 0.1)
     print(f"benchmarks: {blas_note()}", file=sys.stderr)
@@ -60,7 +63,8 @@ def main(argv=None):
         for name, t in medians.items():
             rows.append((title, name, t, t / base))
             print(f"    {name:28s} {fmt_time(t):>12s}  {t / base:7.2f}x", file=sys.stderr)
-    extras = [] if args.only else one_shot_measurements()
+    sizes = [int(n) for n in args.compile_sizes.split(",")]
+    extras = [] if args.only else one_shot_measurements(sizes)
     write_table(rows, args.out, extras)
     print(f"wrote {args.out}", file=sys.stderr)
 
@@ -75,8 +79,8 @@ def all_workloads() -> list:
     return list(workloads.WORKLOADS) + cluster_workloads.WORKLOADS
 
 
-def one_shot_measurements() -> list:
-    """Cold-jit times and peak memory, as (what, value) rows."""
+def one_shot_measurements(compile_sizes=compile_scaling.DEFAULT_SIZES) -> list:
+    """Cold-jit times, peak memory and compile scaling, as (what, value) rows."""
     print("[extra] cold jit and peak memory", file=sys.stderr)
     extras = [("fungrad: cold trace + compile + first call of jit(grad(MLP loss))",
                fmt_time(workloads.cold_jit_seconds()))]
@@ -98,6 +102,9 @@ def one_shot_measurements() -> list:
         # XLA's and PyTorch's C++ allocators bypass it, so a number would be wrong.
         extras.append((f"peak memory of MLP loss+grad, {' / '.join(peers.versions())}",
                        "not measured (tracemalloc cannot see their allocators)"))
+    print("[extra] compile scaling", file=sys.stderr)
+    extras += compile_scaling.rows_for_table(compile_sizes,
+                                             log=lambda line: print(line, file=sys.stderr))
     for what, value in extras:
         print(f"    {what}: {value}", file=sys.stderr)
     return extras

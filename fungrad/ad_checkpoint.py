@@ -53,6 +53,7 @@ name_p.transpose = lambda ct, x, name: [ct]
 name_p.linear = True
 name_p.batch = lambda axis_size, vals, dims, name: (name_p.bind(vals[0], name=name), dims[0])
 def_lowering(name_p, lambda args, name: Source(args[0]))
+name_p.opaque_params = ("name",)      # a name is compared, never written into source
 
 
 def checkpoint_name(x, name: str):
@@ -260,6 +261,9 @@ remat_p.emit_block = _remat_emit
 # Public API
 # ----------------------------------------------------------------------------
 
+_TRACE_CACHE_SIZE = 256     # signatures kept per checkpointed function
+
+
 def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=None,
                static_argnums: int | tuple = ()):
     """``jax.checkpoint``: ``fun`` whose residuals are recomputed in the backward
@@ -275,7 +279,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
                         "fungrad.checkpoint_policies.dots_saveable")
     statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
-    traced: dict = {}     # (tree, avals, statics) -> ClosedJaxpr, out tree
+    traced: dict = {}     # (tree, avals, statics) -> ClosedJaxpr, out tree (oldest first)
 
     @functools.wraps(fun)
     def wrapped(*args):
@@ -294,6 +298,8 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
             if key is not None and not hoisted:
                 # like jit: a function closing over no tracers is traced once per
                 # signature (closed-over arrays are baked in as constants)
+                if len(traced) >= _TRACE_CACHE_SIZE:     # bounded, as jit's cache
+                    traced.pop(next(iter(traced)), None)
                 traced[key] = closed, out_tree
         else:
             (closed, out_tree), hoisted = hit, []

@@ -17,6 +17,7 @@ from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, get_aval, float0
 from fungrad.interpreters import ad, batching, tape
 from fungrad.interpreters.ad import Zero
+from fungrad.interpreters import partial_eval as pe
 from fungrad.interpreters.partial_eval import trace_to_jaxpr
 from fungrad.tree_util import tree_flatten, tree_unflatten, tree_map, tree_leaves
 
@@ -48,7 +49,7 @@ def flatten_fun(f: Callable, in_tree) -> tuple[Callable, _Store]:
 
 def _as_value(x, what: str):
     """Leaves become arrays (Python scalars keep NumPy's default dtypes)."""
-    if isinstance(x, (Tracer, np.ndarray)):
+    if isinstance(x, Tracer) or isinstance(x, np.ndarray) and x.dtype.kind not in "OUS":
         return x
     if isinstance(x, np.generic):
         return np.asarray(x)
@@ -58,7 +59,7 @@ def _as_value(x, what: str):
         arr = np.asarray(x)
     except Exception:
         arr = None
-    if arr is None or arr.dtype == object:
+    if arr is None or arr.dtype.kind in "OUS":       # objects, generators, strings
         raise TypeError(f"{what}: {type(x).__name__} {x!r:.80} is not a valid array "
                         "value (use numbers or arrays in pytrees of tuples/lists/dicts)")
     return arr
@@ -78,7 +79,19 @@ def _argnums_tuple(argnums, nargs: int, who: str) -> tuple[int, ...]:
         if not isinstance(n, int) or not -nargs <= n < nargs:
             raise ValueError(f"{who}: argnums={argnums!r} is out of range for a function "
                              f"called with {nargs} positional argument(s)")
-    return tuple(n % nargs for n in nums)
+    nums = tuple(n % nargs for n in nums)
+    if len(set(nums)) != len(nums):
+        # JAX fails here too: one argument cannot be two independent variables
+        raise ValueError(f"{who}: argnums={argnums!r} names an argument more than once; list "
+                         "each argument once (use the same gradient twice if you need it)")
+    return nums
+
+
+def _check_callable(fun, who: str):
+    """``TypeError`` when a transformation is applied, not at the first call."""
+    if not callable(fun):
+        raise TypeError(f"{who}: expected a callable (a function to transform), got "
+                        f"{type(fun).__name__} {fun!r:.60}")
 
 
 def _partial_argnums(f, args, argnums):
@@ -162,6 +175,7 @@ def _leaf_names(fun, in_tree, dyn_idx) -> list[str]:
 
 def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
     """``make_jaxpr(f)(*args)``: the ClosedJaxpr ``f`` stages for these argument types."""
+    _check_callable(fun, "make_jaxpr")
     @functools.wraps(fun)
     def make(*args, **kwargs):
         closed, out_tree = _stage(fun, args, kwargs, static_argnums)
@@ -307,6 +321,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     p_leaves = [_as_value(x, "vjp primal") for x in p_leaves]
     f_flat, store, split = _flat_with_aux(fun, p_tree, has_aux, "vjp")
     outs, backward = _vjp_flat(f_flat, p_leaves)
+    outs = pe.unalias(outs, range(len(outs)), p_leaves)     # no views of the caller's arrays
     outs, aux = split([_result(o) for o in outs])
     out_tree = store.val
     out_avals = [get_aval(o) for o in outs]
@@ -429,6 +444,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False,
     gradient is ``∂f/∂x - i ∂f/∂y`` (the cotangent 1.0 pulled back; for
     f = |z|² it is 2·conj(z)), of ``z``'s dtype; a complex-valued ``fun`` needs
     ``holomorphic=True`` (then the result is f'(z)) and complex inputs."""
+    _check_callable(fun, "value_and_grad")
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "grad")
@@ -462,6 +478,7 @@ def _check_scalar(ans):
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
          allow_int: bool = False):
     """The gradient of a scalar-valued ``fun`` with respect to ``argnums``."""
+    _check_callable(fun, "grad")
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
     @functools.wraps(fun)
@@ -497,6 +514,7 @@ def _flatten_axes(who: str, treedef, axes, leaves_hint: str):
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
          spmd_axis_name=None):
     """Vectorise ``fun`` over a new leading axis (or the axes in ``in_axes``)."""
+    _check_callable(fun, "vmap")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)  # JAX treats a list as a tuple here
 
@@ -517,6 +535,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
         size = _axis_size(leaves, dims, in_tree, axis_size)
         flat, store = flatten_fun(fun, in_tree)
         outs = _vmap_call(flat, leaves, dims, size, out_axes, store, axis_name)
+        outs = pe.unalias(outs, range(len(outs)), leaves)    # no views of the caller's arrays
         return tree_unflatten(store.val, outs)
     return vmapped
 
@@ -600,6 +619,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
     As JAX: real inputs, or complex ones with ``holomorphic=True`` (then the
     outputs must be complex and the result is the complex derivative)."""
+    _check_callable(fun, "jacfwd")
     def jacfun(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "jacfwd")
         f = (lambda *a: fun(*a, **kwargs)) if kwargs else fun
@@ -644,6 +664,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
     As JAX: real outputs, or complex ones with ``holomorphic=True`` (which also
     needs complex inputs)."""
+    _check_callable(fun, "jacrev")
     def jacfun(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "jacrev")
         f = (lambda *a: fun(*a, **kwargs)) if kwargs else fun
@@ -678,6 +699,7 @@ def _reshape_rows(c, start, out_aval):
 
 def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """``jacfwd(jacrev(fun))``: forward-over-reverse."""
+    _check_callable(fun, "hessian")
     return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 

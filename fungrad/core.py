@@ -155,7 +155,10 @@ def get_aval(x) -> ShapedArray:
     if isinstance(x, Tracer):
         return x.aval
     if isinstance(x, np.ndarray):
-        return _shaped(x.shape, x.dtype)
+        dtype = x.dtype
+        # a non-native byte order ('>f8' here) is the same number type: types
+        # are native, and NumPy converts the values wherever they are used
+        return _shaped(x.shape, dtype if dtype.isnative else dtype.newbyteorder("="))
     if isinstance(x, np.generic):
         return _shaped((), x.dtype)
     if isinstance(x, _PY_SCALARS):
@@ -210,9 +213,13 @@ def default_int_dtype() -> np.dtype:
 
 
 def scalar_dtype(x) -> np.dtype:
-    """The dtype a Python scalar takes (NumPy's with x64, else 32-bit as JAX)."""
+    """The dtype a Python scalar takes (NumPy's with x64, else 32-bit as JAX);
+    OverflowError for an int no NumPy integer holds."""
     if _x64 or type(x) is bool:
-        return np.asarray(x).dtype
+        dtype = np.asarray(x).dtype
+        if dtype == object:
+            raise OverflowError(f"Python int {x} too large to convert to int64 or uint64")
+        return dtype
     if isinstance(x, int) and not -2**31 <= x < 2**31:
         raise OverflowError(f"Python int {x} too large to convert to int32 "
                             "(jax_enable_x64 is off; turn it on for 64-bit integers)")
@@ -225,7 +232,14 @@ def _set_x64(on: bool):
     SCALAR_TO_NUMPY.clear()
     SCALAR_TO_NUMPY.update({float: np.float64 if on else np.float32, bool: np.bool_,
                             complex: np.complex128 if on else np.complex64,
-                            int: np.asarray if on else _int32_scalar})
+                            int: _int64_scalar if on else _int32_scalar})
+
+
+def _int64_scalar(x):
+    out = np.asarray(x)
+    if out.dtype == object:   # beyond uint64: never an object array in compiled code
+        raise OverflowError(f"Python int {x} too large to convert to int64 or uint64")
+    return out
 
 
 def _int32_scalar(x):
@@ -307,6 +321,7 @@ class Jaxpr:
 
 
 _MISSING = object()
+DERIVED_CACHE_SIZE = 128
 
 
 class ClosedJaxpr:
@@ -324,13 +339,21 @@ class ClosedJaxpr:
         self._derived = None
 
     def derived(self, key, build: Callable):
-        """``build()``, computed once per hashable ``key`` for this jaxpr."""
+        """``build()``, computed once per hashable ``key`` for this jaxpr (at most
+        ``DERIVED_CACHE_SIZE`` entries, the oldest dropped first: a long-lived
+        jaxpr vmapped at ever new sizes must not grow without bound)."""
         cache = self._derived
         if cache is None:
             cache = self._derived = {}
         value = cache.get(key, _MISSING)
         if value is _MISSING:
-            value = cache[key] = build()
+            value = build()
+            if len(cache) >= DERIVED_CACHE_SIZE:
+                try:
+                    cache.pop(next(iter(cache)), None)
+                except (RuntimeError, StopIteration):   # another thread changed it
+                    pass
+            cache[key] = value
         return value
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
@@ -501,6 +524,10 @@ class Primitive:
         # finite inputs always give finite outputs (reshape, select, max...): the
         # code jax_debug_nans/jax_debug_infs generate checks no result of it
         self.keeps_finite = False
+        # params whose values any hashable may be (axis names): the lowering binds
+        # them by name, so codegen's check for user text in params skips them
+        # (True: all of them)
+        self.opaque_params: tuple | bool = ()
         self._register()
 
     def _register(self):

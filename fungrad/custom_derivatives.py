@@ -92,9 +92,29 @@ def _batch(axis_size, vals, dims, jaxpr, jvp, num_consts, symbolic_zeros):
     return outs, [0] * len(outs)
 
 
-@functools.lru_cache(maxsize=None)
+def _derived_rule(rule, key, build):
+    """``build()`` once per ``key`` for the Python callable ``rule`` (a custom
+    rule and the batched versions made from it), kept on ``rule`` itself so that
+    it dies with it; a callable without a ``__dict__`` gets no cache.  (The same
+    rule batched the same way is then the same object: equations that carry it
+    stay equal for CSE and the caches of derived jaxprs.)"""
+    try:
+        cache = rule.__dict__.setdefault("_fungrad_derived", {})
+    except AttributeError:
+        return build()
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = build()
+    return hit
+
+
 def _batched_rule(jvp, in_dims, num_consts, axis_size, n_out):
     """The rule, vmapped with the primals' batch axes (tangents share them)."""
+    return _derived_rule(jvp, ("batched_jvp", in_dims, num_consts, axis_size, n_out),
+                         lambda: _make_batched_rule(jvp, in_dims, num_consts, axis_size, n_out))
+
+
+def _make_batched_rule(jvp, in_dims, num_consts, axis_size, n_out):
     from fungrad.interpreters.batching import vmap_flat
 
     def rule(consts, args, tangents):
@@ -469,8 +489,12 @@ def _vjp_call_batch(axis_size, vals, dims, jaxpr, fwd, bwd, num_consts, num_res)
     return outs, [0] * len(outs)
 
 
-@functools.lru_cache(maxsize=None)
 def _batched_fwd(fwd, arg_dims, axis_size):
+    return _derived_rule(fwd, ("batched_fwd", arg_dims, axis_size),
+                         lambda: _make_batched_fwd(fwd, arg_dims, axis_size))
+
+
+def _make_batched_fwd(fwd, arg_dims, axis_size):
     from fungrad.interpreters.batching import vmap_flat
 
     def batched(*args):
@@ -479,8 +503,12 @@ def _batched_fwd(fwd, arg_dims, axis_size):
     return batched
 
 
-@functools.lru_cache(maxsize=None)
 def _batched_bwd(bwd, axis_size, num_args):
+    return _derived_rule(bwd, ("batched_bwd", axis_size, num_args),
+                         lambda: _make_batched_bwd(bwd, axis_size, num_args))
+
+
+def _make_batched_bwd(bwd, axis_size, num_args):
     from fungrad.interpreters.batching import vmap_flat
 
     def batched(res, cts):

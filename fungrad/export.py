@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import keyword
 import os
 import sys
 
@@ -26,7 +27,7 @@ from fungrad.jitting import jit as _jit
 from fungrad.interpreters import codegen
 from fungrad.interpreters.lowering import module_alias as _alias
 from fungrad.interpreters.passes import optimize
-from fungrad.tree_util import tree_flatten, tree_unflatten, tree_structure
+from fungrad.tree_util import _sorted_keys, tree_flatten, tree_unflatten
 
 __all__ = ["export"]
 
@@ -34,10 +35,36 @@ __all__ = ["export"]
 def _const_source(name: str, value) -> str:
     arr = np.ascontiguousarray(np.asarray(value))
     if arr.dtype == object:     # e.g. the call of a shard_map: not NumPy data
-        raise TypeError(f"export: the generated code calls {value!r}, which is not NumPy "
-                        "data; this function cannot be exported as NumPy-only code")
+        raise TypeError(f"export: the generated code calls {type(value).__name__}, which is "
+                        "not NumPy data; this function cannot be exported as NumPy-only code")
+    if arr.dtype.kind not in "biufcmMSU" or arr.dtype.fields is not None:
+        raise TypeError(f"export: a constant of dtype {arr.dtype} (structured or void) cannot "
+                        "be written to a NumPy-only module; use numeric arrays")
+    arr = arr.astype(arr.dtype.newbyteorder("="), copy=False)   # the module's bytes are native
     return (f"{name} = np.frombuffer(bytes.fromhex({arr.tobytes().hex()!r}), "
             f"dtype={arr.dtype.str!r}).reshape({arr.shape!r})")
+
+
+# dict keys the module can write as literals that read back as the same key
+_LITERAL_KEY_TYPES = (str, bytes, int, bool, float, type(None))
+
+
+def _key_source(key, where: str) -> str:
+    """``repr(key)`` if it is a literal that ``ast.literal_eval`` reads back as an
+    equal key of the same type (exact types only: a ``str`` subclass's
+    ``__repr__`` is user code), else TypeError naming the key."""
+    def faithful(k):
+        if type(k) is tuple:
+            return all(faithful(x) for x in k)
+        return type(k) in _LITERAL_KEY_TYPES and not (type(k) is float and not np.isfinite(k))
+    if faithful(key):
+        text = repr(key)
+        back = ast.literal_eval(text)
+        if back == key and type(back) is type(key):
+            return text
+    raise TypeError(f"export: the {where} has the dict key {type(key).__name__} {key!r:.60}, "
+                    "which a NumPy-only module cannot write back faithfully; use str, int, "
+                    "bool, bytes, finite float or None keys (or tuples of them)")
 
 
 def _structure_source(tree, names) -> str:
@@ -49,13 +76,14 @@ def _structure_source(tree, names) -> str:
             return next(leaves)
         if node is None:
             return "None"
-        if isinstance(node, tuple) and not hasattr(node, "_fields"):
+        if type(node) is tuple:
             inner = ", ".join(build(x) for x in node)
             return f"({inner}{',' if len(node) == 1 else ''})"
-        if isinstance(node, list):
+        if type(node) is list:
             return "[" + ", ".join(build(x) for x in node) + "]"
-        if isinstance(node, dict):
-            return "{" + ", ".join(f"{k!r}: {build(v)}" for k, v in node.items()) + "}"
+        if type(node) is dict:
+            return "{" + ", ".join(f"{_key_source(k, 'output')}: {build(v)}"
+                                   for k, v in node.items()) + "}"
         raise TypeError(f"export: output container {type(node).__name__} cannot be written "
                         "to a NumPy-only module; return tuples, lists or dicts")
     return build(tree_unflatten(tree, [_Leaf()] * tree.num_leaves))
@@ -65,19 +93,19 @@ class _Leaf:
     pass
 
 
-def _flatten_source(in_tree, n_args: int) -> str:
+def _flatten_source(in_tree) -> str:
     """Source flattening the wrapper's arguments into the leaves, in order."""
     paths = []
 
     def walk(node, expr):
         if isinstance(node, _Leaf):
             paths.append(expr)
-        elif isinstance(node, (tuple, list)) and not hasattr(node, "_fields"):
+        elif type(node) in (tuple, list):
             for i, child in enumerate(node):
                 walk(child, f"{expr}[{i}]")
-        elif isinstance(node, dict):
-            for k in sorted(node):
-                walk(node[k], f"{expr}[{k!r}]")
+        elif type(node) is dict:
+            for k in _sorted_keys(node):       # fungrad's flattening order
+                walk(node[k], f"{expr}[{_key_source(k, 'argument')}]")
         elif node is not None:
             raise TypeError(f"export: argument container {type(node).__name__} is not "
                             "supported; use tuples, lists or dicts")
@@ -87,17 +115,50 @@ def _flatten_source(in_tree, n_args: int) -> str:
     return ", ".join(paths)
 
 
-def export(fun, *example_args, path: str | None = None, name: str | None = None) -> str:
+def _module_name(fun, name, reserved) -> str:
+    """The wrapper's name: ``name`` (checked), else ``fun.__name__`` made an
+    identifier (``fn`` if that is impossible)."""
+    if name is not None:
+        if type(name) is not str or not name.isidentifier() or keyword.iskeyword(name) \
+                or name in reserved or name in dir(builtins):
+            raise ValueError(f"export: name={name!r} must be a Python identifier that is not a "
+                             "keyword, a builtin or a name the module uses (np, _compiled, "
+                             "_k0, ..., the kernel aliases)")
+        return name
+    raw = getattr(fun, "__name__", "fn")
+    raw = raw if type(raw) is str else "fn"
+    derived = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in raw)
+    if not derived.isidentifier() or keyword.iskeyword(derived) or derived in reserved \
+            or derived in dir(builtins):
+        return "fn"
+    return derived
+
+
+def _docstring(fun, leaves) -> str:
+    """The module docstring; user text in it (the qualname) keeps only printable
+    characters other than quotes and backslashes, so it cannot end the string."""
+    qualname = getattr(fun, "__qualname__", None)
+    qualname = qualname if type(qualname) is str else type(fun).__name__
+    safe = lambda text: "".join(c if c.isprintable() and c not in "\"'\\" else "_"
+                                for c in text)
+    shapes = ", ".join(f"{np.shape(x)}:{np.asarray(x).dtype}" for x in leaves)
+    return f'"""Generated by fungrad.export from {safe(qualname)}.\n\n' \
+           f'Argument shapes/dtypes: {safe(shapes)}"""'
+
+
+def export(fun, *example_args, path: str | None = None, name: str | None = None,
+           overwrite: bool = False) -> str:
     """Write (to ``path``, if given) and return the source of a NumPy-only module
-    computing ``fun`` for arguments shaped like ``example_args``."""
-    name = name or "".join(c if c.isalnum() or c == "_" else "_"
-                           for c in getattr(fun, "__name__", "fn")) or "fn"
-    if not name.isidentifier() or name[0].isdigit():
-        name = "fn"
+    computing ``fun`` for arguments shaped like ``example_args``.
+
+    ``fun`` is traced abstractly (never run on the example values).  ``name`` is
+    the wrapper's name (default: ``fun.__name__`` made an identifier).  An
+    existing ``path`` is replaced only with ``overwrite=True``, and never
+    through a symbolic link."""
     jitted = _jit(fun)
     leaves, in_tree = tree_flatten((example_args, {}))
-    closed = jitted.lower(*example_args).jaxpr
-    opt = optimize(closed)
+    entry, _ = jitted._entry(example_args, {})
+    opt = optimize(entry.closed)
     body, block_consts, modules = codegen.lower_jaxpr_and_consts(opt.jaxpr, "_compiled")
     if any(callable(c) for c in block_consts.values()):
         raise TypeError("export: the function calls a Python callback (debug.print, "
@@ -106,28 +167,42 @@ def export(fun, *example_args, path: str | None = None, name: str | None = None)
                         "exported as NumPy-only code; remove it before exporting")
     helpers, embedded = _embed_kernel_modules(modules)
     helpers += [_const_source(n, c) for n, c in block_consts.items()]
-    out_tree = tree_structure(fun(*example_args))
-    _check_free_names(body, len(opt.consts), set(embedded) | set(block_consts))
     const_names = [f"_k{i}" for i in range(len(opt.consts))]
-    outs = [f"_r[{i}]" for i in range(out_tree.num_leaves)]
+    reserved = {"np", "_compiled", "args", "_r", *embedded, *block_consts, *const_names}
+    name = _module_name(fun, name, reserved)
+    _check_free_names(body, len(opt.consts), set(embedded) | set(block_consts))
+    outs = [f"_r[{i}]" for i in range(entry.out_tree.num_leaves)]
     lines = [
-        f'"""Generated by fungrad.export from {getattr(fun, "__qualname__", name)}.',
-        "",
-        "Argument shapes/dtypes: " + ", ".join(
-            f"{np.shape(x)}:{np.asarray(x).dtype}" for x in leaves) + '"""',
+        _docstring(fun, leaves),
         "import numpy as np", "",
         *helpers,
         *[_const_source(n, c) for n, c in zip(const_names, opt.consts)], "",
         body,
         f"def {name}(*args):",
-        f"    _r = _compiled({', '.join(const_names + [_flatten_source(in_tree, len(example_args))])})",
-        f"    return {_structure_source(out_tree, outs)}", "",
+        f"    _r = _compiled({', '.join(const_names + [_flatten_source(in_tree)])})",
+        f"    return {_structure_source(entry.out_tree, outs)}", "",
     ]
     source = "\n".join(lines)
     if path is not None:
-        with open(os.fspath(path), "w") as fh:
-            fh.write(source)
+        _write_new_file(os.fspath(path), source, overwrite)
     return source
+
+
+def _write_new_file(path: str, source: str, overwrite: bool):
+    """Create ``path`` with the user's umask (mode 0o666 & ~umask); an existing
+    file only with ``overwrite``; never through a symlink (O_NOFOLLOW)."""
+    if os.path.islink(path):
+        raise FileExistsError(f"export: {path!r} is a symbolic link; export does not write "
+                              "through links; pass the link's target or another path")
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    flags |= os.O_TRUNC if overwrite else os.O_EXCL
+    try:
+        fd = os.open(path, flags, 0o666)
+    except FileExistsError:
+        raise FileExistsError(f"export: {path!r} exists; pass overwrite=True to replace it"
+                              ) from None
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(source)
 
 
 # kernels: NumPy-only modules the generated code may call (fungrad/lax/kernels/)

@@ -15,7 +15,9 @@ only while tracing, i.e. once per new signature, as in JAX.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import inspect
 import logging
 import threading
@@ -29,7 +31,8 @@ import numpy as np
 from fungrad import _config, core
 from fungrad.core import ClosedJaxpr, Tracer, get_aval, wrap_array
 from fungrad.interpreters.codegen import compiled, compiled_scalar_or_numpy
-from fungrad.interpreters.partial_eval import as_value, closure_convert, trace_to_jaxpr
+from fungrad.interpreters.partial_eval import (by_value, closure_convert, output_value,
+                                              trace_to_jaxpr, unalias)
 from fungrad.lax.control_flow.call import jit_p
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
@@ -79,7 +82,7 @@ def _output_kind(out_tree) -> str:
 
 class _Entry:
     __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "output_kind",
-                 "scalar_args", "run")
+                 "scalar_args", "may_alias", "run")
 
 
 def _positional_key(args):
@@ -99,17 +102,27 @@ def _positional_key(args):
     return len(args), tuple(sig), ()
 
 
+class _ArgumentOverflow(OverflowError):
+    """A Python int argument too large for NumPy (``Jitted`` names the argument)."""
+
+
 def _runner(entry: "_Entry") -> Callable:
     """The cache-hit path of ``entry``, built once: Python scalars to NumPy
     scalars, the compiled code, the outputs as read-only Arrays (in their tree)."""
     fn, consts, kind, out_tree = entry.fn, entry.consts, entry.output_kind, entry.out_tree
     scalar_args = entry.scalar_args and not getattr(fn, "takes_python_scalars", False)
+    may_alias = entry.may_alias
 
     def run(leaves):
         if scalar_args:
-            leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else x
-                      for x in leaves]
+            try:
+                leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else x
+                          for x in leaves]
+            except OverflowError as err:      # an int too large for any NumPy int
+                raise _ArgumentOverflow(str(err)) from None
         outs = fn(*consts, *leaves)
+        if may_alias:                     # never a view of the caller's writeable array
+            outs = unalias(outs, may_alias, leaves)
         if kind == "single":
             return wrap_array(outs[0])
         if kind == "tuple":
@@ -371,13 +384,19 @@ class Jitted:
         if eager and not kwargs and not self.static_argnums:
             # the cache hit of plain positional arguments: a key, a lookup, a call
             key = _positional_key(args)
-            if key is not None:
-                entry = self._cache.entries.get(key)
-                if entry is not None:
+            entry = None if key is None else self._cache.get(key)
+            if entry is not None:
+                try:
                     return entry.run(args)
+                except _ArgumentOverflow as err:
+                    self._raise_overflow(args, kwargs, (), args, err)
         entry, leaves = self._entry(args, kwargs)
         if eager and entry.cacheable:
-            return entry.run(leaves)
+            try:
+                return entry.run(leaves)
+            except _ArgumentOverflow as err:
+                nums = self._split(args, kwargs)[3] if self.static_argnums else ()
+                self._raise_overflow(args, kwargs, nums, leaves, err)
         outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
         return tree_unflatten(entry.out_tree, outs)
 
@@ -395,10 +414,16 @@ class Jitted:
         leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else
                   x.view(np.ndarray) if type(x) is core.Array else x for x in leaves]
         outs = entry.fn(*entry.consts, *leaves)
+        if entry.may_alias:               # never a view of the caller's writeable array
+            outs = unalias(outs, entry.may_alias, leaves)
         core.check_outputs(outs, f"the output of jit({self.name})")
         return tree_unflatten(entry.out_tree, [wrap_array(o) for o in outs])
 
     def _trace(self, args, kwargs, nums, leaves, key) -> _Entry:
+        with gc_paused():
+            return self._trace_and_compile(args, kwargs, nums, leaves, key)
+
+    def _trace_and_compile(self, args, kwargs, nums, leaves, key) -> _Entry:
         self._explain_miss(key)
         avals = self._avals(args, kwargs, nums, leaves)
         out_store = []
@@ -415,9 +440,11 @@ class Jitted:
             kw.update(dyn_kwargs)
             out_leaves, out_tree = tree_flatten(self.fun(*full, **kw))
             out_store.append(out_tree)
-            return [as_value(x) for x in out_leaves]
+            return [output_value(x, f"jit({self.name}): output {i}")
+                    for i, x in enumerate(out_leaves)]
         jaxpr, consts = trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums),
                                        name=f"jit({self.name})")
+        consts = [by_value(c) for c in consts]   # a compiled program's constants are its own
         entry = _Entry()
         entry.closed, entry.hoisted = closure_convert(jaxpr, consts)
         entry.out_tree = out_store[-1]
@@ -427,6 +454,7 @@ class Jitted:
         if entry.cacheable:
             comp = compiled_scalar_or_numpy(entry.closed)   # (checking code if traced by _call_checked)
             entry.fn, entry.consts = comp.fn, comp.consts
+            entry.may_alias = outputs_that_may_alias(comp.jaxpr)
             entry.run = _runner(entry)
             self._cache.put(key, entry)
             if _config.log_compiles.value:
@@ -437,6 +465,8 @@ class Jitted:
     def _avals(self, args, kwargs, nums, leaves):
         try:
             return [get_aval(x) for x in leaves]
+        except OverflowError as err:
+            self._raise_overflow(args, kwargs, nums, leaves, err)
         except TypeError as err:
             bad = next(i for i, x in enumerate(leaves) if not _is_array_like(x))
             name = self._arg_names(args, kwargs, nums)[bad]
@@ -446,6 +476,12 @@ class Jitted:
                 "method, static_argnums=0 makes a hashable self static); if it holds arrays, "
                 "register its class as a pytree (fungrad.tree_util.register_pytree_node)."
             ) from None
+
+    def _raise_overflow(self, args, kwargs, nums, leaves, err):
+        bad = next((i for i, x in enumerate(leaves) if type(x) is int and _overflows(x)), None)
+        name = "an argument" if bad is None else self._arg_names(args, kwargs, nums)[bad]
+        raise OverflowError(f"jit({self.name}): {name}: {err}; pass it as a float, or as "
+                            "an array of an explicit dtype") from None
 
     def _arg_names(self, args, kwargs, nums) -> list[str]:
         """Names of the flat arguments (for concretization errors)."""
@@ -467,6 +503,51 @@ class Jitted:
     def lower(self, *args, **kwargs) -> Lowered:
         entry, _ = self._entry(args, kwargs)
         return Lowered(entry.closed, compiled(entry.closed).source, self)
+
+
+# primitives whose NumPy code may return its operand or a view of it
+_VIEW_PRIMITIVES = frozenset({
+    "broadcast_in_dim", "convert_element_type", "bitcast_convert_type", "reshape", "squeeze",
+    "transpose", "slice", "rev", "real", "imag", "dynamic_slice", "gather", "pad", "select_n",
+    "name", "stop_gradient", "pure_callback", "copy", "reduce_precision"})
+
+
+def outputs_that_may_alias(jaxpr) -> tuple[int, ...]:
+    """Indices of the outputs of ``jaxpr`` that may share memory with an input:
+    the inputs themselves and what view-making (or higher-order) primitives
+    compute from them.  Everything else is a fresh array."""
+    maybe = set(jaxpr.invars)
+    for eqn in jaxpr.eqns:
+        if (eqn.primitive.name in _VIEW_PRIMITIVES or eqn.primitive.multiple_results
+                or any(isinstance(p, ClosedJaxpr) or callable(p) for p in eqn.params.values())) \
+                and any(isinstance(v, core.Var) and v in maybe for v in eqn.inputs):
+            maybe.update(eqn.outvars)
+    return tuple(i for i, v in enumerate(jaxpr.outvars) if isinstance(v, core.Var) and v in maybe)
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Tracing and compiling allocate objects (equations, variables, source
+    lines) that all live until the end; the cyclic garbage collector's passes
+    over them, every few thousand allocations, made a first call's cost grow
+    quadratically with the program (3-4x of a 20,000-equation compile).  The
+    collector is off meanwhile; what became garbage is reference-counted away,
+    and cycles are collected once it is back on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _overflows(x: int) -> bool:
+    try:
+        core.scalar_dtype(x)
+    except OverflowError:
+        return True
+    return False
 
 
 def _is_array_like(x) -> bool:

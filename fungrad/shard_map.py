@@ -375,6 +375,7 @@ def _spec_leaves(specs, treedef, what: str) -> list[PartitionSpec]:
     return out
 
 
+_TRACE_CACHE_SIZE = 256     # signatures kept per shard_map'd function
 _WHAT = {"in_specs": "positional arguments", "out_specs": "outputs"}
 
 
@@ -398,6 +399,8 @@ class _ShardMapped:
         if hit is None:
             hit = self._trace(paths, in_tree, specs, avals)
             if not hit[1]:
+                if len(self._cache) >= _TRACE_CACHE_SIZE:    # bounded, as jit's cache
+                    self._cache.pop(next(iter(self._cache)), None)
                 self._cache[key] = hit
         closed, hoisted, out_tree, out_specs = hit
         in_specs = (PartitionSpec(),) * len(hoisted) + tuple(specs)

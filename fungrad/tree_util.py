@@ -222,6 +222,8 @@ def _classify(t: type) -> _NodeSpec | None:
     spec = _registry.get(t)
     if spec is None and _is_namedtuple_class(t):
         spec = _namedtuple_spec(t)
+    if len(_lookup_cache) >= 4096:   # classes made at run time (namedtuples): bounded
+        _lookup_cache.clear()
     _lookup_cache[t] = spec
     return spec
 

@@ -209,44 +209,25 @@ def test_optimize_removes_autodiff_noise():
 
 
 def test_export_standalone_module(tmp_path):
-    import importlib.util
-    import subprocess
-    import sys
+    from tests.export_check import check_exported
 
     def loss(params, x):
         return fnp.sum(fnp.tanh(x @ params["w"] + params["b"]) ** 2)
     params = {"w": np.linspace(-1, 1, 6).reshape(3, 2), "b": np.array([0.1, -0.2])}
     x = np.arange(6.0).reshape(2, 3) / 10
-    path = tmp_path / "loss_grad.py"
-    src = fungrad.export(fungrad.value_and_grad(loss), params, x, path=path, name="loss_grad")
+    other = ({"w": np.ones((3, 2)), "b": np.zeros(2)}, np.ones((2, 3)))
+    src = check_exported(fungrad.value_and_grad(loss), params, x, tmp_path=tmp_path,
+                         name="loss_grad", calls=[(params, x), other], rtol=1e-14)
     assert "fungrad" not in src.split('"""', 2)[2]          # only NumPy is imported
-    spec = importlib.util.spec_from_file_location("loss_grad", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    val, g = module.loss_grad(params, x)
-    want_val, want_g = fungrad.value_and_grad(loss)(params, x)
-    np.testing.assert_allclose(val, want_val, rtol=1e-14)
-    np.testing.assert_allclose(g["w"], want_g["w"], rtol=1e-14)
-    # and it runs in a fresh interpreter that cannot import fungrad
-    code = (f"import sys; sys.modules['fungrad'] = None; sys.path.insert(0, {str(tmp_path)!r});"
-            "import numpy as np, loss_grad;"
-            "print(loss_grad.loss_grad({'w': np.ones((3, 2)), 'b': np.zeros(2)}, np.ones((2, 3)))[0])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert float(out.stdout) > 0
 
 
 def test_export_embeds_pure_numpy_special_functions(tmp_path):
-    import importlib.util
+    from tests.export_check import check_exported
     f = lambda x: fnp.sum(fungrad.lax.erf(x) * fungrad.lax.lgamma(x + 2.0))
     x = np.linspace(0.1, 2.0, 5)
-    path = tmp_path / "special.py"
-    src = fungrad.export(fungrad.grad(f), x, path=path, name="g")
-    assert "fungrad" not in src.replace("'fungrad.lax.kernels.special'", "").split('"""', 2)[2] \
-        or "__import__" not in src
-    spec = importlib.util.spec_from_file_location("special", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    np.testing.assert_allclose(module.g(x), fungrad.grad(f)(x), rtol=1e-13)
+    src = check_exported(fungrad.grad(f), x, tmp_path=tmp_path, name="g", rtol=1e-13)
+    assert "__import__" not in src
+    np.testing.assert_allclose(jit(fungrad.grad(f))(x), fungrad.grad(f)(x), rtol=1e-13)
 
 
 def test_every_kernel_module_embeds_as_numpy_only_code():
@@ -317,14 +298,6 @@ def test_fold_transposes_preserves_values(f):
             np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-14)
 
 
-def _load_exported(path, name):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 _SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
 _LINALG_PROGRAMS = {
     "triangular_solve": lambda a: fnp.sum(lax.linalg.triangular_solve(
@@ -343,26 +316,16 @@ _LINALG_PROGRAMS = {
 
 @pytest.mark.parametrize("name", sorted(_LINALG_PROGRAMS))
 def test_export_linalg_primitives_needs_only_numpy(tmp_path, name):
-    import subprocess
-    import sys
+    from tests.export_check import check_exported
     f = _LINALG_PROGRAMS[name]
     for fun, tag in ((f, "value"), (fungrad.grad(f), "grad")):
-        module_name = f"exported_{name}_{tag}"
-        path = tmp_path / f"{module_name}.py"
-        src = fungrad.export(fun, _SPD, path=path, name="run")
+        src = check_exported(fun, _SPD, tmp_path=tmp_path, name="run",
+                             module=f"exported_{name}_{tag}", calls=[(_SPD,), (np.eye(3) * 2.0,)])
         assert "__import__" not in src and "_impl[" not in src
         imports = {line.split()[1] for line in src.splitlines()
                    if line.startswith(("import ", "from "))}
         assert imports == {"numpy"}
-        got = _load_exported(path, module_name).run(_SPD)
-        np.testing.assert_allclose(got, fun(_SPD), rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(jit(fun)(_SPD), fun(_SPD), rtol=1e-12, atol=1e-14)
-    # it runs where fungrad cannot be imported
-    code = (f"import sys; sys.modules['fungrad'] = None; sys.path.insert(0, {str(tmp_path)!r});"
-            f"import numpy as np, {module_name} as m; print(np.sum(m.run(np.eye(3) * 2.0)))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    np.testing.assert_allclose(float(out.stdout), np.sum(fun(np.eye(3) * 2.0)), rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------

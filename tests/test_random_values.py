@@ -516,12 +516,14 @@ def test_vmap_over_many_keys_and_nested_vmap():
     np.testing.assert_array_equal(folded[7], random.fold_in(keys[0, 7], 7))
 
 
-def test_export_gives_the_same_samples():
+def test_export_gives_the_same_samples(tmp_path):
+    from tests.export_check import check_exported
+
     def draw(k):
         return random.normal(k, (4,)), random.bits(k, (3,), np.uint64), random.fold_in(k, 2)
-    namespace = {}
-    exec(fungrad.export(draw, K42), namespace)     # a NumPy-only module
-    for got, want in zip(namespace["draw"](np.asarray(K42)), draw(K42)):
+    check_exported(draw, K42, tmp_path=tmp_path, name="draw", rtol=0, atol=0,
+                   calls=[(np.asarray(K42),)])      # a NumPy-only module, bit for bit
+    for got, want in zip(fungrad.jit(draw)(K42), draw(K42)):
         np.testing.assert_array_equal(got, want)
 
 

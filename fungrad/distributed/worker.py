@@ -51,13 +51,16 @@ class Program:
 
 
 _compiled: dict = {}     # source digest -> compiled function (per worker process)
+_COMPILED_LIMIT = 1024
 
 
 def _function(code: StageCode):
     fn = _compiled.get(code.digest)
     if fn is None:     # (importing this module imported fungrad: every primitive is known)
-        fn = _compiled[code.digest] = compile_source(code.source, "stage", code.block_consts,
-                                                        code.modules)
+        fn = compile_source(code.source, "stage", code.block_consts, code.modules)
+        if len(_compiled) >= _COMPILED_LIMIT:     # bounded: a long-lived worker
+            _compiled.pop(next(iter(_compiled)), None)
+        _compiled[code.digest] = fn
     return fn
 
 

@@ -32,7 +32,8 @@ import numpy as np
 
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
-from fungrad.interpreters.lowering import SCALAR_FORMS, Call, Expr, Source, render, value_source
+from fungrad.interpreters.lowering import (SCALAR_FORMS, Call, Const, Expr, Source, render,
+                                            value_source)
 from fungrad.interpreters.passes import optimize
 
 __all__ = ["lower_jaxpr", "compile_jaxpr", "compile_closed", "compile_source", "compiled",
@@ -66,25 +67,72 @@ class _Names:
 
     def __call__(self, atom) -> str:
         if isinstance(atom, Literal):
-            return literal_source(atom.val, atom.aval.dtype)
+            if np.dtype(atom.aval.dtype).kind in _NUMERIC_KINDS:
+                return literal_source(atom.val, atom.aval.dtype)
+            return self.const(atom.val)       # a string or object scalar: by name
         return self.names[atom]
 
 
+_NUMERIC_KINDS = "biufc"
+
+
 def literal_source(val, dtype) -> str:
-    """Source for a scalar literal that keeps its dtype."""
-    val = np.asarray(val).item()
+    """Source for a scalar literal of a numeric dtype that keeps its dtype (the
+    value goes through ``item()``, so only a Python number is written)."""
     dtype = np.dtype(dtype)
-    text = repr(val)
-    if text in ("inf", "-inf", "nan"):
-        text = f"float('{text}')"
-    if dtype in (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)):
-        return f"np.{dtype.name}({text})" if dtype == np.bool_ else text
+    if dtype.kind not in _NUMERIC_KINDS:
+        raise TypeError(f"codegen: a literal of dtype {dtype} is bound by name, not written")
+    val = np.asarray(val, dtype).item()
+    text = value_source(val)
+    if dtype in (np.dtype(np.float64), np.dtype(np.int64)):
+        return text
     return f"np.{dtype.name}({text})"
 
 
 def _impl_call(prim, args, params) -> Source:
-    kw = "".join(f", {k}={value_source(v)}" for k, v in sorted(params.items()))
-    return Source(f"_impl[{prim.name!r}]({', '.join(args)}{kw})")
+    # the primitive's name and params are the user's objects: bound by name
+    parts = ", ".join(list(args) + (["**{}"] if params else []))
+    return Source(f"_impl[{{}}]({parts})", Const(prim.name),
+                  *([Const(dict(sorted(params.items())))] if params else []))
+
+
+def _user_text_in(value):
+    """The first value inside a param whose text a user's class decides (a
+    subclass of str, int, float, complex, bytes or tuple defined outside
+    fungrad and NumPy), or None.  Lowering rules may format params into source,
+    so such a value never reaches them."""
+    t = type(value)
+    if t in _PLAIN_PARAM_TYPES:
+        return None
+    if t is tuple or t is list:
+        return next((u for u in map(_user_text_in, value) if u is not None), None)
+    if t is dict:
+        return _user_text_in(tuple(value.values()))
+    if isinstance(value, (str, int, float, complex, bytes, tuple)):
+        if t.__module__.split(".")[0] not in ("fungrad", "numpy"):
+            return value
+        if isinstance(value, tuple):        # fungrad's own named tuples
+            return _user_text_in(tuple(value))
+    return None
+
+
+_PLAIN_PARAM_TYPES = frozenset({int, float, complex, bool, str, bytes, type(None)})
+
+
+def _check_params(prim, params):
+    opaque = prim.opaque_params
+    if opaque is True:
+        return
+    for name, value in params.items():
+        if name in opaque:
+            continue
+        bad = _user_text_in(value)
+        if bad is not None:
+            raise TypeError(
+                f"{prim.name}: the param {name} is a {type(bad).__name__} (a subclass of "
+                f"{type(bad).__mro__[1].__name__} defined in {type(bad).__module__}); fungrad "
+                f"needs a plain {type(bad).__mro__[1].__name__} here. Pass "
+                f"{type(bad).__mro__[1].__name__}(value) instead.")
 
 
 def _last_uses(jaxpr: Jaxpr) -> dict:
@@ -100,6 +148,8 @@ def _lower_eqn(eqn, args) -> Expr:
     prim = eqn.primitive
     if prim.lowering is None:
         return _impl_call(prim, args, eqn.params)
+    if eqn.params:
+        _check_params(prim, eqn.params)
     return prim.lowering(args, [a.aval for a in eqn.inputs], **eqn.params)
 
 
@@ -150,6 +200,7 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
         args = [names(a) for a in eqn.inputs]
         out_names = [names.new(v) for v in eqn.outvars]
         if eqn.primitive.emit_block is not None:      # control flow: a Python block
+            _check_params(eqn.primitive, eqn.params)
             eqn.primitive.emit_block(Block(names, lines, reuse_buffers, indent), eqn, args,
                                      out_names)
             _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers)
@@ -168,7 +219,7 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
                 out = names(dead[0])
             if out_aval.ndim > 0:
                 fresh.add(eqn.outvars[0])
-        expr = render(expr, names.modules, out=out, operator_form=single)
+        expr = render(expr, names.modules, out=out, operator_form=single, bind=names.const)
         target = out_names[0] if not eqn.primitive.multiple_results else (
             ", ".join(out_names) + ("," if len(out_names) == 1 else ""))
         lines.append(f"{indent}{target} = {expr}")
@@ -220,6 +271,8 @@ def lower_jaxpr_and_consts(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool =
     ``float_checks`` ("nan", "inf", "nan+inf": jax_debug_nans/infs) each equation
     that can create a NaN/inf is followed by a check (and buffers are not
     reused, so that the error can show the inputs)."""
+    if type(name) is not str or not name.isidentifier() or keyword.iskeyword(name):
+        raise ValueError(f"codegen: the function name must be an identifier, got {name!r}")
     names = _Names(float_checks)
     reuse_buffers = reuse_buffers and not float_checks
     params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
@@ -232,6 +285,18 @@ def lower_jaxpr_and_consts(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool =
 def _unbound_axis(name):
     raise NameError(f"unbound axis name: {name!r} (a collective was used outside the vmap "
                     "that binds it)")
+
+
+class _Impls:
+    """``_impl[name]`` in generated code: the impl of the primitive ``name`` (one
+    shared table, looked up at call time, instead of a dict per compiled function)."""
+    __slots__ = ()
+
+    def __getitem__(self, name):
+        return core.primitives[name].impl
+
+
+_IMPLS = _Impls()
 
 
 class CompiledFunction:
@@ -252,12 +317,36 @@ def compile_source(source: str, name: str = "fn", block_consts=None, modules=Non
     another process (a Dask worker) receives with shipped source."""
     bound = {alias: importlib.import_module(m) if isinstance(m, str) else m
              for alias, m in (modules or {}).items()}
-    namespace = {"np": np, "_impl": {n: p.impl for n, p in core.primitives.items()},
+    namespace = {"np": np, "_impl": _IMPLS,
                  "_unbound_axis": _unbound_axis, "_nonfinite": core.nonfinite_error,
                  **(block_consts or {}), **bound}
     code = compile(source, f"<fungrad.jit {name}>", "exec")
+    _check_names(code)
     exec(code, namespace)
     return namespace[name]
+
+
+# Names generated code never uses: a tripwire, should text from a user object
+# ever reach the source despite the rules above (``lowering.value_source``,
+# ``_check_params``), compilation fails before anything runs.
+_NEVER_USED = frozenset({
+    "__import__", "__builtins__", "__dict__", "__globals__", "__class__", "__subclasses__",
+    "__code__", "__getattribute__", "__reduce__", "__reduce_ex__", "__loader__", "__spec__",
+    "eval", "exec", "compile", "open", "globals", "locals", "vars", "getattr", "setattr",
+    "delattr", "input", "breakpoint", "help", "exit", "quit", "system", "popen", "spawn",
+    "subprocess", "builtins", "importlib", "ctypes", "ctypeslib", "load", "save", "savez",
+    "savetxt", "loadtxt", "fromfile", "tofile", "memmap", "genfromtxt"})
+
+
+def _check_names(code) -> None:
+    used = _NEVER_USED.intersection(code.co_names)
+    if used:
+        raise TypeError(f"codegen: the generated code refers to {sorted(used)}, which fungrad "
+                        "never writes: text from a user object reached the source. This is a "
+                        "bug in fungrad; please report it with the function being compiled.")
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):    # lambdas and nested functions
+            _check_names(const)
 
 
 def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
@@ -386,8 +475,13 @@ def expression_function(rule, num_args: int, **params) -> Callable:
     is its lowering defines the expression once and gets both from it."""
     names = [f"x{i}" for i in range(num_args)]
     modules: dict = {}
-    body = render(rule(names, **params), modules)
-    namespace = {"np": np, **modules}
+    bound: dict = {}
+
+    def bind(value):
+        bound[f"_b{len(bound)}"] = value
+        return f"_b{len(bound) - 1}"
+    body = render(rule(names, **params), modules, bind=bind)
+    namespace = {"np": np, **modules, **bound}
     exec(compile(f"def impl({', '.join(names)}):\n    return {body}\n",
                  f"<fungrad.lowering {getattr(rule, '__name__', 'rule')}>", "exec"), namespace)
     return namespace["impl"]

@@ -27,9 +27,18 @@ generated text back:
 
 Arguments of ``call``: positional arguments are operands, a ``str`` being
 source (an argument name) and an ``Expr`` a nested expression; keyword
-arguments are params, rendered from their Python value (``repr``; a dtype as
-``np.dtype('float32')``) unless they are an ``Expr``.  Any other positional
-value (an int, a tuple of ints) is rendered as a param.
+arguments are params, rendered from their Python value unless they are an
+``Expr``.  Any other positional value (an int, a tuple of ints) is rendered
+as a param.
+
+No text from a user object ever reaches the source.  A param value is
+written as text only when it is an exact builtin literal (``value_source``:
+``None``, bool, int, float, complex, str, bytes, slices, tuples and lists of
+them, numeric dtypes and NumPy scalars; nan and inf as ``float('nan')``);
+anything else (a ``str`` subclass, whose ``__repr__`` is user code, an
+object, a structured dtype) is bound to a name in the compiled function's
+namespace (``Const(value)``, rendered ``_b3``), so the code receives the very
+object.
 """
 from __future__ import annotations
 
@@ -37,8 +46,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["Expr", "Call", "Source", "call", "dtype_source", "render", "value_source",
-           "check_callable", "module_alias", "OPERATORS", "SCALAR_FORMS"]
+__all__ = ["Expr", "Call", "Source", "Const", "call", "dtype_source", "render", "value_source",
+           "is_literal", "check_callable", "module_alias", "OPERATORS", "SCALAR_FORMS"]
 
 
 class Expr:
@@ -47,16 +56,30 @@ class Expr:
 
 
 class Source(Expr):
-    """Raw source, used as written (never parsed); with ``parts`` (nodes), a
-    format string whose ``{}`` fields are the parts' source:
-    ``Source("{}.astype(np.float32)", call(np.matmul, "a", "b"))``."""
-    __slots__ = ("text", "parts")
+    """Raw source, used as written (never parsed); with ``parts`` (nodes, or
+    ``str`` source), a format string whose ``{}`` fields are the parts' source:
+    ``Source("{}.astype(np.float32)", call(np.matmul, "a", "b"))``; with
+    ``named`` params, its ``{name}`` fields are the params' values (literals
+    written as text, other values bound by name, as ``call``'s keywords)."""
+    __slots__ = ("text", "parts", "named")
 
-    def __init__(self, text: str, *parts: Expr):
-        self.text, self.parts = text, parts
+    def __init__(self, text: str, *parts: Expr, **named):
+        self.text, self.parts, self.named = text, parts, named
 
     def __repr__(self):
         return f"Source({self.text!r}{''.join(', ' + repr(p) for p in self.parts)})"
+
+
+class Const(Expr):
+    """A Python value the generated code refers to by a name bound in its
+    namespace (``_b3``), never written as text."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return f"Const({type(self.value).__name__})"
 
 
 class Call(Expr):
@@ -93,14 +116,53 @@ def dtype_source(dtype) -> Source:
 OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/"}
 
 
-def value_source(v) -> str:
-    """Source of a param value: its ``repr``, with dtypes as ``np.dtype(...)``."""
+# exact types whose repr is builtin code that reads back as the value
+_REPR_TYPES = frozenset({type(None), bool, int, str, bytes, type(Ellipsis)})
+
+
+def is_literal(v) -> bool:
+    """Can ``value_source`` write ``v`` (exact types only, see the module docstring)?"""
+    t = type(v)
+    if t in _REPR_TYPES or t is float or t is complex:
+        return True
+    if t is tuple or t is list:
+        return all(is_literal(x) for x in v)
+    if t is slice:
+        return is_literal((v.start, v.stop, v.step))
     if isinstance(v, np.dtype):
-        return f"np.dtype({v.name!r})"
-    if isinstance(v, tuple):
+        return v.kind in "biufc" and v.fields is None and v.isnative
+    if isinstance(v, np.generic):
+        return type(v).__module__ == "numpy" and v.dtype.kind in "biufc"
+    return False
+
+
+def _float_source(x: float) -> str:
+    return repr(x) if np.isfinite(x) else f"float({repr(x)!r})"
+
+
+def value_source(v) -> str:
+    """Source of a literal param value (``is_literal``); TypeError for anything
+    else, which must be bound to a name (``Const``) instead."""
+    t = type(v)
+    if t in _REPR_TYPES:
+        return repr(v)
+    if t is float:
+        return _float_source(v)
+    if t is complex:
+        return f"complex({_float_source(v.real)}, {_float_source(v.imag)})"
+    if t is tuple and is_literal(v):
         inner = ", ".join(value_source(x) for x in v)
         return f"({inner}{',' if len(v) == 1 else ''})"
-    return repr(v)
+    if t is list and is_literal(v):
+        return "[" + ", ".join(value_source(x) for x in v) + "]"
+    if t is slice and is_literal(v):
+        return f"slice({value_source(v.start)}, {value_source(v.stop)}, {value_source(v.step)})"
+    if is_literal(v) and isinstance(v, np.dtype):
+        return f"np.dtype({v.name!r})"
+    if is_literal(v):                                   # a NumPy scalar
+        return f"np.{v.dtype.name}({value_source(v.item())})"
+    raise TypeError(f"lowering: a {t.__name__} cannot be written into generated code as text; "
+                    "bind it by name (lowering.Const)")
 
 
 def _is_numpy(fn) -> bool:
@@ -156,31 +218,49 @@ def check_callable(fn) -> None:
 
 def _is_bare(operand) -> bool:
     """A name or a plain number (``a``, ``_b0``, ``-1.5``): safe next to an operator."""
-    if not isinstance(operand, str):
+    if type(operand) is not str:
         return False
     body = operand[1:] if operand.startswith("-") else operand
     return body.isidentifier() or body.replace(".", "", 1).isdigit()
 
 
-def _operand_source(a, modules) -> str:
-    if isinstance(a, str):
-        return a
-    if isinstance(a, Expr):
-        return render(a, modules)
-    return value_source(a)
+def _param_source(v, modules, bind) -> str:
+    """A param: an expression, a literal written as text, or a value bound by name."""
+    if isinstance(v, Expr):
+        return render(v, modules, bind=bind)
+    if is_literal(v):
+        return value_source(v)
+    return _bound(v, bind)
+
+
+def _bound(value, bind) -> str:
+    if bind is None:
+        raise TypeError(f"lowering: a {type(value).__name__} must be bound by name, which this "
+                        "rendering does not do")
+    return bind(value)
+
+
+def _operand_source(a, modules, bind) -> str:
+    # (type(a) is str: a subclass would be a user's object, not source we wrote)
+    return a if type(a) is str else _param_source(a, modules, bind)
 
 
 def render(expr: Expr, modules: dict | None = None, out: str | None = None,
-           operator_form: bool = False) -> str:
+           operator_form: bool = False, bind=None) -> str:
     """The source of ``expr``.  ``modules`` collects the kernel modules it calls
     (alias -> module); ``out`` adds ``out=`` to a ufunc call; with
     ``operator_form`` a call of an ``OPERATORS`` ufunc on two bare operands is
-    written with its operator."""
+    written with its operator; ``bind(value) -> name`` binds the values that
+    are not written as text (``Const`` and non-literal params)."""
     modules = {} if modules is None else modules
+    if isinstance(expr, Const):
+        return _bound(expr.value, bind)
     if isinstance(expr, Source):
-        if not expr.parts:
+        if not expr.parts and not expr.named:
             return expr.text
-        return expr.text.format(*[_operand_source(p, modules) for p in expr.parts])
+        return expr.text.format(*[_operand_source(p, modules, bind) for p in expr.parts],
+                                **{k: _param_source(v, modules, bind)
+                                   for k, v in expr.named.items()})
     if not isinstance(expr, Call):
         raise TypeError(f"lowering rules return a Call or Source node, got {expr!r}")
     fn, args = expr.fn, expr.args
@@ -189,9 +269,8 @@ def render(expr: Expr, modules: dict | None = None, out: str | None = None,
         return f"{args[0]} {OPERATORS[fn]} {args[1]}"
     if not _is_numpy(fn):
         _bind_module(fn, modules)
-    parts = [_operand_source(a, modules) for a in args]
-    parts += [f"{k}={_operand_source(v, modules) if isinstance(v, Expr) else value_source(v)}"
-              for k, v in expr.kwargs.items()]
+    parts = [_operand_source(a, modules, bind) for a in args]
+    parts += [f"{k}={_param_source(v, modules, bind)}" for k, v in expr.kwargs.items()]
     if out is not None:
         parts.append(f"out={out}")
     return f"{_function_name(fn)}({', '.join(parts)})"

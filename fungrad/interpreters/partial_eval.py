@@ -93,7 +93,7 @@ class StagingTrace(Trace):
             self.check_foreign(x)
         elif isinstance(x, _PY_SCALARS) or isinstance(x, np.generic) or (
                 isinstance(x, np.ndarray) and x.ndim == 0):
-            return Literal(x)
+            return Literal(by_value(x) if isinstance(x, np.ndarray) else x)
         var = self.const_vars.get(id(x))
         if var is None:
             var = self.const_vars[id(x)] = Var(get_aval(x).strip_weak_type())
@@ -130,6 +130,44 @@ class StagingTrace(Trace):
         constvars = [v for v, _ in self.const_vals]
         consts = [x for _, x in self.const_vals]
         return Jaxpr(constvars, self.invars, self.eqns, outvars), consts
+
+
+def mutable_memory(x) -> bool:
+    """Can someone other than fungrad write to ``x``'s memory?  A fungrad Array
+    (read-only, made by fungrad) and read-only arrays over read-only memory
+    cannot; a writeable NumPy array, or a read-only view of one, can."""
+    while True:
+        if x is None or type(x) is core.Array or isinstance(x, bytes):
+            return False
+        if not isinstance(x, np.ndarray):
+            return True                # memory of some other object: assume it may change
+        if x.flags.writeable:
+            return True
+        x = x.base
+
+
+def by_value(x):
+    """A constant captured when traced, as JAX does: ``x`` if its memory cannot
+    change, else a read-only copy (so that changing the caller's array in place
+    later does not change a compiled function's results)."""
+    if isinstance(x, np.ndarray) and mutable_memory(x):
+        x = np.array(x, copy=True)
+        x.setflags(write=False)
+    return x
+
+
+def unalias(outs, indices, inputs):
+    """``outs`` with ``outs[i]`` (i in ``indices``) copied where it shares memory
+    with an input someone else may write to (JAX returns fresh buffers)."""
+    mutable = [x for x in inputs if isinstance(x, np.ndarray) and mutable_memory(x)]
+    if not mutable:
+        return outs
+    outs = list(outs)
+    for i in indices:
+        if isinstance(outs[i], np.ndarray) and any(np.may_share_memory(outs[i], x)
+                                                    for x in mutable):
+            outs[i] = outs[i].copy()
+    return outs
 
 
 def trace_to_jaxpr(flat_fun: Callable, in_avals: Sequence[ShapedArray],
@@ -174,6 +212,18 @@ def as_value(x):
     if type(x) in _PY_SCALARS:
         return np.asarray(x, core.scalar_dtype(x))
     return np.asarray(x)
+
+
+def output_value(x, what: str):
+    """``as_value(x)`` for an output of a traced function; TypeError naming the
+    output (``what``) if it is not a number or array of numbers (a str, an
+    object, a generator), which no compiled code can return."""
+    arr = as_value(x)
+    if not isinstance(arr, Tracer) and arr.dtype.kind in "OUS":
+        raise TypeError(f"{what} has type {type(x).__name__} ({x!r:.60}), not an array: traced "
+                        "functions return numbers or arrays (in tuples, lists, dicts); return "
+                        "other values from outside the transformation, or mark inputs static")
+    return arr
 
 
 def stage_pytree(fn: Callable, in_tree, avals: Sequence[ShapedArray], provenances=None,

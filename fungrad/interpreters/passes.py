@@ -201,6 +201,12 @@ def _key(atom):
     return atom
 
 
+def _order(key):
+    # a canonical order of commutative operands that is cheap to compute
+    # (repr of a Var formats its aval: most of cse's time on big programs)
+    return (0, key.id, "") if isinstance(key, Var) else (1, 0, repr(key))
+
+
 def cse(jaxpr: Jaxpr) -> Jaxpr:
     """Reuse the outputs of an earlier identical equation."""
     seen: dict = {}
@@ -216,7 +222,7 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
         try:
             in_keys = tuple(map(_key, inputs))
             if eqn.primitive.commutative:
-                in_keys = tuple(sorted(in_keys, key=repr))
+                in_keys = tuple(sorted(in_keys, key=_order))
             key = (eqn.primitive, in_keys, tuple(sorted(eqn.params.items())))
             hash(key)
         except TypeError:      # unhashable params: never merged

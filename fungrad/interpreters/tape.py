@@ -214,6 +214,10 @@ _config.on_tracing_change.append(_CACHE.clear)
 def _linearization(prim, params, primals, key):
     """Derive and cache the linearization for a cache miss (``_UNCACHEABLE``:
     the general path)."""
+    if _has_sub_programs(params):
+        # higher-order: keyed on a freshly staged jaxpr or a closure, an entry
+        # would only keep them (and everything derived from them) alive
+        return _UNCACHEABLE
     nonzeros = tuple(k[0] for k in key[1:1 + len(primals)])
     hit = _derive(prim, params, [get_aval(p) for p in primals], nonzeros)
     if len(_CACHE) >= _CACHE_LIMIT:  # bounded: drop the oldest entry
@@ -232,8 +236,6 @@ def _derive(prim, params, avals, nonzeros):
     """Stage ``prim``'s JVP at these types, split it into the primal part and the
     linear part, transpose the latter (module docstring); _UNCACHEABLE when
     the general path must be used."""
-    if _has_sub_programs(params):
-        return _UNCACHEABLE
     with new_trace_context(core.EVAL_TRACE, finish=False):
         try:
             return _derive_staged(prim, params, avals, nonzeros)

@@ -31,7 +31,7 @@ from fungrad.lax.kernels.conv import (conv_general_dilated as _conv_numpy,
                                      conv_output_spatial, dilate_dim)
 from fungrad.lax.elementwise import convert_element_type
 from fungrad.lax.structural import reshape, transpose, rev
-from fungrad.lax.utils import as_operand, def_kernel
+from fungrad.lax.utils import as_operand, check_precision, def_kernel
 
 __all__ = ["conv_general_dilated", "conv_general_dilated_patches", "conv_general_dilated_local",
            "conv", "conv_with_general_padding", "conv_transpose",
@@ -361,6 +361,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     layout strings such as ``('NHWC', 'HWIO', 'NHWC')``.  ``precision`` is
     accepted for JAX compatibility (NumPy computes at the operands' precision).
     """
+    check_precision(precision, "lax.conv_general_dilated")
     lhs, rhs = as_operand(lhs), as_operand(rhs)
     params = _conv_params(get_aval(lhs), get_aval(rhs), window_strides, padding, lhs_dilation,
                           rhs_dilation, dimension_numbers, feature_group_count,

@@ -19,7 +19,7 @@ from fungrad.interpreters.lowering import Source, call
 from fungrad.interpreters.ad import defbilinear
 from fungrad.lax.elementwise import convert_element_type
 from fungrad.lax.structural import transpose
-from fungrad.lax.utils import as_operand, def_lowering
+from fungrad.lax.utils import as_operand, check_precision, def_lowering
 
 __all__ = ["dot_general", "dot", "batch_matmul", "ragged_dot", "ragged_dot_general",
            "scaled_dot", "RaggedDotDimensionNumbers", "dot_general_p"]
@@ -228,6 +228,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     rhs's free dims.  ``precision`` is accepted for JAX compatibility (NumPy
     always computes at the operands' precision).
     """
+    check_precision(precision, "lax.dot_general")
     lhs, rhs = as_operand(lhs), as_operand(rhs)
     dn = _canonical_dimension_numbers(dimension_numbers, lhs.ndim, rhs.ndim)
     # the shape rule (cached) runs here too: evaluation skips it

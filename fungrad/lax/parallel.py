@@ -20,7 +20,7 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import deflinear, defjvp_zero
-from fungrad.interpreters.lowering import Source
+from fungrad.interpreters.lowering import Const, Source
 from fungrad.lax.utils import def_lowering, as_operand, unary_shape_rule
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
@@ -53,8 +53,16 @@ def _collective(name, reduce_fn, out_rule=unary_shape_rule, axis_params=()):
             # a collective over another (outer) axis acts lane by lane on this one
             return p.bind(*vals, **params), dims[0]
         p.batch = elementwise_batch
-    def_lowering(p, lambda args, axis_name, **_: Source(f"_unbound_axis({axis_name!r})"))
+    def_lowering(p, _unbound_lowering)
+    p.opaque_params = ("axis_name",)
     return p
+
+
+def _unbound_lowering(args, axis_name, **_):
+    # Only a jaxpr built by hand (or compiled before the vmap that binds the
+    # name batches it) reaches here: the API functions check the name when
+    # traced.  The name is the user's object: bound by name, never written.
+    return Source("_unbound_axis({})", Const(axis_name))
 
 
 def _lanewise_shifted(p, axis_params):
@@ -163,7 +171,8 @@ axis_index_p.def_abstract_eval(lambda axis_name: ShapedArray((), np.int64))
 axis_index_p.collective = lambda size, axis_name: _axis_index_reduce(size, np.int64)
 axis_index_p.batch = lambda axis_size, vals, dims, axis_name: (axis_index_p.bind(axis_name=axis_name), None)
 defjvp_zero(axis_index_p)
-def_lowering(axis_index_p, lambda args, axis_name: Source(f"_unbound_axis({axis_name!r})"))
+def_lowering(axis_index_p, _unbound_lowering)
+axis_index_p.opaque_params = ("axis_name",)
 
 
 # ----------------------------------------------------------------------------
@@ -274,9 +283,13 @@ def _single_name(axis_name, who: str):
 def _over_names(prim, x, axis_name):
     from fungrad.tree_util import tree_map
 
+    names = _names(axis_name)
+    for name in names:          # unbound: NameError now, as JAX, naming the axis
+        _one_axis_size(name)
+
     def one(v):
         v = as_operand(v)
-        for name in reversed(_names(axis_name)):
+        for name in reversed(names):
             v = prim.bind(v, axis_name=name)
         return v
     return tree_map(one, x)
@@ -463,6 +476,7 @@ def axis_index(axis_name):
     from fungrad import lax
     idx = None
     for name in _names(axis_name):
+        _one_axis_size(name)      # unbound: NameError now, naming the axis
         i = axis_index_p.bind(axis_name=name)
         idx = i if idx is None else lax.add(lax.mul(idx, np.int64(axis_size(name))), i)
     return idx

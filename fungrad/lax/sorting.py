@@ -18,7 +18,7 @@ from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, defjvp_zero, tangent_aval, is_undefined_primal
 from fungrad.interpreters.lowering import Source, call, dtype_source
-from fungrad.lax.utils import checked_bind, def_lowering, as_operand
+from fungrad.lax.utils import as_operand, check_choice, checked_bind, def_lowering
 
 __all__ = ["sort", "sort_key_val", "top_k", "approx_max_k", "approx_min_k", "take_along_axis", "put_along_axis_add",
            "searchsorted", "sort_p", "top_k_p", "take_along_axis_p", "put_along_axis_add_p",
@@ -361,8 +361,7 @@ def _searchsorted_shape(sorted_arr, query, side):
     if sorted_arr.ndim != 1:
         raise ValueError(f"searchsorted: the sorted array must be 1-d, got shape "
                          f"{sorted_arr.shape}")
-    if side not in ("left", "right"):
-        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    check_choice(side, ("left", "right"), "searchsorted", "side")
     if sorted_arr.dtype != query.dtype:
         raise TypeError(f"searchsorted: the sorted array ({sorted_arr.dtype.name}) and the "
                         f"queries ({query.dtype.name}) must have one dtype; convert one of "

@@ -12,7 +12,8 @@ from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters.lowering import call, check_callable
 
 __all__ = ["checked_bind", "def_lowering", "def_kernel", "call_lowering", "unary_shape_rule",
-           "broadcast_shapes", "check_same_dtypes", "canonical_axes", "as_operand"]
+           "broadcast_shapes", "check_same_dtypes", "canonical_axes", "as_operand",
+           "check_choice", "check_precision"]
 
 
 def def_lowering(prim: Primitive, rule: Callable, typed: bool = False) -> None:
@@ -21,7 +22,9 @@ def def_lowering(prim: Primitive, rule: Callable, typed: bool = False) -> None:
     argument names, e.g. ``lambda args, axes: call(np.sum, args[0], axis=axes)``.
     With ``typed=True`` the rule is ``(arg_names, in_avals, **params)``: it also
     gets the input avals, to emit dtype-specific code (integer vs float
-    division)."""
+    division).  (A new rule may format any param into source: codegen checks
+    them for user text again, ``Primitive.opaque_params``.)"""
+    prim.opaque_params = ()
     if typed:
         prim.lowering = rule
     else:
@@ -99,9 +102,76 @@ def canonical_axes(name: str, axes, ndim: int) -> tuple:
 def as_operand(x, like=None):
     """Python scalars become 0-d arrays of ``like``'s dtype (weak typing);
     everything else is returned unchanged (tracers) or as an ndarray."""
-    if isinstance(x, (Tracer, np.ndarray)):
+    if isinstance(x, Tracer):
         return x
+    if isinstance(x, np.ndarray):
+        # a non-native byte order ('>f8') is the same type: native, as get_aval says
+        return x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))
     if type(x) in (bool, int, float, complex) and like is not None:
         # exact types: np.float64 subclasses float but is strongly typed
         return np.asarray(x, dtype=get_aval(like).dtype)
     return np.asarray(x)
+
+
+# ----------------------------------------------------------------------------
+# String-valued options: exact types (a str subclass's repr is user code, and
+# params reach generated source), validated against their allowed values
+# ----------------------------------------------------------------------------
+
+def check_choice(value, allowed, who: str, what: str) -> str:
+    """``value`` if it is a ``str`` (exactly) among ``allowed``; else TypeError
+    (not a str) or ValueError (not allowed), naming the option."""
+    if type(value) is not str:
+        raise TypeError(f"{who}: {what} must be a str, one of {', '.join(map(repr, allowed))}; "
+                        f"got {type(value).__name__}" + (
+                            " (a subclass of str: pass str(value))" if isinstance(value, str)
+                            else ""))
+    if value not in allowed:
+        raise ValueError(f"{who}: {what} must be one of {', '.join(map(repr, allowed))}, "
+                         f"got {value!r}")
+    return value
+
+
+# JAX's precision names (lax.Precision(...) accepts them) and its dot algorithm
+# presets (lax.DotAlgorithmPreset): NumPy computes at the operands' precision,
+# so all are accepted and mean the same; anything else is an error, as in JAX.
+_PRECISION_NAMES = frozenset({"default", "high", "highest", "bfloat16", "tensorfloat32",
+                              "float32", "fastest"})
+_PRECISION_MEMBERS = frozenset({"DEFAULT", "HIGH", "HIGHEST"})
+_DOT_ALGORITHM_PRESETS = frozenset({
+    "DEFAULT", "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+    "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
+    "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
+    "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64"})
+
+
+def check_precision(precision, who: str) -> None:
+    """``precision=`` of a product as JAX takes it: None, a precision name or
+    ``lax.Precision`` member, a dot algorithm preset (or its name), or a tuple
+    of two precisions (lhs, rhs).  TypeError/ValueError naming it otherwise."""
+    if precision is None:
+        return
+    if type(precision) is tuple:
+        if len(precision) != 2:
+            raise ValueError(f"{who}: precision must be one precision or a tuple of two "
+                             f"(lhs, rhs), got a tuple of {len(precision)}")
+        for p in precision:
+            _check_one_precision(p, who)
+        return
+    _check_one_precision(precision, who)
+
+
+def _check_one_precision(p, who):
+    import enum
+    if type(p) is str:
+        if p.lower() in _PRECISION_NAMES or p.upper() in _DOT_ALGORITHM_PRESETS:
+            return
+        raise ValueError(f"{who}: precision {p!r} is not a precision; use None, one of "
+                         f"{', '.join(sorted(map(repr, _PRECISION_NAMES)))}, lax.Precision."
+                         "DEFAULT/HIGH/HIGHEST or a lax.DotAlgorithmPreset name")
+    if isinstance(p, enum.Enum) and (
+            type(p).__name__ == "Precision" and p.name in _PRECISION_MEMBERS
+            or type(p).__name__ == "DotAlgorithmPreset" and p.name in _DOT_ALGORITHM_PRESETS):
+        return
+    raise TypeError(f"{who}: precision must be None, a str, a lax.Precision or a "
+                    f"lax.DotAlgorithmPreset (or a tuple of two), got {type(p).__name__}")

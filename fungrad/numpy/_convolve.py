@@ -26,6 +26,7 @@ from fungrad import lax
 from fungrad.core import get_aval
 from fungrad.lax.convolution import conv_general_dilated
 from fungrad.numpy._dtypes import promote
+from fungrad.lax.utils import check_precision
 
 __all__ = ["convolve", "correlate"]
 
@@ -68,6 +69,7 @@ def _mode_slice(mode, m, n):
 def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
     """Cross-correlation of two 1-d arrays (``numpy.correlate``):
     ``c[k] = sum_n a[n + k] * conj(v[n])``."""
+    check_precision(precision, "fungrad.numpy.correlate")
     a, v = _check("correlate", a, v, mode)
     if np.issubdtype(get_aval(v).dtype, np.complexfloating):
         v = lax.conj(v)
@@ -80,6 +82,7 @@ def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
     """Discrete linear convolution of two 1-d arrays (``numpy.convolve``):
     ``(a * v)[k] = sum_m a[m] * v[k - m]``."""
+    check_precision(precision, "fungrad.numpy.convolve")
     a, v = _check("convolve", a, v, mode)
     if get_aval(v).shape[0] > get_aval(a).shape[0]:
         a, v = v, a

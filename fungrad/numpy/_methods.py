@@ -99,6 +99,15 @@ def _operator(dunder, fname, swap):
     return op
 
 
+def _tracer_pow(x, y):
+    # ndarray's ** sends a Python exponent 2 to np.square (NumPy's fast scalar
+    # power), which differs from np.power only for bool: square(bool) is int8.
+    # Tracers follow the operator, so jit/vmap/grad give eager's dtype.
+    if type(y) is int and y == 2 and x.dtype == core.np.bool_:
+        return fnp.square(x)
+    return fnp.power(x, y)
+
+
 def _array_matmul(x, y):
     # NumPy's operator, with fungrad.numpy's error (both shapes, the contracted
     # axes) instead of the gufunc signature NumPy reports on a shape mismatch
@@ -146,6 +155,7 @@ def install():
     ``.at`` and traced-index indexing."""
     for dunder, (fname, swap) in _OPERATORS.items():
         setattr(Tracer, dunder, _operator(dunder, fname, swap))
+    Tracer.__pow__ = _tracer_pow
     Tracer.__getattr__ = _tracer_getattr
     Tracer.__getitem__ = _getitem
     core.Array.at = property(_at_helper)

@@ -15,6 +15,7 @@ import numpy as np
 from fungrad import lax
 from fungrad.core import get_aval
 from fungrad.numpy._dtypes import asarray_operand, promote
+from fungrad.lax.utils import check_precision
 
 __all__ = ["dot", "vdot", "inner", "outer", "matmul", "tensordot", "einsum", "einsum_path",
            "kron", "cross", "vecdot", "matvec", "vecmat"]
@@ -47,6 +48,7 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     """Matrix product with NumPy's rules: 1-D operands are promoted to a row
     (first) or column (second) and the added axis removed again; leading axes
     are batch axes that broadcast."""
+    check_precision(precision, "fungrad.numpy.matmul")
     a, b = promote("matmul", a, b)
     sa, sb = _shape(a), _shape(b)
     if len(sa) == len(sb) >= 2 and sa[:-2] == sb[:-2] and sa[-1] == sb[-2]:
@@ -107,6 +109,7 @@ def _batched_matmul(a, b, batch):
 def dot(a, b, *, precision=None, preferred_element_type=None):
     """NumPy's ``dot``: scalars multiply; otherwise the last axis of ``a`` is
     contracted with the only axis (1-D) or second-to-last axis of ``b``."""
+    check_precision(precision, "fungrad.numpy.dot")
     a, b = promote("dot", a, b)
     sa, sb = _shape(a), _shape(b)
     if not sa or not sb:
@@ -121,6 +124,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
     """Dot product of the flattened arrays, conjugating ``a`` (complex)."""
+    check_precision(precision, "fungrad.numpy.vdot")
     a, b = promote("vdot", a, b)
     if get_aval(a).size != get_aval(b).size:
         raise ValueError(f"vdot: arrays of shapes {_shape(a)} and {_shape(b)} have "
@@ -133,6 +137,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
     """Sum product over the last axes of ``a`` and ``b``."""
+    check_precision(precision, "fungrad.numpy.inner")
     a, b = promote("inner", a, b)
     sa, sb = _shape(a), _shape(b)
     if not sa or not sb:
@@ -170,6 +175,7 @@ def _axes_list(axes, ndim, who):
 def tensordot(a, b, /, axes=2, *, precision=None, preferred_element_type=None):
     """Sum products over ``axes``: an int N (last N axes of ``a`` with the first N
     of ``b``) or a pair of axis sequences."""
+    check_precision(precision, "fungrad.numpy.tensordot")
     a, b = promote("tensordot", a, b)
     sa, sb = _shape(a), _shape(b)
     if isinstance(axes, (int, np.integer)):
@@ -243,6 +249,7 @@ def _to_3d(v):
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """``sum(conj(x1) * x2, axis)`` with broadcasting, as one batched matmul."""
+    check_precision(precision, "fungrad.numpy.vecdot")
     x1, x2 = promote("vecdot", x1, x2)
     import fungrad.numpy as fnp
     x1, x2 = fnp.moveaxis(x1, axis, -1), fnp.moveaxis(x2, axis, -1)
@@ -454,6 +461,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     greedy path (``optimize``), after taking diagonals and summing labels that
     only one operand has.
     """
+    check_precision(precision, "fungrad.numpy.einsum")
     if out is not None:
         raise TypeError("einsum: out= is not supported (fungrad arrays are immutable)")
     if not isinstance(subscripts, str):

@@ -14,6 +14,7 @@ import numpy as np
 from fungrad import core, lax
 from fungrad.core import Tracer, ConcretizationTypeError, get_aval, wrap_array
 from fungrad.numpy._dtypes import asarray_operand, promote
+from fungrad.lax.utils import check_choice
 
 __all__ = ["sort", "sort_complex", "top_k", "argsort", "lexsort", "partition", "argpartition", "searchsorted", "unique",
            "unique_values", "unique_counts", "unique_inverse", "unique_all"]
@@ -140,8 +141,9 @@ def _check_kth(name, kth, n):
 def searchsorted(a, v, /, side="left", sorter=None, *, method="scan"):
     """Indices where the values ``v`` would be inserted into the sorted 1-d ``a``
     to keep it sorted (int64); ``v`` may be traced; zero derivative."""
-    if side not in ("left", "right"):
-        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    check_choice(side, ("left", "right"), "fungrad.numpy.searchsorted", "side")
+    check_choice(method, ("scan", "scan_unrolled", "sort", "compare_all"),
+                 "fungrad.numpy.searchsorted", "method")
     a = asarray_operand(a)
     if get_aval(a).ndim != 1:
         raise ValueError(f"searchsorted: a must be 1-d, got shape {get_aval(a).shape}")

@@ -28,6 +28,7 @@ from fungrad.numpy._dtypes import promote
 from fungrad.numpy import _products
 
 from fungrad.lax.eig import eig_numpy as eig, eigvals, EigResult  # noqa: E402,F401
+from fungrad.lax.utils import check_precision
 
 __all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eig", "eigvals", "EigResult",
            "eigh", "eigvalsh", "inv",
@@ -313,6 +314,7 @@ def matrix_power(a, n, /):
 def multi_dot(arrays, *, precision=None):
     """``arrays[0] @ arrays[1] @ ...`` in the cheapest order (matrix-chain dynamic
     programming); the first/last may be 1-D (row/column vectors)."""
+    check_precision(precision, "fungrad.numpy.linalg.multi_dot")
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ValueError("linalg.multi_dot: expecting at least two arrays")

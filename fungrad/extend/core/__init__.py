@@ -163,18 +163,21 @@ class Primitive(core.Primitive):
     Names need not be unique among your primitives but may not be one of
     fungrad's.  Until a rule is given, a transformation that needs it raises
     ``NotImplementedError`` naming it; without a lowering, ``jit`` calls the
-    impl from the generated code (params then need Python-evaluable reprs).
+    impl from the generated code (params are handed to it as they are: numbers
+    and strings written as literals, other values bound by name).
     """
 
     def __init__(self, name: str, multiple_results: bool = False):
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"Primitive: the name must be a Python identifier, got {name!r}")
+        if type(name) is not str or not name.isidentifier():
+            raise ValueError(f"Primitive: the name must be a Python identifier (a str), got "
+                             f"{type(name).__name__} {name!r}")
         super().__init__(name, multiple_results=multiple_results)
         for rule in _NEEDED_BY:
             setattr(self, rule, self.missing_rule(rule))
         self.key = f"{name}_{next(_ids)}"
         _impls[self.key] = self
         def_lowering(self, self._impl_lowering)
+        self.opaque_params = True     # the impl call binds the params: never text
 
     def missing_rule(self, rule: str) -> Callable:
         """The placeholder of a rule not given yet: it raises NotImplementedError."""
@@ -196,12 +199,12 @@ def call_impl(*args, primitive_key, **params):
 
 def _as_lowering(lowering) -> Callable:
     """A user's lowering: a format string over the argument names (``{0}``, ...)
-    and params (by name, as their repr), or ``rule(arg_names, **params)``
-    returning source text or a lowering node (``fungrad.interpreters.lowering``)."""
+    and params (by name: numbers and strings as literals, other values bound by
+    name, never their repr), or ``rule(arg_names, **params)`` returning source
+    text or a lowering node (``fungrad.interpreters.lowering``)."""
     if isinstance(lowering, str):
-        template = lowering
-        return lambda args, **params: Source(template.format(
-            *args, **{k: repr(v) for k, v in params.items()}))
+        template = str(lowering)
+        return lambda args, **params: Source(template, *args, **params)
     if not callable(lowering):
         raise TypeError(f"define_primitive: lowering must be a format string or a callable, "
                         f"got {lowering!r}")
@@ -255,6 +258,9 @@ def define_primitive(name: str, *, impl: Callable, abstract_eval: Callable,
         batching.primitive_batchers[p] = batch
     if lowering is not None:
         def_lowering(p, _as_lowering(lowering))
+        # a template writes params as values (lowering.Source); a rule of the
+        # user's own may format them, so codegen checks those for user text
+        p.opaque_params = isinstance(lowering, str)
     return p
 
 

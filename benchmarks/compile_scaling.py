@@ -1,0 +1,113 @@
+"""How the first call of ``jit(grad(f))`` grows with the program (issue 17 item 5).
+
+``f`` is a chain of ``n`` elementwise operations on a length-8 vector
+(alternately ``cos(x) + 0.5`` and ``sin(x) * 0.999``, then a sum), so its
+gradient program has about 2.5 n equations.  For each size this measures
+the first call of ``jit(grad(f))`` (trace, optimise, generate and compile
+the NumPy source, run) and the eager gradient ``grad(f)(x)``: wall time and
+the growth of the peak resident memory, each in a fresh process (tracemalloc
+would slow a 100k-op compile by an order of magnitude).  The slope is the least-squares
+exponent b of ``time ~ n**b`` over the sizes (1 = linear).
+
+    python -m benchmarks.compile_scaling               # 1k, 10k, 100k
+    python -m benchmarks.compile_scaling --sizes 1000,10000,100000,200000
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+import fungrad
+import fungrad.numpy as fnp
+
+DEFAULT_SIZES = (1_000, 10_000, 100_000)
+
+
+def chain(n: int):
+    def f(x):
+        for i in range(n // 2):
+            x = fnp.sin(x) * 0.999 if i % 2 else fnp.cos(x) + 0.5
+        return fnp.sum(x)
+    return f
+
+
+def _child(n: int, kind: str):
+    """In a fresh process: one call, then print seconds and the peak RSS growth."""
+    import resource
+    x = np.linspace(0.1, 1.0, 8)
+    g = fungrad.grad(chain(n))
+    g = fungrad.jit(g) if kind == "jit" else g
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    g(x)
+    seconds = time.perf_counter() - start
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    print(seconds, grown * 1024)
+
+
+def _measure(n: int, kind: str):
+    """(seconds, peak resident-memory growth in bytes) of the first call, each
+    size and kind in its own process (no caches, no tracing of allocations)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = f"from benchmarks.compile_scaling import _child; _child({n}, {kind!r})"
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                         text=True, check=True).stdout.split()
+    return float(out[0]), int(out[1])
+
+
+def measure(n: int) -> dict:
+    jit_s, jit_peak = _measure(n, "jit")
+    eager_s, eager_peak = _measure(n, "eager")
+    return {"n": n, "jit_s": jit_s, "jit_peak": jit_peak, "eager_s": eager_s,
+            "eager_peak": max(eager_peak, 1)}
+
+
+def slope(rows, key="jit_s") -> float:
+    """Least-squares exponent b of ``rows[key] ~ n**b``."""
+    xs = [math.log(r["n"]) for r in rows]
+    ys = [math.log(r[key]) for r in rows]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((a - mx) * (b - my) for a, b in zip(xs, ys)) / sum((a - mx) ** 2 for a in xs)
+
+
+def rows_for_table(sizes=DEFAULT_SIZES, log=print) -> list:
+    """(what, value) rows for benchmarks/results.md's one-shot table."""
+    rows = []
+    for n in sizes:
+        rows.append(measure(n))
+        r = rows[-1]
+        log(f"    compile scaling n={n}: jit first call {r['jit_s']:.2f} s, "
+            f"{r['jit_peak'] / 2**20:.0f} MiB; eager grad {r['eager_s']:.2f} s, "
+            f"{r['eager_peak'] / 2**20:.0f} MiB")
+    out = [(f"jit(grad(f)) first call, {r['n']:,}-op chain (eager grad(f))",
+            f"{r['jit_s']:.2f} s, {r['jit_peak'] / 2**20:.0f} MiB "
+            f"({r['eager_s']:.2f} s, {r['eager_peak'] / 2**20:.0f} MiB: "
+            f"{r['jit_s'] / r['eager_s']:.1f}x time, {r['jit_peak'] / r['eager_peak']:.1f}x memory)")
+           for r in rows]
+    if len(rows) > 1:
+        sizes_text = ", ".join(f"{r['n']:,}" for r in rows)
+        out.append((f"compile scaling: slope of log(first-call time) vs log(ops), "
+                    f"{sizes_text} ops (1 = linear)",
+                    f"{slope(rows):.2f} (eager grad {slope(rows, 'eager_s'):.2f}; memory "
+                    f"{slope(rows, 'jit_peak'):.2f})"))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
+                    help="comma-separated chain lengths (200000 takes minutes)")
+    sizes = [int(s) for s in ap.parse_args(argv).sizes.split(",")]
+    for what, value in rows_for_table(sizes):
+        print(f"| {what} | {value} |")
+
+
+if __name__ == "__main__":
+    main()
