@@ -32,9 +32,18 @@ X = np.linspace(0.1, 1.0, 4)
 
 def growth(step, calls=CALLS, warm=10) -> int:
     """Bytes still allocated after ``calls`` calls of ``step`` (after ``warm``
-    calls outside the measurement, so that one-off caches are filled)."""
+    calls outside the measurement, so that one-off caches are filled); above
+    ``BOUND``, the smaller of two measurements in a row.  A leak grows in every round;
+    a one-off does not repeat: a long-lived table resized by an insertion (the
+    jit caches' dict of live functions holds thousands of them late in a full
+    test run, and its resize is 72 KiB at once)."""
     for _ in range(warm):
         step()
+    first = _measure(step, calls)
+    return first if first < BOUND else min(first, _measure(step, calls))
+
+
+def _measure(step, calls) -> int:
     gc.collect()
     tracemalloc.start()
     try:
@@ -149,3 +158,9 @@ def test_derived_jaxprs_of_one_jaxpr_are_bounded():
     for n in range(core.DERIVED_CACHE_SIZE + 20):
         np.testing.assert_allclose(fungrad.vmap(f)(np.ones(n + 1)), 2 * np.sin(1.0))
     assert 0 < len(closed._derived) <= core.DERIVED_CACHE_SIZE
+
+
+def test_the_measure_sees_a_leak_of_one_closure_per_call():
+    # what the bound is for: 1.5 KiB kept per call fails it (in both rounds)
+    kept = []
+    assert growth(lambda: kept.append(bytearray(1536))) >= BOUND
