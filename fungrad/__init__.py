@@ -8,12 +8,12 @@ from fungrad.export import export
 from fungrad.custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert
 from fungrad import ad_checkpoint
 from fungrad.ad_checkpoint import checkpoint, remat, checkpoint_policies
-from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError
+from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError, typeof
 from fungrad import numpy
 from fungrad import random, optim, nn, scipy, implicit, ode, tree, flatten_util, extend
 from fungrad import sharding, distributed
 from fungrad.core import Device
-from fungrad.sharding import device_put, device_get, make_mesh, block_until_ready
+from fungrad.sharding import device_put, device_get, make_mesh, block_until_ready, P
 from fungrad.shard_map import shard_map
 from fungrad.distributed.cluster import (devices, local_devices, device_count,
                                          local_device_count, default_backend, process_index,

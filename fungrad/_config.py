@@ -18,9 +18,11 @@ The options that mean something in fungrad:
   only where you bring one (a float64 NumPy array passed to an operation
   keeps its dtype; ``fnp.asarray`` converts it, as JAX does).
 * ``jax_disable_jit``: ``jit`` calls the Python function directly (op by op).
-* ``jax_debug_nans`` / ``jax_debug_infs``: an eager operation or a jitted
-  call whose result holds a NaN / an infinity raises ``FloatingPointError``
-  (a jitted call is re-run op by op to name the operation, as JAX does).
+* ``jax_debug_nans`` / ``jax_debug_infs``: the first operation whose result
+  holds a NaN / an infinity, in the forward or the backward pass, eagerly or
+  inside ``jit`` (whose code then checks each equation), raises
+  ``FloatingPointError`` naming the primitive, the user's line, the
+  transformations and the inputs (core.py, "Source information").
 * ``jax_numpy_rank_promotion``: ``"allow"``, ``"warn"`` or ``"raise"`` when a
   fungrad.numpy elementwise operation broadcasts arrays of different ranks.
 * ``jax_numpy_dtype_promotion``: ``"standard"`` or ``"strict"`` (no implicit

@@ -33,7 +33,7 @@ from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.lowering import Source
 from fungrad.interpreters.partial_eval import (StagingTrace, as_value, dce_jaxpr,
                                                partial_eval_jaxpr, stage_pytree, trace_closed)
-from fungrad.lax.linalg import dot_general_p
+from fungrad.lax.dot import dot_general_p
 from fungrad.lax.utils import def_lowering
 from fungrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 

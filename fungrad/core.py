@@ -49,6 +49,8 @@ __all__ = [
 float0 = np.dtype([("float0", np.void, 0)])
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_PKG_PREFIX = _PKG_DIR + os.sep
+_NUMPY_PREFIX = os.path.dirname(np.__file__) + os.sep
 
 
 # ----------------------------------------------------------------------------
@@ -174,6 +176,12 @@ def get_aval(x) -> ShapedArray:
     return ShapedArray(arr.shape, arr.dtype)
 
 
+def typeof(x) -> ShapedArray:
+    """The abstract value (type) of ``x``: its ShapedArray (``jax.typeof``);
+    a TypeError for values that are not arrays or scalars."""
+    return get_aval(x)
+
+
 # ----------------------------------------------------------------------------
 # Default dtypes (jax_enable_x64)
 # ----------------------------------------------------------------------------
@@ -274,13 +282,18 @@ class Literal:
 
 
 class JaxprEqn:
-    __slots__ = ("primitive", "inputs", "params", "outvars")
+    """``outvars = primitive[params] inputs``.  ``source`` is where the user's code
+    created it, ``(filename, lineno, function, transforms)``, recorded while
+    jax_debug_nans or jax_debug_infs is on, else None (see "Source information"
+    below); passes that rewrite an equation keep it."""
+    __slots__ = ("primitive", "inputs", "params", "outvars", "source")
 
-    def __init__(self, primitive, inputs, params, outvars):
+    def __init__(self, primitive, inputs, params, outvars, source=None):
         self.primitive = primitive
         self.inputs = list(inputs)
         self.params = params
         self.outvars = list(outvars)
+        self.source = source
 
     invars = property(lambda self: self.inputs)    # JAX's name for the inputs
 
@@ -506,7 +519,11 @@ class Primitive:
         self.forwards_when: Callable | None = None  # params -> bool: then returns its
         #                           first operand unchanged, if that has the output's aval
         self.involution = False   # op(op(x)) == x
+        self.distributes_over = ()  # primitives p with op(x, p(a, b)) == p(op(x, a), op(x, b))
         self.remat = False        # recomputes on purpose: never merged by CSE
+        # finite inputs always give finite outputs (reshape, select, max...): the
+        # code jax_debug_nans/jax_debug_infs generate checks no result of it
+        self.keeps_finite = False
         # params whose values any hashable may be (axis names): the lowering binds
         # them by name, so codegen's check for user text in params skips them
         # (True: all of them)
@@ -545,6 +562,10 @@ class Primitive:
 class _TraceState(threading.local):
     def __init__(self):
         self.trace = EVAL_TRACE_PLACEHOLDER
+        # the transformations open on this thread, outermost first: (label, origin)
+        self.transforms = ()
+        # one entry per running jaxpr interpreter: the equation it is at
+        self.running = []
 
 
 EVAL_TRACE_PLACEHOLDER: "Trace"   # set below, once EvalTrace exists
@@ -560,6 +581,72 @@ def _user_frame() -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_name})"
 
 
+# ----------------------------------------------------------------------------
+# Source information of equations (the provenance jax_debug_nans reports)
+# ----------------------------------------------------------------------------
+# While jax_debug_nans or jax_debug_infs is on, every staged equation records
+# where the user's code created it: ``eqn.source = (filename, lineno,
+# function, transforms)``, ``transforms`` the (label, origin) pairs of the
+# transformations open at that moment.  That is the innermost frame outside
+# fungrad -- unless a jaxpr interpreter (``eval_jaxpr``, the backward pass) is
+# nearer: the equations it stages while re-interpreting an equation inherit
+# that one's source, so derived jaxprs (JVPs, transposes, batched or partially
+# evaluated bodies) point at the user's line of the original, inside loop
+# bodies and custom rules too.  Finding it is one walk over the frames
+# between the staging trace and the user's code (fungrad's code objects are
+# classified once), but on CPython 3.11 reading ``f_back`` creates a frame
+# object per frame: a quarter of the time of tracing, which is why it is
+# only done while the checks that report it are on (jit traces again then).
+
+_FUNGRAD, _INTERPRETER = 1, 2
+_code_kinds: dict = {}        # fungrad's code objects -> _FUNGRAD / _INTERPRETER
+_interpreter_phase: dict = {}  # an interpreter's code -> the transform it adds, or None
+
+
+def register_interpreter(fn, phase=None) -> None:
+    """``fn`` interprets jaxprs equation by equation, keeping the equation it is
+    running in ``_tls.running[-1]`` (one entry per call, see ``eval_jaxpr``);
+    ``phase`` is the (label, origin) pair the equations it stages add to
+    their transforms (the backward pass's "transpose")."""
+    _code_kinds[fn.__code__] = _INTERPRETER
+    _interpreter_phase[fn.__code__] = phase
+
+
+def _find_origin(frame):
+    """``(source, eqn, phase)`` of the code running in ``frame``: the innermost
+    user frame (``eqn`` None), or the equation an interpreter is running."""
+    kinds = _code_kinds
+    running = None
+    while frame is not None:
+        code = frame.f_code
+        kind = kinds.get(code)
+        if kind is None:
+            name = code.co_filename
+            if name.startswith(_PKG_PREFIX):
+                kinds[code] = _FUNGRAD
+            elif not name.startswith("<fungrad"):     # (generated code is fungrad's)
+                return (name, frame.f_lineno, code.co_name, _tls.transforms), None, None
+        elif kind is _INTERPRETER:
+            if running is None:
+                running = _tls.running
+                k = len(running)
+            k -= 1
+            eqn = running[k] if k >= 0 else None
+            if eqn is not None and eqn.source is not None:
+                return eqn.source, eqn, _interpreter_phase[code]
+        frame = frame.f_back
+    return None, None, None
+
+
+def current_source(depth: int = 1):
+    """The source an equation created now records (see above); ``depth`` frames
+    above the caller's are skipped (they are known to be fungrad's)."""
+    source, _, phase = _find_origin(sys._getframe(depth + 1))
+    if phase is not None:
+        source = source[:3] + (source[3] + (phase,),)
+    return source
+
+
 class Trace:
     """One interpreter instance. ``parent`` is the trace its rules bind on."""
     __slots__ = ("parent", "active", "origin", "__weakref__")
@@ -569,6 +656,10 @@ class Trace:
         self.parent = parent
         self.active = True
         self.origin = _user_frame() if parent is not None else ""
+
+    def label(self) -> str:
+        """What this transformation is called in error messages (its ``kind``)."""
+        return self.kind
 
     def process_primitive(self, prim: Primitive, args, params):
         raise NotImplementedError  # every concrete trace overrides this
@@ -594,20 +685,27 @@ def escaped_message(tracer) -> str:
 
 class new_trace_context:
     """``with new_trace_context(trace): ...`` makes ``trace`` current, then
-    restores the previous current trace and marks ``trace`` finished."""
-    __slots__ = ("trace", "prev", "finish")
+    restores the previous current trace and marks ``trace`` finished.  While
+    it is open (and jax_debug_nans/infs is on), ``trace`` is on the thread's
+    transform stack (``_tls.transforms``, which the errors of the checks show)."""
+    __slots__ = ("trace", "prev", "finish", "prev_transforms")
 
     def __init__(self, trace: Trace, finish: bool = True):
         self.trace = trace
         self.finish = finish
 
     def __enter__(self):
-        self.prev = _tls.trace
-        _tls.trace = self.trace
-        return self.trace
+        tls = _tls
+        self.prev = tls.trace
+        tls.trace = trace = self.trace
+        self.prev_transforms = tls.transforms
+        if _float_checks and trace.parent is not None:    # (not the evaluation trace)
+            tls.transforms = self.prev_transforms + ((trace.label(), trace.origin),)
+        return trace
 
     def __exit__(self, *exc):
         _tls.trace = self.prev
+        _tls.transforms = self.prev_transforms
         if self.finish:
             self.trace.finish()
         return False
@@ -664,7 +762,7 @@ class EvalTrace(Trace):
             vals.append(a)
         out = prim.impl(*vals, **params)
         if _float_checks:           # jax_debug_nans / jax_debug_infs
-            check_floats(out if prim.multiple_results else [out], _op_name(prim, params))
+            check_floats(out if prim.multiple_results else [out], _op_name(prim, params), vals)
         if prim.multiple_results:
             return [wrap_array(o) for o in out]
         return wrap_array(out)
@@ -673,18 +771,60 @@ class EvalTrace(Trace):
 # ----------------------------------------------------------------------------
 # jax_debug_nans / jax_debug_infs: eager results and jitted calls are checked
 # ----------------------------------------------------------------------------
+# Eagerly, every primitive's result is checked here (EvalTrace); jit and the
+# compiled bodies of control flow run code that checks after each equation
+# that can create a NaN/inf (codegen.py).  Either way the error names the
+# primitive, the user's line that created it (``eqn.source``, or the frames),
+# the transformations it ran under, and the inputs.
 
-_float_checks = False     # either option is on (mirrored here for the hot path)
+_float_checks = False     # either option is on (mirrored here for the hot paths: a bool)
+# what is checked, "" (off), "nan", "inf" or "nan+inf": the key of the checking code
+_float_check_mode = ""
 
 
 def _set_float_checks(_):
-    global _float_checks
-    _float_checks = _config.debug_nans.value or _config.debug_infs.value
+    global _float_checks, _float_check_mode
+    _float_check_mode = "+".join(name for name, option in
+                                 (("nan", _config.debug_nans), ("inf", _config.debug_infs))
+                                 if option.value)
+    _float_checks = bool(_float_check_mode)
+    # NumPy's own operators on concrete Arrays (``a / b``) are checked too, but
+    # only while an option is on: otherwise Array has no __array_ufunc__ of its own
+    if _float_checks:
+        Array.__array_ufunc__ = _checked_array_ufunc
+    elif "__array_ufunc__" in Array.__dict__:
+        del Array.__array_ufunc__
+
+
+def _checked_array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """NumPy's ufunc on ndarray views of the Arrays (so NumPy gives the result it
+    gives without this hook), then the jax_debug_nans/infs check -- if the user's
+    code called it: fungrad's (the code jit generates, called with Arrays) checks
+    its own results."""
+    if any(isinstance(x, Tracer) for x in inputs):
+        return NotImplemented          # (the tracer's own __array_ufunc__ takes it)
+    frame = sys._getframe(1)
+    while frame.f_code.co_filename.startswith(_NUMPY_PREFIX):   # (ndarray.sum's Python part)
+        frame = frame.f_back
+    name = frame.f_code.co_filename
+    checked = not (name.startswith(_PKG_PREFIX) or name.startswith("<fungrad"))
+    plain = lambda x: x.view(np.ndarray) if type(x) is Array else x
+    given = kwargs.get("out")
+    if given is not None:
+        kwargs["out"] = tuple(plain(o) for o in given)
+    out = getattr(ufunc, method)(*[plain(x) for x in inputs], **kwargs)
+    if checked:
+        check_floats(out if isinstance(out, tuple) else (out,),
+                     f"numpy.{ufunc.__name__} (a NumPy operation on fungrad Arrays)", inputs)
+    if given is not None:
+        return given if isinstance(out, tuple) else given[0]
+    # (NumPy keeps a 0-d result of Arrays an Array, so a scalar becomes one)
+    wrap = lambda r: np.asarray(r).view(Array) if isinstance(r, (np.ndarray, np.generic)) else r
+    return tuple(map(wrap, out)) if isinstance(out, tuple) else wrap(out)
 
 
 _config.debug_nans.hooks.append(_set_float_checks)
 _config.debug_infs.hooks.append(_set_float_checks)
-_set_float_checks(None)
 
 
 def _op_name(prim, params) -> str:
@@ -705,27 +845,91 @@ def _nonfinite(values) -> str | None:
     return None
 
 
-def check_floats(values, where: str) -> None:
-    """FloatingPointError if ``values`` (results of ``where``) hold a NaN/inf that
-    jax_debug_nans/jax_debug_infs look for."""
+def check_floats(values, where: str, inputs=None) -> None:
+    """FloatingPointError if ``values`` (results of ``where`` applied to ``inputs``,
+    evaluated now) hold a NaN/inf that jax_debug_nans/jax_debug_infs look for."""
     bad = _nonfinite(values)
     if bad is not None:
-        option = "jax_debug_nans" if bad == "nan" else "jax_debug_infs"
-        raise FloatingPointError(
-            f"invalid value ({bad}) encountered in {where} ({option} is on; switch it off "
-            f"with fungrad.config.update({option!r}, False))")
+        raise FloatingPointError(nonfinite_message(bad, where, current_source(1), inputs))
 
 
-def check_jit_outputs(jitted, args, kwargs, outs) -> None:
-    """The results of a compiled call, checked; on a NaN/inf the Python function is
-    run again op by op (jit disabled) to name the operation, as JAX does."""
-    bad = _nonfinite(outs)
-    if bad is None:
-        return
-    with _config.disable_jit(True):
-        jitted.fun(*args, **kwargs)       # raises at the operation that produced it
-    check_floats(outs, f"the output of jit({jitted.name}) (running it op by op did not "
-                       "reproduce it)")
+def check_outputs(values, where: str) -> None:
+    """The outputs of checked compiled code: a NaN/inf no equation created came
+    in with the arguments or the constants (or from an unchecked primitive)."""
+    bad = _nonfinite(values)
+    if bad is not None:
+        raise FloatingPointError(nonfinite_message(
+            bad, where, None, None, "no equation of the compiled code created it: it "
+            "came in with the arguments (or the closed-over constants)"))
+
+
+def nonfinite_error(eqn, outs, inputs) -> FloatingPointError:
+    """The error of checked compiled code whose equation ``eqn`` produced the
+    non-finite ``outs`` from ``inputs`` (called by the generated code)."""
+    bad = _nonfinite(outs) or ("nan" if _config.debug_nans.value else "inf")
+    name = _op_name(eqn.primitive, eqn.params)
+    note = "" if eqn.source is not None else (
+        "no source line: this jaxpr was traced while jax_debug_nans/jax_debug_infs was off")
+    return FloatingPointError(nonfinite_message(bad, name, eqn.source, inputs, note))
+
+
+def nonfinite_message(bad, where, source, inputs, note: str = "") -> str:
+    """``invalid value (nan) encountered in <where>`` and its provenance: the user's
+    line (``source``), the phase (forward or backward pass), the
+    transformations, the inputs (shape, and whether they already held one)."""
+    option = "jax_debug_nans" if bad == "nan" else "jax_debug_infs"
+    lines = [f"invalid value ({bad}) encountered in {where} ({option} is on)"]
+    if source is not None:
+        file, line, function, recorded = source
+        text = _source_line(file, line)
+        lines.append(f"  created at {file}:{line} (in {function})" + (f": {text}" if text else ""))
+        labels = {label for label, _ in recorded + _tls.transforms}
+        if "transpose" in labels:
+            lines.append("  in the backward pass (the transposed derivative of that line)")
+        elif "backward pass" in labels:
+            lines.append("  in the backward pass")
+        elif labels & {"jvp", "linearize", "grad"}:
+            lines.append("  in the forward pass")
+    else:
+        recorded = ()
+    transforms = _describe_transforms(t for t in _tls.transforms + tuple(
+        t for t in recorded if t not in _tls.transforms) if t[0] not in _PHASES)
+    lines.append(f"  under: {transforms}")
+    if inputs is not None:
+        lines.append("  inputs: " + (", ".join(_describe_input(x) for x in inputs) or "none"))
+    if note:
+        lines.append(f"  ({note})")
+    lines.append(f"  switch the check off with fungrad.config.update({option!r}, False)")
+    return "\n".join(lines)
+
+
+def _source_line(file: str, line: int) -> str:
+    import linecache
+    return linecache.getline(file, line).strip()
+
+
+_PHASES = ("transpose", "backward pass")    # said by the phase line, not listed
+
+
+def _describe_transforms(transforms) -> str:
+    """"vmap (started at f.py:3 (main)) > grad ..." or "no transformation"."""
+    parts, previous = [], None
+    for label, origin in transforms:
+        if label == "jvp" and previous == ("linearize", origin):
+            parts[-1] = f"grad/vjp (linearize, started at {origin})"   # one transformation
+        else:
+            parts.append(f"{label} (started at {origin})" if origin else label)
+        previous = (label, origin)
+    return " > ".join(parts) if parts else "no transformation (eager evaluation)"
+
+
+def _describe_input(x) -> str:
+    aval = get_aval(x)
+    v = np.asarray(x) if aval.dtype.kind in "fc" else None
+    if v is None:
+        return aval.str_short()
+    held = [k for k, test in (("nan", np.isnan), ("inf", np.isinf)) if v.size and test(v).any()]
+    return f"{aval.str_short()} ({'already holds ' + ' and '.join(held) if held else 'finite'})"
 
 
 def _eval_tracer_message(a) -> str:
@@ -742,10 +946,19 @@ def wrap_array(x) -> "Array":
     if t is not np.ndarray:
         if t is Array or t in _global_array_types:
             return x
+        if t is float:
+            x, t = np.float64(x), np.float64
+        if issubclass(t, np.generic) and x.dtype.kind in "biufc":
+            # a 0-d Array over the scalar's (read-only) buffer: cheaper than
+            # asarray + view + setflags, on every scalar result
+            return _new_ndarray(Array, (), x.dtype, x)
         x = np.asarray(x)
     out = x.view(Array)
     out.setflags(write=False)
     return out
+
+
+_new_ndarray = np.ndarray.__new__
 
 
 # ----------------------------------------------------------------------------
@@ -838,6 +1051,9 @@ class Array(np.ndarray, metaclass=_ArrayMeta):
         if not self.flags.writeable:
             raise TypeError(_IMMUTABLE_MESSAGE)
         np.ndarray.__setitem__(self, idx, value)
+
+
+_set_float_checks(None)     # (the options may come from the environment)
 
 
 def _rebind(self, other):
@@ -974,11 +1190,20 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
     read = lambda a: a.val if type(a) is Literal else env[a]
-    for eqn in jaxpr.eqns:
-        out = eqn.primitive.bind(*[read(a) for a in eqn.inputs], **eqn.params)
-        if eqn.primitive.multiple_results:
-            for v, o in zip(eqn.outvars, out):
-                env[v] = o
-        else:
-            env[eqn.outvars[0]] = out
+    running = _tls.running      # the equation being run: what it stages inherits its source
+    running.append(None)
+    try:
+        for eqn in jaxpr.eqns:
+            running[-1] = eqn
+            out = eqn.primitive.bind(*[read(a) for a in eqn.inputs], **eqn.params)
+            if eqn.primitive.multiple_results:
+                for v, o in zip(eqn.outvars, out):
+                    env[v] = o
+            else:
+                env[eqn.outvars[0]] = out
+    finally:
+        running.pop()
     return [read(v) for v in jaxpr.outvars]
+
+
+register_interpreter(eval_jaxpr)

@@ -300,7 +300,8 @@ class custom_jvp:
             out_leaves, tree = tree_flatten(self.fun(*merge(tree_unflatten(in_tree, list(xs)))))
             out_tree.append(tree)
             return [as_value(x) for x in out_leaves]
-        jaxpr, consts = trace_to_jaxpr(flat, [get_aval(x).strip_weak_type() for x in leaves])
+        jaxpr, consts = trace_to_jaxpr(flat, [get_aval(x).strip_weak_type() for x in leaves],
+                                       name="custom_jvp function")
         closed, hoisted = pe.closure_convert(jaxpr, consts)
         outs = custom_jvp_call_p.bind(*hoisted, *leaves, jaxpr=closed, jvp=rule,
                                       num_consts=len(hoisted), symbolic_zeros=self.symbolic_zeros)
@@ -581,7 +582,7 @@ class custom_vjp:
             res_leaves, tree = tree_flatten(res)
             res_tree.append(tree)
             return [as_value(x) for x in out_leaves] + [as_value(x) for x in res_leaves]
-        fun_j, fun_c = trace_to_jaxpr(fun_flat, avals)
+        fun_j, fun_c = trace_to_jaxpr(fun_flat, avals, name="custom_vjp function")
         fun_closed, fun_h = pe.closure_convert(fun_j, fun_c)
         if fun_h:
             raise TypeError("custom_vjp: the function closes over a traced value; pass it as "

@@ -30,7 +30,7 @@ import numpy as np
 
 from fungrad import _config, core
 from fungrad.core import ClosedJaxpr, Tracer, get_aval, wrap_array
-from fungrad.interpreters.codegen import compiled
+from fungrad.interpreters.codegen import compiled, compiled_scalar_or_numpy
 from fungrad.interpreters.partial_eval import (by_value, closure_convert, output_value,
                                               trace_to_jaxpr, unalias)
 from fungrad.lax.control_flow.call import jit_p
@@ -82,7 +82,53 @@ def _output_kind(out_tree) -> str:
 
 class _Entry:
     __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "output_kind",
-                 "scalar_args", "may_alias")
+                 "scalar_args", "may_alias", "run")
+
+
+def _positional_key(args):
+    """The cache key of a call with plain positional array/scalar arguments (as
+    ``Jitted._entry`` builds it on its fast path), or None for anything else."""
+    sig = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray or t is core.Array:
+            sig.append((a.shape, a.dtype))
+        elif t is float or t is int or t is bool or t is complex:
+            sig.append(t)
+        elif t in _LEAF_TYPES:              # NumPy scalars
+            sig.append(((), a.dtype))
+        else:
+            return None
+    return len(args), tuple(sig), ()
+
+
+class _ArgumentOverflow(OverflowError):
+    """A Python int argument too large for NumPy (``Jitted`` names the argument)."""
+
+
+def _runner(entry: "_Entry") -> Callable:
+    """The cache-hit path of ``entry``, built once: Python scalars to NumPy
+    scalars, the compiled code, the outputs as read-only Arrays (in their tree)."""
+    fn, consts, kind, out_tree = entry.fn, entry.consts, entry.output_kind, entry.out_tree
+    scalar_args = entry.scalar_args and not getattr(fn, "takes_python_scalars", False)
+    may_alias = entry.may_alias
+
+    def run(leaves):
+        if scalar_args:
+            try:
+                leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else x
+                          for x in leaves]
+            except OverflowError as err:      # an int too large for any NumPy int
+                raise _ArgumentOverflow(str(err)) from None
+        outs = fn(*consts, *leaves)
+        if may_alias:                     # never a view of the caller's writeable array
+            outs = unalias(outs, may_alias, leaves)
+        if kind == "single":
+            return wrap_array(outs[0])
+        if kind == "tuple":
+            return tuple([wrap_array(o) for o in outs])
+        return tree_unflatten(out_tree, [wrap_array(o) for o in outs])
+    return run
 
 
 class Lowered:
@@ -309,8 +355,9 @@ class Jitted:
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return dyn_args, dyn_kwargs, tuple(statics), nums
 
-    def _entry(self, args, kwargs):
-        """(cache entry, flat arguments) for a call, tracing on a cache miss."""
+    def _entry(self, args, kwargs, float_checks: str | None = None):
+        """(cache entry, flat arguments) for a call, tracing on a cache miss; with
+        ``float_checks`` (jax_debug_nans/infs), the entry of the checking code."""
         if not kwargs and not self.static_argnums and all(type(a) in _LEAF_TYPES for a in args):
             # fast path: positional array/scalar arguments, no pytrees, no statics
             leaves, in_tree, statics, nums = args, len(args), (), ()
@@ -319,6 +366,8 @@ class Jitted:
             leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         try:
             key = (in_tree, tuple(map(_signature, leaves)), statics)
+            if float_checks is not None:
+                key += (float_checks,)
         except TypeError:
             self._avals(args, kwargs, nums, leaves)    # raises, naming the argument
             raise
@@ -329,28 +378,46 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if _disable_jit.value:            # jax_disable_jit: the Python function, op by op
             return self.fun(*args, **kwargs)
-        entry, leaves = self._entry(args, kwargs)
-        if core._tls.trace is core.EVAL_TRACE and entry.cacheable:
-            if entry.scalar_args:     # Python scalars -> NumPy values for the code
+        if core._float_checks:            # jax_debug_nans / jax_debug_infs
+            return self._call_checked(args, kwargs)
+        eager = core._tls.trace is core.EVAL_TRACE
+        if eager and not kwargs and not self.static_argnums:
+            # the cache hit of plain positional arguments: a key, a lookup, a call
+            key = _positional_key(args)
+            entry = None if key is None else self._cache.get(key)
+            if entry is not None:
                 try:
-                    leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY
-                              else x for x in leaves]
-                except OverflowError as err:      # an int too large for any NumPy int
-                    nums = self._split(args, kwargs)[3] if self.static_argnums else ()
-                    self._raise_overflow(args, kwargs, nums, leaves, err)
-            outs = entry.fn(*entry.consts, *leaves)
-            if entry.may_alias:           # never a view of the caller's writeable array
-                outs = unalias(outs, entry.may_alias, leaves)
-            if core._float_checks:        # jax_debug_nans / jax_debug_infs
-                core.check_jit_outputs(self, args, kwargs, outs)
-            kind = entry.output_kind
-            if kind == "single":
-                return wrap_array(outs[0])
-            if kind == "tuple":
-                return tuple(map(wrap_array, outs))
-            return tree_unflatten(entry.out_tree, [wrap_array(o) for o in outs])
+                    return entry.run(args)
+                except _ArgumentOverflow as err:
+                    self._raise_overflow(args, kwargs, (), args, err)
+        entry, leaves = self._entry(args, kwargs)
+        if eager and entry.cacheable:
+            try:
+                return entry.run(leaves)
+            except _ArgumentOverflow as err:
+                nums = self._split(args, kwargs)[3] if self.static_argnums else ()
+                self._raise_overflow(args, kwargs, nums, leaves, err)
         outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
         return tree_unflatten(entry.out_tree, outs)
+
+    def _call_checked(self, args, kwargs):
+        """A call while jax_debug_nans/jax_debug_infs is on: the function is traced
+        again (recording each equation's source line), cached under a key of its
+        own (so switching the option off gives back the fast code), and run by
+        code that checks every equation that can create a NaN/inf (codegen.py),
+        then its outputs (for one that came in with the arguments)."""
+        entry, leaves = self._entry(args, kwargs, core._float_check_mode)
+        if core._tls.trace is not core.EVAL_TRACE or not entry.cacheable:
+            outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
+            return tree_unflatten(entry.out_tree, outs)
+        # (Arrays as plain ndarrays: NumPy's operators on Arrays are checked while on)
+        leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else
+                  x.view(np.ndarray) if type(x) is core.Array else x for x in leaves]
+        outs = entry.fn(*entry.consts, *leaves)
+        if entry.may_alias:               # never a view of the caller's writeable array
+            outs = unalias(outs, entry.may_alias, leaves)
+        core.check_outputs(outs, f"the output of jit({self.name})")
+        return tree_unflatten(entry.out_tree, [wrap_array(o) for o in outs])
 
     def _trace(self, args, kwargs, nums, leaves, key) -> _Entry:
         with gc_paused():
@@ -375,7 +442,8 @@ class Jitted:
             out_store.append(out_tree)
             return [output_value(x, f"jit({self.name}): output {i}")
                     for i, x in enumerate(out_leaves)]
-        jaxpr, consts = trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums))
+        jaxpr, consts = trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums),
+                                       name=f"jit({self.name})")
         consts = [by_value(c) for c in consts]   # a compiled program's constants are its own
         entry = _Entry()
         entry.closed, entry.hoisted = closure_convert(jaxpr, consts)
@@ -384,9 +452,10 @@ class Jitted:
         entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)
         entry.cacheable = not entry.hoisted
         if entry.cacheable:
-            comp = compiled(entry.closed)
+            comp = compiled_scalar_or_numpy(entry.closed)   # (checking code if traced by _call_checked)
             entry.fn, entry.consts = comp.fn, comp.consts
             entry.may_alias = outputs_that_may_alias(comp.jaxpr)
+            entry.run = _runner(entry)
             self._cache.put(key, entry)
             if _config.log_compiles.value:
                 log.warning("jit(%s): compiled %d equations to %d lines of NumPy code",
@@ -500,7 +569,7 @@ def _hashable(value, what):
 
 
 def _describe_change(old, new) -> str:
-    (t0, s0, st0), (t1, s1, st1) = old, new
+    (t0, s0, st0), (t1, s1, st1) = old[:3], new[:3]
     if t0 != t1:
         return f"the argument structure changed from {t0} to {t1}"
     for i, (a, b) in enumerate(zip(s0, s1)):
@@ -508,6 +577,8 @@ def _describe_change(old, new) -> str:
             return f"flat argument {i} changed from {a} to {b}"
     if st0 != st1:
         return f"static arguments changed from {st0} to {st1}"
+    if old[3:] != new[3:]:
+        return "jax_debug_nans/jax_debug_infs changed (the checking code is traced apart)"
     return "first call with this signature"
 
 

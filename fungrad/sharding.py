@@ -117,6 +117,10 @@ class Mesh:
     size = property(lambda self: self.devices.size)
     device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
 
+    # JAX's meshes have axis types (Auto, Explicit, Manual); fungrad's axes are
+    # all Auto ones (no sharding-in-types), so code that asks gets False
+    are_all_axes_explicit = False
+
     @property
     def is_distributed(self) -> bool:
         """True if the devices are Dask workers (shards live in other processes)."""
@@ -469,6 +473,9 @@ ShardedArray.__hash__ = None
 core.register_global_array_type(ShardedArray)
 Array.sharding = property(lambda self: SingleDeviceSharding(cpu_device),
                           doc="Where the array lives: this process's CPU device.")
+# jax.typeof(x).sharding: an abstract value's sharding is its array's
+core.ShapedArray.sharding = property(lambda self: SingleDeviceSharding(cpu_device),
+                                     doc="The sharding of arrays of this type: one CPU device.")
 
 
 # ----------------------------------------------------------------------------

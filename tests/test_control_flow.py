@@ -283,3 +283,38 @@ def test_map_batch_size_vmaps_chunks():
     with pytest.raises(ValueError, match="batch_size"):
         lax.map(fnp.sin, xs, batch_size=0)
     assert lax.fori_loop(0, 3, lambda i, c: c + i, 0, unroll=2) == 3
+
+
+def test_python_scalar_carry_takes_the_body_dtype_as_jax():
+    # JAX promotes weakly typed (Python scalar) loop carries to what the body
+    # returns (optax's Hungarian algorithm starts a float carry at 0)
+    count, total = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + 0.5), (0, 0))
+    assert total.dtype == np.float64 and float(total) == 1.5 and count.dtype == np.int64
+    assert float(jit(lambda: lax.fori_loop(0, 4, lambda i, c: c + 0.25, 0))()) == 1.0
+    carry, ys = lax.scan(lambda c, x: (c + x, c), 0, np.arange(3.0))
+    assert carry.dtype == np.float64 and float(carry) == 3.0
+    np.testing.assert_array_equal(ys, [0.0, 0.0, 1.0])
+    assert float(grad(lambda x: lax.fori_loop(0, 3, lambda i, c: c * x, 1))(2.0)) == 12.0
+    # an array carry keeps its dtype: the body may not change it
+    with pytest.raises(TypeError, match="carry leaf 0 from i64"):
+        lax.while_loop(lambda c: c < 3, lambda c: (c + 1).astype(np.float32), np.int64(0))
+
+
+def test_cond_widens_branches_that_differ_only_in_width():
+    # NumPy promotion gives (1 - flag) * int32 -> int64 where JAX's weak types
+    # give int32 (optax's MultiSteps does this); cond widens, other mismatches raise
+    step = fnp.asarray(3, np.int32)
+    out = lax.cond(True, lambda s: s, lambda s: (1 - fnp.asarray(True)) * s, step)
+    assert out.dtype == np.int64 and int(out) == 3
+    out = jit(lambda p, s: lax.switch(p, [lambda v: v.astype(np.float32), lambda v: v * 2.0],
+                                      s))(1, np.float64(1.5))
+    assert out.dtype == np.float64 and float(out) == 3.0
+    with pytest.raises(TypeError, match="same types"):
+        lax.cond(True, lambda s: s, lambda s: s.astype(np.float64), step)
+    assert float(lax.cond(False, lambda v: v + 1, lambda v: v - 1, operand=2.0)) == 1.0
+
+
+def test_python_round_of_arrays_and_tracers():
+    assert float(round(fnp.asarray(2.567), 2)) == 2.57
+    np.testing.assert_array_equal(round(fnp.asarray([1.4, 2.6])), [1.0, 3.0])
+    assert float(jit(lambda x: round(x))(1.7)) == 2.0

@@ -589,6 +589,9 @@ LOWERING_INPUTS = [
     ("digamma", (_F,), {}), ("polygamma", (np.abs(_I) % 3 + 0.0, np.abs(_F) + 0.1), {}),
     ("stop_gradient", (_F,), {}), ("gcd", (_I, _NZ), {}), ("is_finite", (_F,), {}),
     ("not", (_B,), {}), ("and", (_I, _NZ), {}), ("eq", (_I, _NZ), {}), ("max", (_F, _F.T[:3, :1]), {}),
+    ("population_count", (_I,), {}), ("clz", (_I.astype(np.uint16),), {}),
+    ("mulhi", (_I * 10**8, _NZ * 10**9), {}),
+    ("reduce_precision", (_F,), {"exponent_bits": 5, "mantissa_bits": 10}),
 ]
 
 

@@ -202,3 +202,44 @@ def test_cse_does_not_merge_across_a_remat_boundary(monkeypatch):
     assert sum(e.primitive.name == "sin" for e in opt.jaxpr.eqns) == 2   # recomputed
     comp = codegen.compile_closed(opt)
     np.testing.assert_allclose(comp.fn(*comp.consts, np.float64(0.3))[0], 4 * np.sin(0.3))
+
+
+def _chain(x, steps):
+    for _ in range(steps):
+        x = fnp.sin(x) * 0.9 + x * 0.1
+    return fnp.sum(x)
+
+
+def test_chain_gradient_has_no_more_operations_than_by_hand():
+    # by hand: per step sin, mul, mul, add forward and cos, mul, add, mul
+    # backward (g = g * (cos(x) * 0.9 + 0.1)); plus the sum and the ones
+    steps, x = 50, np.linspace(-1.0, 1.0, 10)
+    f = fungrad.value_and_grad(lambda v: _chain(v, steps))
+    optimized = passes.optimize(fungrad.make_jaxpr(f)(x))
+    assert len(optimized.jaxpr.eqns) <= 8 * steps + 2
+    got, want = _compiled_results(optimized, (x,)), f(x)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-13)
+
+
+def _count(fun, *args):
+    return len(passes.optimize(fungrad.make_jaxpr(fun)(*args)).jaxpr.eqns)
+
+
+def test_factoring_never_adds_operations():
+    v, s = np.linspace(0.1, 1.0, 5), 0.7
+    # the common factor is a scalar, the other factors full-size: left alone
+    assert _count(lambda x, y: x * y + (x * 2.0) * fnp.cos(y), s, v) == 5
+    # a product used twice stays: factoring would not remove it
+    assert _count(lambda x, y: (x * y + x * 3.0) * (x * y), v, v) == 4
+    # x*y + x*z -> x*(y + z)
+    assert _count(lambda x, y, z: x * y + x * z, v, v, v) == 2
+    assert _count(lambda x, y, z: x * y - (z * x) * y, v, v, v) == 3
+
+
+@given(x=st.floats(-2.0, 2.0), y=st.floats(-2.0, 2.0), z=st.floats(-2.0, 2.0))
+def test_factored_programs_keep_their_values(x, y, z):
+    funs = [lambda a, b, c: a * b + a * c, lambda a, b, c: (a * 0.5) * b - a * c,
+            lambda a, b, c: a * (b * c) + (c * a) * 2.0]
+    args = tuple(np.full(3, t) for t in (x, y, z))
+    for fun in funs:
+        _assert_optimize_preserves(fun, args)

@@ -92,8 +92,10 @@ def dense_fn(op, index, traced_operand, traced_updates):
             for p in range(N_OPERAND):
                 x_p = pick(x, p, eye4)
                 landing = [k for k, q in enumerate(positions) if q == p]
-                if op == "apply":
-                    value = fnp.sin(x_p) if landing else x_p
+                if op == "apply":      # once per index that lands here, as JAX
+                    value = x_p
+                    for _ in landing:
+                        value = fnp.sin(value)
                 else:
                     value = _combine(op, x_p, [pick(u, k, eye3) for k in landing])
                 parts.append(value * eye4[p])

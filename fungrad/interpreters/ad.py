@@ -396,26 +396,42 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, cts_out: Sequence) -> list:
 
     for v, ct in zip(jaxpr.outvars, cts_out):
         accumulate(v, ct)
-    for eqn in reversed(jaxpr.eqns):
-        cts = [ct_env.pop(v, None) for v in eqn.outvars]
-        if all(c is None for c in cts):
-            continue
-        prim = eqn.primitive
-        if prim.transpose is None:
-            raise TypeError(f"Transpose rule for '{prim.name}' is not implemented: "
-                            "the function being transposed is not linear in its input.")
-        invals = [a.val if type(a) is Literal else
-                  known[a] if a in known else UndefinedPrimal(a.aval)
-                  for a in eqn.inputs]
-        if prim.multiple_results:
-            ct = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts)]
-        else:
-            ct = cts[0]
-        cts_in = prim.transpose(ct, *invals, **eqn.params)
-        for a, c in zip(eqn.inputs, cts_in):
-            if type(a) is Var and a not in known:
-                accumulate(a, c)
+    # the equation being transposed: what its rule binds is attributed to its
+    # source (the user's primal line); what user code it runs (custom_vjp's bwd)
+    # is marked as running in the backward pass (jax_debug_nans' provenance)
+    tls = core._tls
+    running, transforms = tls.running, tls.transforms
+    running.append(None)
+    tls.transforms = transforms + (_BACKWARD,)
+    try:
+        for eqn in reversed(jaxpr.eqns):
+            cts = [ct_env.pop(v, None) for v in eqn.outvars]
+            if all(c is None for c in cts):
+                continue
+            running[-1] = eqn
+            prim = eqn.primitive
+            if prim.transpose is None:
+                raise TypeError(f"Transpose rule for '{prim.name}' is not implemented: "
+                                "the function being transposed is not linear in its input.")
+            invals = [a.val if type(a) is Literal else
+                      known[a] if a in known else UndefinedPrimal(a.aval)
+                      for a in eqn.inputs]
+            if prim.multiple_results:
+                ct = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts)]
+            else:
+                ct = cts[0]
+            cts_in = prim.transpose(ct, *invals, **eqn.params)
+            for a, c in zip(eqn.inputs, cts_in):
+                if type(a) is Var and a not in known:
+                    accumulate(a, c)
+    finally:
+        running.pop()
+        tls.transforms = transforms
     return [ct_env.pop(v) if v in ct_env else Zero(v.aval) for v in jaxpr.invars]
+
+
+_BACKWARD = ("backward pass", "")
+core.register_interpreter(backward_pass, phase=("transpose", ""))
 
 
 def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:

@@ -25,29 +25,32 @@ from __future__ import annotations
 
 import importlib
 import keyword
+import math
 from typing import Callable
 
 import numpy as np
 
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
-from fungrad.interpreters.lowering import Call, Const, Expr, Source, render, value_source
+from fungrad.interpreters.lowering import (SCALAR_FORMS, Call, Const, Expr, Source, render,
+                                            value_source)
 from fungrad.interpreters.passes import optimize
 
 __all__ = ["lower_jaxpr", "compile_jaxpr", "compile_closed", "compile_source", "compiled",
            "CompiledFunction", "lowered_source", "expression_function"]
 
-_RESERVED = {"np", "fn", "_impl", "_unbound_axis", "dtype", "inf", "nan"}
+_RESERVED = {"np", "fn", "_impl", "_unbound_axis", "dtype", "inf", "nan", "_nonfinite"}
 
 
 class _Names:
     """Short, valid, unique Python names for variables: a, b, ..., z, ba, ..."""
 
-    def __init__(self):
+    def __init__(self, float_checks: str = ""):
         self.names: dict[Var, str] = {}
         self.count = 0
         self.consts: dict[str, object] = {}   # constants of nested blocks: _b0, _b1, ...
         self.modules: dict[str, object] = {}  # kernel modules called: _special, ...
+        self.float_checks = float_checks      # "", "nan", "inf" or "nan+inf" (see _emit_check)
 
     def const(self, value) -> str:
         name = f"_b{len(self.consts)}"
@@ -220,8 +223,31 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
         target = out_names[0] if not eqn.primitive.multiple_results else (
             ", ".join(out_names) + ("," if len(out_names) == 1 else ""))
         lines.append(f"{indent}{target} = {expr}")
+        if names.float_checks and not eqn.primitive.keeps_finite:
+            _emit_check(eqn, args, out_names, names, lines, indent)
         _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers)
     return [names(v) for v in jaxpr.outvars]
+
+
+# jax_debug_nans / jax_debug_infs: the test of one result, by what is checked
+_CHECK_TESTS = {"nan": "np.isnan({}).any()", "inf": "np.isinf({}).any()",
+                "nan+inf": "not np.isfinite({}).all()"}
+
+
+def _emit_check(eqn, args, out_names, names: _Names, lines, indent):
+    """After an equation that can create a NaN/inf, test its float results and
+    raise the error naming the equation (its source line, transforms, inputs)::
+
+        c = np.log(a)
+        if np.isnan(c).any(): raise _nonfinite(_b0, (c,), (a,))
+    """
+    outs = [n for n, v in zip(out_names, eqn.outvars) if v.aval.dtype.kind in "fc"]
+    if not outs:
+        return
+    test = " or ".join(_CHECK_TESTS[names.float_checks].format(n) for n in outs)
+    where = names.const(eqn)
+    lines.append(f"{indent}if {test}: raise _nonfinite({where}, ({', '.join(outs)},), "
+                 f"({''.join(a + ', ' for a in args)}))")
 
 
 def _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers):
@@ -301,12 +327,17 @@ def lower_jaxpr(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True) -> s
     return lower_jaxpr_and_consts(jaxpr, name, reuse_buffers)[0]
 
 
-def lower_jaxpr_and_consts(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True):
+def lower_jaxpr_and_consts(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True,
+                           float_checks: str = ""):
     """The source, the constants of nested blocks it refers to (``_b0``, ...) and
-    the kernel modules it calls (``_special``, ...), each by name."""
+    the kernel modules it calls (``_special``, ...), each by name.  With
+    ``float_checks`` ("nan", "inf", "nan+inf": jax_debug_nans/infs) each equation
+    that can create a NaN/inf is followed by a check (and buffers are not
+    reused, so that the error can show the inputs)."""
     if type(name) is not str or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError(f"codegen: the function name must be an identifier, got {name!r}")
-    names = _Names()
+    names = _Names(float_checks)
+    reuse_buffers = reuse_buffers and not float_checks
     params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
     if len(jaxpr.eqns) > CHUNK_SIZE:
         lines = _emit_in_parts(jaxpr, name, params, names, reuse_buffers)
@@ -353,7 +384,8 @@ def compile_source(source: str, name: str = "fn", block_consts=None, modules=Non
     bound = {alias: importlib.import_module(m) if isinstance(m, str) else m
              for alias, m in (modules or {}).items()}
     namespace = {"np": np, "_impl": _IMPLS,
-                 "_unbound_axis": _unbound_axis, **(block_consts or {}), **bound}
+                 "_unbound_axis": _unbound_axis, "_nonfinite": core.nonfinite_error,
+                 **(block_consts or {}), **bound}
     for k, text in enumerate(_top_level_functions(source)):
         code = compile(text, f"<fungrad.jit {name}>" if k == 0 else f"<fungrad.jit {name} {k}>",
                        "exec")
@@ -402,21 +434,115 @@ def _check_names(code) -> None:
 
 
 def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
-                  reuse_buffers: bool = True) -> CompiledFunction:
+                  reuse_buffers: bool = True, float_checks: str = "") -> CompiledFunction:
     """Lower and compile a flat ``jaxpr`` (compile/exec once)."""
-    source, block_consts, modules = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers)
+    source, block_consts, modules = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers,
+                                                           float_checks)
     return CompiledFunction(compile_source(source, name, block_consts, modules), source, jaxpr,
                             consts)
 
 
-def compile_closed(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:
-    return compile_jaxpr(closed.jaxpr, name, closed.consts)
+_F64 = np.dtype(np.float64)
 
 
-def compiled(closed: ClosedJaxpr) -> CompiledFunction:
+def _scalar_lines(jaxpr: Jaxpr, names: "_Names", indent: str):
+    """The body of ``jaxpr`` in Python float arithmetic, or None unless every
+    value is a float64 scalar and every equation a ufunc with a Python form."""
+    values = list(jaxpr.invars) + list(jaxpr.constvars) + [v for e in jaxpr.eqns
+                                                             for v in e.outvars]
+    if not all(v.aval.shape == () and v.aval.dtype == _F64 for v in values):
+        return None
+    lines = []
+    for eqn in jaxpr.eqns:
+        prim = eqn.primitive
+        if prim.emit_block is not None or prim.multiple_results or prim.lowering is None:
+            return None
+        if any(isinstance(a, Literal) and a.aval.dtype != _F64 for a in eqn.inputs):
+            return None
+        args = [names(a) for a in eqn.inputs]
+        expr = _lower_eqn(eqn, args)
+        form = SCALAR_FORMS.get(expr.fn) if isinstance(expr, Call) and not expr.kwargs else None
+        if form is None or not all(isinstance(a, (str, int)) for a in expr.args):
+            return None
+        operands = [a if isinstance(a, str) else repr(a) for a in expr.args]
+        lines.append(f"{indent}{names.new(eqn.outvars[0])} = {form.format(*operands)}")
+    return lines
+
+
+def scalar_source(jaxpr: Jaxpr, name: str, numpy_name: str):
+    """Source of ``name``: ``jaxpr`` in Python float arithmetic and the ``math``
+    module when all its values are float64 scalars (NumPy's per-call overhead
+    dominates such code), calling ``numpy_name`` (its NumPy version) with the
+    original arguments where Python raises instead of returning inf/nan; or
+    None for any other program."""
+    names = _Names()
+    params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
+    floats = []
+    for v, p in zip(list(jaxpr.constvars) + list(jaxpr.invars), params):
+        floats.append(f"{p}_")
+        names.names[v] = f"{p}_"
+    body = _scalar_lines(jaxpr, names, "        ")
+    if body is None:
+        return None
+    outs = [names(v) for v in jaxpr.outvars]
+    lines = [f"def {name}({', '.join(params)}):", "    try:"]
+    if params:
+        lines.append(f"        {', '.join(floats)}, = {', '.join(f'float({p})' for p in params)},")
+    lines += body
+    lines.append(f"        return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+    lines.append("    except (ArithmeticError, ValueError):   # NumPy's inf/nan instead")
+    lines.append(f"        return {numpy_name}({', '.join(f'_np_scalar({p})' for p in params)})")
+    return "\n".join(lines) + "\n"
+
+
+def _np_scalar(x):
+    """A Python float as the NumPy scalar the NumPy version computes with."""
+    return np.float64(x) if type(x) is float else x
+
+
+def compile_scalar_or_numpy(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:
+    """``compile_closed``, or for an all-float64-scalar program its Python-float
+    twin (``scalar_source``) with the NumPy version as the fallback."""
+    numpy_version = compile_closed(closed, name)
+    source = scalar_source(closed.jaxpr, name, "_numpy_version")
+    if source is None:
+        return numpy_version
+    namespace = {"_math": math, "np": np, "_numpy_version": numpy_version.fn,
+                 "_np_scalar": _np_scalar}
+    code = compile(source, f"<fungrad.jit {name}>", "exec")
+    _check_names(code)
+    exec(code, namespace)
+    compiled_fn = namespace[name]
+    compiled_fn.takes_python_scalars = True    # (jit need not convert them first)
+    return CompiledFunction(compiled_fn, source + "\n" + numpy_version.source.replace(
+        f"def {name}(", "def _numpy_version(", 1), closed.jaxpr, closed.consts)
+
+
+def compiled_scalar_or_numpy(closed: ClosedJaxpr) -> CompiledFunction:
+    """``compiled``, with ``compile_scalar_or_numpy`` (what ``jit`` runs); the
+    checking code while jax_debug_nans/jax_debug_infs is on."""
+    if core._float_check_mode:
+        return compiled(closed)
+    return closed.derived("compiled_scalar",
+                          lambda: compile_scalar_or_numpy(optimize(closed)))
+
+
+def compile_closed(closed: ClosedJaxpr, name: str = "fn",
+                   float_checks: str = "") -> CompiledFunction:
+    return compile_jaxpr(closed.jaxpr, name, closed.consts, float_checks=float_checks)
+
+
+def compiled(closed: ClosedJaxpr, float_checks: str | None = None) -> CompiledFunction:
     """The optimised, compiled code of ``closed``, cached on it (so it dies with
-    it); call it as ``comp.fn(*comp.consts, *args)``."""
-    return closed.derived("compiled", lambda: compile_closed(optimize(closed)))
+    it); call it as ``comp.fn(*comp.consts, *args)``.  While jax_debug_nans or
+    jax_debug_infs is on (``float_checks`` None: as the options are now) it is
+    the code that checks every equation, cached under its own key: switching
+    the options off gives back the fast code."""
+    checks = core._float_check_mode if float_checks is None else float_checks
+    if not checks:
+        return closed.derived("compiled", lambda: compile_closed(optimize(closed)))
+    return closed.derived(("compiled", checks),
+                          lambda: compile_closed(optimize(closed), float_checks=checks))
 
 
 def lowered_source(prim, arg_names, in_avals=None, **params):

@@ -47,7 +47,7 @@ import sys
 import numpy as np
 
 __all__ = ["Expr", "Call", "Source", "Const", "call", "dtype_source", "render", "value_source",
-           "is_literal", "check_callable", "module_alias", "OPERATORS"]
+           "is_literal", "check_callable", "module_alias", "OPERATORS", "SCALAR_FORMS"]
 
 
 class Expr:
@@ -274,3 +274,24 @@ def render(expr: Expr, modules: dict | None = None, out: str | None = None,
     if out is not None:
         parts.append(f"out={out}")
     return f"{_function_name(fn)}({', '.join(parts)})"
+
+
+# Python-float forms of NumPy ufuncs, for programs whose values are all float64
+# scalars (codegen.scalar_source): NumPy's per-call cost dominates such code, and
+# Python's float arithmetic is the same IEEE arithmetic (+ - * / exactly;
+# the math module's functions within a few ulps of NumPy's).  Where Python
+# raises instead (division by zero, math domain and range errors: math.pow,
+# not **, so that a negative base never gives a complex number) the
+# generated code falls back to the NumPy version.
+SCALAR_FORMS = {
+    np.add: "{} + {}", np.subtract: "{} - {}", np.multiply: "{} * {}",
+    np.true_divide: "{} / {}", np.negative: "-{}", np.square: "{0} * {0}",
+    np.power: "_math.pow({}, {})", np.absolute: "abs({})",
+    np.sin: "_math.sin({})", np.cos: "_math.cos({})", np.tan: "_math.tan({})",
+    np.arcsin: "_math.asin({})", np.arccos: "_math.acos({})", np.arctan: "_math.atan({})",
+    np.sinh: "_math.sinh({})", np.cosh: "_math.cosh({})", np.tanh: "_math.tanh({})",
+    np.arcsinh: "_math.asinh({})", np.arccosh: "_math.acosh({})",
+    np.arctanh: "_math.atanh({})", np.exp: "_math.exp({})", np.expm1: "_math.expm1({})",
+    np.log: "_math.log({})", np.log1p: "_math.log1p({})", np.sqrt: "_math.sqrt({})",
+    np.arctan2: "_math.atan2({}, {})", np.hypot: "_math.hypot({}, {})",
+}

@@ -62,12 +62,13 @@ class StagingTracer(Tracer):
 
 class StagingTrace(Trace):
     """Records equations into a jaxpr (see the module docstring for ``fold_known``)."""
-    __slots__ = ("fold_known", "eqns", "invars", "const_vars", "const_vals")
+    __slots__ = ("fold_known", "eqns", "invars", "const_vars", "const_vals", "name")
     kind = "staging"
 
-    def __init__(self, parent, fold_known=False):
+    def __init__(self, parent, fold_known=False, name=None):
         super().__init__(parent)
         self.fold_known = fold_known
+        self.name = name        # what staged it, for error messages ("jit(f)")
         self.eqns: list[JaxprEqn] = []
         self.invars: list[Var] = []
         self.const_vars: dict[int, Var] = {}   # id(value) -> Var
@@ -77,6 +78,9 @@ class StagingTrace(Trace):
         var = Var(aval)
         self.invars.append(var)
         return StagingTracer(self, aval, var, provenance)
+
+    def label(self) -> str:
+        return self.name or ("linearize" if self.fold_known else "staging")
 
     def owns(self, x) -> bool:
         """Is ``x`` a value of this trace (an unknown, under partial evaluation)?"""
@@ -110,7 +114,10 @@ class StagingTrace(Trace):
         out_aval = prim.abstract_eval(*[a.aval for a in atoms], **params)
         out_avals = out_aval if prim.multiple_results else [out_aval]
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(prim, atoms, params, outvars))
+        # the user's line, while jax_debug_nans/infs is on (finding it costs a
+        # quarter of tracing time on CPython 3.11: reading f_back creates frame objects)
+        source = core.current_source() if core._float_checks else None
+        self.eqns.append(JaxprEqn(prim, atoms, params, outvars, source))
         # remember which argument a value derives from, for concretization errors
         prov = next((a.provenance for a in args if type(a) is StagingTracer
                      and a.provenance), None)
@@ -165,12 +172,13 @@ def unalias(outs, indices, inputs):
 
 def trace_to_jaxpr(flat_fun: Callable, in_avals: Sequence[ShapedArray],
                    provenances: Sequence[str] | None = None,
-                   fold_known: bool = False) -> tuple[Jaxpr, list]:
+                   fold_known: bool = False, name: str | None = None) -> tuple[Jaxpr, list]:
     """Stage ``flat_fun`` (arrays -> list of arrays) into a jaxpr and its consts.
 
-    ``provenances`` name the inputs for concretization errors ("argument 'x'").
+    ``provenances`` name the inputs for concretization errors ("argument 'x'");
+    ``name`` the transformation in error messages ("jit(f)").
     """
-    trace = StagingTrace(core.current_trace(), fold_known)
+    trace = StagingTrace(core.current_trace(), fold_known, name)
     provenances = provenances or [None] * len(in_avals)
     with new_trace_context(trace):
         args = [trace.new_arg(a, p) for a, p in zip(in_avals, provenances)]
@@ -218,17 +226,19 @@ def output_value(x, what: str):
     return arr
 
 
-def stage_pytree(fn: Callable, in_tree, avals: Sequence[ShapedArray], provenances=None):
+def stage_pytree(fn: Callable, in_tree, avals: Sequence[ShapedArray], provenances=None,
+                 name: str | None = None):
     """Trace ``fn`` (a function of one pytree with structure ``in_tree``) to
     ``(closed jaxpr, hoisted values, output tree)``; the jaxpr takes the hoisted
-    values (tracers ``fn`` closes over) first, then the leaves of its argument."""
+    values (tracers ``fn`` closes over) first, then the leaves of its argument.
+    ``name`` says what is staged in error messages ("scan body")."""
     out_tree = []
 
     def flat(*xs):
         leaves, tree = tree_flatten(fn(tree_unflatten(in_tree, list(xs))))
         out_tree.append(tree)
         return [as_value(x) for x in leaves]
-    jaxpr, consts = trace_to_jaxpr(flat, list(avals), provenances)
+    jaxpr, consts = trace_to_jaxpr(flat, list(avals), provenances, name=name)
     closed, hoisted = closure_convert(jaxpr, consts)
     return closed, hoisted, out_tree[0]
 

@@ -10,6 +10,10 @@ Each pass is a function ``Jaxpr -> Jaxpr`` that keeps the jaxpr's meaning
   computed once, at compile time, and become literals;
 * ``cse``: common-subexpression elimination (same primitive, params, inputs;
   inputs of commutative primitives in any order);
+* ``factor_products``: ``x*a + (x*b)*c`` becomes ``x*(a + b*c)`` when the
+  products are used nowhere else and ``x`` has the result's shape (one
+  full-size operation fewer: backward passes are full of such sums, one per
+  value used twice);
 * ``fold_transposes``: transposes of ``dot_general`` operands and results are
   folded into its dimension numbers (or an operand swap);
 * ``dce``: dead-code elimination (``partial_eval.dce_jaxpr``).
@@ -20,7 +24,8 @@ never removed by ``dce`` nor merged by ``cse``; they have no outputs to fold.
 * ``inline_calls``: nested ``jit`` calls are spliced into the enclosing jaxpr,
   so the other passes (and code generation) see one flat program.
 
-``optimize`` runs inline_calls, fold_constants, simplify, cse, fold_transposes, dce,
+``optimize`` runs inline_calls, fold_constants, simplify, cse, factor_products,
+fold_transposes, dce,
 and recurses into the sub-jaxprs of higher-order primitives (any param that is
 a ClosedJaxpr or a tuple of them: cond branches, scan/while bodies, ...).  A
 sub-jaxpr keeps its signature (the enclosing primitive's rules and lowering
@@ -30,7 +35,8 @@ recompute values, so nothing inside them is merged with the outside.
 
 The passes know no primitive by name: they read algebraic facts each
 primitive declares next to its rules (``Primitive.commutative``, ``unit``,
-``forwards_when``, ``involution``, ``remat``, ``collective``), and the
+``forwards_when``, ``involution``, ``remat``, ``collective``,
+``distributes_over``), and the
 structural primitives they rewrite (transpose, dot_general,
 broadcast_in_dim) are registered by lax in ``array_ops`` (the interpreters
 never import lax).
@@ -39,12 +45,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from fungrad.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from fungrad.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 from fungrad.interpreters import array_ops
 from fungrad.interpreters.partial_eval import dce_jaxpr, has_effects
 
-__all__ = ["optimize", "inline_calls", "simplify", "fold_constants", "cse", "fold_transposes",
-           "dce"]
+__all__ = ["optimize", "inline_calls", "simplify", "fold_constants", "cse", "factor_products",
+           "fold_transposes", "dce"]
 
 
 def _is_literal(atom, value, filled=None) -> bool:
@@ -79,7 +85,8 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
     read = lambda a: subst.get(a, a) if isinstance(a, Var) else a
     filled: dict = {}     # var -> the scalar it is a broadcast of
     for eqn in jaxpr.eqns:
-        eqn = JaxprEqn(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params, eqn.outvars)
+        eqn = JaxprEqn(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params, eqn.outvars,
+                       eqn.source)
         if eqn.primitive is array_ops.broadcast_in_dim_p and isinstance(eqn.inputs[0], Literal):
             filled[eqn.outvars[0]] = np.asarray(eqn.inputs[0].val).item()
         fwd = _forward(eqn, filled)
@@ -119,7 +126,7 @@ def _fold_output_transpose(eqn, perm, lhs_ndim, rhs_ndim):
     if tuple(perm) != swapped:
         return None
     params = dict(eqn.params, dimension_numbers=((rc, lc), (rb, lb)))
-    return JaxprEqn(eqn.primitive, eqn.inputs[::-1], params, eqn.outvars)
+    return JaxprEqn(eqn.primitive, eqn.inputs[::-1], params, eqn.outvars, eqn.source)
 
 
 def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
@@ -146,7 +153,8 @@ def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
                 new = _fold_output_transpose(dot, eqn.params["permutation"],
                                              dot.inputs[0].aval.ndim, dot.inputs[1].aval.ndim)
                 if new is not None:
-                    eqn = JaxprEqn(new.primitive, new.inputs, new.params, eqn.outvars)
+                    eqn = JaxprEqn(new.primitive, new.inputs, new.params, eqn.outvars,
+                                   eqn.source)
         eqns.append(eqn)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
@@ -166,7 +174,7 @@ def _fold_operands(eqn, producer):
     if inputs == list(eqn.inputs):
         return eqn
     params = dict(eqn.params, dimension_numbers=((dims[0][0], dims[1][0]), (dims[0][1], dims[1][1])))
-    return JaxprEqn(eqn.primitive, inputs, params, eqn.outvars)
+    return JaxprEqn(eqn.primitive, inputs, params, eqn.outvars, eqn.source)
 
 
 def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
@@ -183,7 +191,7 @@ def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
                                       **eqn.params))
             subst[eqn.outvars[0]] = Literal(value, eqn.outvars[0].aval)
             continue
-        eqns.append(JaxprEqn(p, inputs, eqn.params, eqn.outvars))
+        eqns.append(JaxprEqn(p, inputs, eqn.params, eqn.outvars, eqn.source))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
 
 
@@ -209,7 +217,7 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
         inputs = [read(a) for a in eqn.inputs]
         if eqn.primitive.remat or has_effects(eqn):   # never merged: recomputation
             # is the point of remat, and each effect (a print, a check) must happen
-            eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars))
+            eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars, eqn.source))
             continue
         try:
             in_keys = tuple(map(_key, inputs))
@@ -225,8 +233,80 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
             continue
         if key is not None:
             seen[key] = eqn.outvars
-        eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars))
+        eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars, eqn.source))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
+
+
+def _use_counts(jaxpr: Jaxpr) -> dict:
+    uses: dict = {}
+    for a in [a for e in jaxpr.eqns for a in e.inputs] + list(jaxpr.outvars):
+        if isinstance(a, Var):
+            uses[a] = uses.get(a, 0) + 1
+    return uses
+
+
+def _product_terms(v, mul, producer, uses, dtype) -> list:
+    """The factors of ``v`` through single-use ``mul`` equations of ``dtype``."""
+    eqn = producer.get(v)
+    if eqn is None or eqn.primitive is not mul or uses.get(v) != 1:
+        return [v]
+    if any(a.aval.dtype != dtype for a in eqn.inputs):
+        return [v]
+    return [t for a in eqn.inputs for t in _product_terms(a, mul, producer, uses, dtype)]
+
+
+def _multiply(terms, mul, dtype, eqns):
+    """One atom for the product of ``terms``, appending the equations needed."""
+    out = terms[0]
+    for t in terms[1:]:
+        shape = np.broadcast_shapes(out.aval.shape, t.aval.shape)
+        new = Var(ShapedArray(shape, dtype))
+        eqns.append(JaxprEqn(mul, [out, t], {}, [new]))
+        out = new
+    return out
+
+
+def _factored(eqn, producer, uses, eqns):
+    """``eqn`` (a sum or difference of two products sharing a full-size factor)
+    as ``x * (rest + rest')``, appended to ``eqns``; or False if it is not one."""
+    if eqn.params or len(eqn.inputs) != 2 or len(eqn.outvars) != 1:
+        return False
+    dtype, shape = eqn.outvars[0].aval.dtype, eqn.outvars[0].aval.shape
+    if dtype.kind not in "fc":
+        return False
+    p, q = eqn.inputs
+    mul = getattr(producer.get(p), "primitive", None)
+    if mul is None or eqn.primitive not in mul.distributes_over or \
+            getattr(producer.get(q), "primitive", None) is not mul or p is q:
+        return False
+    tp, tq = (_product_terms(v, mul, producer, uses, dtype) for v in (p, q))
+    if len(tp) < 2 or len(tq) < 2:          # (p or q used elsewhere, or not a product)
+        return False
+    common = next((t for t in tp if isinstance(t, Var) and t in tq and t.aval.shape == shape
+                   and t.aval.dtype == dtype), None)
+    if common is None:
+        return False
+    tp.remove(common)
+    tq.remove(common)
+    rest_p, rest_q = _multiply(tp, mul, dtype, eqns), _multiply(tq, mul, dtype, eqns)
+    combined = Var(ShapedArray(np.broadcast_shapes(rest_p.aval.shape, rest_q.aval.shape), dtype))
+    eqns.append(JaxprEqn(eqn.primitive, [rest_p, rest_q], {}, [combined], eqn.source))
+    eqns.append(JaxprEqn(mul, [common, combined], {}, eqn.outvars, eqn.source))
+    return True
+
+
+def factor_products(jaxpr: Jaxpr) -> Jaxpr:
+    """Take a common full-size factor out of a sum of two single-use products:
+    ``x*a + (x*b)*c`` -> ``x*(a + b*c)``, for primitives declaring that
+    multiplication ``distributes_over`` them (the products left unused go to
+    dce).  The results differ from the unfactored ones by rounding only."""
+    uses = _use_counts(jaxpr)
+    producer = {v: e for e in jaxpr.eqns for v in e.outvars}
+    eqns: list = []
+    for eqn in jaxpr.eqns:
+        if not _factored(eqn, producer, uses, eqns):
+            eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
 def dce(jaxpr: Jaxpr) -> Jaxpr:
@@ -260,7 +340,7 @@ def inline_calls(closed: ClosedJaxpr, which=None) -> ClosedJaxpr:
                 if fresh:
                     outvars = [Var(v.aval) for v in eqn.outvars]
                     env.update(zip(eqn.outvars, outvars))
-                eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, outvars))
+                eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, outvars, eqn.source))
         return [read(v) for v in jaxpr.outvars]
     outvars = splice(closed.jaxpr, {}, fresh=False)
     return ClosedJaxpr(Jaxpr(constvars, closed.jaxpr.invars, eqns, outvars), consts)
@@ -274,7 +354,7 @@ def optimize(closed: ClosedJaxpr, _memo: dict | None = None) -> ClosedJaxpr:
     # remat calls stay whole through CSE (spliced afterwards, if inlinable)
     flat = inline_calls(closed, which=lambda prim: not prim.remat)
     jaxpr = _optimize_sub_jaxprs(flat.jaxpr, memo)
-    jaxpr = fold_transposes(cse(simplify(fold_constants(jaxpr))))
+    jaxpr = fold_transposes(factor_products(cse(simplify(fold_constants(jaxpr)))))
     spliced = inline_calls(ClosedJaxpr(jaxpr, flat.consts), which=lambda prim: prim.remat)
     return ClosedJaxpr(dce(spliced.jaxpr), spliced.consts)
 
@@ -292,7 +372,8 @@ def _optimize_sub_jaxprs(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
                     all(isinstance(v, ClosedJaxpr) for v in value):
                 changed[name] = tuple(_optimize_sub(v, memo) for v in value)
         if changed:
-            eqn = JaxprEqn(eqn.primitive, eqn.inputs, {**eqn.params, **changed}, eqn.outvars)
+            eqn = JaxprEqn(eqn.primitive, eqn.inputs, {**eqn.params, **changed}, eqn.outvars,
+                           eqn.source)
         eqns.append(eqn)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 

@@ -9,13 +9,9 @@ from fungrad.lax.structural import *  # noqa: F401,F403
 from fungrad.lax.reductions import *  # noqa: F401,F403
 from fungrad.lax.indexing import *  # noqa: F401,F403
 from fungrad.lax.sorting import *  # noqa: F401,F403
+from fungrad.lax.dot import *  # noqa: F401,F403
 from fungrad.lax.linalg import *  # noqa: F401,F403
 from fungrad.lax import linalg  # noqa: F401  (also as fungrad.lax.linalg, as JAX)
-# jax.lax.linalg.eig lives in its own module (it builds on linalg's helpers,
-# so linalg cannot import it without a cycle); expose it where JAX has it
-from fungrad.lax import eig as _eig_module  # noqa: E402
-linalg.eig = _eig_module.eig
-linalg.__all__ = list(linalg.__all__) + ["eig"]
 from fungrad.lax.parallel import *  # noqa: F401,F403
 from fungrad.lax.control_flow import *  # noqa: F401,F403
 from fungrad.lax.fft import *  # noqa: F401,F403
@@ -23,12 +19,14 @@ from fungrad.lax.convolution import *  # noqa: F401,F403
 from fungrad.lax.windowed import *  # noqa: F401,F403
 from fungrad.lax.special import *  # noqa: F401,F403
 from fungrad.lax.prng import *  # noqa: F401,F403
+from fungrad.lax.compilation import *  # noqa: F401,F403
+from fungrad.lax.compat import *  # noqa: F401,F403
 from fungrad.lax import callbacks  # noqa: F401,E402  (debug/pure callbacks, checks)
 
 # the array operations the interpreters need (tangent sums, zeros, batch axes),
 # and the structural primitives the optimisation passes rewrite
 from fungrad.interpreters import array_ops as _array_ops  # noqa: E402
-from fungrad.lax.linalg import dot_general_p as _dot_general_p  # noqa: E402
+from fungrad.lax.dot import dot_general_p as _dot_general_p  # noqa: E402
 from fungrad.lax.structural import (broadcast_in_dim_p as _broadcast_in_dim_p,  # noqa: E402
                                     transpose_p as _transpose_p)
 _array_ops.register(add=add, full=full, reduce_sum=reduce_sum, reshape=reshape,  # noqa: F405

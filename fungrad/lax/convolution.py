@@ -20,6 +20,7 @@ out_perm)`` (``ConvDimensionNumbers`` as plain tuples), group counts as ints,
 from __future__ import annotations
 
 import collections
+import math
 import operator
 
 import numpy as np
@@ -32,7 +33,8 @@ from fungrad.lax.elementwise import convert_element_type
 from fungrad.lax.structural import reshape, transpose, rev
 from fungrad.lax.utils import as_operand, check_precision, def_kernel
 
-__all__ = ["conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
+__all__ = ["conv_general_dilated", "conv_general_dilated_patches", "conv_general_dilated_local",
+           "conv", "conv_with_general_padding", "conv_transpose",
            "conv_dimension_numbers", "ConvDimensionNumbers", "padtype_to_pads",
            "conv_general_shape_tuple", "conv_transpose_shape_tuple",
            "conv_general_dilated_p"]
@@ -499,3 +501,69 @@ def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
                                                       dimension_numbers)
     params = _conv_params(la, ra, (1,) * len(strides), pads, strides, rhs_dil, dn, 1, 1, None)
     return _conv_shape(la, ra, **params).shape
+
+
+# ============================================================================
+# Patches and unshared (locally connected) convolutions, built on the above
+# ============================================================================
+
+def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation=None,
+                                 rhs_dilation=None, dimension_numbers=None, precision=None,
+                                 preferred_element_type=None):
+    """The patches a convolution with a window of ``filter_shape`` reads, flattened
+    into the output's feature dimension (``jax.lax.conv_general_dilated_patches``):
+    its size is ``C * prod(filter_shape)``, ordered input feature first, then the
+    window positions in ``rhs_spec``'s spatial order.  A grouped convolution
+    with a 0/1 kernel, so linear and differentiable like the convolution."""
+    lhs = as_operand(lhs)
+    aval = get_aval(lhs)
+    filter_shape = tuple(operator.index(k) for k in filter_shape)
+    if len(filter_shape) != aval.ndim - 2:
+        raise ValueError(f"conv_general_dilated_patches: filter_shape {filter_shape} needs one "
+                         f"size per spatial dimension of lhs (shape {aval.shape})")
+    dn = conv_dimension_numbers(aval.shape, (1, 1) + filter_shape, dimension_numbers)
+    window = math.prod(filter_shape)
+    channels = aval.shape[dn.lhs_spec[1]]
+    # output feature c * window + k is input feature c at window position k
+    kernel = np.broadcast_to(np.eye(window, dtype=aval.dtype), (channels, window, window))
+    kernel = kernel.reshape((channels * window, 1) + filter_shape)
+    kernel = np.moveaxis(kernel, (0, 1), (dn.rhs_spec[0], dn.rhs_spec[1]))
+    return conv_general_dilated(lhs, np.ascontiguousarray(kernel), window_strides, padding,
+                                lhs_dilation, rhs_dilation, dn, feature_group_count=channels,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+    """Unshared convolution (a locally connected layer,
+    ``jax.lax.conv_general_dilated_local``): a separate kernel at every output
+    position.  ``rhs``'s spatial axes are the output positions and its ``I``
+    axis holds the input features times the window positions, in the order of
+    ``conv_general_dilated_patches``.  Patches contracted with ``rhs`` by one
+    ``dot_general``."""
+    from fungrad.lax.dot import dot_general
+    lhs, rhs = as_operand(lhs), as_operand(rhs)
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, dimension_numbers)
+    dn = conv_dimension_numbers(get_aval(lhs).shape, (1, 1) + tuple(filter_shape),
+                                dimension_numbers)
+    lhs_spec, rhs_spec, out_spec = dn
+    out_spatial, rhs_spatial = list(out_spec[2:]), list(rhs_spec[2:])
+    # pair the spatial axes of the patches and of rhs, in the patches' axis order
+    order = sorted(range(len(out_spatial)), key=lambda k: out_spatial[k])
+    batch_dims = ((tuple(out_spatial[k] for k in order), tuple(rhs_spatial[k] for k in order)))
+    out = dot_general(patches, rhs, (((out_spec[1],), (rhs_spec[1],)), batch_dims))
+    # dot_general's layout: spatial positions, then batch N, then features O
+    nd = get_aval(out).ndim
+    return transpose(out, _moved_to(nd, (nd - 2, nd - 1), (out_spec[0], out_spec[1])))
+
+
+def _moved_to(ndim, sources, destinations):
+    """The permutation ``np.moveaxis`` applies: ``perm[i]`` is the source of axis i."""
+    rest = [a for a in range(ndim) if a not in sources]
+    perm = [None] * ndim
+    for src, dst in sorted(zip(sources, destinations), key=lambda p: p[1]):
+        perm[dst] = src
+    it = iter(rest)
+    return tuple(p if p is not None else next(it) for p in perm)

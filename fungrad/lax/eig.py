@@ -41,7 +41,7 @@ from fungrad.lax.kernels.eig import eig as _eig_numpy
 from fungrad.lax.elementwise import (add, sub, mul, div, neg, conj, real, imag, complex,
                                      convert_element_type, eq, abs, sqrt, stop_gradient)
 from fungrad.lax.reductions import reduce_sum, argmax
-from fungrad.lax.linalg import _mm, _mT, _diag_part, _as_row, _as_col, _shape
+from fungrad.lax._matrix import _mm, _mT, _diag_part, _as_row, _as_col, _shape
 from fungrad.lax.utils import as_operand, checked_bind, def_kernel
 
 __all__ = ["eig", "eig_numpy", "eigvals", "sqrtm", "EigResult"]

@@ -42,7 +42,7 @@ from fungrad.interpreters.codegen import expression_function
 from fungrad.interpreters.lowering import Source, call
 from fungrad.interpreters.ad import (defjvp, defjvp2, deflinear, defbilinear, defjvp_zero,
                                      unbroadcast, is_undefined_primal, Zero, instantiate_zeros)
-from fungrad.lax.kernels import special as special_kernels
+from fungrad.lax.kernels import bits as bits_kernels, special as special_kernels
 from fungrad.lax.utils import (def_lowering, call_lowering, as_operand, check_same_dtypes,
                                broadcast_shapes)
 
@@ -62,6 +62,7 @@ __all__ = [
     # comparisons, logic, bits
     "eq", "ne", "lt", "le", "gt", "ge", "bitwise_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    "population_count", "clz", "mulhi", "reduce_precision",
     # selection
     "select_n", "select", "clamp",
     # types and constants
@@ -308,6 +309,8 @@ defjvp_zero(round_p)
 
 is_finite_p = _unary("is_finite", np.isfinite, FLOAT, _bool_out)
 defjvp_zero(is_finite_p)
+for _p in (neg_p, sign_p, floor_p, ceil_p, round_p):
+    _p.keeps_finite = True
 
 
 def neg(x):
@@ -664,6 +667,7 @@ def polygamma(m, x):
 real_p = _unary("real", np.real, COMPLEX, _real_dtype)
 imag_p = _unary("imag", np.imag, COMPLEX, _real_dtype)
 conj_p = _unary("conj", np.conj, INEXACT)
+real_p.keeps_finite = imag_p.keeps_finite = conj_p.keeps_finite = True
 
 
 def _complex_dtype(dtype):
@@ -708,6 +712,7 @@ sub_p = _nary("sub", np.subtract, NUMBER)
 mul_p = _nary("mul", np.multiply, ANY)  # bool: logical and
 add_p.commutative = mul_p.commutative = True
 add_p.unit, sub_p.unit, mul_p.unit = 0, 0, 1
+mul_p.distributes_over = (add_p, sub_p)       # (passes.factor_products)
 
 
 def _add_transpose(ct, x, y):
@@ -872,6 +877,7 @@ defjvp2(max_p,
 
 min_p = _nary("min", np.minimum, ANY)
 max_p.commutative = min_p.commutative = True
+max_p.keeps_finite = min_p.keeps_finite = True
 defjvp2(min_p,
         lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
         lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
@@ -952,6 +958,22 @@ for _p in (not_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
     defjvp_zero(_p)
 
 
+# population_count, clz: of the two's-complement bit pattern, in the operand's dtype
+population_count_p = _unary("population_count", bits_kernels.population_count, INT)
+clz_p = _unary("clz", bits_kernels.clz, INT)
+defjvp_zero(population_count_p)
+defjvp_zero(clz_p)
+# mulhi: the high half of the double-width integer product
+mulhi_p = _nary("mulhi", bits_kernels.mulhi, INT)
+defjvp_zero(mulhi_p)
+
+# reduce_precision: rounding to a narrower float format, kept in the operand's
+# dtype.  As JAX, it is treated as linear (the tangent and the cotangent are
+# rounded the same way), so a straight-through derivative of any order.
+reduce_precision_p = _unary("reduce_precision", bits_kernels.reduce_precision, FLOAT)
+deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
+
+
 # gcd is not in JAX's lax (jax.numpy.gcd loops with while_loop); one primitive
 # is simpler and faster here.  Not exported: fungrad.numpy.gcd/lcm use it.
 gcd_p = _nary("gcd", np.gcd, INT)
@@ -1017,6 +1039,43 @@ def shift_right_arithmetic(x, y):
 def shift_right_logical(x, y):
     """``x >> y`` filling with zeros (the bit pattern read as unsigned)."""
     return shift_right_logical_p.bind(*_operands(x, y))
+
+
+def population_count(x):
+    """The number of set bits of each element (integers, two's complement)."""
+    return population_count_p.bind(_operand(x))
+
+
+def clz(x):
+    """The number of leading zero bits of each element (integers; the bit width
+    for 0)."""
+    return clz_p.bind(_operand(x))
+
+
+def mulhi(x, y, /):
+    """The high half of the double-width product ``x * y`` of integers (two's
+    complement), in their dtype (``jax.lax.mulhi``)."""
+    return mulhi_p.bind(*_operands(x, y))
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+    """``operand`` rounded to a float format of ``exponent_bits`` exponent and
+    ``mantissa_bits`` mantissa bits (round to nearest even; overflow to inf,
+    underflow to zero, no subnormals), in ``operand``'s dtype (XLA's
+    ReducePrecision).  ``reduce_precision(x, 8, 23)`` of float64 is float32
+    rounding, ``(5, 10)`` float16's, ``(8, 7)`` bfloat16's."""
+    operand = _operand(operand)
+    info = np.finfo(get_aval(operand).dtype) if get_aval(operand).dtype.kind == "f" else None
+    bits = []
+    for what, value, most in (("exponent_bits", exponent_bits, info and info.nexp),
+                              ("mantissa_bits", mantissa_bits, info and info.nmant)):
+        if isinstance(value, Tracer) or not isinstance(value, (int, np.integer)) or value < (
+                1 if what == "exponent_bits" else 0):
+            raise TypeError(f"reduce_precision: {what} must be a static "
+                            f"{'positive' if what == 'exponent_bits' else 'non-negative'} "
+                            f"integer, got {value!r}")
+        bits.append(builtins.min(int(value), most) if most else int(value))
+    return reduce_precision_p.bind(operand, exponent_bits=bits[0], mantissa_bits=bits[1])
 
 
 # ----------------------------------------------------------------------------
@@ -1086,6 +1145,7 @@ select_n_p.def_abstract_eval(_select_n_rule)
 select_n_p.jvp = _select_n_jvp
 select_n_p.transpose = _select_n_transpose
 select_n_p.linear = True
+select_n_p.keeps_finite = True
 batching.broadcasting_batcher(select_n_p)
 def_lowering(select_n_p, _select_n_lowering)
 
@@ -1104,6 +1164,7 @@ def select(pred, on_true, on_false):
 
 clamp_p = _nary("clamp", None, ANY, num_args=3,
                 lowering=lambda a: call(np.minimum, call(np.maximum, a[1], a[0]), a[2]))
+clamp_p.keeps_finite = True
 
 
 def _and(a, b):
@@ -1250,6 +1311,7 @@ defjvp_zero(iota_p)
 # iota has no operands, so vmap never maps it; the rule exists for completeness
 iota_p.batch = lambda axis_size, vals, dims, **params: (iota_p.bind(**params), None)
 def_lowering(iota_p, _iota_lowering)
+iota_p.keeps_finite = True
 
 
 def broadcasted_iota(dtype, shape, dimension):
@@ -1273,6 +1335,7 @@ def zeros_like_array(x):
 
 stop_gradient_p = _unary("stop_gradient", lambda x: x, ANY, lowering=lambda a: Source(a[0]))
 defjvp_zero(stop_gradient_p)
+stop_gradient_p.keeps_finite = True
 
 
 def stop_gradient(x):

@@ -46,18 +46,20 @@ an ``arange`` array when indices are batched), never a Python loop.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal, tangent_aval
 from fungrad.interpreters.lowering import Source
-from fungrad.lax.utils import checked_bind, def_lowering, as_operand
+from fungrad.lax.utils import canonical_axes, checked_bind, def_lowering, as_operand
 from fungrad.lax import structural
 
 __all__ = [
     "gather", "scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min",
-    "scatter_max", "dynamic_slice", "dynamic_update_slice", "dynamic_index_in_dim",
+    "scatter_max", "scatter_apply", "index_take", "dynamic_slice", "dynamic_update_slice", "dynamic_index_in_dim",
     "dynamic_slice_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
     "index_in_dim", "slice_in_dim",
     "gather_p", "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p",
@@ -354,6 +356,7 @@ def _gather_batch(axis_size, vals, dims, indexer, mode, fill_value):
 
 
 gather_p = Primitive("gather")
+gather_p.keeps_finite = True
 gather_p.def_impl(_gather_impl)
 gather_p.def_abstract_eval(_gather_shape)
 gather_p.jvp = _gather_jvp
@@ -569,6 +572,7 @@ scatter_add_p.linear = True
 # --- scatter (set): linear too; only the winning duplicate gets a cotangent ------
 
 scatter_p = _define_scatter("scatter", None)
+scatter_p.keeps_finite = True
 
 
 def _winning_updates(operand_shape, indices, updates_shape, indexer, mode):
@@ -714,7 +718,9 @@ def _scatter_extremal_jvp(prim):
 
 
 scatter_min_p = _define_scatter("scatter_min", np.minimum)
+scatter_min_p.keeps_finite = True
 scatter_max_p = _define_scatter("scatter_max", np.maximum)
+scatter_max_p.keeps_finite = True
 _scatter_extremal_jvp(scatter_min_p)
 _scatter_extremal_jvp(scatter_max_p)
 
@@ -781,6 +787,96 @@ def scatter_sub(operand, index, updates, *, mode=None, unique_indices=False):
     from fungrad import lax
     return scatter_add(operand, index, lax.neg(as_operand(updates, like=operand)),
                        mode=mode, unique_indices=unique_indices)
+
+
+def index_take(src, idxs, axes):
+    """``src`` at the index vectors ``idxs`` along ``axes`` (``jax.lax.index_take``):
+    the result's first axis runs over the index entries, then come ``src``'s
+    other axes in order.  Indices wrap modulo the axis size, as JAX's."""
+    from fungrad import lax
+    src = as_operand(src)
+    shape = get_aval(src).shape
+    axes = tuple(operator.index(a) for a in axes)
+    if len(idxs) != len(axes) or len(set(a % max(len(shape), 1) for a in axes)) != len(axes):
+        raise ValueError(f"index_take: one index vector per axis, and distinct axes; got "
+                         f"{len(idxs)} index vectors for axes {axes}")
+    axes = tuple(canonical_axes("index_take", a, len(shape))[0] for a in axes)
+    rest = tuple(d for d in range(len(shape)) if d not in axes)
+    moved = structural.transpose(src, axes + rest)
+    wrapped = []
+    for idx, axis in zip(idxs, axes):
+        idx = as_operand(idx)
+        if get_aval(idx).dtype.kind not in "iu":
+            raise TypeError(f"index_take: indices must be integers, got "
+                            f"{get_aval(idx).dtype.name}")
+        size = np.asarray(shape[axis], get_aval(idx).dtype)
+        wrapped.append(lax.rem(lax.add(lax.rem(idx, size), size), size))
+    return gather(moved, tuple(wrapped))
+
+
+def scatter_apply(operand, index, func, *, indices_are_sorted=False, unique_indices=False,
+                  mode=None):
+    """``operand`` with ``func`` applied to the elements at the NumPy index
+    ``index`` (``jax.lax.scatter_apply`` with a NumPy index, like fungrad's other
+    scatters); an element indexed k times gets ``func`` applied k times, as in
+    JAX.  ``func`` is a function of one scalar (applied elementwise through
+    vmap).  mode: 'drop' (default) ignores out-of-bounds entries, 'clip' clamps
+    them.  Differentiable (JAX's is not)."""
+    from fungrad import lax
+    operand = as_operand(operand)
+    aval = get_aval(operand)
+    values = gather(operand, index, mode="clip")
+    scatter_mode = _scatter_mode(mode)
+    if unique_indices:
+        return scatter(operand, index, _elementwise(func, values), mode=scatter_mode)
+    indexer, arrays = build_indexer(aval.shape, index, "lax.scatter_apply")
+    times = _times_indexed(aval.shape, indexer, arrays, scatter_mode)
+    rounds = None if isinstance(times, Tracer) else int(np.max(times, initial=0))
+    if rounds is not None:                     # known multiplicities: unrolled rounds
+        for k in range(rounds):
+            applied = _elementwise(func, values)
+            values = applied if k == 0 else lax.select(times > k, applied, values)
+    else:
+        def body(k, vals):
+            more = lax.gt(times, lax.convert_element_type(k, np.int32))
+            return lax.select(more, _elementwise(func, vals), vals)
+        values = lax.fori_loop(0, lax.reduce_max(times, tuple(range(times.ndim))), body,
+                               values)
+    # every entry of a repeated position holds the same value: any may win the scatter
+    return scatter(operand, index, values, mode=scatter_mode)
+
+
+def _times_indexed(shape, indexer, arrays, mode):
+    """How many entries of the index hit each indexed element, in the layout of
+    ``x[index]`` (int32): NumPy's scatter-add of ones, then a gather, directly
+    from the impls when the index arrays are concrete."""
+    if not any(isinstance(a, Tracer) for a in arrays):
+        arrays = [np.asarray(a) for a in arrays]
+        _, out_shape = output_layout(indexer, [a.shape for a in arrays], shape)
+        counts = scatter_add_p.impl(np.zeros(shape, np.int32), *arrays,
+                                    np.ones(out_shape, np.int32), indexer=indexer, mode=mode,
+                                    unique_indices=False)
+        return gather_p.impl(counts, *arrays, indexer=indexer, mode="clip", fill_value=None)
+    _, out_shape = output_layout(indexer, [get_aval(a).shape for a in arrays], shape)
+    counts = scatter_add_p.bind(structural.full(shape, 0, np.int32), *arrays,
+                                structural.full(out_shape, 1, np.int32), indexer=indexer,
+                                mode=mode, unique_indices=False)
+    return gather_p.bind(counts, *arrays, indexer=indexer, mode="clip", fill_value=None)
+
+
+def _elementwise(func, x):
+    """The scalar function ``func`` on every element of ``x`` (vmapped)."""
+    shape = get_aval(x).shape
+    size = int(np.prod(shape, dtype=np.int64))
+    if size == 0:
+        return x
+    flat = structural.reshape(x, (size,))
+    (out,) = batching.vmap_flat(lambda v: [as_operand(func(v), like=v)], [flat], [0], size, [0])
+    if get_aval(out).shape != (size,) or get_aval(out).dtype != get_aval(x).dtype:
+        raise TypeError(f"scatter_apply: func must map a {get_aval(x).dtype.name} scalar to "
+                        f"a scalar of the same dtype, got {get_aval(out).dtype.name}"
+                        f"{list(get_aval(out).shape[1:])}")
+    return structural.reshape(out, shape)
 
 
 # ----------------------------------------------------------------------------
@@ -917,6 +1013,7 @@ def _dynamic_slice_lowering(args, slice_sizes, allow_negative):
 
 
 dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_slice_p.keeps_finite = True
 dynamic_slice_p.def_impl(_dynamic_slice_impl)
 dynamic_slice_p.def_abstract_eval(_dynamic_slice_shape)
 dynamic_slice_p.jvp = _dynamic_slice_jvp
@@ -1028,6 +1125,7 @@ def _dus_lowering(args, allow_negative):
 
 
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
+dynamic_update_slice_p.keeps_finite = True
 dynamic_update_slice_p.def_impl(_dus_impl)
 dynamic_update_slice_p.def_abstract_eval(_dus_shape)
 dynamic_update_slice_p.jvp = _dus_jvp

@@ -1,4 +1,4 @@
-"""Products and linear algebra: ``dot_general`` and the matrix decompositions.
+"""``jax.lax.linalg``: the matrix decompositions and solves.
 
 Every primitive has all of its rules right after it.  Conventions:
 
@@ -20,7 +20,7 @@ Every primitive has all of its rules right after it.  Conventions:
   vector; their JVPs pick JAX's gauge (``Im(v_iᴴ dv_i) = 0``; for svd the
   phase change goes to ``u``), so only phase-invariant functions of them
   (projectors, ``|v|``, reconstructions) have derivatives that match finite
-  differences.  ``dot_general`` takes any dtype.
+  differences.
 * Derivative formulas that divide by eigenvalue / singular value gaps
   (``eigh``, ``svd``) assume distinct values, as JAX's do: with repeated
   values the derivative of the vectors is undefined and comes out inf/nan.
@@ -29,17 +29,20 @@ Every primitive has all of its rules right after it.  Conventions:
   instead of raising ``LinAlgError`` (under ``vmap`` one bad matrix must not
   abort the whole batch).
 
-Lowering: ``dot_general`` lowers to transposes/reshapes around one
-``np.matmul``; most decompositions to one ``np.linalg`` call.  The ones whose
+Lowering: most decompositions lower to one ``np.linalg`` call.  The ones whose
 impl is several NumPy steps (lu, triangular_solve, cholesky's NaN fallback,
 linear_solve, adjugate, lu_pivots_to_permutation) lower to a call of the
 function of the same name in ``fungrad.lax.kernels.linalg``, a NumPy-only
 module that ``fungrad.export`` copies into exported code.
+
+The products (``dot_general``) are in ``dot.py``, the matrix helpers the rules
+share in ``_matrix.py``; the non-symmetric eigendecomposition is ``eig.py``,
+the Hessenberg, Schur and tridiagonal reductions and the tridiagonal solve
+``condensed.py``; this module exports them all, as ``jax.lax.linalg`` does.
 """
 from __future__ import annotations
 
-import functools
-import math
+import enum
 import operator
 
 import numpy as np
@@ -49,387 +52,31 @@ import numpy as np
 from fungrad.lax.kernels.linalg import (  # noqa: E402
     triangular_solve as _triangular_solve_numpy, cholesky as _cholesky_numpy, lu as _lu_numpy,
     lu_pivots_to_permutation as _lu_pivots_to_permutation_numpy,
-    linear_solve as _linear_solve_numpy, adjugate as _adjugate_numpy)
+    linear_solve as _linear_solve_numpy, adjugate as _adjugate_numpy,
+    cholesky_update as _cholesky_update_numpy)
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.lowering import Source, call
-from fungrad.interpreters.ad import (Zero, defbilinear, defjvp, defjvp2, defjvp_zero,
-                                     tangent_aval)
+from fungrad.interpreters.ad import Zero, defjvp, defjvp2, defjvp_zero, tangent_aval
 from fungrad.lax.elementwise import (add, sub, mul, div, neg, conj, real, eq, select_n,
                                      convert_element_type)
 from fungrad.lax.reductions import reduce_sum
-from fungrad.lax.structural import reshape, transpose
-from fungrad.lax.utils import (as_operand, check_precision, checked_bind, def_kernel,
-                               def_lowering)
+from fungrad.lax.structural import reshape
+from fungrad.lax.utils import as_operand, checked_bind, def_kernel, def_lowering
+from fungrad.lax._matrix import (  # noqa: F401  (_H, _real_dtype: also used by numpy/scipy)
+    _shape, _mT, _mm, _mask, _tril, _triu, _eye, _diag_part, _as_row, _as_col, _is_complex,
+    _real_dtype, _H, _real_part_as, _symmetric_from_triangle, _check_square_float,
+    _batch_at_front, _symmetrize)
+from fungrad.lax.eig import eig
+from fungrad.lax.condensed import hessenberg, schur, tridiagonal, tridiagonal_solve
 
-__all__ = ["dot_general", "dot", "batch_matmul", "cholesky", "triangular_solve", "lu",
-           "lu_pivots_to_permutation", "qr", "eigh", "svd"]
+__all__ = ["cholesky", "cholesky_update", "triangular_solve", "lu", "lu_pivots_to_permutation",
+           "qr", "eigh", "svd", "eig", "schur", "hessenberg", "householder_product",
+           "tridiagonal", "tridiagonal_solve", "symmetric_product", "qdwh", "ormqr",
+           "SvdAlgorithm"]
 
 _bind = checked_bind     # bad input gets the shape rule's clear error eagerly too
-
-
-# ============================================================================
-# dot_general
-# ============================================================================
-# dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch));
-# the output has the batch dims, then lhs's free dims, then rhs's free dims,
-# each group in increasing axis order (as JAX).
-
-def _free_dims(ndim, contract, batch):
-    return tuple(i for i in range(ndim) if i not in contract and i not in batch)
-
-
-def _canonical_dimension_numbers(dimension_numbers, lhs_ndim, rhs_ndim):
-    try:
-        return _canonical_dimension_numbers_cached(dimension_numbers, lhs_ndim, rhs_ndim)
-    except TypeError:  # unhashable (lists): canonicalise without the cache
-        return _canonical_dimension_numbers_cached.__wrapped__(
-            dimension_numbers, lhs_ndim, rhs_ndim)
-
-
-@functools.lru_cache(maxsize=512)
-def _canonical_dimension_numbers_cached(dimension_numbers, lhs_ndim, rhs_ndim):
-    try:
-        (lc, rc), (lb, rb) = dimension_numbers
-        dims = [tuple(operator.index(i) for i in d) for d in (lc, rc, lb, rb)]
-    except (TypeError, ValueError):
-        raise TypeError("dot_general: dimension_numbers must be ((lhs_contracting, "
-                        "rhs_contracting), (lhs_batch, rhs_batch)), tuples of ints; got "
-                        f"{dimension_numbers!r}") from None
-    ndims = (lhs_ndim, rhs_ndim, lhs_ndim, rhs_ndim)
-    dims = [tuple(i % n if -n <= i < n else i for i in d) for d, n in zip(dims, ndims)]
-    return (dims[0], dims[1]), (dims[2], dims[3])
-
-
-def _dot_general_shape(lhs, rhs, *, dimension_numbers, preferred_element_type):
-    shape = _dot_general_out_shape(lhs.shape, lhs.dtype, rhs.shape, rhs.dtype,
-                                   dimension_numbers)
-    dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
-    return ShapedArray(shape, dtype)
-
-
-@functools.lru_cache(maxsize=1024)
-def _dot_general_out_shape(lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, dimension_numbers):
-    """The output shape; raises TypeError naming the shapes on bad input."""
-    (lc, rc), (lb, rb) = dimension_numbers
-    shapes = f"lhs shape {lhs_shape} and rhs shape {rhs_shape}"
-    if lhs_dtype != rhs_dtype:
-        raise TypeError(f"dot_general requires operands of the same dtype, got "
-                        f"{lhs_dtype.name} and {rhs_dtype.name}. Convert one with "
-                        "lax.convert_element_type, or use fungrad.numpy (matmul, dot, "
-                        "einsum), which promotes dtypes as NumPy does.")
-    if len(lc) != len(rc) or len(lb) != len(rb):
-        raise TypeError(f"dot_general: lhs and rhs need as many contracting dims and as "
-                        f"many batch dims as each other, got {dimension_numbers}")
-    for side, shape, dims in (("lhs", lhs_shape, lc + lb), ("rhs", rhs_shape, rc + rb)):
-        if any(not 0 <= d < len(shape) for d in dims) or len(set(dims)) != len(dims):
-            raise TypeError(f"dot_general: {side} contracting/batch dims {dims} must be "
-                            f"distinct axes of its shape {shape} ({shapes})")
-    for what, ld, rd in (("contracting", lc, rc), ("batch", lb, rb)):
-        if any(lhs_shape[i] != rhs_shape[j] for i, j in zip(ld, rd)):
-            raise TypeError(f"dot_general: {what} dims must have equal sizes, got "
-                            f"lhs dims {ld} of sizes {tuple(lhs_shape[i] for i in ld)} and "
-                            f"rhs dims {rd} of sizes {tuple(rhs_shape[j] for j in rd)} "
-                            f"for {shapes}")
-    return (tuple(lhs_shape[i] for i in lb)
-            + tuple(lhs_shape[i] for i in _free_dims(len(lhs_shape), lc, lb))
-            + tuple(rhs_shape[i] for i in _free_dims(len(rhs_shape), rc, rb)))
-
-
-def _is_matmul_layout(lhs_ndim, rhs_ndim, dimension_numbers):
-    """True if np.matmul(lhs, rhs) is exactly this dot_general: a plain (1-D or
-    2-D) product, or a stack of matrices with the batch dims leading."""
-    (lc, rc), (lb, rb) = dimension_numbers
-    if not lb:
-        return lhs_ndim in (1, 2) and rhs_ndim in (1, 2) and lc == (lhs_ndim - 1,) and rc == (0,)
-    nb = len(lb)
-    return (lhs_ndim == rhs_ndim == nb + 2 and lb == rb == tuple(range(nb))
-            and lc == (nb + 1,) and rc == (nb,))
-
-
-def _dot_general_numpy(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
-    # Canonical form (batch, free, contract) @ (batch, contract, free), then one
-    # BLAS-backed np.matmul on 2-D or 3-D views (no einsum loops).
-    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    if _is_matmul_layout(lhs.ndim, rhs.ndim, dimension_numbers):
-        out = np.matmul(lhs, rhs)
-    else:
-        out = _dot_general_by_matmul(lhs, rhs, dimension_numbers)
-    if preferred_element_type is not None:
-        out = out.astype(preferred_element_type, copy=False)
-    return out
-
-
-def _dot_general_by_matmul(lhs, rhs, dimension_numbers):
-    (lc, rc), (lb, rb) = dimension_numbers
-    lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
-    size = lambda x, dims: math.prod(x.shape[i] for i in dims)
-    batch, m, k, n = size(lhs, lb), size(lhs, lf), size(lhs, lc), size(rhs, rf)
-    a = np.transpose(lhs, lb + lf + lc)
-    b = np.transpose(rhs, rb + rc + rf)
-    if lb:
-        out = np.matmul(a.reshape(batch, m, k), b.reshape(batch, k, n))
-    else:
-        out = np.matmul(a.reshape(m, k), b.reshape(k, n))
-    out_shape = tuple(lhs.shape[i] for i in lb + lf) + tuple(rhs.shape[i] for i in rf)
-    return out.reshape(out_shape)
-
-
-def _dot_transpose_lhs(ct, x, y, *, dimension_numbers, preferred_element_type,
-                       swap_ans=False):
-    """Cotangent of ``x`` in ``dot_general(x, y)``: contract ``ct`` with ``y``
-    over y's free dims, then put the result's axes back in x's order."""
-    (xc, yc), (xb, yb) = dimension_numbers
-    x_ndim, y_aval = x.aval.ndim, get_aval(y)
-    x_kept, y_kept = _free_dims(x_ndim, xc, xb), _free_dims(y_aval.ndim, yc, yb)
-    nb = len(xb)
-    y_start = nb if swap_ans else nb + len(x_kept)
-    ans_y = tuple(range(y_start, y_start + len(y_kept)))
-    ct = convert_element_type(ct, y_aval.dtype)
-    res = dot_general(ct, y, ((ans_y, y_kept), (tuple(range(nb)), yb)))
-    # res axes: x's batch dims, x's free dims, then x's contracting dims in the
-    # order of the matching y axes.
-    xc_by_y = [xc[i] for i in np.argsort(yc)]
-    layout = list(xb) + list(x_kept) + xc_by_y
-    res = transpose(res, tuple(int(i) for i in np.argsort(layout)))
-    return convert_element_type(res, x.aval.dtype)
-
-
-def _dot_transpose_rhs(ct, x, y, *, dimension_numbers, preferred_element_type):
-    (xc, yc), (xb, yb) = dimension_numbers
-    swapped = ((yc, xc), (yb, xb))
-    return _dot_transpose_lhs(ct, y, x, dimension_numbers=swapped,
-                              preferred_element_type=preferred_element_type, swap_ans=True)
-
-
-def _dot_general_batch(axis_size, vals, dims, *, dimension_numbers, preferred_element_type):
-    # No data movement: the vmapped axis becomes a batch dim (both mapped) or a
-    # free dim (one side mapped) of a bigger dot_general.
-    (lhs, rhs), (ld, rd) = vals, dims
-    (lc, rc), (lb, rb) = dimension_numbers
-    up = lambda axes, d: tuple(a + (a >= d) for a in axes) if d is not None else axes
-    lc2, lb2, rc2, rb2 = up(lc, ld), up(lb, ld), up(rc, rd), up(rb, rd)
-    params = dict(preferred_element_type=preferred_element_type)
-    if ld is not None and rd is not None:
-        dn = ((lc2, rc2), ((ld,) + lb2, (rd,) + rb2))
-        return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params), 0
-    out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lc2, rc2), (lb2, rb2)), **params)
-    if ld is not None:
-        lf = _free_dims(get_aval(lhs).ndim, lc2, lb2)
-        return out, len(lb) + lf.index(ld)
-    lf_count = get_aval(lhs).ndim - len(lc) - len(lb)
-    rf = _free_dims(get_aval(rhs).ndim, rc2, rb2)
-    return out, len(lb) + lf_count + rf.index(rd)
-
-
-def _dot_general_lower(args, in_avals, *, dimension_numbers, preferred_element_type):
-    # The impl's canonical form as one expression: transposed views (free when
-    # they only swap the last two axes: BLAS reads them transposed), reshapes
-    # only where axes must merge, and one np.matmul.
-    lhs, rhs = in_avals
-    cast = (lambda expr: expr) if preferred_element_type is None else (
-        lambda expr: Source(f"{{}}.astype(np.{preferred_element_type.name})", expr))
-    if _is_matmul_layout(lhs.ndim, rhs.ndim, dimension_numbers):
-        return cast(call(np.matmul, args[0], args[1]))
-    (lc, rc), (lb, rb) = dimension_numbers
-    lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
-    size = lambda aval, dims: int(np.prod([aval.shape[i] for i in dims], dtype=np.int64))
-    batch = (size(lhs, lb),) if lb else ()
-    m, k, n = size(lhs, lf), size(lhs, lc), size(rhs, rf)
-    a = _canonical_operand(args[0], lhs, lb + lf + lc, batch + (m, k))
-    b = _canonical_operand(args[1], rhs, rb + rc + rf, batch + (k, n))
-    out_shape = (tuple(lhs.shape[i] for i in lb + lf) + tuple(rhs.shape[i] for i in rf))
-    # a contraction of size 1 is an outer product: broadcasting multiply beats
-    # a batched matmul of (m, 1) x (1, n) blocks (per-example gradients)
-    expr = call(np.multiply if k == 1 and batch else np.matmul, a, b)
-    if out_shape != batch + (m, n):
-        expr = call(np.reshape, expr, out_shape)
-    return cast(expr)
-
-
-def _canonical_operand(name, aval, perm, shape):
-    expr = name
-    if perm != tuple(range(aval.ndim)):
-        expr = call(np.transpose, expr, perm)
-    if tuple(aval.shape[i] for i in perm) != shape:
-        expr = call(np.reshape, expr, shape)
-    return expr
-
-
-dot_general_p = Primitive("dot_general")
-dot_general_p.def_impl(_dot_general_numpy)
-dot_general_p.def_abstract_eval(_dot_general_shape)
-defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
-dot_general_p.batch = _dot_general_batch
-def_lowering(dot_general_p, _dot_general_lower, typed=True)
-
-
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
-    """General tensor contraction (``jax.lax.dot_general``).
-
-    ``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch,
-    rhs_batch))``; the result has the batch dims, then lhs's free dims, then
-    rhs's free dims.  ``precision`` is accepted for JAX compatibility (NumPy
-    always computes at the operands' precision).
-    """
-    check_precision(precision, "lax.dot_general")
-    lhs, rhs = as_operand(lhs), as_operand(rhs)
-    dn = _canonical_dimension_numbers(dimension_numbers, lhs.ndim, rhs.ndim)
-    # the shape rule (cached) runs here too: evaluation skips it
-    _dot_general_out_shape(lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, dn)
-    pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
-    if pet is not None and pet == lhs.dtype:
-        pet = None
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet)
-
-
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
-    """Vector/matrix product (``jax.lax.dot``): contracts the last axis of
-    ``lhs`` with the first axis of ``rhs`` (operands of rank 1 or 2)."""
-    lhs, rhs = as_operand(lhs), as_operand(rhs)
-    ln, rn = get_aval(lhs).ndim, get_aval(rhs).ndim
-    if ln not in (1, 2) or rn not in (1, 2):
-        raise TypeError(f"lax.dot takes operands of rank 1 or 2, got shapes "
-                        f"{get_aval(lhs).shape} and {get_aval(rhs).shape}; use "
-                        "lax.dot_general or fungrad.numpy.matmul for stacks of matrices.")
-    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision,
-                       preferred_element_type)
-
-
-def batch_matmul(lhs, rhs, precision=None):
-    """Batched matrix product: ``lhs`` (..., m, k) @ ``rhs`` (..., k, n) with the
-    same leading (batch) shape."""
-    lhs, rhs = as_operand(lhs), as_operand(rhs)
-    la, ra = get_aval(lhs), get_aval(rhs)
-    if la.ndim < 2 or la.ndim != ra.ndim or la.shape[:-2] != ra.shape[:-2]:
-        raise TypeError(f"batch_matmul needs operands of equal rank >= 2 with equal "
-                        f"batch dims, got shapes {la.shape} and {ra.shape}")
-    batch = tuple(range(la.ndim - 2))
-    return dot_general(lhs, rhs, (((la.ndim - 1,), (la.ndim - 2,)), (batch, batch)),
-                       precision)
-
-
-# ============================================================================
-# Matrix helpers for the rules below (lax ops only, so they re-trace)
-# ============================================================================
-
-def _shape(x):
-    return get_aval(x).shape
-
-
-def _mT(x):
-    """Swap the last two axes."""
-    nd = len(_shape(x))
-    return transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
-
-
-def _mm(a, b):
-    """Matrix product of stacks with equal leading dims; either operand may be
-    a plain 2-D matrix (a constant), which is then shared by the whole stack."""
-    an, bn = len(_shape(a)), len(_shape(b))
-    if an == bn:
-        batch = tuple(range(an - 2))
-        return dot_general(a, b, (((an - 1,), (bn - 2,)), (batch, batch)))
-    if bn == 2:
-        return dot_general(a, b, (((an - 1,), (0,)), ((), ())))
-    out = dot_general(a, b, (((1,), (bn - 2,)), ((), ())))  # (m, batch..., n)
-    return transpose(out, tuple(range(1, bn - 1)) + (0, bn - 1))
-
-
-def _mask(x, make):
-    """``x`` times the constant 0/1 matrix ``make(m, n)`` over its last two axes."""
-    m, n = _shape(x)[-2:]
-    return mul(x, make(m, n).astype(get_aval(x).dtype))
-
-
-def _tril(x, k=0):
-    return _mask(x, lambda m, n: np.tril(np.ones((m, n)), k))
-
-
-def _triu(x, k=0):
-    return _mask(x, lambda m, n: np.triu(np.ones((m, n)), k))
-
-
-def _eye(n, dtype):
-    return np.eye(n, dtype=dtype)
-
-
-def _diag_part(x):
-    """Diagonal of a stack of square matrices: (..., n, n) -> (..., n)."""
-    nd = len(_shape(x))
-    return reduce_sum(_mask(x, lambda m, n: np.eye(m, n)), (nd - 1,))
-
-
-def _as_row(v):
-    """(..., n) -> (..., 1, n)."""
-    s = _shape(v)
-    return reshape(v, s[:-1] + (1, s[-1]))
-
-
-def _as_col(v):
-    """(..., n) -> (..., n, 1)."""
-    return reshape(v, _shape(v) + (1,))
-
-
-def _is_complex(x):
-    return np.issubdtype(get_aval(x).dtype, np.complexfloating)
-
-
-def _real_dtype(dtype):
-    """float32 for complex64, float64 for complex128; real dtypes unchanged."""
-    return np.finfo(dtype).dtype if np.issubdtype(dtype, np.complexfloating) else np.dtype(dtype)
-
-
-def _H(x):
-    """Conjugate transpose of the last two axes (the transpose for real x)."""
-    return conj(_mT(x)) if _is_complex(x) else _mT(x)
-
-
-def _real_part_as(x, like):
-    """Re(x) in ``like``'s dtype (x itself for real x): keeps a complex tangent
-    complex while dropping its imaginary part."""
-    if not _is_complex(x):
-        return x
-    return convert_element_type(real(x), get_aval(like).dtype)
-
-
-def _symmetric_from_triangle(t, lower):
-    """The Hermitian (real: symmetric) matrix an impl that reads only one
-    triangle of ``t`` sees; LAPACK also ignores the imaginary part of the
-    diagonal of a Hermitian matrix."""
-    strict = _tril(t, -1) if lower else _triu(t, 1)
-    if not _is_complex(t):
-        return add(_tril(t) if lower else _triu(t), _mT(strict))
-    diag = _mask(t, lambda m, n: np.eye(m, n))
-    return add(add(strict, _real_part_as(diag, t)), _H(strict))
-
-
-_MATRIX_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
-
-
-def _check_square_float(name, x, square=True):
-    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
-        kind = "square matrices" if square else "matrices"
-        raise ValueError(f"{name} expects {kind} (an array of shape (..., m, "
-                         f"{'m' if square else 'n'})), got shape {x.shape}")
-    if x.dtype not in _MATRIX_DTYPES:
-        raise TypeError(f"{name} supports float32/float64/complex64/complex128 matrices, got "
-                        f"{x.dtype.name}; convert the input (e.g. x.astype(float)).")
-
-
-def _batch_at_front(prim):
-    """Batching rule of a one-operand primitive that batches over leading axes."""
-    def rule(axis_size, vals, dims, **params):
-        (x,), (d,) = vals, dims
-        out = prim.bind(batching.moveaxis(x, d, 0), **params)
-        return out, ([0] * len(out) if prim.multiple_results else 0)
-    prim.batch = rule
-
-
-def _symmetrize(x):
-    """(x + xᴴ) / 2, JAX's ``symmetrize_input``."""
-    return mul(add(x, _H(x)), np.asarray(0.5, get_aval(x).dtype))
 
 
 # ============================================================================
@@ -568,6 +215,77 @@ def cholesky(x, *, symmetrize_input=True):
     return _bind(cholesky_p, x)
 
 
+# --- cholesky_update: the factor of a rank-one update ---------------------------------
+# R' = upper Cholesky factor of RᵀR + w wᵀ (R upper; only its upper triangle
+# is read).  JAX has no derivative for it; this JVP is Cholesky's, written for
+# the upper factor: with dA = dRᵀR + RᵀdR + dw wᵀ + w dwᵀ and M = R'⁻ᵀ dA R'⁻¹,
+# dR' = Φ(M) R', Φ the upper triangle with the diagonal halved.
+
+def _cholesky_update_shape(r, w):
+    _check_square_float("cholesky_update (argument r_matrix)", r)
+    if r.dtype.kind != "f" or w.dtype != r.dtype:
+        raise TypeError(f"cholesky_update takes real float32/float64 r_matrix and w_vector of "
+                        f"one dtype (as JAX), got {r.dtype.name} and {w.dtype.name}")
+    if w.shape != r.shape[:-1]:
+        raise ValueError(f"cholesky_update: w_vector must have shape {r.shape[:-1]} for "
+                         f"r_matrix {r.shape}, got {w.shape}")
+    return ShapedArray(r.shape, r.dtype)
+
+
+def _cholesky_update_jvp(primals, tangents):
+    (r, w), (dr, dw) = primals, tangents
+    out = cholesky_update_p.bind(r, w)
+    if type(dr) is Zero and type(dw) is Zero:
+        return out, Zero(tangent_aval(get_aval(out)))
+    r_upper = _triu(r)
+    w_col = _as_col(w)
+    da = None
+    if type(dr) is not Zero:
+        dr = _triu(dr)
+        da = add(_mm(_mT(dr), r_upper), _mm(_mT(r_upper), dr))
+    if type(dw) is not Zero:
+        dw_col = _as_col(dw)
+        outer = add(_mm(dw_col, _mT(w_col)), _mm(w_col, _mT(dw_col)))
+        da = outer if da is None else add(da, outer)
+    m = triangular_solve(out, da, left_side=True, lower=False, transpose_a=True)
+    m = triangular_solve(out, m, left_side=False, lower=False)
+    phi = _mask(m, lambda a, b: np.triu(np.ones((a, b)), 1) + 0.5 * np.eye(a, b))
+    return out, _mm(phi, out)
+
+
+cholesky_update_p = Primitive("cholesky_update")
+def_kernel(cholesky_update_p, _cholesky_update_numpy)
+cholesky_update_p.def_abstract_eval(_cholesky_update_shape)
+cholesky_update_p.jvp = _cholesky_update_jvp
+cholesky_update_p.batch = lambda axis_size, vals, dims: (cholesky_update_p.bind(
+    *[batching.bdim_at_front(v, d, axis_size) for v, d in zip(vals, dims)]), 0)
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of ``Rᵀ R + w wᵀ`` from the upper factor ``R`` of
+    ``Rᵀ R`` (``jax.lax.linalg.cholesky_update``), in O(n²); real matrices, any
+    batch shape.  Differentiable (JAX's is not)."""
+    return _bind(cholesky_update_p, as_operand(r_matrix), as_operand(w_vector))
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False):
+    """``alpha a aᵀ + beta c`` for ``a`` (..., m, n) and symmetric ``c`` (..., m, m)
+    (``jax.lax.linalg.symmetric_product``).  Computed in full here (JAX
+    guarantees the lower triangle only); ``symmetrize_output`` mirrors the lower
+    triangle into the upper one, as JAX.  Differentiable (one dot_general)."""
+    a, c = as_operand(a_matrix), as_operand(c_matrix)
+    aa, ca = get_aval(a), get_aval(c)
+    _check_square_float("symmetric_product (argument c_matrix)", ca)
+    if aa.ndim != ca.ndim or aa.shape[:-1] != ca.shape[:-1] or aa.dtype != ca.dtype:
+        raise ValueError(f"symmetric_product: a_matrix (..., m, n) and c_matrix (..., m, m) "
+                         f"of one dtype, got {aa.str_short()} and {ca.str_short()}")
+    dtype = aa.dtype
+    out = add(mul(np.asarray(alpha, dtype), _mm(a, _mT(a))), mul(np.asarray(beta, dtype), c))
+    if symmetrize_output:
+        out = add(_tril(out), _mT(_tril(out, -1)))
+    return out
+
+
 # ============================================================================
 # lu, lu_pivots_to_permutation, permutation_matrix
 # ============================================================================
@@ -664,6 +382,7 @@ def _permutation_matrix_shape(permutation, *, dtype):
 
 
 permutation_matrix_p = Primitive("permutation_matrix", differentiable=False)
+permutation_matrix_p.keeps_finite = True
 permutation_matrix_p.def_impl(_permutation_matrix_numpy)
 permutation_matrix_p.def_abstract_eval(_permutation_matrix_shape)
 defjvp_zero(permutation_matrix_p)
@@ -907,6 +626,16 @@ def_lowering(svd_p, lambda a, full_matrices, compute_uv: Source(
     else Source("({},)", call(np.linalg.svd, a[0], compute_uv=False)))
 
 
+class SvdAlgorithm(enum.Enum):
+    """``svd``'s ``algorithm`` (``jax.lax.linalg.SvdAlgorithm``): accepted for JAX
+    compatibility; NumPy's LAPACK divide and conquer is used for every value."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
 def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
     """Singular value decomposition (``jax.lax.linalg.svd``): ``(u, s, vh)`` with
     ``x = u @ diag(s) @ vh`` and descending ``s``, or just ``s``.  Derivatives
@@ -1086,3 +815,185 @@ def pinv(a, rtol):
     """Moore-Penrose pseudo-inverse; singular values below ``rtol * max(s)`` are
     treated as zero.  The derivative assumes the rank is locally constant."""
     return _bind(pinv_p, as_operand(a), rtol=float(rtol))
+
+
+
+# ============================================================================
+# householder_product: Q from LAPACK's packed reflectors
+# ============================================================================
+# Q = H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_iᴴ, v_i = e_i + the column i of
+# `a` below the diagonal.  In the compact WY form Q = I - V T Vᴴ with
+# T⁻¹ = diag(1/tau) + striu(Vᴴ V), i.e. T = M⁻¹ diag(tau) for the unit upper
+# triangular M = I + diag(tau) striu(Vᴴ V), so one triangular solve and two
+# products give Q, differentiable (JAX's is not) and batched, also where a
+# tau is 0 (that reflector is the identity).
+
+def _compact_wy(a, taus, who):
+    """``(v, t)`` with ``H_0 ... H_{k-1} = I - v t vᴴ`` for the reflectors packed
+    below the diagonal of ``a`` (..., m, n) and ``taus`` (..., k)."""
+    a, taus = as_operand(a), as_operand(taus)
+    aa, ta = get_aval(a), get_aval(taus)
+    _check_square_float(f"{who} (argument a)", aa, square=False)
+    *batch, m, n = aa.shape
+    k = ta.shape[-1] if ta.ndim else -1
+    if ta.ndim != aa.ndim - 1 or tuple(ta.shape[:-1]) != tuple(batch) or not 0 <= k <= min(m, n):
+        raise ValueError(f"{who}: a must be (..., m, n) and taus (..., k) with k <= min(m, n) "
+                         f"and the same batch shape; got {aa.shape} and {ta.shape}")
+    if ta.dtype != aa.dtype:
+        raise TypeError(f"{who}: a and taus must share one dtype, got {aa.dtype.name} and "
+                        f"{ta.dtype.name}")
+    first_k = a if k == n else _slice_last(a, k)
+    v = add(_tril(first_k, -1), _eye_like(m, k, aa.dtype))              # (..., m, k)
+    tau_col = _as_col(taus)
+    m_mat = add(_eye(k, aa.dtype), mul(tau_col, _triu(_mm(_H(v), v), 1)))
+    diag_tau = mul(tau_col, _eye(k, aa.dtype))
+    t = triangular_solve(m_mat, diag_tau, left_side=True, lower=False, unit_diagonal=True)
+    return v, t
+
+
+def householder_product(a, taus):
+    """The first ``n`` columns of ``Q = H_0 ... H_{k-1}`` from the reflectors below
+    the diagonal of ``a`` (..., m, n) and their factors ``taus`` (..., k)
+    (``jax.lax.linalg.householder_product``, LAPACK ``orgqr``/``ungqr``)."""
+    m, n = _shape(a)[-2:]
+    if m < n:
+        raise ValueError(f"householder_product: a must have m >= n rows, got shape "
+                         f"{_shape(a)}")
+    v, t = _compact_wy(a, taus, "householder_product")
+    dtype = get_aval(v).dtype
+    q_full = sub(_eye(m, dtype), _mm(v, _mm(t, _H(v))))
+    return q_full if m == n else _slice_last(q_full, n)
+
+
+def ormqr(a, taus, c, *, left=True, transpose=False):
+    """``Q c``, ``Qᴴ c`` (``transpose``), ``c Q`` or ``c Qᴴ`` (``left=False``) for the
+    Q of the reflectors in ``a`` and ``taus`` (``jax.lax.linalg.ormqr``), without
+    forming Q: ``Q = I - V T Vᴴ`` in the compact WY form."""
+    v, t = _compact_wy(a, taus, "ormqr")
+    c = as_operand(c)
+    if get_aval(c).dtype != get_aval(v).dtype:
+        raise TypeError(f"ormqr: c must have the dtype of a ({get_aval(v).dtype.name}), got "
+                        f"{get_aval(c).dtype.name}")
+    m = _shape(v)[-2]
+    if _shape(c)[-2 if left else -1] != m:
+        raise ValueError(f"ormqr: c {_shape(c)} does not fit Q of size {m} "
+                         f"(left={left})")
+    t = _H(t) if transpose else t
+    if left:      # Q c = c - V (T (Vᴴ c))
+        return sub(c, _mm(v, _mm(t, _mm(_H(v), c))))
+    return sub(c, _mm(_mm(_mm(c, v), t), _H(v)))   # c Q = c - ((c V) T) Vᴴ
+
+
+def _slice_last(x, count):
+    """The first ``count`` columns of a stack of matrices."""
+    from fungrad.lax.structural import slice as slice_
+    shape = _shape(x)
+    return slice_(x, (0,) * len(shape), shape[:-1] + (count,))
+
+
+def _eye_like(m, n, dtype):
+    return np.eye(m, n, dtype=dtype)
+
+
+# ============================================================================
+# qdwh: the polar decomposition by the QR-based dynamically weighted Halley
+# iteration (Nakatsukasa, Bai and Gygi, SIAM J. Matrix Anal. Appl. 31, 2010)
+# ============================================================================
+# The weights of each step follow from a lower bound l of the smallest
+# singular value (updated in Python: they do not depend on the data), so the
+# weighted steps are unrolled; a while_loop then runs plain Halley steps until
+# the iterate stops moving.  Made of qr, cholesky, triangular solves and a
+# while_loop: differentiable, vmappable and jittable.
+
+_QR_CUTOFF = 100     # weights c above this: the QR form of the step is the stable one
+
+
+def _qdwh_schedule(eps, max_iterations):
+    """[(a, e, c, use_qr)] of the weighted steps: u <- e u + (a - e) u (c uᴴu + I)⁻¹."""
+    l, tol_l, steps = eps, 5.0 * eps, []
+    while l + tol_l < 1 and len(steps) < max_iterations:
+        l2 = l * l
+        dd = (4 * (1 / l2 - 1) / l2) ** (1 / 3)
+        sqd = (1.0 + dd) ** 0.5
+        a = sqd + (2 - dd + 2 * (2 - l2) / (l2 * sqd)) ** 0.5
+        b = (a - 1) ** 2 / 4
+        c = a + b - 1
+        l = l * (a + b * l2) / (1 + c * l2)
+        steps.append((a, b / c, c, c > _QR_CUTOFF))
+    return steps
+
+
+def _qdwh_qr_step(u, a, e, c):
+    from fungrad import lax
+    m, n = _shape(u)
+    dtype = get_aval(u).dtype
+    stacked = lax.concatenate([mul(np.asarray(np.sqrt(c), dtype), u), _eye(n, dtype)], 0)
+    q, _ = qr(stacked, full_matrices=False)
+    q1 = lax.slice(q, (0, 0), (m, n))
+    q2 = lax.slice(q, (m, 0), (m + n, n))
+    return add(mul(np.asarray(e, dtype), u),
+               mul(np.asarray((a - e) / np.sqrt(c), dtype), _mm(q1, _H(q2))))
+
+
+def _qdwh_cholesky_step(u, a, e, c):
+    n = _shape(u)[-1]
+    dtype = get_aval(u).dtype
+    gram = add(mul(np.asarray(c, dtype), _mm(_H(u), u)), _eye(n, dtype))
+    chol = cholesky(gram, symmetrize_input=False)
+    w = triangular_solve(chol, u, left_side=False, lower=True, transpose_a=True,
+                         conjugate_a=True)                        # u L⁻ᴴ
+    w = triangular_solve(chol, w, left_side=False, lower=True)    # u (L Lᴴ)⁻¹
+    return add(mul(np.asarray(e, dtype), u), mul(np.asarray(a - e, dtype), w))
+
+
+def _frobenius(x):
+    from fungrad import lax
+    return lax.sqrt(reduce_sum(real(mul(conj(x), x)) if _is_complex(x) else mul(x, x), (0, 1)))
+
+
+def qdwh(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=None):
+    """Polar decomposition ``x = u h`` of a full-rank (m, n) matrix, m >= n, by the
+    QDWH iteration (``jax.lax.linalg.qdwh``): ``(u, h, num_iters, is_converged)``
+    with ``u`` having orthonormal columns and ``h`` Hermitian positive
+    semi-definite.  ``max_iterations`` defaults to 10; ``is_hermitian`` is
+    accepted and unused (as in JAX); ``dynamic_shape`` is not supported."""
+    from fungrad import lax
+    if dynamic_shape is not None:
+        raise NotImplementedError("qdwh: dynamic_shape is not supported; slice x to its true "
+                                  "shape instead")
+    x = as_operand(x)
+    aval = get_aval(x)
+    _check_square_float("qdwh", aval, square=False)
+    if aval.ndim != 2 or aval.shape[0] < aval.shape[1]:
+        raise ValueError(f"qdwh: x must be one (m, n) matrix with m >= n, got shape {aval.shape}")
+    max_iterations = 10 if max_iterations is None else int(max_iterations)
+    eps = float(np.finfo(aval.dtype).eps) if eps is None else float(eps)
+    rdt = _real_dtype(aval.dtype)
+    magnitudes = lax.abs(x)
+    one_norm = lax.reduce_max(reduce_sum(magnitudes, (0,)), (0,))
+    inf_norm = lax.reduce_max(reduce_sum(magnitudes, (1,)), (0,))
+    scale = lax.select(eq(one_norm, np.asarray(0, rdt)), np.asarray(1, rdt),
+                       lax.rsqrt(mul(one_norm, inf_norm)))
+    u = mul(x, convert_element_type(scale, aval.dtype))
+    tol_norm = np.asarray((5.0 * eps) ** (1 / 3), rdt)
+    moving = np.asarray(True)
+    for a, e, c, use_qr in _qdwh_schedule(eps, max_iterations):
+        previous = u
+        u = (_qdwh_qr_step if use_qr else _qdwh_cholesky_step)(u, a, e, c)
+        if not use_qr:
+            moving = lax.gt(_frobenius(sub(u, previous)), tol_norm)
+    steps = len(_qdwh_schedule(eps, max_iterations))
+
+    def halley(state):
+        k, u, _ = state
+        new = _qdwh_cholesky_step(u, 3.0, 1.0 / 3.0, 3.0)
+        return k + 1, new, lax.gt(_frobenius(sub(new, u)), tol_norm)
+    num_iters, u, moving = lax.while_loop(
+        lambda state: lax.bitwise_and(state[2], lax.lt(state[0], max_iterations)),
+        halley, (np.asarray(steps, np.int32), u, moving))
+    # one Newton-Schulz step refines the orthogonality
+    u = sub(mul(np.asarray(1.5, aval.dtype), u),
+            mul(np.asarray(0.5, aval.dtype), _mm(u, _mm(_H(u), u))))
+    h = _mm(_H(u), x)
+    h = mul(add(h, _H(h)), np.asarray(0.5, aval.dtype))
+    return u, h, num_iters, lax.bitwise_not(moving)

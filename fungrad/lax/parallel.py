@@ -24,7 +24,7 @@ from fungrad.interpreters.lowering import Const, Source
 from fungrad.lax.utils import def_lowering, as_operand, unary_shape_rule
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
-           "all_to_all", "axis_index", "axis_size"]
+           "all_to_all", "axis_index", "axis_size", "pshuffle", "pswapaxes", "pbroadcast"]
 
 
 def _unbound(axis_name):
@@ -96,7 +96,9 @@ def _pmin_reduce(x, d, size, **params):
 psum_p = _collective("psum", _psum_reduce)
 deflinear(psum_p, lambda ct, x, axis_name: [psum_p.bind(ct, axis_name=axis_name)])
 pmax_p = _collective("pmax", _pmax_reduce)
+pmax_p.keeps_finite = True
 pmin_p = _collective("pmin", _pmin_reduce)
+pmin_p.keeps_finite = True
 
 
 def _extremum_jvp(prim):
@@ -137,6 +139,7 @@ def _all_gather_shape(x, axis_name, axis, tiled, axis_size):
 
 
 all_gather_p = _collective("all_gather", _all_gather_reduce, _all_gather_shape, ("axis",))
+all_gather_p.keeps_finite = True
 
 
 def _all_gather_transpose(ct, x, axis_name, axis, tiled, axis_size):
@@ -223,6 +226,7 @@ def _ppermute_reduce(x, d, size, perm):
 
 
 ppermute_p = _collective("ppermute", _ppermute_reduce)
+ppermute_p.keeps_finite = True
 deflinear(ppermute_p, lambda ct, x, axis_name, perm: [
     ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((dst, src) for src, dst in perm))])
 
@@ -254,6 +258,7 @@ def _all_to_all_shape(x, axis_name, split_axis, concat_axis, axis_size):
 
 all_to_all_p = _collective("all_to_all", _all_to_all_reduce, _all_to_all_shape,
                            ("split_axis", "concat_axis"))
+all_to_all_p.keeps_finite = True
 deflinear(all_to_all_p, lambda ct, x, axis_name, split_axis, concat_axis, axis_size: [
     all_to_all_p.bind(ct, axis_name=axis_name, split_axis=concat_axis, concat_axis=split_axis,
                       axis_size=axis_size)])
@@ -428,6 +433,41 @@ def _check_axis(axis, ndim, who, what):
 def _no_groups(groups, who):
     if groups is not None:
         raise NotImplementedError(f"lax.{who}: axis_index_groups is not supported")
+
+
+def pshuffle(x, axis_name, perm):
+    """``ppermute`` with the permutation given by sources: lane i receives lane
+    ``perm[i]``'s value (``jax.lax.pshuffle``)."""
+    perm = [int(p) for p in perm]
+    if sorted(perm) != list(range(len(perm))):
+        raise ValueError(f"pshuffle: perm {perm} is not a permutation of 0..{len(perm) - 1}")
+    return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """Swap the named axis with the positional ``axis`` of ``x``, whose size must
+    be the axis size (``jax.lax.pswapaxes``: ``all_to_all`` with split and
+    concatenation along ``axis``)."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+def pbroadcast(x, axis_name, source):
+    """Every lane gets lane ``source``'s value (``jax.lax.pbroadcast``): a ``psum``
+    of the value masked to that lane."""
+    from fungrad.tree_util import tree_map
+    from fungrad import lax
+    name = _single_name(axis_name, "pbroadcast")
+    source = int(source)
+    if not 0 <= source < axis_size(name):
+        raise ValueError(f"pbroadcast: source {source} is out of range for axis {name!r} of "
+                         f"size {axis_size(name)}")
+    mine = lax.eq(axis_index(name), np.asarray(source, np.int64))
+
+    def one(v):
+        v = as_operand(v)
+        return psum(lax.select(lax.broadcast_in_dim(mine, get_aval(v).shape, ()), v,
+                               lax.full_like(v, 0)), name)
+    return tree_map(one, x)
 
 
 def axis_index(axis_name):

@@ -28,13 +28,13 @@ import math
 
 import numpy as np
 
-from fungrad.core import Primitive, ShapedArray
+from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import defjvp_zero
 from fungrad.lax.kernels import prng as _kernel
 from fungrad.lax.utils import as_operand, broadcast_shapes, checked_bind, def_kernel
 
-__all__ = ["threefry2x32_p", "random_sample_p"]
+__all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p"]
 
 _U32 = np.dtype(np.uint32)
 TRANSFORMS = ("bits", "unit", "signed", "normal")
@@ -114,3 +114,38 @@ def random_sample(key, shape, dtype, transform):
     ``transform`` is 'bits', 'unit', 'signed' or 'normal' (see the module doc)."""
     return checked_bind(random_sample_p, as_operand(key), shape=tuple(int(n) for n in shape),
                         dtype=np.dtype(dtype).name, transform=transform)
+
+
+# ----------------------------------------------------------------------------
+# rng_bit_generator: XLA's stateless bit generator, on Threefry
+# ----------------------------------------------------------------------------
+# XLA leaves the bits to the platform; here the uint32[4] key's two halves,
+# xor-ed, key a Threefry stream: counter words (0, 0) and (0, 1) give the new
+# key, (0, 2) the key of the bits.  Deterministic, and the new key's stream is
+# independent of the bits returned.
+
+def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=None, *, out_sharding=None):
+    """``(new_key, bits)``: random bits of ``shape`` and unsigned ``dtype`` (uint8 to
+    uint64) from a uint32[4] ``key`` (``jax.lax.rng_bit_generator``; the bits are
+    fungrad's Threefry stream, as XLA's are its platform's; ``algorithm`` is
+    accepted and the same generator is used for every value)."""
+    from fungrad import lax
+    k = as_operand(key)
+    ka = get_aval(k)
+    if ka.dtype != _U32 or ka.shape != (4,):
+        raise TypeError(f"rng_bit_generator: key must be uint32 of shape (4,), got "
+                        f"{ka.dtype.name}{list(ka.shape)}")
+    dtype = np.dtype(dtype)
+    if dtype not in (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)):
+        raise TypeError(f"rng_bit_generator: dtype must be uint8, uint16, uint32 or uint64, got "
+                        f"{dtype.name}")
+    halves = lax.reshape(k, (2, 2))
+    stream = lax.bitwise_xor(lax.index_in_dim(halves, 0, keepdims=False),
+                             lax.index_in_dim(halves, 1, keepdims=False))
+    k0, k1 = (lax.index_in_dim(stream, i, keepdims=False) for i in (0, 1))
+    zeros = np.zeros(3, _U32)
+    y0, y1 = threefry2x32(k0, k1, zeros, np.arange(3, dtype=_U32))
+    new_key = lax.concatenate([lax.slice(y0, (0,), (2,)), lax.slice(y1, (0,), (2,))], 0)
+    bits_key = lax.concatenate([lax.slice(y0, (2,), (3,)), lax.slice(y1, (2,), (3,))], 0)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    return new_key, random_sample(bits_key, shape, dtype, "bits")

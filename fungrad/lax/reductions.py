@@ -7,6 +7,9 @@ Parameters, as in JAX:
 * cumulative ops (``cumsum``, ``cumprod``, ...): ``axis`` and ``reverse``; the
   output has the operand's shape.
 
+``reduce`` (a reduction with a computation of the user's) is built on these
+and on a pairwise fold; see its section at the end.
+
 Public functions accept negative axes and raise ``ValueError`` naming the op
 for axes out of range.  Derivatives at non-differentiable points follow JAX:
 ties in ``reduce_max``/``reduce_min`` share the tangent equally, and
@@ -14,15 +17,17 @@ ties in ``reduce_max``/``reduce_min`` share the tangent equally, and
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from fungrad.core import Primitive, ShapedArray, get_aval
+from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
 from fungrad.interpreters.lowering import Source, call
 from fungrad.lax.utils import checked_bind, def_lowering, as_operand, canonical_axes
 
-__all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
+__all__ = ["reduce", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
            "reduce_or", "reduce_xor", "argmax", "argmin", "cumsum", "cumprod",
            "cummax", "cummin", "cumlogsumexp",
            "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p", "reduce_and_p",
@@ -165,6 +170,7 @@ def _chooser_jvp(prim):
 
 
 reduce_max_p = Primitive("reduce_max")
+reduce_max_p.keeps_finite = True
 reduce_max_p.def_impl(_chooser_impl(np.max, _max_identity))
 reduce_max_p.def_abstract_eval(_reduce_shape("reduce_max"))
 _chooser_jvp(reduce_max_p)
@@ -172,6 +178,7 @@ batching.reducer_batcher(reduce_max_p)
 def_lowering(reduce_max_p, _chooser_lowering("max", _max_identity))
 
 reduce_min_p = Primitive("reduce_min")
+reduce_min_p.keeps_finite = True
 reduce_min_p.def_impl(_chooser_impl(np.min, _min_identity))
 reduce_min_p.def_abstract_eval(_reduce_shape("reduce_min"))
 _chooser_jvp(reduce_min_p)
@@ -421,10 +428,12 @@ _scan_jvp(cumprod_p, lambda: _lax().mul, 1)
 
 cummax_p = _cumulative("cummax", lambda x, axis: np.maximum.accumulate(x, axis),
                        "np.maximum.accumulate({x}, axis={axis})")
+cummax_p.keeps_finite = True
 _scan_jvp(cummax_p, lambda: _lax().max, -np.inf)
 
 cummin_p = _cumulative("cummin", lambda x, axis: np.minimum.accumulate(x, axis),
                        "np.minimum.accumulate({x}, axis={axis})")
+cummin_p.keeps_finite = True
 _scan_jvp(cummin_p, lambda: _lax().min, np.inf)
 
 cumlogsumexp_p = _cumulative("cumlogsumexp", lambda x, axis: np.logaddexp.accumulate(x, axis),
@@ -468,3 +477,195 @@ def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
     """Running log(sum(exp(x))) along ``axis``, computed stably (``jax.lax.cumlogsumexp``)."""
     operand = as_operand(operand)
     return checked_bind(cumlogsumexp_p, operand, **_cumulative_params("cumlogsumexp", operand, axis, reverse))
+
+
+# ============================================================================
+# reduce: a reduction with a computation of the user's
+# ============================================================================
+# A computation that is one of the monoids (add, mul, max, min, and, or, xor
+# of its two arguments: lax.add, jnp.maximum, ``lambda a, b: a + b``, ...) is
+# recognised by staging it on two scalars, and becomes the reduction primitive
+# above.  Any other computation is folded pairwise: the reduced axes are
+# flattened (row-major), neighbours are combined level by level (log2 n
+# applications of the computation, each vmapped over all pairs at once) and
+# the initial value is combined in front.  For an associative computation the
+# result is ``init ⊕ x_1 ⊕ … ⊕ x_n`` in that order (commutativity is not
+# needed, and init need not be an identity).  Being made of slices and the
+# computation's own operations, the fold is differentiable (in the operands
+# and the initial values), vmappable and jittable like any function.
+
+_MONOID_PRIMS = ("add", "mul", "max", "min", "and", "or", "xor")   # primitive names
+
+
+@functools.lru_cache(maxsize=None)
+def _known_monoids():
+    lax = _lax()
+    return {lax.add: "add", lax.mul: "mul", lax.max: "max", lax.min: "min",
+            lax.bitwise_and: "and", lax.bitwise_or: "or", lax.bitwise_xor: "xor",
+            np.add: "add", np.multiply: "mul", np.maximum: "max", np.minimum: "min"}
+
+
+def monoid_of(computation, dtype) -> str | None:
+    """'add', 'mul', 'max', 'min', 'and', 'or' or 'xor' if ``computation(a, b)``
+    is exactly that operation of its two (scalar, ``dtype``) arguments, else None."""
+    from fungrad.interpreters.partial_eval import trace_to_jaxpr
+    try:
+        kind = _known_monoids().get(computation)
+    except TypeError:          # unhashable callable
+        kind = None
+    if kind is not None or not callable(computation):
+        return kind
+    scalar = ShapedArray((), np.dtype(dtype))
+    try:
+        jaxpr, _ = trace_to_jaxpr(lambda a, b: [computation(a, b)], [scalar, scalar])
+    except Exception:          # noqa: BLE001 - not a monoid; the general path reports errors
+        return None
+    if len(jaxpr.eqns) != 1 or len(jaxpr.outvars) != 1:
+        return None
+    eqn = jaxpr.eqns[0]
+    if eqn.outvars != jaxpr.outvars or set(eqn.inputs) != set(jaxpr.invars):
+        return None
+    return eqn.primitive.name if eqn.primitive.name in _MONOID_PRIMS else None
+
+
+_MONOID_REDUCERS = {"add": "reduce_sum", "mul": "reduce_prod", "max": "reduce_max",
+                    "min": "reduce_min", "and": "reduce_and", "or": "reduce_or",
+                    "xor": "reduce_xor"}
+_MONOID_BINARY = {"add": "add", "mul": "mul", "max": "max", "min": "min",
+                  "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor"}
+_MONOID_KINDS = {"add": "biufc", "mul": "biufc", "max": "biuf", "min": "biuf",
+                 "and": "biu", "or": "biu", "xor": "biu"}
+
+
+def _reduce_operands(operands, init_values):
+    """Flat operands and initial values (Python scalars take the operand's dtype),
+    checked: one tree, one shape, scalar initial values of the operands' dtypes."""
+    from fungrad.tree_util import tree_flatten
+    flat_ops, tree = tree_flatten(operands)
+    flat_init, init_tree = tree_flatten(init_values)
+    if tree != init_tree or len(flat_ops) != len(flat_init) or not flat_ops:
+        raise ValueError(f"reduce: operands and init_values must have the same tree "
+                         f"structure, got {tree} and {init_tree}")
+    flat_ops = [as_operand(x) for x in flat_ops]
+    flat_init = [as_operand(i, like=x) for i, x in zip(flat_init, flat_ops)]
+    shapes = {get_aval(x).shape for x in flat_ops}
+    if len(shapes) != 1:
+        raise ValueError(f"reduce: all operands must have one shape, got "
+                         f"{[get_aval(x).shape for x in flat_ops]}")
+    for i, (x, init) in enumerate(zip(flat_ops, flat_init)):
+        xa, ia = get_aval(x), get_aval(init)
+        if ia.ndim != 0:
+            raise ValueError(f"reduce: init_values must be scalars, got shape {ia.shape} "
+                             f"for operand {i}")
+        if ia.dtype != xa.dtype:
+            raise TypeError(f"reduce: init value {i} has dtype {ia.dtype.name} but its "
+                            f"operand {xa.dtype.name}; convert one of them")
+    return flat_ops, flat_init, tree
+
+
+def reduce(operands, init_values, computation, dimensions):
+    """Reduce ``operands`` over ``dimensions`` with ``computation``
+    (``jax.lax.reduce``).
+
+    ``operands`` and ``init_values`` are pytrees of the same structure (scalar
+    initial values); ``computation(accumulated, new)`` takes and returns that
+    structure.  The monoids add, mul, max, min, and, or, xor become the
+    reduction primitives (``reduce_sum``, ...); any other associative
+    computation is folded pairwise, in order, so the result is
+    ``init ⊕ x_1 ⊕ … ⊕ x_n`` (JAX requires ``init`` to be the identity; here any
+    value works).  Differentiable in the operands and the initial values.
+    """
+    from fungrad.tree_util import tree_unflatten
+    flat_ops, flat_init, tree = _reduce_operands(operands, init_values)
+    aval = get_aval(flat_ops[0])
+    dims = canonical_axes("reduce", dimensions, aval.ndim)
+    if len(flat_ops) == 1:
+        kind = monoid_of(computation, aval.dtype)
+        if kind is not None and aval.dtype.kind in _MONOID_KINDS[kind]:
+            return tree_unflatten(tree, [_monoid_reduce(kind, flat_ops[0], flat_init[0], dims)])
+    return tree_unflatten(tree, _fold(flat_ops, flat_init, computation, tree, dims))
+
+
+def _monoid_reduce(kind, x, init, dims):
+    lax = _lax()
+    out = getattr(lax, _MONOID_REDUCERS[kind])(x, dims)
+    identity = _reduce_identity(kind, get_aval(x).dtype)
+    if (not isinstance(init, Tracer) and identity is not None
+            and np.asarray(init) == identity):
+        return out
+    init = lax.broadcast_in_dim(init, get_aval(out).shape, ())
+    return getattr(lax, _MONOID_BINARY[kind])(init, out)
+
+
+def _reduce_identity(kind, dtype):
+    if kind in ("add", "or", "xor"):
+        return np.zeros((), dtype)
+    if kind == "mul":
+        return np.ones((), dtype)
+    if kind == "and":
+        return np.asarray(-1).astype(dtype) if dtype != np.bool_ else np.asarray(True)
+    return np.asarray(_max_identity(dtype) if kind == "max" else _min_identity(dtype), dtype)
+
+
+def _combiner(computation, tree, init_avals):
+    """``combine(xs, ys)``: ``computation`` applied elementwise to flat lists of
+    equal-shape 1-d arrays, vmapped over their length; its result is checked
+    against the initial values' avals when it is staged."""
+    from fungrad.core import eval_jaxpr
+    from fungrad.interpreters.partial_eval import closure_convert, trace_to_jaxpr
+    from fungrad.tree_util import tree_flatten, tree_unflatten
+    n = len(init_avals)
+
+    def flat_computation(*args):
+        out = computation(tree_unflatten(tree, list(args[:n])),
+                          tree_unflatten(tree, list(args[n:])))
+        leaves, out_tree = tree_flatten(out)
+        if out_tree != tree:
+            raise TypeError(f"reduce: the computation must return the structure of the "
+                            f"initial values ({tree}), got {out_tree}")
+        return [as_operand(v) for v in leaves]
+    jaxpr, consts = trace_to_jaxpr(flat_computation, list(init_avals) * 2)
+    closed, hoisted = closure_convert(jaxpr, consts)
+    for i, (got, want) in enumerate(zip(closed.out_avals, init_avals)):
+        if got.shape != () or got.dtype != want.dtype:
+            raise TypeError(f"reduce: the computation must return scalars of the initial "
+                            f"values' dtypes; output {i} is {got.str_short()}, expected "
+                            f"{want.dtype.name}[]")
+
+    def combine(xs, ys):
+        size = get_aval(xs[0]).shape[0]
+        if size == 0:
+            return list(xs)
+        return batching.vmap_flat(
+            lambda *a: eval_jaxpr(closed.jaxpr, closed.consts, *hoisted, *a),
+            list(xs) + list(ys), [0] * (2 * n), size, [0] * n)
+    return combine
+
+
+def _fold(flat_ops, flat_init, computation, tree, dims):
+    """The pairwise fold of the general ``reduce`` (see above)."""
+    lax = _lax()
+    shape = get_aval(flat_ops[0]).shape
+    kept = tuple(d for d in range(len(shape)) if d not in dims)
+    out_shape = tuple(shape[d] for d in kept)
+    n = int(np.prod([shape[d] for d in dims], dtype=np.int64))
+    width = int(np.prod(out_shape, dtype=np.int64))
+    combine = _combiner(computation, tree, [get_aval(i) for i in flat_init])
+    # (n, width) rows of the values to fold, flattened to 1-d runs of `width`
+    xs = [lax.reshape(lax.transpose(x, dims + kept), (n * width,)) for x in flat_ops]
+    while n > 1:
+        half = n // 2
+        evens = [lax.slice(x, (0,), (2 * half * width,)) for x in xs]
+        pairs = [lax.reshape(x, (half, 2, width)) for x in evens]
+        left = [lax.reshape(lax.slice(p, (0, 0, 0), (half, 1, width)), (half * width,))
+                for p in pairs]
+        right = [lax.reshape(lax.slice(p, (0, 1, 0), (half, 2, width)), (half * width,))
+                 for p in pairs]
+        combined = combine(left, right)
+        if n % 2:        # the last value has no partner: it moves up a level as it is
+            combined = [lax.concatenate([c, lax.slice(x, ((n - 1) * width,), (n * width,))], 0)
+                        for c, x in zip(combined, xs)]
+        xs, n = combined, half + n % 2
+    inits = [lax.broadcast_in_dim(i, (width,), ()) for i in flat_init]
+    result = inits if n == 0 else combine(inits, xs)
+    return [lax.reshape(r, out_shape) for r in result]

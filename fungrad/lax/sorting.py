@@ -20,7 +20,7 @@ from fungrad.interpreters.ad import Zero, defjvp_zero, tangent_aval, is_undefine
 from fungrad.interpreters.lowering import Source, call, dtype_source
 from fungrad.lax.utils import as_operand, check_choice, checked_bind, def_lowering
 
-__all__ = ["sort", "sort_key_val", "top_k", "take_along_axis", "put_along_axis_add",
+__all__ = ["sort", "sort_key_val", "top_k", "approx_max_k", "approx_min_k", "take_along_axis", "put_along_axis_add",
            "searchsorted", "sort_p", "top_k_p", "take_along_axis_p", "put_along_axis_add_p",
            "searchsorted_p"]
 
@@ -87,6 +87,7 @@ def _along_axis_batch(prim):
 
 
 take_along_axis_p = Primitive("take_along_axis", linear=True)
+take_along_axis_p.keeps_finite = True
 take_along_axis_p.def_impl(lambda x, indices, axis: np.take_along_axis(x, indices, axis=axis))
 take_along_axis_p.def_abstract_eval(_take_shape)
 take_along_axis_p.jvp = _take_jvp
@@ -215,6 +216,7 @@ def _sort_lowering(args, dimension, is_stable, num_keys):
 
 
 sort_p = Primitive("sort", multiple_results=True)
+sort_p.keeps_finite = True
 sort_p.def_impl(_sort_impl)
 sort_p.def_abstract_eval(_sort_shape)
 sort_p.jvp = _sort_jvp
@@ -284,6 +286,7 @@ def _top_k_batch(axis_size, vals, dims, k):
 
 
 top_k_p = Primitive("top_k", multiple_results=True)
+top_k_p.keeps_finite = True
 top_k_p.def_impl(_top_k_impl)
 top_k_p.def_abstract_eval(_top_k_shape)
 top_k_p.jvp = _top_k_jvp
@@ -309,6 +312,45 @@ def top_k(operand, k: int, *, axis: int = -1):
     inverse = tuple(int(i) for i in np.argsort(perm))
     values, indices = checked_bind(top_k_p, transpose(operand, perm), k=int(k))
     return transpose(values, inverse), transpose(indices, inverse)
+
+
+def _approx_k(who, operand, k, reduction_dimension, largest):
+    operand = as_operand(operand)
+    aval = get_aval(operand)
+    if aval.dtype.kind != "f":
+        raise TypeError(f"{who}: operand must be a floating-point array, got "
+                        f"{aval.dtype.name}")
+    if aval.ndim == 0:
+        raise TypeError(f"{who}: operand must have at least one dimension")
+    k = int(k)
+    size = aval.shape[reduction_dimension % aval.ndim] if -aval.ndim <= reduction_dimension \
+        < aval.ndim else None
+    if size is None or not 0 < k <= size:
+        raise ValueError(f"{who}: need 0 < k <= the size of reduction_dimension "
+                         f"{reduction_dimension} of an operand of shape {aval.shape}, got k={k}")
+    if largest:
+        return top_k(operand, k, axis=reduction_dimension)
+    values, indices = top_k(_lax().neg(operand), k, axis=reduction_dimension)
+    return _lax().neg(values), indices
+
+
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """``(values, indices)`` of the ``k`` largest entries along
+    ``reduction_dimension`` (``jax.lax.approx_max_k``).  Exact here: NumPy has no
+    approximate top-k, so this is ``top_k`` (sorted, recall 1), whatever
+    ``recall_target``, ``reduction_input_size_override`` and
+    ``aggregate_to_topk`` say (with ``aggregate_to_topk=False`` JAX may return
+    more than ``k``; here always ``k``)."""
+    return _approx_k("approx_max_k", operand, k, reduction_dimension, True)
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """``(values, indices)`` of the ``k`` smallest entries along
+    ``reduction_dimension`` (``jax.lax.approx_min_k``), exact (see
+    ``approx_max_k``)."""
+    return _approx_k("approx_min_k", operand, k, reduction_dimension, False)
 
 
 # --- searchsorted ------------------------------------------------------------------

@@ -9,10 +9,11 @@ can be differentiated again).  Impl and lowering of each are one kernel
 function of ``fungrad.lax.kernels.gamma_zeta``.  Derivative conventions (JAX's):
 
 * igamma/igammac: d/dx is the gamma density x^(a-1) e^-x / Gamma(a); d/da is
-  ``igamma_grad_a``.
-* igamma_grad_a, random_gamma_grad: d/dx in closed form; d/da (second
-  derivatives in a) is not implemented and raises (JAX raises for both
-  arguments, fungrad only for a).
+  ``igamma_grad_a``, whose own d/da is the private ``igamma_da`` of order 2,
+  and so on: P is differentiable in a to any order (beyond JAX, which raises
+  at the second derivative in a).
+* random_gamma_grad: d/dx in closed form; d/da (second derivatives in a) is
+  not implemented and raises (JAX raises for both arguments, fungrad only for a).
 * betainc: d/dx is the beta density; d/da and d/db raise, as in JAX.
 * zeta(x, q): d/dq = -x zeta(x + 1, q); d/dx raises, as in JAX.
 * bessel_i0e' = i1e - sign(x) i0e; bessel_i1e' = i0e - i1e (sign(x) + 1/x),
@@ -67,11 +68,36 @@ defjvp(igammac_p,
        lambda g, a, x: neg(mul(g, igamma_grad_a(a, x))),
        lambda g, a, x: neg(mul(g, _gamma_density(a, x))))
 
-# d/dx dP/da = d/da density = density * (log x - digamma(a))
+# d/dx dP/da = d/da density = density * (log x - digamma(a)); d/da dP/da is
+# the order-2 member of the family below
 igamma_grad_a_p = _nary_special("igamma_grad_a")
 defjvp(igamma_grad_a_p,
-       _not_differentiable("igamma_grad_a", "a", "second derivative in a"),
+       lambda g, a, x: mul(g, igamma_da(a, x, 2)),
        lambda g, a, x: mul(g, mul(_gamma_density(a, x), sub(log(x), digamma(a)))))
+
+# d^k P / da^k and d^k density / da^k, k >= 1 (kernels: Taylor-mode arithmetic
+# on the series and the continued fraction), so P is differentiable in a to any
+# order: d/da raises k by one; d/dx of the first is the second, and
+#   d/dx d^k_a density = d^k_a [density ((a-1)/x - 1)]
+#                      = d^k_a density ((a-1)/x - 1) + k d^(k-1)_a density / x
+igamma_da_p = _nary("igamma_da", gamma_zeta.igamma_da, FLOAT)
+defjvp(igamma_da_p,
+       lambda g, a, x, order: mul(g, igamma_da(a, x, order + 1)),
+       lambda g, a, x, order: mul(g, gamma_density_da(a, x, order)))
+
+
+def _density_da_dx(g, a, x, order):
+    one = _const(x, 1)
+    slope = mul(gamma_density_da(a, x, order), sub(div(sub(a, one), x), one))
+    if order:
+        slope = add(slope, div(mul(_const(x, order), gamma_density_da(a, x, order - 1)), x))
+    return mul(g, slope)
+
+
+gamma_density_da_p = _nary("gamma_density_da", gamma_zeta.gamma_density_da, FLOAT)
+defjvp(gamma_density_da_p,
+       lambda g, a, x, order: mul(g, gamma_density_da(a, x, order + 1)),
+       _density_da_dx)
 
 
 def _random_gamma_grad_dx(g, ans, a, x):
@@ -99,6 +125,16 @@ def igammac(a, x):
 def igamma_grad_a(a, x):
     """dP(a, x)/da."""
     return igamma_grad_a_p.bind(*_operands(a, x))
+
+
+def igamma_da(a, x, order):
+    """d^order P(a, x) / da^order (order >= 1; private: jax.lax has no such op)."""
+    return igamma_da_p.bind(*_operands(a, x), order=int(order))
+
+
+def gamma_density_da(a, x, order):
+    """d^order/da^order of x^(a-1) e^-x / Gamma(a) (order >= 0; private)."""
+    return gamma_density_da_p.bind(*_operands(a, x), order=int(order))
 
 
 def random_gamma_grad(a, x):

@@ -15,7 +15,8 @@ from fungrad.lax.utils import checked_bind, def_lowering, as_operand, canonical_
 __all__ = [
     "broadcast_in_dim", "broadcast", "full", "full_like", "reshape", "transpose",
     "squeeze", "expand_dims", "rev", "slice", "pad", "concatenate", "collapse",
-    "broadcast_to_rank",
+    "broadcast_to_rank", "split", "empty", "broadcast_shapes", "stack", "unstack", "tile",
+    "broadcast_like", "stage",
     "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p",
     "slice_p", "pad_p", "concatenate_p",
 ]
@@ -70,6 +71,7 @@ def _broadcast_in_dim_batch(axis_size, vals, dims, shape, broadcast_dimensions):
 
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
+broadcast_in_dim_p.keeps_finite = True
 broadcast_in_dim_p.def_impl(_broadcast_in_dim_impl)
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_shape)
 deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
@@ -114,6 +116,7 @@ def full(shape, fill_value, dtype=None):
 # --- reshape --------------------------------------------------------------------
 
 reshape_p = Primitive("reshape")
+reshape_p.keeps_finite = True
 reshape_p.def_impl(lambda x, new_sizes: np.reshape(x, new_sizes))
 
 
@@ -150,6 +153,7 @@ def reshape(operand, new_sizes, dimensions=None):
 # --- transpose -------------------------------------------------------------------
 
 transpose_p = Primitive("transpose")
+transpose_p.keeps_finite = True
 transpose_p.def_impl(lambda x, permutation: np.transpose(x, permutation))
 
 
@@ -237,6 +241,7 @@ def _squeeze_shape(x, dimensions):
 
 
 squeeze_p = Primitive("squeeze")
+squeeze_p.keeps_finite = True
 squeeze_p.def_impl(lambda x, dimensions: np.squeeze(x, axis=dimensions))
 squeeze_p.def_abstract_eval(_squeeze_shape)
 deflinear(squeeze_p, lambda ct, x, dimensions: [reshape(ct, x.aval.shape)])
@@ -269,6 +274,7 @@ def expand_dims(array, dimensions):
 # --- rev -----------------------------------------------------------------------------
 
 rev_p = Primitive("rev")
+rev_p.keeps_finite = True
 rev_p.def_impl(lambda x, dimensions: np.flip(x, axis=dimensions))
 rev_p.def_abstract_eval(lambda x, dimensions: ShapedArray(x.shape, x.dtype))
 deflinear(rev_p, lambda ct, x, dimensions: [rev(ct, dimensions)])
@@ -335,6 +341,7 @@ def _slice_lowering(args, start_indices, limit_indices, strides):
 
 
 slice_p = Primitive("slice")
+slice_p.keeps_finite = True
 slice_p.def_impl(_slice_impl)
 slice_p.def_abstract_eval(_slice_shape)
 deflinear(slice_p, _slice_transpose)
@@ -354,6 +361,96 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (J
         return operand
     return checked_bind(slice_p, operand, start_indices=start_indices,
                         limit_indices=limit_indices, strides=strides)
+
+
+def split(operand, sizes, axis=0):
+    """``operand`` cut along ``axis`` into consecutive pieces of ``sizes``
+    (``jax.lax.split``; the sizes sum to the axis length): a list of slices."""
+    operand = as_operand(operand)
+    shape = get_aval(operand).shape
+    (axis,) = canonical_axes("split", axis, len(shape))
+    sizes = [int(s) for s in sizes]
+    if any(s < 0 for s in sizes) or sum(sizes) != shape[axis]:
+        raise ValueError(f"split: sizes {tuple(sizes)} must be non-negative and sum to the "
+                         f"size {shape[axis]} of axis {axis} (operand shape {shape})")
+    pieces, start = [], 0
+    for size in sizes:
+        lo = tuple(start if d == axis else 0 for d in range(len(shape)))
+        hi = tuple(start + size if d == axis else n for d, n in enumerate(shape))
+        pieces.append(slice(operand, lo, hi))
+        start += size
+    return pieces
+
+
+def empty(shape, dtype, *, out_sharding=None):
+    """An array of ``shape`` and ``dtype`` whose values must not be relied on
+    (``jax.lax.empty``); here it holds zeros.  ``out_sharding`` is accepted
+    for JAX compatibility (one device)."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return full(shape, 0, np.dtype(dtype))
+
+
+def broadcast_shapes(*shapes):
+    """The shape NumPy broadcasting gives ``shapes`` (``jax.lax.broadcast_shapes``);
+    ValueError naming them if they do not broadcast."""
+    try:
+        return tuple(np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        raise ValueError(f"broadcast_shapes: incompatible shapes for broadcasting: "
+                         f"{', '.join(str(tuple(s)) for s in shapes)}") from None
+
+
+def stack(operands, axis=0):
+    """The arrays ``operands`` (one shape) joined along a new ``axis``
+    (``jax.lax.stack``)."""
+    operands = [as_operand(x) for x in operands]
+    if not operands:
+        raise ValueError("stack: need at least one array")
+    ndim = get_aval(operands[0]).ndim
+    (axis,) = canonical_axes("stack", axis, ndim + 1)
+    return concatenate([expand_dims(x, (axis,)) for x in operands], axis)
+
+
+def unstack(x, axis=0):
+    """The slices of ``x`` along ``axis``, that axis removed (``jax.lax.unstack``)."""
+    x = as_operand(x)
+    shape = get_aval(x).shape
+    (axis,) = canonical_axes("unstack", axis, len(shape))
+    return tuple(squeeze(slice(x, tuple(i if d == axis else 0 for d in range(len(shape))),
+                               tuple(i + 1 if d == axis else n for d, n in enumerate(shape))),
+                         (axis,)) for i in range(shape[axis]))
+
+
+def tile(operand, reps):
+    """``operand`` repeated ``reps[d]`` times along each dimension d (``jax.lax.tile``;
+    one rep per dimension)."""
+    operand = as_operand(operand)
+    shape = get_aval(operand).shape
+    reps = tuple(int(r) for r in reps)
+    if len(reps) != len(shape) or any(r < 0 for r in reps):
+        raise ValueError(f"tile: reps must be {len(shape)} non-negative ints (one per "
+                         f"dimension of shape {shape}), got {reps}")
+    interleaved = tuple(v for r, n in zip(reps, shape) for v in (r, n))
+    wide = broadcast_in_dim(operand, interleaved, tuple(range(1, 2 * len(shape), 2)))
+    return reshape(wide, tuple(r * n for r, n in zip(reps, shape)))
+
+
+def broadcast_like(arr, like_arr):
+    """``arr`` broadcast (NumPy rules) to the shape of ``like_arr``
+    (``jax.lax.broadcast_like``)."""
+    arr = as_operand(arr)
+    shape = get_aval(as_operand(like_arr)).shape
+    a_shape = get_aval(arr).shape
+    if len(a_shape) > len(shape) or broadcast_shapes(a_shape, shape) != shape:
+        raise ValueError(f"broadcast_like: shape {a_shape} does not broadcast to {shape}")
+    lead = len(shape) - len(a_shape)
+    return broadcast_in_dim(arr, shape, tuple(range(lead, len(shape))))
+
+
+def stage(x, /):
+    """``x`` as an array of the current computation (``jax.lax.stage``): the
+    identity on arrays and tracers, Python scalars and lists become arrays."""
+    return as_operand(x)
 
 
 # --- pad -----------------------------------------------------------------------------
@@ -444,6 +541,7 @@ def _pad_lowering(args, padding_config):
 
 
 pad_p = Primitive("pad")
+pad_p.keeps_finite = True
 pad_p.def_impl(_pad_impl)
 pad_p.def_abstract_eval(_pad_shape)
 deflinear(pad_p, _pad_transpose)
@@ -503,6 +601,7 @@ def _concatenate_batch(axis_size, vals, dims, dimension):
 
 
 concatenate_p = Primitive("concatenate")
+concatenate_p.keeps_finite = True
 concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
 concatenate_p.def_abstract_eval(_concatenate_shape)
 deflinear(concatenate_p, _concatenate_transpose)

@@ -39,10 +39,9 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
-from fungrad.interpreters.partial_eval import trace_to_jaxpr
 from fungrad.lax.kernels import window as _wn
 from fungrad.lax.convolution import canonical_padding, positive_ints
-from fungrad.lax.elementwise import add_p, max_p, min_p
+from fungrad.lax.reductions import monoid_of
 from fungrad.lax.utils import as_operand, call_lowering, checked_bind, def_kernel, def_lowering
 
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
@@ -119,6 +118,7 @@ def _def_reduce_window_kernel(prim, kind):
 # ============================================================================
 
 window_select_index_p = Primitive("window_select_index", differentiable=False)
+window_select_index_p.keeps_finite = True
 def_kernel(window_select_index_p, _wn.select_index)
 window_select_index_p.def_abstract_eval(
     lambda x, *, kind, **params: _window_shape_rule(kind, "window_select_index",
@@ -209,7 +209,9 @@ def _chooser(kind):
 
 
 reduce_window_max_p = _chooser("max")
+reduce_window_max_p.keeps_finite = True
 reduce_window_min_p = _chooser("min")
+reduce_window_min_p.keeps_finite = True
 _PRIMS = {"sum": reduce_window_sum_p, "max": reduce_window_max_p, "min": reduce_window_min_p}
 
 
@@ -273,37 +275,16 @@ def reduce_window_min(operand, window_dimensions, window_strides=None, padding="
 
 # --- reduce_window: recognise the monoid ------------------------------------------
 
-_MONOID_PRIMS = {add_p: "sum", max_p: "max", min_p: "min"}
-
-
-@functools.lru_cache(maxsize=None)
-def _known_monoids():
-    lax = _lax()
-    return {lax.add: "sum", lax.max: "max", lax.min: "min", operator.add: "sum",
-            np.add: "sum", np.maximum: "max", np.minimum: "min"}
+_WINDOW_KINDS = {"add": "sum", "max": "max", "min": "min"}   # monoid -> primitive suffix
 
 
 def _monoid_kind(computation, dtype):
     """'sum' / 'max' / 'min' for computations that are one add / max / min of
     their two arguments (``lax.add``, ``jnp.maximum``, ``lambda a, b: a + b``...),
-    recognised by staging the computation on two scalars."""
-    try:
-        kind = _known_monoids().get(computation)
-    except TypeError:          # unhashable callable
-        kind = None
+    recognised as ``lax.reduce`` recognises monoids."""
+    kind = _WINDOW_KINDS.get(monoid_of(computation, dtype))
     if kind is not None:
         return kind
-    if callable(computation):
-        scalar = ShapedArray((), dtype)
-        try:
-            jaxpr, _ = trace_to_jaxpr(lambda a, b: [computation(a, b)], [scalar, scalar])
-        except Exception:      # noqa: BLE001 - reported below as unsupported
-            jaxpr = None
-        if (jaxpr is not None and len(jaxpr.eqns) == 1 and len(jaxpr.outvars) == 1):
-            eqn = jaxpr.eqns[0]
-            if (eqn.primitive in _MONOID_PRIMS and eqn.outvars == jaxpr.outvars
-                    and set(eqn.inputs) == set(jaxpr.invars)):
-                return _MONOID_PRIMS[eqn.primitive]
     raise NotImplementedError(
         f"reduce_window: computation {getattr(computation, '__name__', computation)!r} is "
         "not supported; fungrad supports the monoids add, max and min (lax.add / lax.max / "

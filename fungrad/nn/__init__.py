@@ -27,7 +27,8 @@ __all__ = ["relu", "relu6", "leaky_relu", "elu", "celu", "selu", "gelu", "silu",
            "sigmoid", "log_sigmoid", "softplus", "soft_sign", "hard_tanh", "hard_sigmoid",
            "hard_silu", "hard_swish", "mish", "squareplus", "glu", "softmax",
            "log_softmax", "logsumexp", "one_hot", "standardize", "initializers",
-           "dot_product_attention", "sparse_plus", "sparse_sigmoid"]
+           "dot_product_attention", "sparse_plus", "sparse_sigmoid", "identity", "tanh",
+           "log1mexp", "logmeanexp", "scaled_matmul", "scaled_dot_general"]
 
 
 # ----------------------------------------------------------------------------
@@ -234,3 +235,5 @@ def one_hot(x, num_classes, *, dtype=np.float64, axis=-1):
 
 
 from fungrad.nn._attention import dot_product_attention, sparse_plus, sparse_sigmoid  # noqa: E402
+from fungrad.nn._more import (identity, tanh, log1mexp, logmeanexp,  # noqa: E402
+                             scaled_matmul, scaled_dot_general)

@@ -21,6 +21,11 @@ from fungrad.numpy._windows import *  # noqa: F401,F403
 from fungrad.numpy._statistics import *  # noqa: F401,F403
 from fungrad.numpy._vectorize import *  # noqa: F401,F403
 from fungrad.numpy._convolve import *  # noqa: F401,F403
+from fungrad.numpy._differences import *  # noqa: F401,F403
+from fungrad.numpy._bits import *  # noqa: F401,F403
+from fungrad.numpy._ufunc_api import *  # noqa: F401,F403
+from fungrad.numpy._io import *  # noqa: F401,F403
+from fungrad.numpy._index_tricks import *  # noqa: F401,F403
 from fungrad.numpy import linalg  # noqa: F401
 from fungrad.numpy import fft  # noqa: F401
 from fungrad.numpy import _methods as _methods_module

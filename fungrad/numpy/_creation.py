@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from fungrad import core, lax
-from fungrad.core import Tracer, get_aval
+from fungrad.core import ShapedArray, Tracer, get_aval
 from fungrad.numpy._dtypes import asarray_operand, dtype_of, user_dtype, x32_default
 from fungrad.numpy._shape import (_astype, _axis, _concrete, _dtype_arg, _out, _shape_tuple,
                                   _slice_axis, _static_int, broadcast_arrays,
@@ -214,9 +214,22 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     return broadcast_to(_astype(fill, _dtype(dtype, fill.dtype)), shape)
 
 
+def _duck_typed_aval(a):
+    """The ShapedArray of a duck-typed array (shape and dtype, no data), else None."""
+    if isinstance(a, (np.ndarray, np.generic, Tracer)) or not (
+            hasattr(a, "shape") and hasattr(a, "dtype")):
+        return None
+    try:
+        return ShapedArray(a.shape, a.dtype)
+    except TypeError:
+        return None
+
+
 def _like(a, dtype, shape):
-    """(shape, dtype) of the *_like functions; ``a`` is only looked at, never used."""
-    aval = get_aval(a)
+    """(shape, dtype) of the *_like functions; ``a`` is only looked at, never used.
+    As in JAX, ``a`` may also be any object with ``shape`` and ``dtype`` (a
+    ``ShapeDtypeStruct`` from ``eval_shape``, an abstract value)."""
+    aval = _duck_typed_aval(a) or get_aval(a)
     shape = aval.shape if shape is None else shape
     return shape, _dtype(dtype, aval.dtype)
 

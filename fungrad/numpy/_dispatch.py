@@ -59,8 +59,8 @@ _IN_PLACE = {np.fill_diagonal: "fungrad.numpy.fill_diagonal(a, val, inplace=Fals
              np.put_along_axis: "fungrad.numpy.put_along_axis(arr, indices, values, axis, "
                                 "inplace=False)",
              np.copyto: "dst = fungrad.numpy.where(where, src, dst)",
-             np.place: "arr = fungrad.numpy.where(mask, values, arr)",
-             np.put: "a = a.at[indices].set(values)",
+             np.place: "arr = fungrad.numpy.place(arr, mask, vals, inplace=False)",
+             np.put: "a = fungrad.numpy.put(a, ind, v, inplace=False)",
              np.putmask: "a = fungrad.numpy.where(mask, values, a)"}
 
 
@@ -165,9 +165,9 @@ def array_function(self, func, types, args, kwargs):
 
 def _numpy_result(func, out):
     """fungrad's named-tuple results (SlogdetResult, EighResult...) as NumPy's own
-    class of the same name, and its lists (meshgrid, broadcast_arrays: JAX's) as
-    NumPy's tuples, so that code comparing with NumPy sees one structure."""
-    if type(out) is list and func in (np.meshgrid, np.broadcast_arrays):
+    class of the same name, and its lists (meshgrid, broadcast_arrays, gradient:
+    JAX's) as NumPy's tuples, so that code comparing with NumPy sees one structure."""
+    if type(out) is list and func in (np.meshgrid, np.broadcast_arrays, np.gradient):
         return tuple(out)
     fields = getattr(type(out), "_fields", None)
     if fields is None:

@@ -35,7 +35,7 @@ __all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere",
            "flatnonzero", "select", "choose", "compress", "extract", "diag_indices",
            "diag_indices_from", "tril_indices", "triu_indices", "tril_indices_from",
            "triu_indices_from", "ix_", "indices", "unravel_index", "ravel_multi_index",
-           "fill_diagonal"]
+           "fill_diagonal", "place", "put", "mask_indices"]
 
 _INDEX_ERROR = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) "
                 "and integer or boolean arrays are valid indices")
@@ -246,8 +246,8 @@ class _IndexUpdateRef:
     leaves ``array`` unchanged.
 
     Repeated indices accumulate in add/multiply/min/max (``ufunc.at``); in
-    ``set`` one of them wins.  ``apply(f)`` is ``set(f(x[idx]))``: with
-    repeated indices ``f`` is applied once, not once per repetition.
+    ``set`` one of them wins.  ``apply(f)`` (``lax.scatter_apply``) applies the
+    scalar function ``f`` once per repetition of an index, as JAX.
     """
     __slots__ = ("array", "index")
 
@@ -301,7 +301,12 @@ class _IndexUpdateRef:
         return _update(lax.scatter_max, self.array, self.index, values, mode, unique_indices)
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return self.set(func(self.get(mode=mode)), mode=mode)
+        # func of one scalar; an element indexed k times gets it k times, as JAX
+        x = asarray_operand(self.array)
+        shape = get_aval(x).shape
+        expanded, items = _normalize(x, self.index)
+        out = lax.scatter_apply(expanded, items, func, mode=mode, unique_indices=unique_indices)
+        return lax.reshape(out, shape)
 
 
 def _update(scatter_fn, x, idx, values, mode, unique_indices):
@@ -719,3 +724,80 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
         return a
     values = fnp.resize(values, (count,))
     return _IndexUpdateHelper(a)[index].set(values)
+
+
+_IMMUTABLE = ("fungrad.numpy.{0} cannot modify arrays in place: fungrad arrays are immutable. "
+              "Pass inplace=False and use the returned array.")
+
+
+def place(arr, mask, vals, *, inplace=True):
+    """A copy of ``arr`` with the elements where ``mask`` is true replaced, in
+    order, by the values of ``vals`` (repeated as needed) (``numpy.place``, as
+    JAX's ``inplace=False``).  ``mask`` may be traced."""
+    import fungrad.numpy as fnp   # late: fungrad.numpy imports this module
+    if inplace:
+        raise ValueError(_IMMUTABLE.format("place"))
+    data, mask = asarray_operand(arr), asarray_operand(mask)
+    values = fnp.ravel(asarray_operand(vals))
+    size = get_aval(data).size
+    if get_aval(mask).size != size:
+        raise ValueError(f"place: arr (shape {get_aval(data).shape}) and mask (shape "
+                         f"{get_aval(mask).shape}) must have the same size")
+    if get_aval(values).size == 0:
+        raise ValueError("place: cannot place values from an empty array")
+    if size == 0:
+        return data
+    (positions,) = fnp.nonzero(fnp.ravel(mask), size=size, fill_value=size)
+    values = fnp.resize(values, (size,)).astype(get_aval(data).dtype)
+    flat = _IndexUpdateHelper(fnp.ravel(data))[positions].set(values, mode="drop")
+    return lax.reshape(flat, get_aval(data).shape)
+
+
+def _put_positions(fnp, ind, size, mode):
+    """Flat positions for ``put``'s ``mode``: None drops out-of-bounds indices
+    (negative ones count from the end, once), 'clip' clamps, 'wrap' wraps;
+    'raise' checks concrete indices."""
+    if mode in (None, "raise"):
+        if mode == "raise":
+            if isinstance(ind, Tracer):
+                raise NotImplementedError("put: mode='raise' needs concrete indices; use "
+                                          "mode='clip', 'wrap' or None (drop) under transforms")
+            bad = np.asarray(ind)[(np.asarray(ind) < -size) | (np.asarray(ind) >= size)]
+            if bad.size:
+                raise IndexError(f"put: index {int(bad[0])} is out of bounds for size {size}")
+        return fnp.where(ind < 0, ind + size, ind)
+    if mode == "clip":
+        return fnp.clip(ind, 0, size - 1)
+    if mode == "wrap":
+        return fnp.mod(ind, size)
+    raise ValueError(f"put: mode must be None, 'raise', 'clip' or 'wrap', got {mode!r}")
+
+
+def put(a, ind, v, mode=None, *, inplace=True):
+    """A copy of ``a`` with the elements at the flat indices ``ind`` set to ``v``
+    (repeated as needed) (``numpy.put``, as JAX's ``inplace=False``).  mode: None
+    (JAX's default) drops out-of-bounds indices, 'clip' clamps, 'wrap' wraps,
+    'raise' raises IndexError (concrete indices)."""
+    import fungrad.numpy as fnp   # late: fungrad.numpy imports this module
+    if inplace:
+        raise ValueError(_IMMUTABLE.format("put"))
+    data = asarray_operand(a)
+    ind = fnp.ravel(asarray_operand(ind))
+    values = fnp.ravel(asarray_operand(v))
+    if get_aval(ind).dtype.kind not in "iu":
+        raise TypeError(f"put: indices must be integers, got {get_aval(ind).dtype.name}")
+    size, count = get_aval(data).size, get_aval(ind).size
+    if size == 0 or count == 0 or get_aval(values).size == 0:
+        return data
+    positions = _put_positions(fnp, ind, size, mode)
+    values = fnp.resize(values, (count,)).astype(get_aval(data).dtype)
+    flat = _IndexUpdateHelper(fnp.ravel(data))[positions].set(values, mode="drop")
+    return lax.reshape(flat, get_aval(data).shape)
+
+
+def mask_indices(n, mask_func, k=0, *, size=None):
+    """The indices ``(rows, cols)`` where ``mask_func(ones((n, n)), k)`` is nonzero
+    (``numpy.mask_indices``; ``size`` as ``nonzero``'s, for use under jit)."""
+    import fungrad.numpy as fnp   # late: fungrad.numpy imports this module
+    n = operator.index(n)
+    return tuple(fnp.nonzero(mask_func(fnp.ones((n, n)), k), size=size))

@@ -133,6 +133,23 @@ def _explain_matmul(x, y):
         raise clear from None
 
 
+def _round(x, ndigits=None):
+    return fnp.round(x, 0 if ndigits is None else ndigits)
+
+
+def _numpy_reduction(name):
+    """ndarray.<name> reading ``where=None`` as "no mask", as JAX (and
+    fungrad.numpy) do; NumPy itself reads None as a False mask (a sum of 0)."""
+    reduce = getattr(core.np.ndarray, name)
+
+    def method(self, *args, **kwargs):
+        if "where" in kwargs and kwargs["where"] is None:
+            kwargs["where"] = True
+        return reduce(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
 def install():
     """Give tracers their operators, methods and indexing, and fungrad Arrays
     ``.at`` and traced-index indexing."""
@@ -145,3 +162,7 @@ def install():
     core.Array.__getitem__ = _array_getitem
     core.Array.__matmul__ = _array_matmul
     core.Array.__rmatmul__ = _array_rmatmul
+    for name in ("sum", "mean", "prod", "max", "min", "any", "all", "var", "std"):
+        setattr(core.Array, name, _numpy_reduction(name))
+    # Python's round(x): an array, as jax.Array's (ndarray has no __round__)
+    Tracer.__round__ = core.Array.__round__ = _round

@@ -16,7 +16,7 @@ from fungrad.core import Tracer, ConcretizationTypeError, get_aval, wrap_array
 from fungrad.numpy._dtypes import asarray_operand, promote
 from fungrad.lax.utils import check_choice
 
-__all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted", "unique",
+__all__ = ["sort", "sort_complex", "top_k", "argsort", "lexsort", "partition", "argpartition", "searchsorted", "unique",
            "unique_values", "unique_counts", "unique_inverse", "unique_all"]
 
 
@@ -53,6 +53,34 @@ def sort(a, /, axis=-1, kind=None, order=None, *, stable=True, descending=False)
     if descending:
         return lax.rev(lax.sort(lax.rev(x, (ax,)), dimension=ax), (ax,))
     return lax.sort(x, dimension=ax)
+
+
+def sort_complex(a):
+    """``a`` sorted along its last axis, as complex numbers (real part first, then
+    imaginary part; ``numpy.sort_complex``).  Real input becomes complex as
+    NumPy's does: complex64 for 8- and 16-bit integers, complex128 otherwise."""
+    x, _ = _operand_and_axis("sort_complex", a, -1)
+    out = sort(x, axis=-1)
+    if x.dtype.kind == "c":
+        return out
+    return out.astype(np.complex64 if x.dtype.char in "bhBH" else np.complex128)
+
+
+def top_k(a, k, /, *, axis=-1, mode="largest", sorted=True):   # noqa: A002 (JAX's name)
+    """``(values, indices)`` of the ``k`` largest (``mode="largest"``) or smallest
+    entries of ``a`` along ``axis``, sorted, ties to the lower index
+    (``jax.numpy.top_k``; ``sorted`` is accepted, the result is always sorted)."""
+    x, ax = _operand_and_axis("top_k", a, axis)
+    if x.dtype.kind == "c":
+        raise ValueError("top_k: complex inputs are not supported (as in JAX)")
+    if mode not in ("largest", "smallest"):
+        raise ValueError(f"top_k: mode must be 'largest' or 'smallest', got {mode!r}")
+    if mode == "largest":
+        return lax.top_k(x, k, axis=ax)
+    # an order-reversing map: ~x (= -x - 1 for integers, without overflow), or -x
+    flip = lax.bitwise_not if x.dtype.kind in "biu" else lax.neg
+    values, indices = lax.top_k(flip(x), k, axis=ax)
+    return flip(values), indices
 
 
 def argsort(a, /, axis=-1, kind=None, order=None, *, stable=True, descending=False):

@@ -1,5 +1,5 @@
 """Functions mapped over array axes: ``vectorize`` (with gufunc signatures),
-``apply_along_axis`` and ``apply_over_axes``, built on
+``apply_along_axis``, ``apply_over_axes`` and ``piecewise``, built on
 ``batching.vmap_flat`` (the api layer's ``vmap`` is above this one).
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from fungrad.interpreters import batching
 from fungrad.numpy._dtypes import asarray_operand
 from fungrad.numpy._util import _builtin_range, _fnp, _shape, _static_int
 
-__all__ = ["vectorize", "apply_along_axis", "apply_over_axes"]
+__all__ = ["vectorize", "apply_along_axis", "apply_over_axes", "piecewise"]
 
 
 _DIMS = r"\(\s*(?:\w+(?:\s*,\s*\w+)*)?\s*,?\s*\)"
@@ -201,3 +201,42 @@ def apply_over_axes(func, a, axes):
                              "dimensions")
         a = out
     return a
+
+
+def piecewise(x, condlist, funclist, *args, **kw):
+    """``funclist[i](x)`` where ``condlist[i]`` holds (the last true condition wins;
+    an extra last entry of ``funclist`` applies where none holds, else 0)
+    (``numpy.piecewise``).  Entries of ``funclist`` are functions, called on
+    scalars as in JAX (through ``vectorize`` and ``lax.switch``, with ``*args``
+    and ``**kw``), or constants.  The conditions may be traced; the result has
+    ``x``'s dtype."""
+    from fungrad import lax
+    fnp = _fnp()
+    x = fnp.asarray(asarray_operand(x))
+    if isinstance(condlist, (bool, np.bool_)) or (
+            not isinstance(condlist, (list, tuple)) and fnp.ndim(condlist) == x.ndim
+            and x.ndim != 0) or (isinstance(condlist, (list, tuple)) and x.ndim != 0
+                                 and condlist and fnp.ndim(condlist[0]) == 0):
+        condlist = [condlist]          # one condition for the whole of x (NumPy's rule)
+    conds = [fnp.broadcast_to(fnp.asarray(c, dtype=bool), x.shape) for c in condlist]
+    n, m = len(conds), len(funclist)
+    if m == n:
+        funclist = [0] + list(funclist)
+    elif m == n + 1:
+        funclist = list(funclist[-1:]) + list(funclist[:-1])
+    else:
+        raise ValueError(f"piecewise: with {n} condition(s), funclist must have {n} or {n + 1} "
+                         f"entries, got {m}")
+    if not conds:
+        which = fnp.zeros(x.shape, np.int32)
+    else:   # the position of the last true condition (0: none holds)
+        stacked = fnp.stack([fnp.zeros(x.shape, np.int32)] + [c.astype(np.int32) for c in conds])
+        which = fnp.argmax(fnp.cumsum(stacked, axis=0), axis=0).astype(np.int32)
+    dtype = x.dtype
+
+    def branch(f):
+        if callable(f):
+            return lambda v: fnp.asarray(f(v, *args, **kw)).astype(dtype)
+        return lambda v: fnp.full((), f, dtype)
+    branches = [branch(f) for f in funclist]
+    return vectorize(lambda i, v: lax.switch(i, branches, v))(which, x)

@@ -5,7 +5,8 @@ modified Bessel functions, ndtri, relative entropy, Pochhammer, factorial.
 All are built on ``fungrad.lax`` (the primitives of ``fungrad.lax.special``),
 so they are differentiable, vmappable and jittable.  Derivative rules follow
 JAX: ``betainc`` has no derivative in a, b; ``zeta`` none in x;
-``gammainc``/``gammaincc`` differentiate once in a (twice in x).
+``gammainc``/``gammaincc`` differentiate to any order in a and x (beyond JAX,
+which stops at the first derivative in a).
 
 Deviations from JAX:
 

@@ -8,7 +8,11 @@ Functions: ``logsumexp``, ``softmax``, ``log_softmax``, ``expit``, ``logit``,
 on the ``lax`` primitives igamma/igammac/betainc/bessel/zeta) ``gammainc``,
 ``gammaincc``, ``betainc``, ``betaln``, ``beta``, ``gamma``, ``gammasgn``,
 ``multigammaln``, ``polygamma``, ``zeta``, ``i0``, ``i0e``, ``i1``, ``i1e``,
-``ndtri``, ``rel_entr``, ``kl_div``, ``poch``, ``factorial``.
+``ndtri``, ``rel_entr``, ``kl_div``, ``poch``, ``factorial``; and (from
+``_special_more``, on the primitives of ``fungrad.lax.special_functions``)
+``loggamma``, ``erfcx``, ``bessel_jn``, ``comb``, ``hyp1f1``, ``hyp2f1``,
+``exp1``, ``expi``, ``expn``, ``sici``, ``fresnel``, ``dawsn``, ``spence``,
+``owens_t``, ``wofz``, ``sph_harm_y``, ``bernoulli``, ``boxcox``, ``boxcox1p``.
 
 Deviations from JAX (which uses ``custom_jvp`` rules that fungrad lacks):
 
@@ -247,3 +251,8 @@ from fungrad.scipy._special_extra import *  # noqa: E402,F401,F403
 from fungrad.scipy import _special_extra  # noqa: E402
 
 __all__ += _special_extra.__all__
+
+from fungrad.scipy._special_more import *  # noqa: E402,F401,F403
+from fungrad.scipy import _special_more  # noqa: E402
+
+__all__ += _special_more.__all__

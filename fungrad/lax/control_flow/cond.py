@@ -190,7 +190,13 @@ def _stage_branches(branches: Sequence[Callable], operands, who: str, labels):
     leaves, in_tree = tree_flatten(tuple(operands))
     leaves = [as_value(x) for x in leaves]
     avals = [get_aval(x).strip_weak_type() for x in leaves]
-    staged = [stage_pytree(lambda ops, fn=fn: fn(*ops), in_tree, avals) for fn in branches]
+    staged = [stage_pytree(lambda ops, fn=fn: fn(*ops), in_tree, avals,
+                           name="cond branch") for fn in branches]
+    widths = _common_widths(staged)
+    if widths is not None:       # re-stage, casting each output to the common dtype
+        staged = [stage_pytree(lambda ops, fn=fn: _cast_leaves(fn(*ops), widths), in_tree,
+                                avals, name="cond branch")
+                  for fn in branches]
     _check_same_outputs(staged, who, labels)
     hoisted = [h for _, hs, _ in staged for h in hs]
     all_avals = [get_aval(h) for h in hoisted] + avals
@@ -206,6 +212,40 @@ def _stage_branches(branches: Sequence[Callable], operands, who: str, labels):
     return tuple(unified), hoisted, leaves, staged[0][2]
 
 
+def _common_widths(staged):
+    """The common output dtypes when the branches differ only in the width of a
+    number kind (int32 vs int64, float32 vs float64), else None.
+
+    NumPy's promotion (fungrad's) can give two branches such widths where
+    JAX's weak types give one dtype: ``(1 - flag) * step_int32`` is int64 here,
+    int32 in JAX. Widening loses nothing, so the outputs are promoted; any
+    other difference is an error, as in JAX."""
+    trees = {tree for _, _, tree in staged}
+    per_branch = [closed.out_avals for closed, _, _ in staged]
+    if len(trees) != 1 or len({len(avals) for avals in per_branch}) != 1:
+        return None
+    widths, differs = [], False
+    for column in zip(*per_branch):
+        if len({a.shape for a in column}) != 1:
+            return None
+        dtypes = {a.dtype for a in column}
+        common = np.result_type(*dtypes)
+        kinds = {d.kind for d in dtypes}
+        if len(dtypes) > 1 and not (kinds <= {"i", "u"} and common.kind in "iu"
+                                    or len(kinds) == 1 and kinds <= {"f", "c"}):
+            return None
+        differs |= len(dtypes) > 1
+        widths.append(common)
+    return widths if differs else None
+
+
+def _cast_leaves(tree, dtypes):
+    from fungrad import lax
+    leaves, treedef = tree_flatten(tree)
+    return tree_unflatten(treedef, [lax.convert_element_type(x, d)
+                                    for x, d in zip(leaves, dtypes)])
+
+
 def _check_same_outputs(staged, who, labels):
     tree0, avals0 = staged[0][2], [a.strip_weak_type() for a in staged[0][0].out_avals]
     for i, (closed, _, tree) in enumerate(staged[1:], 1):
@@ -217,9 +257,24 @@ def _check_same_outputs(staged, who, labels):
                 f"{tree} with {[a.str_short() for a in avals]}")
 
 
-def switch(index, branches: Sequence[Callable], *operands):
+_NO_OPERAND = object()
+
+
+def _keyword_operand(who, operands, operand):
+    """JAX's older spelling ``cond(pred, f, g, operand=x)``: one operand by keyword."""
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError(f"{who}: pass the operands either positionally or as the one "
+                        f"`operand=` keyword, not both (got operand= and {len(operands)} "
+                        "positional operands)")
+    return (operand,)
+
+
+def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
     """``branches[index](*operands)``, index clamped into range (``jax.lax.switch``)."""
     branches = list(branches)
+    operands = _keyword_operand("switch", operands, operand)
     return _switch(index, branches, operands, "switch",
                    [f"branch {i}" for i in range(len(branches))])
 
@@ -241,13 +296,14 @@ def _switch(index, branches, operands, who, labels):
     return tree_unflatten(out_tree, outs)
 
 
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)`` (``jax.lax.cond``).
 
     Only the chosen branch runs (also in jit-generated code: an ``if`` block);
     under vmap with a batched predicate both run and lanes select.
     """
     from fungrad import lax
+    operands = _keyword_operand("cond", operands, operand)
     pred_aval = get_aval(pred)
     if pred_aval.shape != ():
         raise TypeError(f"cond: the predicate must be a scalar, got {pred_aval.str_short()}; "

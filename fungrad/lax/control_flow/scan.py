@@ -70,6 +70,28 @@ def _scan_impl(*args, body, num_consts, num_carry, length, reverse):
     return [np.asarray(c) for c in carry] + _stack_ys(ys, body.out_avals[num_carry:], length)
 
 
+_WEAK_SCALAR = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
+def promote_weak_carry(leaves, weak, out_avals):
+    """JAX's rule for loop carries that start as Python scalars (weakly typed):
+    such a leaf takes the dtype the body gives it when its own would not fit
+    (``while_loop(c, body, 0)`` with a float body carries a float). Returns the
+    new leaves, or None when nothing changes."""
+    from fungrad import lax
+    changed = False
+    leaves = list(leaves)
+    for i, (leaf, is_weak, out) in enumerate(zip(leaves, weak, out_avals)):
+        aval = get_aval(leaf)
+        if not is_weak or aval.shape != out.shape or aval.dtype == out.dtype:
+            continue
+        dtype = np.result_type(_WEAK_SCALAR.get(aval.dtype.kind, 0), out.dtype)
+        if dtype != aval.dtype:
+            leaves[i] = lax.convert_element_type(leaf, dtype)
+            changed = True
+    return leaves if changed else None
+
+
 def _check_carry(who, carry_avals, out_avals):
     for i, (a, b) in enumerate(zip(carry_avals, out_avals)):
         if a.strip_weak_type() != b.strip_weak_type():
@@ -366,6 +388,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     n = _scan_length(xs_leaves, length)
     if python_control_flow():                                    # jax_disable_jit
         return _python_scan(f, init, xs, n, reverse)
+    weak = [get_aval(x).weak_type for x in init_leaves]
     init_leaves = [as_value(x) for x in init_leaves]
     xs_leaves = [as_value(x) for x in xs_leaves]
     carry_avals = [get_aval(x).strip_weak_type() for x in init_leaves]
@@ -384,7 +407,13 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         y_tree_box.append(tree_flatten(out[1])[1])
         return out
     in_tree = tree_flatten((init, xs))[1]
-    closed, hoisted, _ = stage_pytree(step, in_tree, carry_avals + x_avals)
+    closed, hoisted, _ = stage_pytree(step, in_tree, carry_avals + x_avals, name="scan body")
+    promoted = promote_weak_carry(init_leaves, weak, closed.out_avals)
+    if promoted is not None:
+        init_leaves = promoted
+        carry_avals = [get_aval(x) for x in init_leaves]
+        y_tree_box.clear()
+        closed, hoisted, _ = stage_pytree(step, in_tree, carry_avals + x_avals, name="scan body")
     _check_carry("scan", carry_avals, closed.out_avals)
     outs = scan_p.bind(*hoisted, *init_leaves, *xs_leaves, body=closed, num_consts=len(hoisted),
                        num_carry=len(carry_avals), length=n, reverse=bool(reverse))

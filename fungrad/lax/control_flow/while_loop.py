@@ -36,7 +36,8 @@ from fungrad.interpreters.partial_eval import (as_value, partial_eval_jaxpr, sel
                                                stage_pytree, trace_closed)
 from fungrad.lax.control_flow.common import (cached, lane_mask, merge_lists, partition_list,
                                              python_control_flow, split_list)
-from fungrad.lax.control_flow.scan import _check_carry, _scan_partial_eval, loop_jvp_body
+from fungrad.lax.control_flow.scan import (_check_carry, _scan_partial_eval, loop_jvp_body,
+                                           promote_weak_carry)
 from fungrad.lax.control_flow.while_tape import while_lin_partial_eval
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
@@ -276,17 +277,24 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
         except ConcretizationTypeError:
             pass      # a traced predicate (e.g. under vmap): the primitive, as JAX does
     leaves, tree = tree_flatten(init_val)
+    weak = [get_aval(x).weak_type for x in leaves]
     leaves = [as_value(x) for x in leaves]
     avals = [get_aval(x).strip_weak_type() for x in leaves]
-    cond_closed, cond_hoisted, _ = stage_pytree(cond_fun, tree, avals)
+    cond_closed, cond_hoisted, _ = stage_pytree(cond_fun, tree, avals, name="while_loop cond")
     outs = cond_closed.out_avals
     if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != np.bool_:
         raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got "
                         f"{[a.str_short() for a in outs]}")
-    body_closed, body_hoisted, out_tree = stage_pytree(body_fun, tree, avals)
+    body_closed, body_hoisted, out_tree = stage_pytree(body_fun, tree, avals, name="while_loop body")
     if out_tree != tree:
         raise TypeError(f"while_loop: body_fun returns structure {out_tree}, but the "
                         f"loop carry has structure {tree}")
+    promoted = promote_weak_carry(leaves, weak, body_closed.out_avals)
+    if promoted is not None:     # a Python-scalar carry takes the body's dtype (as JAX)
+        leaves = promoted
+        avals = [get_aval(x) for x in leaves]
+        cond_closed, cond_hoisted, _ = stage_pytree(cond_fun, tree, avals)
+        body_closed, body_hoisted, _ = stage_pytree(body_fun, tree, avals)
     _check_carry("while_loop", avals, body_closed.out_avals)
     out = while_p.bind(*cond_hoisted, *body_hoisted, *leaves, cond=cond_closed, body=body_closed,
                        cond_nconsts=len(cond_hoisted), body_nconsts=len(body_hoisted))

@@ -35,10 +35,12 @@ import math
 
 import numpy as np
 
+from fungrad.lax.kernels.special import polygamma as _polygamma
 from fungrad.lax.kernels.special import (bernoulli_even, digamma_positive, lgamma1p,
                                          lgamma_positive)
 
-__all__ = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
+__all__ = ["igamma", "igammac", "igamma_grad_a", "igamma_da", "gamma_density_da",
+           "random_gamma_grad", "betainc",
            "bessel_i0e", "bessel_i1e", "zeta", "ndtri"]
 
 _EPS = 1e-16
@@ -230,6 +232,129 @@ def random_gamma_grad(a, x):
     """d sample / d a for a Gamma(a, 1) sample x: -(dP/da) / (dP/dx)."""
     _, _, _, sg, dtype = _igamma_all(a, x)
     return _out(sg, dtype)
+
+
+# ----------------------------------------------------------------------------
+# Derivatives of P(a, x) and of the gamma density of any order in a, by
+# Taylor-mode arithmetic: a "jet" is the array (c_0, ..., c_K) of Taylor
+# coefficients in eps of a quantity at a + eps (leading axis), and the series and
+# continued fraction above are run on jets; the k-th derivative is k! c_k.
+# ----------------------------------------------------------------------------
+
+def _jet_mul(u, v):
+    """Coefficients of the product of two jets (truncated at the same order)."""
+    out = np.zeros(np.broadcast_shapes(u.shape, v.shape))
+    for k in range(out.shape[0]):
+        out[k] = sum(u[i] * v[k - i] for i in range(k + 1))
+    return out
+
+
+def _jet_recip(u):
+    out = np.zeros(u.shape)
+    out[0] = 1.0 / u[0]
+    for k in range(1, u.shape[0]):
+        out[k] = -sum(u[i] * out[k - i] for i in range(1, k + 1)) / u[0]
+    return out
+
+
+def _jet_exp(u):
+    out = np.zeros(u.shape)
+    out[0] = np.exp(u[0])
+    for k in range(1, u.shape[0]):
+        out[k] = sum(i * u[i] * out[k - i] for i in range(1, k + 1)) / k
+    return out
+
+
+def _linear_jet(value, slope, order):
+    """The jet of value + slope * eps."""
+    out = np.zeros((order + 1,) + np.shape(value))
+    out[0] = value
+    if order:
+        out[1] = slope
+    return out
+
+
+def _log_gamma_tail_jet(a, order):
+    """Coefficients k >= 2 of -lgamma(a + eps): -psi^(k-1)(a) / k!, in a jet."""
+    out = np.zeros((order + 1,) + a.shape)
+    for k in range(2, order + 1):
+        out[k] = -_polygamma(np.full(a.shape, k - 1.0), a) / math.factorial(k)
+    return out
+
+
+def _series_jet(a, x, order):
+    """S(a + eps), S = sum_n x^n / ((a+1)...(a+n)), as a jet."""
+    term = _linear_jet(np.ones(a.shape), 0.0, order)
+    total = term.copy()
+    for n in range(1, 20000):
+        # 1/(a + n + eps) = sum_k (-1)^k eps^k / (a + n)^(k+1)
+        inverse = np.stack([(-1.0) ** k / (a + n) ** (k + 1) for k in range(order + 1)])
+        term = _jet_mul(term, x * inverse)
+        total = total + term
+        if np.all(np.abs(term) <= _EPS * np.abs(total) + _TINY):
+            break
+    return total
+
+
+def _fraction_jet(a, x, order):
+    """1/f(a + eps) for Legendre's fraction (Q = e^lp / f), as a jet, by the
+    modified Lentz iteration on jets (converged entries are frozen)."""
+    f = _linear_jet(x + 1 - a, -1.0, order)
+    c, d = f.copy(), np.zeros(f.shape)
+    done = np.zeros(a.shape, bool)
+    for n in range(1, 20000):
+        an = _linear_jet(-n * (n - a), float(n), order)
+        bn = _linear_jet(x + 2 * n + 1 - a, -1.0, order)
+        d = _jet_recip(bn + _jet_mul(an, d))
+        c = bn + _jet_mul(an, _jet_recip(c))
+        delta = _jet_mul(c, d)
+        f = np.where(done, f, _jet_mul(f, delta))
+        settled = (np.abs(delta[0] - 1) <= _EPS) & np.all(np.abs(delta[1:]) <= _EPS * 4, axis=0)
+        done = done | settled
+        if done.all():
+            break
+    return _jet_recip(f)
+
+
+def igamma_da(a, x, *, order):
+    """d^order P(a, x) / da^order (order >= 1), by jets of the power series
+    (x <= a + 1) or of Legendre's continued fraction (beyond)."""
+    (a, x), dtype = _f64(a, x)
+    ok = (a > 0) & (x > 0) & np.isfinite(a) & np.isfinite(x)
+    a1, x1 = np.where(ok, a, 1.0), np.where(ok, x, 1.0)
+    use_series = x1 <= a1 + 1
+    log_x = np.log(x1)
+    with np.errstate(all="ignore"):
+        prefix = _log_gamma_tail_jet(a1, order)
+        prefix[0] = _log_prefix(a1, x1)
+        if order:
+            prefix[1] = log_x - digamma_positive(a1)
+        scale = _jet_exp(prefix)
+        series = _jet_mul(scale, _jet_mul(_series_jet(np.where(use_series, a1, 1.0),
+                                                      np.where(use_series, x1, 0.0), order),
+                                          _jet_recip(_linear_jet(a1, 1.0, order))))
+        upper = _jet_mul(scale, _fraction_jet(np.where(use_series, 1.0, a1),
+                                              np.where(use_series, 3.0 + a1, x1), order))
+    coefficient = np.where(use_series, series[order], -upper[order])
+    out = np.where(ok, coefficient * math.factorial(order), np.nan)
+    out = np.where(((x == 0) | (x == np.inf)) & (a > 0) & np.isfinite(a), 0.0, out)
+    return _out(out, dtype)
+
+
+def gamma_density_da(a, x, *, order):
+    """d^order/da^order of the gamma density x^(a-1) e^-x / Gamma(a)."""
+    (a, x), dtype = _f64(a, x)
+    ok = (a > 0) & (x > 0) & np.isfinite(a) & np.isfinite(x)
+    a1, x1 = np.where(ok, a, 1.0), np.where(ok, x, 1.0)
+    with np.errstate(all="ignore"):
+        log_density = _log_gamma_tail_jet(a1, order)
+        log_density[0] = _log_prefix(a1, x1) - np.log(x1)
+        if order:
+            log_density[1] = np.log(x1) - digamma_positive(a1)
+        value = _jet_exp(log_density)[order] * math.factorial(order)
+    out = np.where(ok, value, np.nan)
+    out = np.where((x == np.inf) & (a > 0), 0.0, out)
+    return _out(out, dtype)
 
 
 # ----------------------------------------------------------------------------

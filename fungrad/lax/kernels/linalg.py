@@ -1,6 +1,6 @@
 """Pure-NumPy linear algebra: the decompositions whose computation is several
 NumPy steps (triangular_solve, cholesky with its NaN fallback, lu,
-lu_pivots_to_permutation, linear_solve, adjugate).
+lu_pivots_to_permutation, linear_solve, adjugate, cholesky_update).
 
 jit's generated code calls these functions (see the lowerings in
 ``fungrad/lax/linalg.py``), and ``fungrad.export`` copies this module's source
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["triangular_solve", "cholesky", "lu", "lu_pivots_to_permutation", "linear_solve",
-           "adjugate"]
+           "adjugate", "cholesky_update"]
 
 # Panel width of the blocked LU: columns factored by the unblocked loop at once.
 _LU_BLOCK = 48
@@ -172,3 +172,20 @@ def adjugate(a):
     scaled_v = np.conj(np.swapaxes(vh, -1, -2)) * (before * after)[..., None, :]
     u_h = np.conj(np.swapaxes(u, -1, -2))
     return (sign[..., None, None] * np.matmul(scaled_v, u_h)).astype(a.dtype)
+
+
+def cholesky_update(r, w):
+    """The upper Cholesky factor of ``rᵀ r + w wᵀ`` for an upper-triangular ``r``
+    (only its upper triangle is read): one Givens rotation per row, O(n²)."""
+    r = np.triu(np.asarray(r)).astype(np.result_type(r, w), copy=True)
+    w = np.array(np.broadcast_to(w, r.shape[:-1]), dtype=r.dtype)
+    for k in range(r.shape[-1]):
+        x, y = r[..., k, k], w[..., k]
+        radius = np.hypot(x, y)
+        safe = np.where(radius == 0, 1, radius)
+        c = np.where(radius == 0, 1, x / safe)[..., None]
+        s = np.where(radius == 0, 0, y / safe)[..., None]
+        row = r[..., k, :].copy()
+        r[..., k, :] = c * row + s * w
+        w = c * w - s * row
+    return r
