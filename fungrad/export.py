@@ -286,9 +286,12 @@ def _embed_kernel_modules(modules: dict):
 
 def _check_free_names(source: str, n_consts: int, embedded=frozenset()):
     code = compile(source, "<export>", "exec")
-    fn_code = next(c for c in code.co_consts if hasattr(c, "co_names"))
+    # (a long program is several functions: the parts and the one calling them)
+    fn_codes = [c for c in code.co_consts if hasattr(c, "co_names")]
     allowed = {"np"} | set(embedded) | {f"_k{i}" for i in range(n_consts)} | set(dir(builtins))
-    missing = sorted(set(fn_code.co_names) - allowed - _attribute_names(fn_code))
+    allowed |= {c.co_name for c in fn_codes}
+    missing = sorted(set().union(*(set(c.co_names) - _attribute_names(c) for c in fn_codes))
+                     - allowed)
     if missing:
         raise TypeError(f"export: the generated code needs {missing}, which are not NumPy; "
                         "some primitive in this function has no NumPy lowering")

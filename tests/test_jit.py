@@ -509,3 +509,28 @@ def test_each_new_partial_is_a_new_function_for_the_cache():
     for _ in range(3):
         i = jit(body)(i)                      # the same function: traced once
     assert int(i) == 6 and len(traces) == 4
+
+
+def test_long_programs_are_emitted_and_compiled_in_parts(monkeypatch):
+    # Python's compiler holds a whole function's syntax tree at once (kilobytes
+    # per line): a long program becomes one function per CHUNK_SIZE equations,
+    # each compiled on its own, called in turn by the main one
+    from fungrad.interpreters import codegen
+    monkeypatch.setattr(codegen, "CHUNK_SIZE", 4)
+
+    def f(x, y):
+        for i in range(12):
+            x = fnp.sin(x) * y if i % 2 else fnp.cos(x) + 0.5
+        return fnp.sum(x * y), x
+
+    x, y = np.linspace(0.1, 1.0, 5), np.full(5, 0.9)
+    g = jit(grad(f, argnums=(0, 1), has_aux=True))
+    src = g.lower(x, y).source()
+    assert "def _part0_fn(" in src and "def _part1_fn(" in src and "\ndef fn(" in src
+    leaves = fungrad.tree_util.tree_leaves
+    for got, want in zip(leaves(g(x, y)), leaves(grad(f, argnums=(0, 1), has_aux=True)(x, y))):
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    # the text is compiled one top-level function at a time
+    monkeypatch.setattr(codegen, "CHUNK_SIZE", 2)
+    parts = codegen._top_level_functions(jit(lambda v: f(v, y)[0]).lower(x).source())
+    assert len(parts) > 2 and all(p.startswith("def ") for p in parts)

@@ -258,6 +258,69 @@ def _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers
         lines.append(f"{indent}del {', '.join(dead)}")
 
 
+def _tuple_source(items) -> str:
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
+# A long program is emitted as functions of this many equations each, called in
+# turn by the main one: Python compiles one huge function with memory growing
+# by kilobytes per line (200 MB for 50,000 lines), parts of it in little.
+CHUNK_SIZE = 1000
+
+
+def part_name(name: str, k: int) -> str:
+    """The name of part ``k`` of the generated function ``name``."""
+    return f"_part{k}_{name}"
+
+
+def _emit_in_parts(jaxpr: Jaxpr, name: str, params, names: _Names, reuse_buffers: bool):
+    """Lines of ``def name(params)`` calling one function per ``CHUNK_SIZE``
+    equations: each takes the values it reads from earlier parts and returns
+    those later parts (or the outputs) read; the main function drops large
+    values after the last part that reads them."""
+    eqns = jaxpr.eqns
+    parts = [eqns[i:i + CHUNK_SIZE] for i in range(0, len(eqns), CHUNK_SIZE)]
+    ins, outs = _part_interfaces(parts, jaxpr.outvars)
+    last_reader = {v: k for k, part_ins in enumerate(ins) for v in part_ins}
+    keep = set(jaxpr.outvars) | set(jaxpr.invars) | set(jaxpr.constvars)
+    lines, main = [], [f"def {name}({', '.join(params)}):"]
+    for k, part in enumerate(parts):
+        part_jaxpr = Jaxpr([], ins[k], part, outs[k])
+        lines.append(f"def {part_name(name, k)}({', '.join(names(v) for v in ins[k])}):")
+        part_outs = _emit_jaxpr(part_jaxpr, names, lines, reuse_buffers)
+        lines.append(f"    return {_tuple_source(part_outs)}")
+        lines.append("")
+        call = f"{part_name(name, k)}({', '.join(names(v) for v in ins[k])})"
+        main.append(f"    {_tuple_source(part_outs)} = {call}" if part_outs else f"    {call}")
+        dead = [names(v) for v in ins[k] if last_reader[v] == k and v not in keep
+                and v.aval.size >= _REUSE_MIN_SIZE]
+        if dead and reuse_buffers:
+            main.append(f"    del {', '.join(dead)}")
+    main.append(f"    return {_tuple_source([names(v) for v in jaxpr.outvars])}")
+    return lines + main
+
+
+def _part_interfaces(parts, outvars):
+    """For each part (a list of equations): the variables it reads that are
+    defined before it, and those it defines that later parts or the outputs
+    read (each in first-appearance order)."""
+    ins = []
+    for part in parts:
+        defined, reads = set(), {}
+        for eqn in part:
+            for a in eqn.inputs:
+                if isinstance(a, Var) and a not in defined:
+                    reads[a] = None
+            defined.update(eqn.outvars)
+        ins.append(list(reads))
+    needed = {v: None for v in outvars if isinstance(v, Var)}
+    outs = [None] * len(parts)
+    for k in range(len(parts) - 1, -1, -1):
+        outs[k] = [v for eqn in parts[k] for v in eqn.outvars if v in needed]
+        needed.update(dict.fromkeys(ins[k]))
+    return ins, outs
+
+
 def lower_jaxpr(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True) -> str:
     """Python source of ``def name(consts..., args...)`` for a flat jaxpr
     (nested calls already inlined by ``passes.inline_calls``)."""
@@ -276,9 +339,12 @@ def lower_jaxpr_and_consts(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool =
     names = _Names(float_checks)
     reuse_buffers = reuse_buffers and not float_checks
     params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
-    lines = [f"def {name}({', '.join(params)}):"]
-    outs = _emit_jaxpr(jaxpr, names, lines, reuse_buffers)
-    lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+    if len(jaxpr.eqns) > CHUNK_SIZE:
+        lines = _emit_in_parts(jaxpr, name, params, names, reuse_buffers)
+    else:
+        lines = [f"def {name}({', '.join(params)}):"]
+        outs = _emit_jaxpr(jaxpr, names, lines, reuse_buffers)
+        lines.append(f"    return {_tuple_source(outs)}")
     return "\n".join(lines) + "\n", names.consts, names.modules
 
 
@@ -320,10 +386,28 @@ def compile_source(source: str, name: str = "fn", block_consts=None, modules=Non
     namespace = {"np": np, "_impl": _IMPLS,
                  "_unbound_axis": _unbound_axis, "_nonfinite": core.nonfinite_error,
                  **(block_consts or {}), **bound}
-    code = compile(source, f"<fungrad.jit {name}>", "exec")
-    _check_names(code)
-    exec(code, namespace)
+    for k, text in enumerate(_top_level_functions(source)):
+        code = compile(text, f"<fungrad.jit {name}>" if k == 0 else f"<fungrad.jit {name} {k}>",
+                       "exec")
+        _check_names(code)
+        exec(code, namespace)
     return namespace[name]
+
+
+def _top_level_functions(source: str) -> list:
+    """``source`` as one text, or, when it is long (a program emitted in parts),
+    one text per top-level ``def``: each is compiled on its own, so that the
+    compiler's syntax tree never holds the whole program."""
+    if source.count("\n") <= 2 * CHUNK_SIZE:
+        return [source]
+    texts, start = [], 0
+    while True:
+        end = source.find("\ndef ", start + 1)
+        if end < 0:
+            texts.append(source[start:])
+            return texts
+        texts.append(source[start:end + 1])
+        start = end + 1
 
 
 # Names generated code never uses: a tripwire, should text from a user object
@@ -425,7 +509,9 @@ def compile_scalar_or_numpy(closed: ClosedJaxpr, name: str = "fn") -> CompiledFu
         return numpy_version
     namespace = {"_math": math, "np": np, "_numpy_version": numpy_version.fn,
                  "_np_scalar": _np_scalar}
-    exec(compile(source, f"<fungrad.jit {name}>", "exec"), namespace)
+    code = compile(source, f"<fungrad.jit {name}>", "exec")
+    _check_names(code)
+    exec(code, namespace)
     compiled_fn = namespace[name]
     compiled_fn.takes_python_scalars = True    # (jit need not convert them first)
     return CompiledFunction(compiled_fn, source + "\n" + numpy_version.source.replace(
