@@ -9,8 +9,8 @@ the growth of the peak resident memory, each in a fresh process (tracemalloc
 would slow a 100k-op compile by an order of magnitude).  The slope is the least-squares
 exponent b of ``time ~ n**b`` over the sizes (1 = linear).
 
-    python -m benchmarks.compile_scaling               # 1k, 10k, 100k
-    python -m benchmarks.compile_scaling --sizes 1000,10000,100000,200000
+    python -m benchmarks.compile_scaling               # 1k, 10k, 100k, 200k
+    python -m benchmarks.compile_scaling --sizes 1000,10000 --plot scaling.png
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import numpy as np
 import fungrad
 import fungrad.numpy as fnp
 
-DEFAULT_SIZES = (1_000, 10_000, 100_000)
+DEFAULT_SIZES = (1_000, 10_000, 100_000, 200_000)
 
 
 def chain(n: int):
@@ -76,8 +76,9 @@ def slope(rows, key="jit_s") -> float:
     return sum((a - mx) * (b - my) for a, b in zip(xs, ys)) / sum((a - mx) ** 2 for a in xs)
 
 
-def rows_for_table(sizes=DEFAULT_SIZES, log=print) -> list:
-    """(what, value) rows for benchmarks/results.md's one-shot table."""
+def rows_for_table(sizes=DEFAULT_SIZES, log=print, plot=None) -> list:
+    """(what, value) rows for benchmarks/results.md's one-shot table; with
+    ``plot`` (a .png path) and matplotlib installed, also the log-log plot."""
     rows = []
     for n in sizes:
         rows.append(measure(n))
@@ -90,6 +91,8 @@ def rows_for_table(sizes=DEFAULT_SIZES, log=print) -> list:
             f"({r['eager_s']:.2f} s, {r['eager_peak'] / 2**20:.0f} MiB: "
             f"{r['jit_s'] / r['eager_s']:.1f}x time, {r['jit_peak'] / r['eager_peak']:.1f}x memory)")
            for r in rows]
+    if plot and len(rows) > 1:
+        write_plot(rows, plot, log)
     if len(rows) > 1:
         sizes_text = ", ".join(f"{r['n']:,}" for r in rows)
         out.append((f"compile scaling: slope of log(first-call time) vs log(ops), "
@@ -99,13 +102,43 @@ def rows_for_table(sizes=DEFAULT_SIZES, log=print) -> list:
     return out
 
 
+def write_plot(rows, path, log=print):
+    """First-call time and peak memory of jit(grad(f)) and eager grad(f)
+    against the program size, log-log, with a slope-1 guide line."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log(f"    (matplotlib not installed: no plot written to {path})")
+        return
+    ns = [r["n"] for r in rows]
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, key, unit, scale in ((ax_t, "_s", "seconds", 1), (ax_m, "_peak", "MiB", 2**20)):
+        for kind, label in (("jit", "jit(grad(f)) first call"), ("eager", "eager grad(f)")):
+            ys = [r[kind + key] / scale for r in rows]
+            ax.loglog(ns, ys, "o-", label=f"{label} (slope {slope(rows, kind + key):.2f})")
+        first = rows[0]["jit" + key] / scale
+        ax.loglog(ns, [first * n / ns[0] for n in ns], ":", color="gray", label="slope 1")
+        ax.set_xlabel("operations in f")
+        ax.set_ylabel(unit)
+        ax.legend(fontsize=7)
+    ax_t.set_title("time", fontsize=9)
+    ax_m.set_title("peak resident memory growth", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    log(f"    wrote {path}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
                     help="comma-separated chain lengths (200000 takes minutes)")
-    sizes = [int(s) for s in ap.parse_args(argv).sizes.split(",")]
-    for what, value in rows_for_table(sizes):
+    ap.add_argument("--plot", default=None, help="also write a log-log plot to this .png")
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    for what, value in rows_for_table(sizes, plot=args.plot):
         print(f"| {what} | {value} |")
 
 

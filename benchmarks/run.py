@@ -35,6 +35,7 @@ from benchmarks.harness import compare, fmt_time  # noqa: E402
 from benchmarks import compile_scaling, peers, workloads  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.md")
+COMPILE_PLOT = os.path.join(os.path.dirname(RESULTS), "compile_scaling.png")
 
 
 def main(argv=None):
@@ -42,9 +43,9 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="fewer rounds (smoke run)")
     ap.add_argument("--only", default=None, help="run workloads whose name contains this")
     ap.add_argument("--out", default=RESULTS)
-    ap.add_argument("--compile-sizes", default="1000,10000,100000",
-                    help="chain lengths of the compile-scaling rows (add 200000 for the "
-                         "issue's size; it takes minutes)")
+    ap.add_argument("--compile-sizes", default=",".join(map(str, compile_scaling.DEFAULT_SIZES)),
+                    help="chain lengths of the compile-scaling rows (200000 takes a "
+                         "minute or two; the log-log plot goes to benchmarks/compile_scaling.png)")
     args = ap.parse_args(argv)
     rounds, target = (3, 0.02) if args.quick else (9, 0.1)
     print(f"benchmarks: {blas_note()}", file=sys.stderr)
@@ -103,7 +104,7 @@ def one_shot_measurements(compile_sizes=compile_scaling.DEFAULT_SIZES) -> list:
         extras.append((f"peak memory of MLP loss+grad, {' / '.join(peers.versions())}",
                        "not measured (tracemalloc cannot see their allocators)"))
     print("[extra] compile scaling", file=sys.stderr)
-    extras += compile_scaling.rows_for_table(compile_sizes,
+    extras += compile_scaling.rows_for_table(compile_sizes, plot=COMPILE_PLOT,
                                              log=lambda line: print(line, file=sys.stderr))
     for what, value in extras:
         print(f"    {what}: {value}", file=sys.stderr)

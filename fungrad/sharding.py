@@ -287,6 +287,9 @@ def block_shape(global_shape, spec: PartitionSpec, mesh: Mesh, what: str) -> tup
     out = []
     for d, size in enumerate(global_shape):
         parts = math.prod(mesh.shape[n] for n in spec.axes_of(d))
+        if parts == 0:
+            raise ValueError(f"{what}: the mesh has no devices along {spec.axes_of(d)}; "
+                             "build it from a non-empty fungrad.devices()")
         if size % parts:
             raise ValueError(f"{what}: dimension {d} has size {size}, which is not divisible "
                              f"by {parts}, the size of mesh axes {spec.axes_of(d)} that "

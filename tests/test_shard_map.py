@@ -99,6 +99,10 @@ def test_mesh_and_spec_errors():
         NamedSharding(mesh_1d(), P("data")).shard_shape((6,))
     with pytest.raises(TypeError, match="PartitionSpec entries"):
         P(3)
+    # (a cluster that lost every worker gives an empty fungrad.devices())
+    empty = Mesh(np.array([], dtype=object), ("data",))
+    with pytest.raises(ValueError, match=r"device_put of an array of shape \(4,\).*no devices"):
+        fungrad.device_put(np.ones(4), NamedSharding(empty, P("data")))
 
 
 def test_sharded_array_on_simulated_devices():

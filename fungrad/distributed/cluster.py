@@ -184,13 +184,24 @@ def devices() -> list:
     c = _state.client
     if c is None:
         return [cpu_device]
-    info = c.scheduler_info(n_workers=-1)    # (by default Dask lists only a few)
+    workers = _worker_addresses(c)
     with _lock:
-        for address in sorted(info["workers"]):
+        for address in sorted(workers):
             if address not in _state.devices:
                 _state.devices[address] = WorkerDevice(len(_state.devices), address)
-        live = set(info["workers"])
+        live = set(workers)
         return [d for a, d in sorted(_state.devices.items(), key=lambda kv: kv[1].id) if a in live]
+
+
+def _worker_addresses(client) -> list:
+    """The scheduler's workers, asked for now.  (``Client.scheduler_info()``
+    returns a cached dict that the client's own periodic refresh overwrites
+    with one listing no workers, racing with the caller.)"""
+    try:
+        info = client.sync(client.scheduler.identity, n_workers=-1)
+    except TypeError:     # (a scheduler whose identity lists every worker anyway)
+        info = client.sync(client.scheduler.identity)
+    return list(info["workers"])
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
