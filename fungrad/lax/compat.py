@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import enum
 
+from fungrad.lax.utils import PRECISION_NAMES as _PRECISION_NAMES
+
 
 __all__ = ["Precision"]
 
@@ -34,8 +36,3 @@ class Precision(enum.Enum):
 
     def __str__(self):
         return self.name
-
-
-_PRECISION_NAMES = {"default": "DEFAULT", "bfloat16": "DEFAULT", "fastest": "DEFAULT",
-                    "high": "HIGH", "tensorfloat32": "HIGH",
-                    "highest": "HIGHEST", "float32": "HIGHEST"}

@@ -135,8 +135,11 @@ def check_choice(value, allowed, who: str, what: str) -> str:
 # JAX's precision names (lax.Precision(...) accepts them) and its dot algorithm
 # presets (lax.DotAlgorithmPreset): NumPy computes at the operands' precision,
 # so all are accepted and mean the same; anything else is an error, as in JAX.
-_PRECISION_NAMES = frozenset({"default", "high", "highest", "bfloat16", "tensorfloat32",
-                              "float32", "fastest"})
+# JAX's string spellings of a precision -> the lax.Precision member they mean
+PRECISION_NAMES = {"default": "DEFAULT", "bfloat16": "DEFAULT", "fastest": "DEFAULT",
+                   "high": "HIGH", "tensorfloat32": "HIGH",
+                   "highest": "HIGHEST", "float32": "HIGHEST"}
+_PRECISION_NAMES = frozenset(PRECISION_NAMES)
 _PRECISION_MEMBERS = frozenset({"DEFAULT", "HIGH", "HIGHEST"})
 _DOT_ALGORITHM_PRESETS = frozenset({
     "DEFAULT", "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",

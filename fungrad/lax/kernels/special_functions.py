@@ -64,6 +64,26 @@ def _lentz_update(h, delta, done):
     return h, done | (np.abs(delta - 1.0) <= 3e-16)
 
 
+def _lentz_fraction(b, numerators, b_step):
+    """The continued fraction 1/(b + a_1/(b + s + a_2/(b + 2s + ...))) on a
+    whole array by the modified Lentz algorithm: partial numerators
+    ``numerators`` (a_1, a_2, ...: an iterable, its length the most terms),
+    denominators stepping by ``s = b_step``; iterated until every element has
+    converged."""
+    c = np.full(b.shape, 1.0 / _TINY, dtype=b.dtype)
+    d = 1.0 / b
+    h = d.copy()
+    done = np.zeros(b.shape, bool)
+    for an in numerators:
+        b = b + b_step
+        d = 1.0 / (an * d + b)
+        c = b + an / c
+        h, done = _lentz_update(h, c * d, done)
+        if np.all(done):
+            break
+    return h
+
+
 def _exp_square(a):
     """exp(a^2) without the rounding error of forming a^2: a = hi + lo with hi a
     multiple of 1/16, so hi^2 is exact."""
@@ -101,19 +121,7 @@ def erfcx(x):
 def _expn_fraction(n, x):
     """E_n(x) for x > 1 by the continued fraction (modified Lentz), all
     elements iterated until every one has converged."""
-    b = x + n
-    c = np.full(x.shape, 1.0 / _TINY)
-    d = 1.0 / b
-    h = d.copy()
-    done = np.zeros(x.shape, bool)
-    for i in range(1, 2000):
-        an = -i * (n - 1 + i)
-        b = b + 2.0
-        d = 1.0 / (an * d + b)
-        c = b + an / c
-        h, done = _lentz_update(h, c * d, done)
-        if np.all(done):
-            break
+    h = _lentz_fraction(x + n, (-i * (n - 1 + i) for i in range(1, 2000)), 2.0)
     return h * np.exp(-x)
 
 
@@ -247,19 +255,7 @@ def _sici_series(a):
 def _sici_fraction(a):
     """(Si, Ci) for a > 4 from E1(ia) = -Ci(a) + i (Si(a) - pi/2), by the
     continued fraction of E1 at a complex argument (modified Lentz)."""
-    b = 1.0 + 1j * a
-    c = np.full(a.shape, 1.0 / _TINY, dtype=complex)
-    d = 1.0 / b
-    h = d.copy()
-    done = np.zeros(a.shape, bool)
-    for i in range(2, 1000):
-        an = -(i - 1.0) ** 2
-        b = b + 2.0
-        d = 1.0 / (an * d + b)
-        c = b + an / c
-        h, done = _lentz_update(h, c * d, done)
-        if np.all(done):
-            break
+    h = _lentz_fraction(1.0 + 1j * a, (-(i - 1.0) ** 2 for i in range(2, 1000)), 2.0)
     h = h * (np.cos(a) - 1j * np.sin(a))
     return 0.5 * np.pi + h.imag, -h.real
 
@@ -312,21 +308,7 @@ def _fresnel_fraction(a):
     """(S, C) for a >= 1.8 by the continued fraction of erfc at a complex
     argument (Numerical Recipes' frenel), modified Lentz."""
     pix2 = np.pi * a * a
-    b = 1.0 - 1j * pix2
-    cc = np.full(a.shape, 1.0 / _TINY, dtype=complex)
-    d = 1.0 / b
-    h = d.copy()
-    done = np.zeros(a.shape, bool)
-    n = -1
-    for _ in range(2, 1000):
-        n += 2
-        an = -n * (n + 1.0)
-        b = b + 4.0
-        d = 1.0 / (an * d + b)
-        cc = b + an / cc
-        h, done = _lentz_update(h, cc * d, done)
-        if np.all(done):
-            break
+    h = _lentz_fraction(1.0 - 1j * pix2, (-k * (k + 1.0) for k in range(1, 1997, 2)), 4.0)
     h = h * (a - 1j * a)
     cs = (0.5 + 0.5j) * (1.0 - (np.cos(0.5 * pix2) + 1j * np.sin(0.5 * pix2)) * h)
     return cs.imag, cs.real
