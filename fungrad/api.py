@@ -334,8 +334,10 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         cts = [_check_cotangent(c, a, i) for i, (c, a) in enumerate(zip(ct_leaves, out_avals))]
         cts = [Zero(ad.tangent_aval(a)) if ad.tangent_aval(a).dtype == float0 else c
                for c, a in zip(cts, out_avals)]
-        cts_in = [_result(ad.instantiate_zeros(c)) for c in backward(cts)]
-        return tree_unflatten(p_tree, cts_in)
+        cts_in = [ad.instantiate_zeros(c) for c in backward(cts)]
+        # (a linear path passes a cotangent through as it is: no views of it)
+        cts_in = pe.unalias(cts_in, range(len(cts_in)), ct_leaves)
+        return tree_unflatten(p_tree, [_result(c) for c in cts_in])
     out = tree_unflatten(out_tree, outs)
     return (out, pullback, aux) if has_aux else (out, pullback)
 
@@ -376,8 +378,9 @@ def linear_transpose(fun: Callable, *primals):
             raise ValueError(f"linear_transpose: expected cotangent structure {store.val}, "
                              f"got {ct_tree}")
         ct_leaves = [_check_cotangent(c, a, i) for i, (c, a) in enumerate(zip(ct_leaves, out_avals))]
-        cts_in = ad.backward_pass(jaxpr, consts, ct_leaves)
-        return tree_unflatten(p_tree, [ad.instantiate_zeros(c) for c in cts_in])
+        cts_in = [ad.instantiate_zeros(c) for c in ad.backward_pass(jaxpr, consts, ct_leaves)]
+        cts_in = pe.unalias(cts_in, range(len(cts_in)), ct_leaves)     # no views of cts
+        return tree_unflatten(p_tree, cts_in)
     return transposed
 
 

@@ -103,6 +103,27 @@ def test_outputs_are_never_views_of_the_callers_writeable_array(name):
             np.testing.assert_array_equal(o, before)
 
 
+@pytest.mark.parametrize("name", ["identity", "reshape", "real", "pair"])
+def test_cotangents_out_of_a_pullback_are_never_views_of_the_callers_cotangent(name):
+    # a linear path (identity, reshape) hands the cotangent back as it is
+    f = {"identity": lambda x: x, "reshape": lambda x: x.reshape(3, 2),
+         "real": lambda x: fnp.real(x), "pair": lambda x: (x, x)}[name]
+    a = np.arange(6.0).reshape(2, 3)
+    out, pullback = fungrad.vjp(f, a)
+    pullbacks = {"vjp": pullback, "linear_transpose": fungrad.linear_transpose(f, a)}
+    for where, pull in pullbacks.items():
+        cts = fungrad.tree_util.tree_map(lambda o: np.ones(o.shape), out)
+        res = pull(cts)
+        for c in _leaves(cts):
+            for o in _leaves(res):
+                assert not np.shares_memory(o, c), (name, where)
+        before = [np.array(o) for o in _leaves(res)]
+        for c in _leaves(cts):
+            c[...] = -5.0     # the caller reuses its cotangent buffer
+        for o, b in zip(_leaves(res), before):
+            np.testing.assert_array_equal(o, b)
+
+
 def test_read_only_inputs_may_be_shared():
     # fungrad Arrays are immutable: passing them through costs no copy
     x = fnp.arange(4.0)
