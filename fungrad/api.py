@@ -188,6 +188,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
 
 def eval_shape(fun: Callable, *args, **kwargs):
     """Output shapes/dtypes of ``fun(*args)`` as ShapeDtypeStructs; no FLOPs spent."""
+    _check_callable(fun, "eval_shape")
     closed, out_tree = _stage(fun, args, kwargs)
     return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals])
 
@@ -212,6 +213,7 @@ def _check_tangent(p, t, path: str):
 
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """``(fun(*primals), J·tangents)``; with ``has_aux`` also the aux output."""
+    _check_callable(fun, "jvp")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples or lists of arguments, "
                         f"got {type(primals).__name__} and {type(tangents).__name__}")
@@ -272,6 +274,7 @@ def _flat_with_aux(fun, in_tree, has_aux: bool, who: str):
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` is the JVP at ``primals``,
     evaluated from a staged linear jaxpr (no re-linearization per call)."""
+    _check_callable(fun, "linearize")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     p_leaves = [_as_value(x, "linearize primal") for x in p_leaves]
     f_flat, store, split = _flat_with_aux(fun, p_tree, has_aux, "linearize")
@@ -317,6 +320,7 @@ def _check_cotangent(ct, aval: ShapedArray, i: int):
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), pullback)``; ``pullback(ct)`` returns a tuple with one
     cotangent per primal.  The pullback may be called many times."""
+    _check_callable(fun, "vjp")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     p_leaves = [_as_value(x, "vjp primal") for x in p_leaves]
     f_flat, store, split = _flat_with_aux(fun, p_tree, has_aux, "vjp")
@@ -361,6 +365,7 @@ def _vjp_flat(f_flat, primals):
 
 def linear_transpose(fun: Callable, *primals):
     """The transpose of the linear ``fun``; ``primals`` give the input types."""
+    _check_callable(fun, "linear_transpose")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     avals = [_abstractify(x) for x in p_leaves]
     store = _Store()

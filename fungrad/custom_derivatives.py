@@ -238,10 +238,17 @@ def _merge_args(nondiff_argnums, nondiff, dyn):
     return [nd[i] if i in nd else next(it) for i in range(len(nondiff) + len(dyn))]
 
 
+def _require_callable(fun, who: str):
+    """TypeError at definition time, naming the decorator (not at the first call)."""
+    if not callable(fun):
+        raise TypeError(f"{who}: expected a callable, got {type(fun).__name__} {fun!r:.60}")
+
+
 class custom_jvp:
     """A function whose JVP (and so gradient) is given by ``defjvp``/``defjvps``."""
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
+        _require_callable(fun, "custom_jvp")
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
@@ -254,6 +261,7 @@ class custom_jvp:
         With ``symbolic_zeros=True`` the tangent of an input that is not being
         differentiated arrives as a ``SymbolicZero`` instead of an array of zeros
         (under vmap, zeros are instantiated)."""
+        _require_callable(jvp, "custom_jvp.defjvp")
         self.jvp_rule = jvp
         self.symbolic_zeros = symbolic_zeros
         return jvp
@@ -533,12 +541,15 @@ class custom_vjp:
     """
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
+        _require_callable(fun, "custom_vjp")
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd = self.bwd = None
 
     def defvjp(self, fwd: Callable, bwd: Callable):
+        _require_callable(fwd, "custom_vjp.defvjp (fwd)")
+        _require_callable(bwd, "custom_vjp.defvjp (bwd)")
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args):

@@ -5,6 +5,7 @@ wrap-time errors for things that are not functions."""
 from __future__ import annotations
 
 import operator
+import re
 
 import numpy as np
 import pytest
@@ -188,3 +189,22 @@ def test_outputs_that_are_not_arrays_raise_naming_the_output(value):
         fungrad.jit(lambda x: (x, value))(1.0)
     with pytest.raises(TypeError, match="not a valid array"):
         fungrad.vmap(lambda x: value)(np.ones(2))
+
+
+@pytest.mark.parametrize("who, apply", [
+    ("grad", lambda f: fungrad.grad(f)), ("value_and_grad", lambda f: fungrad.value_and_grad(f)),
+    ("jvp", lambda f: fungrad.jvp(f, (1.0,), (1.0,))), ("vjp", lambda f: fungrad.vjp(f, 1.0)),
+    ("linearize", lambda f: fungrad.linearize(f, 1.0)),
+    ("linear_transpose", lambda f: fungrad.linear_transpose(f, 1.0)),
+    ("vmap", lambda f: fungrad.vmap(f)), ("jacfwd", lambda f: fungrad.jacfwd(f)),
+    ("jacrev", lambda f: fungrad.jacrev(f)), ("hessian", lambda f: fungrad.hessian(f)),
+    ("make_jaxpr", lambda f: fungrad.make_jaxpr(f)), ("eval_shape", lambda f: fungrad.eval_shape(f, 1.0)),
+    ("jit", lambda f: fungrad.jit(f)), ("checkpoint", lambda f: fungrad.checkpoint(f)),
+    ("custom_jvp", lambda f: fungrad.custom_jvp(f)), ("custom_vjp", lambda f: fungrad.custom_vjp(f)),
+    ("custom_jvp.defjvp", lambda f: fungrad.custom_jvp(np.sin).defjvp(f)),
+    ("custom_vjp.defvjp", lambda f: fungrad.custom_vjp(np.sin).defvjp(f, f)),
+])
+def test_a_transform_of_something_not_callable_names_the_transform(who, apply):
+    # (when the transformation is applied, not at the first call)
+    with pytest.raises(TypeError, match=rf"^{re.escape(who)}\b.*expected a callable.*got str"):
+        apply("f")
