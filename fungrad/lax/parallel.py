@@ -295,26 +295,30 @@ def _over_names(prim, x, axis_name):
     return tree_map(one, x)
 
 
-def psum(x, axis_name):
+def psum(x, axis_name, *, axis_index_groups=None):
     """Sum of ``x`` over the lanes of the named axis (pytrees allowed)."""
+    _no_groups(axis_index_groups, "psum")
     return _over_names(psum_p, x, axis_name)
 
 
-def pmean(x, axis_name):
+def pmean(x, axis_name, *, axis_index_groups=None):
     """Mean of ``x`` over the lanes of the named axis."""
+    _no_groups(axis_index_groups, "pmean")
     from fungrad.tree_util import tree_map
     from fungrad import lax
     n = axis_size(axis_name)
     return tree_map(lambda v: lax.div(v, np.asarray(n, get_aval(v).dtype)), psum(x, axis_name))
 
 
-def pmax(x, axis_name):
+def pmax(x, axis_name, *, axis_index_groups=None):
     """Maximum of ``x`` over the lanes of the named axis."""
+    _no_groups(axis_index_groups, "pmax")
     return _over_names(pmax_p, x, axis_name)
 
 
-def pmin(x, axis_name):
+def pmin(x, axis_name, *, axis_index_groups=None):
     """Minimum of ``x`` over the lanes of the named axis."""
+    _no_groups(axis_index_groups, "pmin")
     return _over_names(pmin_p, x, axis_name)
 
 
