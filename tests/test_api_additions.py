@@ -234,6 +234,10 @@ def test_frompyfunc_methods_and_errors():
     np.testing.assert_allclose(add.reduce(x, axis=(0, 1)), 15.0)
     np.testing.assert_allclose(add.reduce(x, axis=1, keepdims=True), [[3.0], [12.0]])
     np.testing.assert_allclose(add.reduce(np.zeros((0,))), 0.0)
+    for indices in ([0, 4, 1, 5], [0, 2]):      # (an empty slice takes x[begin])
+        v = np.arange(8.0)
+        np.testing.assert_allclose(add.reduceat(v, indices), np.add.reduceat(v, indices))
+    np.testing.assert_allclose(add.reduceat(x, [0, 2], axis=1), np.add.reduceat(x, [0, 2], axis=1))
     assert "ufunc" in repr(add)
     with pytest.raises(ValueError, match="no identity"):
         fnp.frompyfunc(lambda a, b: a * b + a, 2, 1).reduce(np.zeros((0,)))

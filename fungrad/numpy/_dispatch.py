@@ -24,6 +24,7 @@ import numpy as np
 import fungrad.numpy as fnp
 from fungrad import core
 from fungrad.core import Tracer
+from fungrad.numpy._ufunc_api import reduceat_by_slices
 
 # the NumPy namespaces whose functions dispatch, with their fungrad counterparts
 _NAMESPACES = (("numpy", np, fnp), ("numpy.linalg", np.linalg, fnp.linalg),
@@ -334,16 +335,8 @@ def _outer(ufunc, fn, a, b, **kwargs):
 def _reduceat(ufunc, fn, array, indices, axis=0, dtype=None):
     x = fnp.asarray(array)
     indices = np.asarray(core.concrete_or_error(indices, "the indices of ufunc.reduceat"))
-    n = x.shape[axis]
-    parts = []
-    for i, start in enumerate(indices):
-        stop = indices[i + 1] if i + 1 < len(indices) else n
-        if stop <= start:
-            parts.append(fnp.take(x, start, axis=axis))
-        else:
-            piece = fnp.take(x, np.arange(start, stop), axis=axis)
-            parts.append(_reduce(ufunc, fn, piece, axis=axis, dtype=dtype))
-    return fnp.stack(parts, axis=axis)
+    return reduceat_by_slices(x, indices, axis,
+                              lambda piece: _reduce(ufunc, fn, piece, axis=axis, dtype=dtype))
 
 
 _UFUNC_METHODS = {"reduce": _reduce, "accumulate": _accumulate, "outer": _outer,

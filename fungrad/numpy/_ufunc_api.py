@@ -26,6 +26,22 @@ from fungrad.numpy._vectorize import vectorize
 __all__ = ["ufunc", "frompyfunc"]
 
 
+
+def reduceat_by_slices(x, indices, axis, reduce_piece):
+    """``ufunc.reduceat``'s rule, for fungrad's ufuncs and NumPy's on tracers:
+    ``reduce_piece(x[indices[i]:indices[i+1]])`` along ``axis`` (to the end for
+    the last index), or ``x[indices[i]]`` where the slice is empty, stacked."""
+    fnp = _fnp()
+    n = x.shape[axis]
+    parts = []
+    for i, begin in enumerate(indices):
+        end = indices[i + 1] if i + 1 < len(indices) else n
+        if end <= begin:
+            parts.append(fnp.take(x, begin, axis=axis))
+        else:
+            parts.append(reduce_piece(fnp.take(x, np.arange(begin, end), axis=axis)))
+    return fnp.stack(parts, axis=axis)
+
 class ufunc:  # noqa: N801 (NumPy's and JAX's name)
     """A function of ``nin`` scalars returning ``nout`` scalars, with NumPy's ufunc
     methods (see the module docstring)."""
@@ -146,16 +162,8 @@ class ufunc:  # noqa: N801 (NumPy's and JAX's name)
         x = fnp.asarray(asarray_operand(a))
         axis = operator.index(axis) % max(x.ndim, 1)
         indices = [operator.index(i) for i in np.asarray(indices).ravel()]
-        n = x.shape[axis]
-        parts = []
-        for i, begin in enumerate(indices):
-            end = indices[i + 1] if i + 1 < len(indices) else n
-            if end <= begin:
-                parts.append(fnp.take(x, begin, axis=axis))
-            else:
-                parts.append(self.reduce(fnp.take(x, np.arange(begin, end), axis=axis),
-                                         axis=axis, dtype=dtype))
-        return fnp.stack(parts, axis=axis)
+        return reduceat_by_slices(x, indices, axis,
+                                  lambda piece: self.reduce(piece, axis=axis, dtype=dtype))
 
     def outer(self, A, B, /):
         """The function of every pair ``(A[i...], B[j...])`` (``numpy.ufunc.outer``)."""

@@ -198,11 +198,16 @@ def _shifts(h, l, m, its):
             h[m - 1, m - 1] * h[m, m] - h[m - 1, m] * h[m, m - 1])
 
 
+def _hessenberg_start(a):
+    """(h, z) with a = z h z^H, h upper Hessenberg (writeable copies): where
+    both Schur iterations start."""
+    packed, taus = _hessenberg_one(a)
+    return np.triu(packed, -1), _q_from_reflectors(packed, taus)
+
+
 def _real_schur_one(a):
     n = a.shape[0]
-    packed, taus = _hessenberg_one(a)
-    z = _q_from_reflectors(packed, taus)
-    h = np.triu(packed, -1)
+    h, z = _hessenberg_start(a)
     p, its, total = n - 1, 0, 0
     while p > 0:
         l = _active_start(h, p)
@@ -255,9 +260,7 @@ def _complex_qr_step(h, z, l, m, mu):
 
 def _complex_schur_one(a):
     n = a.shape[0]
-    packed, taus = _hessenberg_one(a)
-    z = _q_from_reflectors(packed, taus)
-    h = np.triu(packed, -1)
+    h, z = _hessenberg_start(a)
     p, its, total = n - 1, 0, 0
     while p > 0:
         l = _active_start(h, p)
