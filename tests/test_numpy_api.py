@@ -238,7 +238,7 @@ def test_geomspace_and_logspace_dtypes_match_numpy():
         np.testing.assert_allclose(got, want, rtol=1e-12)
         assert got[0] == want[0] and got[-1] == want[-1]   # exact endpoints
     assert fnp.logspace(0, 2, 3, dtype=np.int64).dtype == np.int64
-    assert fnp.logspace(np.float32(0), 2, 3).dtype == np.logspace(np.float32(0), 2, 3).dtype
+    assert np.logspace(np.float32(0), 2, 3).dtype == fnp.logspace(np.float32(0), 2, 3).dtype
 
 
 @pytest.mark.parametrize("dtypes", [
