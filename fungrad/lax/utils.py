@@ -135,7 +135,7 @@ def check_choice(value, allowed, who: str, what: str) -> str:
 # JAX's precision names (lax.Precision(...) accepts them) and its dot algorithm
 # presets (lax.DotAlgorithmPreset): NumPy computes at the operands' precision,
 # so all are accepted and mean the same; anything else is an error, as in JAX.
-# JAX's string spellings of a precision -> the lax.Precision member they mean
+# PRECISION_NAMES maps each string spelling to the lax.Precision member it means.
 PRECISION_NAMES = {"default": "DEFAULT", "bfloat16": "DEFAULT", "fastest": "DEFAULT",
                    "high": "HIGH", "tensorfloat32": "HIGH",
                    "highest": "HIGHEST", "float32": "HIGHEST"}

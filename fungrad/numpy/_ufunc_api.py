@@ -26,7 +26,6 @@ from fungrad.numpy._vectorize import vectorize
 __all__ = ["ufunc", "frompyfunc"]
 
 
-
 def reduceat_by_slices(x, indices, axis, reduce_piece):
     """``ufunc.reduceat``'s rule, for fungrad's ufuncs and NumPy's on tracers:
     ``reduce_piece(x[indices[i]:indices[i+1]])`` along ``axis`` (to the end for
