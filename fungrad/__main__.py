@@ -1,5 +1,10 @@
 """``python -m fungrad``: a one-minute tour of the transformations.
 
+``python -m fungrad run script.py [args]`` (or ``run -m module [args]``) runs a
+JAX program on fungrad through the import hook (fungrad.jax_compat);
+``python -m fungrad jax-path`` prints the directory whose presence on
+PYTHONPATH switches the hook on from the environment.
+
 Uses the seed function of the lecture notes,
     f(x) = sqrt(x² + exp(x²)) + cos(x² + exp(x²)).
 """
@@ -174,5 +179,36 @@ def main():
     export_demo()
 
 
+def run_jax_program(argv: list[str]) -> None:
+    """``run script.py args...`` or ``run -m module args...`` with the hook on."""
+    import runpy
+    import sys
+    from fungrad import jax_compat
+    if not argv or argv[0] in ("-h", "--help") or (argv[0] == "-m" and len(argv) < 2):
+        raise SystemExit("usage: python -m fungrad run script.py [args...]\n"
+                         "       python -m fungrad run -m module [args...]\n"
+                         "runs a JAX program with `import jax` answered by fungrad")
+    jax_compat.install()
+    if argv[0] == "-m":
+        sys.argv = [argv[1]] + argv[2:]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        if not os.path.isfile(argv[0]):
+            raise SystemExit(f"python -m fungrad run: no such script: {argv[0]!r}")
+        sys.argv = list(argv)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
+        runpy.run_path(argv[0], run_name="__main__")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    if sys.argv[1:2] == ["run"]:
+        run_jax_program(sys.argv[2:])
+    elif sys.argv[1:2] == ["jax-path"]:
+        from fungrad.jax_compat import shim_path
+        print(shim_path())
+    elif len(sys.argv) > 1:
+        raise SystemExit(f"python -m fungrad: unknown command {sys.argv[1]!r} (commands: "
+                         "none for the tour, `run script.py`, `run -m module`, `jax-path`)")
+    else:
+        main()

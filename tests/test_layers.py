@@ -103,4 +103,4 @@ def test_the_check_sees_lazy_relative_and_face_imports():
     found = list(_imports(source, "fungrad.lax.elementwise", is_package=False))
     assert found == [("numpy", 1), ("fungrad", 3), ("fungrad.lax", 4),
                      ("fungrad.numpy._methods", 5), ("fungrad.api", 6)]
-    assert [_layer_of(m) for m, _ in found[1:]] == [6, 2, 3, 4]
+    assert [_layer_of(m) for m, _ in found[1:]] == [7, 2, 3, 4]
