@@ -1,5 +1,8 @@
 """fungrad.scipy.optimize.minimize (BFGS, L-BFGS) and fungrad.scipy.sparse.linalg
 (cg, bicgstab, gmres) against SciPy / NumPy, under jit, vmap and grad."""
+import json
+import pathlib
+
 import numpy as np
 import pytest
 import scipy.optimize
@@ -36,10 +39,41 @@ def test_minimize_quadratic_is_exact(method):
     assert bool(res.success) and int(res.status) == 0
 
 
-@pytest.mark.parametrize("method", ["BFGS", LBFGS])
-def test_minimize_rosenbrock_matches_scipy(method):
+def _jax_bfgs_reference():
+    # recorded once from JAX 0.10.2 (float64) by tools/gen_bfgs_reference.py
+    path = pathlib.Path(__file__).parent / "data" / "bfgs_reference.json"
+    return json.loads(path.read_text())["problems"]
+
+
+BFGS_PROBLEMS = {
+    "scaled_quadratic": lambda x: fnp.sum(fnp.array([1.0, 10.0]) * (x - fnp.array([1.0, -2.0])) ** 2),
+    "rosenbrock": rosen, "rosenbrock_from_0_0": rosen, "rosenbrock_from_2_2": rosen,
+    "rosenbrock_5d_scipy_start": rosen, "rosenbrock_4d": rosen,
+    "quartic_3d": lambda x: fnp.sum((x - fnp.array([0.5, -1.0, 2.0])) ** 4 + fnp.sin(x) ** 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BFGS_PROBLEMS))
+def test_bfgs_takes_jaxs_steps(name):
+    """Same iterates and counts as JAX after every number of iterations: JAX's
+    line search (first step from the previous decrease, zoom's margins and
+    failure rules), initial inverse Hessian and stopping rules. JAX's search
+    also fails where SciPy's succeeds (Rosenbrock from (-1.2, 1): status 3)."""
+    problem = _jax_bfgs_reference()[name]
+    for run in problem["runs"]:
+        options = {} if run["maxiter"] is None else {"maxiter": run["maxiter"]}
+        res = fopt.minimize(BFGS_PROBLEMS[name], np.array(problem["x0"]), method="BFGS",
+                            options=options)
+        counts = [int(res.nfev), int(res.njev), int(res.nit), int(res.status)]
+        assert counts == [run["nfev"], run["njev"], run["nit"], run["status"]], run["maxiter"]
+        assert bool(res.success) == run["success"]
+        np.testing.assert_allclose(res.x, run["x"], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(res.fun, run["fun"], rtol=1e-9, atol=1e-15)
+
+
+def test_lbfgs_rosenbrock_matches_scipy():
     x0 = np.array([1.3, 0.7, 0.8, 1.9, 1.2])    # scipy's example
-    res = fopt.minimize(rosen, x0, method=method)
+    res = fopt.minimize(rosen, x0, method=LBFGS)
     ref = scipy.optimize.minimize(lambda x: float(rosen(x)), x0, method="BFGS",
                                   jac=lambda x: np.asarray(grad(rosen)(x)))
     assert bool(res.success)
@@ -49,7 +83,7 @@ def test_minimize_rosenbrock_matches_scipy(method):
 
 
 def test_minimize_result_fields():
-    res = fopt.minimize(rosen, np.array([-1.2, 1.0]), method="BFGS")
+    res = fopt.minimize(rosen, np.array([2.0, 2.0]), method="BFGS")
     assert isinstance(res, fopt.OptimizeResults)
     assert res._fields == ("x", "success", "status", "fun", "jac", "hess_inv", "nfev",
                            "njev", "nit")
@@ -61,7 +95,7 @@ def test_minimize_result_fields():
                                rtol=0.05, atol=0.02)
     assert res.hess_inv.shape == (2, 2)
     assert 0 < int(res.nit) < 100 and int(res.nfev) >= int(res.nit) and int(res.njev) > 0
-    short = fopt.minimize(rosen, np.array([-1.2, 1.0]), method="BFGS", options={"maxiter": 3})
+    short = fopt.minimize(rosen, np.array([2.0, 2.0]), method="BFGS", options={"maxiter": 3})
     assert int(short.nit) == 3 and int(short.status) == 1 and not bool(short.success)
 
 
@@ -77,13 +111,16 @@ def test_minimize_args_tol_and_options():
 
 @pytest.mark.parametrize("method", ["BFGS", LBFGS])
 def test_minimize_under_jit_and_vmap(method):
-    x0s = np.array([[-1.2, 1.0], [0.0, 0.0], [2.0, 2.0]])
+    # starts each method converges from: JAX's line search fails from (-1.2, 1) and
+    # (0, 0) with BFGS, and from more starts with its (experimental) L-BFGS
+    x0s = np.array([[0.5, 0.5], [1.5, 1.5], [2.0, 2.0]] if method == "BFGS"
+                   else [[1.5, 1.5], [0.8, 1.2], [1.5, 1.5]])
     run = lambda x: fopt.minimize(rosen, x, method=method)
     eager = [run(x) for x in x0s]
     batched = vmap(run)(x0s)
     jitted = jit(vmap(run))(x0s)
     for res in (batched, jitted):
-        np.testing.assert_allclose(res.x, np.ones((3, 2)), atol=1e-4)
+        np.testing.assert_allclose(res.x, np.ones((3, 2)), atol=2e-4)
         np.testing.assert_allclose(res.x, [e.x for e in eager], rtol=1e-8)
         np.testing.assert_array_equal(res.nit, [e.nit for e in eager])
     np.testing.assert_allclose(jit(run)(x0s[0]).x, eager[0].x, rtol=1e-10)

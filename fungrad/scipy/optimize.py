@@ -2,8 +2,12 @@
 
 ``minimize(fun, x0, args, method="BFGS")`` runs quasi-Newton BFGS with a
 strong-Wolfe line search (Nocedal & Wright, algorithms 3.5 and 3.6: bracket
-by doubling the step from 1, then zoom by cubic / quadratic interpolation with
-bisection as the fallback).  Gradients come from ``value_and_grad(fun)``.
+by doubling the first step, then zoom by cubic / quadratic interpolation with
+bisection as the fallback), taking JAX's steps: its first step (from the
+previous decrease), zoom constants and failure rules, identity initial
+inverse Hessian and stopping rules, so iterates and ``nfev``/``njev``/``nit``
+are JAX's (and JAX's line search fails where SciPy's does not, e.g. on
+Rosenbrock from (-1.2, 1)).  Gradients come from ``value_and_grad(fun)``.
 Every loop is a ``lax.while_loop``, so ``minimize`` runs under ``jit`` and
 ``vmap`` (e.g. over several starting points).
 
@@ -49,6 +53,7 @@ class _LineSearchResults(NamedTuple):
     nit: object
     nfev: object
     ngev: object
+    k: object
     a_k: object
     f_k: object
     g_k: object
@@ -91,68 +96,87 @@ def _quadmin(a, fa, fpa, b, fb):
     return a - step, ok1 & ok2
 
 
+# JAX's zoom constants: a cubic (quadratic) trial is accepted only 20% (10%) of
+# the bracket inside it; a bracket narrower than the threshold, or 30 trials, fail
+_CUBIC_MARGIN, _QUAD_MARGIN, _ZOOM_MAXITER = 0.2, 0.1, 30
+
+
+def _bracket_threshold(dtype):
+    return 1e-10 if np.finfo(dtype).bits >= 64 else 1e-5
+
+
 def _trial_step(lo, hi, rec, j):
     """Zoom's next trial: cubic (from iteration 1), else quadratic, else bisection,
-    each accepted only well inside the bracket."""
+    each accepted only well inside the bracket.  The margins scale with the
+    signed width ``a_hi - a_lo``, as in JAX (a reversed bracket accepts no
+    interpolant and its zoom fails after this trial)."""
     a_lo, f_lo, d_lo = lo
     a_hi, f_hi = hi[:2]
-    a_rec, f_rec = rec
     dalpha = a_hi - a_lo
     left, right = fnp.minimum(a_lo, a_hi), fnp.maximum(a_lo, a_hi)
 
-    def inside(a_ok, frac):
+    def inside(a_ok, margin):
         a, ok = a_ok
-        margin = frac * fnp.abs(dalpha)
-        return ok & fnp.isfinite(a) & (a > left + margin) & (a < right - margin)
-    cubic = _cubicmin(a_lo, f_lo, d_lo, a_hi, f_hi, a_rec, f_rec)
+        return ok & (a > left + margin * dalpha) & (a < right - margin * dalpha)
+    cubic = _cubicmin(a_lo, f_lo, d_lo, a_hi, f_hi, *rec)
     quad = _quadmin(a_lo, f_lo, d_lo, a_hi, f_hi)
-    a_cubic, a_quad = cubic[0], quad[0]
-    use_cubic = (j > 0) & inside(cubic, 0.2)
-    use_quad = ~use_cubic & inside(quad, 0.1)
-    return fnp.where(use_cubic, a_cubic, fnp.where(use_quad, a_quad, a_lo + 0.5 * dalpha))
+    use_cubic = (j > 0) & inside(cubic, _CUBIC_MARGIN)
+    use_quad = ~use_cubic & inside(quad, _QUAD_MARGIN)
+    return fnp.where(use_cubic, cubic[0], fnp.where(use_quad, quad[0], (a_lo + a_hi) / 2.0))
 
 
-def _zoom(phi, phi0, dphi0, lo, hi, skip, c1, c2, maxiter):
-    """Algorithm 3.6: shrink the bracket ``[lo, hi]`` (each ``(a, phi, dphi)``)
-    until a step satisfies the strong Wolfe conditions.  Returns
-    ``(failed, iterations, a, phi, grad)``; runs zero iterations if ``skip``."""
-    g_dummy = phi(lo[0])[2] * 0.0
+def _pick(mask, new, old):
+    return tuple(fnp.where(mask, n, o) for n, o in zip(new, old))
 
-    def cond(c):
-        done, failed = c[0], c[1]
-        return ~done & ~failed
+
+def _zoom(phi, wolfe, lo, hi, g0, skip):
+    """Algorithm 3.6 (Nocedal & Wright) as JAX runs it: shrink the bracket
+    ``[lo, hi]`` (each ``(a, phi, dphi)``) until a trial satisfies the strong
+    Wolfe conditions ``wolfe = (sufficient_decrease, curvature)``.  Returns
+    ``(failed, evaluations, (a, phi, grad))``; runs no iteration if ``skip``.
+    A failed zoom returns JAX's initial star (step 1 with lo's value)."""
+    sufficient_decrease, curvature = wolfe
+    threshold = _bracket_threshold(np.result_type(lo[0]))
 
     def body(c):
         done, failed, j, lo, hi, rec, star = c
+        failed = failed | (hi[0] - lo[0] <= threshold)
         a_j = _trial_step(lo, hi, rec, j)
         f_j, d_j, g_j = phi(a_j)
-        new = (a_j, f_j, d_j)
-        hi_to_j = (f_j > phi0 + c1 * a_j * dphi0) | (f_j >= lo[1])
-        found = ~hi_to_j & (fnp.abs(d_j) <= -c2 * dphi0)
+        hi_to_j = sufficient_decrease(a_j, f_j) | (f_j >= lo[1])
+        found = ~hi_to_j & curvature(d_j)
         lo_to_j = ~hi_to_j & ~found
-        flip = lo_to_j & (d_j * (hi[0] - lo[0]) >= 0)
-        pick = lambda m, u, v: tuple(fnp.where(m, s, t) for s, t in zip(u, v))
-        rec = pick(hi_to_j | flip, hi[:2], pick(lo_to_j, lo[:2], rec))
-        hi = pick(hi_to_j, new, pick(flip, lo, hi))
-        lo = pick(lo_to_j, new, lo)
-        star = pick(found, (a_j, f_j, g_j), star)
-        tiny = fnp.abs(hi[0] - lo[0]) <= 1e-12 * fnp.maximum(1.0, fnp.abs(lo[0]))
-        failed = ~found & ((j + 1 >= maxiter) | tiny)
-        return found, failed, j + 1, lo, hi, rec, star
-    star0 = (_f(0.0), phi0, g_dummy)
-    init = (fnp.asarray(skip), fnp.asarray(False), np.int64(0), lo, hi, lo[:2], star0)
-    done, failed, j, lo, hi, rec, star = lax.while_loop(cond, body, init)
+        hi_to_lo = lo_to_j & (d_j * (hi[0] - lo[0]) >= 0)
+        rec = _pick(hi_to_j | hi_to_lo, hi[:2], _pick(lo_to_j, lo[:2], rec))
+        hi = _pick(hi_to_j, (a_j, f_j, d_j), _pick(hi_to_lo, lo, hi))
+        lo = _pick(lo_to_j, (a_j, f_j, d_j), lo)
+        star = _pick(found, (a_j, f_j, g_j), star)
+        return done | found, failed | (j + 1 >= _ZOOM_MAXITER), j + 1, lo, hi, rec, star
+    rec0 = ((lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0)
+    init = (fnp.asarray(False), fnp.asarray(False), np.int64(0), lo, hi, rec0,
+            (_f(1.0), lo[1], g0))
+    _, failed, j, _, _, _, star = lax.while_loop(lambda c: ~c[0] & ~c[1] & ~skip, body, init)
     return failed, j, star
 
 
-def line_search(f: Callable, xk, pk, old_fval=None, gfk=None, c1=1e-4, c2=0.9,
-                maxiter=20):
-    """Strong-Wolfe line search along ``pk`` from ``xk`` (``jax.scipy.optimize.line_search``
-    semantics, minus ``old_old_fval``): steps 1, 2, 4, ... until a step satisfies
-    the conditions or brackets one, which ``_zoom`` then finds.
+def _first_step(phi0, dphi0, old_old_fval):
+    """The first trial step: 1, or JAX's (and SciPy's) guess from the previous
+    decrease, ``min(1, 1.01 * 2 (f_k - f_{k-1}) / slope)``."""
+    if old_old_fval is None:
+        return _f(1.0)
+    guess = 1.01 * 2 * (phi0 - old_old_fval) / dphi0
+    return fnp.where(guess > 1, 1.0, guess)
 
-    Returns ``_LineSearchResults(failed, nit, nfev, ngev, a_k, f_k, g_k, status)``;
-    status 0 ok, 1 zoom failed, 2 saddle point (zero slope), 3 maxiter reached.
+
+def line_search(f: Callable, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4,
+                c2=0.9, maxiter=20):
+    """Strong-Wolfe line search along ``pk`` from ``xk``, as
+    ``jax.scipy.optimize.line_search`` (its arguments, constants and results):
+    the first step from ``old_old_fval`` (else 1), then doubling until a step
+    satisfies the conditions or brackets one, which ``_zoom`` then finds.
+
+    Returns ``_LineSearchResults(failed, nit, nfev, ngev, k, a_k, f_k, g_k, status)``;
+    status 0 ok, 1 zoom failed, 3 maxiter reached.
     """
     from fungrad.api import value_and_grad
     vg = value_and_grad(f)
@@ -160,39 +184,36 @@ def line_search(f: Callable, xk, pk, old_fval=None, gfk=None, c1=1e-4, c2=0.9,
     def phi(a):
         val, g = vg(xk + a * pk)
         return val, fnp.dot(g, pk), g
-    if old_fval is None or gfk is None:
+    evaluated_start = old_fval is None or gfk is None
+    if evaluated_start:
         old_fval, gfk = vg(xk)
     phi0, dphi0 = _f(old_fval), fnp.dot(gfk, pk)
-    zoom_max = 30
-
-    def cond(c):
-        return ~c[0] & (c[1] <= maxiter)
+    start = _first_step(phi0, dphi0, old_old_fval)
+    wolfe = (lambda a, f_a: f_a > phi0 + c1 * a * dphi0,
+             lambda d_a: fnp.abs(d_a) <= -c2 * dphi0)
 
     def body(c):
-        done, i, a_prev, f_prev, d_prev, nfev, star, failed, saddle = c
-        a_i = fnp.where(i == 1, 1.0, 2.0 * a_prev)
+        done, failed, i, prev, nfev, star = c
+        a_i = fnp.where(i == 1, start, 2.0 * prev[0])
         f_i, d_i, g_i = phi(a_i)
-        star1 = (f_i > phi0 + c1 * a_i * dphi0) | ((f_i >= f_prev) & (i > 1))
-        star2 = ~star1 & (fnp.abs(d_i) <= -c2 * dphi0)
-        star3 = ~star1 & ~star2 & (d_i >= 0)
-        zoom = star1 | star3
-        cur, prev = (a_i, f_i, d_i), (a_prev, f_prev, d_prev)
-        lo = tuple(fnp.where(star1, p, q) for p, q in zip(prev, cur))
-        hi = tuple(fnp.where(star1, q, p) for p, q in zip(prev, cur))
-        z_failed, z_iters, z_star = _zoom(phi, phi0, dphi0, lo, hi, ~zoom, c1, c2, zoom_max)
-        star = tuple(fnp.where(zoom, z, fnp.where(star2, s, o))
-                     for z, s, o in zip(z_star, (a_i, f_i, g_i), star))
-        done = zoom | star2
-        return (done, i + 1, a_i, f_i, d_i, nfev + 1 + z_iters, star,
-                failed | (zoom & z_failed), saddle)
-    star0 = (_f(0.0), phi0, gfk)
-    saddle = ~(dphi0 < 0)           # not a descent direction: nothing to search
-    init = (saddle, np.int64(1), _f(0.0), phi0, dphi0, np.int64(0), star0,
-            fnp.asarray(False), saddle)
-    done, i, _, _, _, nfev, (a_k, f_k, g_k), failed, saddle = lax.while_loop(cond, body, init)
-    status = fnp.where(saddle, 2, fnp.where(failed, 1, fnp.where(~done, 3, 0)))
-    failed = failed | saddle | ~done
-    return _LineSearchResults(failed, i - 1, nfev, nfev, a_k, f_k, g_k, status)
+        cur = (a_i, f_i, d_i)
+        zoom_up = wolfe[0](a_i, f_i) | ((f_i >= prev[1]) & (i > 1))
+        accept = ~zoom_up & wolfe[1](d_i)
+        zoom_down = ~zoom_up & ~accept & (d_i >= 0)
+        lo, hi = _pick(zoom_up, prev, cur), _pick(zoom_up, cur, prev)
+        z_failed, z_nfev, z_star = _zoom(phi, wolfe, lo, hi, gfk, ~(zoom_up | zoom_down))
+        zoomed = zoom_up | zoom_down
+        star = _pick(zoomed, z_star, _pick(accept, (a_i, f_i, g_i), star))
+        return (done | zoomed | accept, failed | (zoomed & z_failed), i + 1, cur,
+                nfev + 1 + z_nfev, star)
+    init = (fnp.asarray(False), fnp.asarray(False), np.int64(1), (_f(0.0), phi0, dphi0),
+            np.int64(1 if evaluated_start else 0), (_f(0.0), phi0, gfk))
+    done, failed, i, _, nfev, (a_k, f_k, g_k) = lax.while_loop(
+        lambda c: ~c[0] & ~c[1] & (c[2] <= maxiter), body, init)
+    status = fnp.where(failed, 1, fnp.where(i > maxiter, 3, 0))
+    if np.finfo(np.result_type(a_k)).bits != 64:      # JAX's floor on tiny float32 steps
+        a_k = fnp.where(fnp.abs(a_k) < 1e-8, fnp.sign(a_k) * 1e-8, a_k)
+    return _LineSearchResults(failed | ~done, i - 1, nfev, nfev, i, a_k, f_k, g_k, status)
 
 
 # --------------------------------------------------------------------------- BFGS
@@ -203,16 +224,19 @@ def _norm(g, ord):
 
 def _bfgs_update(H, s, y):
     """Inverse-Hessian update ``(I - ρ s yᵀ) H (I - ρ y sᵀ) + ρ s sᵀ``, ρ = 1/(yᵀs);
-    skipped (H kept) when ``yᵀs`` is not positive and finite."""
+    H is kept where ρ is not finite (JAX's rule: a negative ``yᵀs`` updates)."""
     sy = fnp.dot(y, s)
-    ok = fnp.isfinite(sy) & (sy > 0)
-    rho = fnp.where(ok, 1.0 / fnp.where(ok, sy, 1.0), 0.0)
+    rho = 1.0 / fnp.where(sy == 0, 1.0, sy)     # never a division warning; masked below
+    finite = (sy != 0) & fnp.isfinite(rho)
+    rho = fnp.where(finite, rho, 0.0)
     W = fnp.eye(s.shape[0], dtype=H.dtype) - rho * fnp.outer(s, y)
-    return fnp.where(ok, W @ H @ W.T + rho * fnp.outer(s, s), H)
+    return fnp.where(finite, W @ H @ W.T + rho * fnp.outer(s, s), H)
 
 
 def _minimize_bfgs(fun, x0, *, maxiter=None, norm=np.inf, gtol=1e-5, line_search_maxiter=10):
-    """BFGS from ``x0``; returns the final ``OptimizeResults``."""
+    """BFGS from ``x0`` (Nocedal & Wright, algorithm 6.1) with JAX's steps:
+    identity initial inverse Hessian, the previous value guiding the line
+    search's first step, and JAX's stopping rules; returns ``OptimizeResults``."""
     from fungrad.api import value_and_grad
     maxiter = 200 * x0.shape[0] if maxiter is None else int(maxiter)
     f0, g0 = value_and_grad(fun)(x0)
@@ -223,20 +247,19 @@ def _minimize_bfgs(fun, x0, *, maxiter=None, norm=np.inf, gtol=1e-5, line_search
         return ~converged & ~failed & (k < maxiter)
 
     def body(c):
-        converged, failed, k, nfev, ngev, x, f, g, H, ls_status = c
+        converged, failed, k, nfev, ngev, x, f, g, H, f_prev, ls_status = c
         p = -(H @ g)
-        ls = line_search(fun, x, p, old_fval=f, gfk=g, maxiter=line_search_maxiter)
-        s = fnp.where(ls.failed, 0.0, ls.a_k * p)
-        x_new = x + s
-        f_new = fnp.where(ls.failed, f, ls.f_k)
-        g_new = fnp.where(ls.failed, g, ls.g_k)
-        H = fnp.where(ls.failed, H, _bfgs_update(H, s, g_new - g))
-        converged = _norm(g_new, norm) < gtol
-        return (converged, ls.failed, k + 1, nfev + ls.nfev, ngev + ls.ngev, x_new, f_new,
-                g_new, H, ls.status)
+        ls = line_search(fun, x, p, old_fval=f, old_old_fval=f_prev, gfk=g,
+                         maxiter=line_search_maxiter)
+        s = ls.a_k * p
+        H = _bfgs_update(H, s, ls.g_k - g)
+        converged = _norm(ls.g_k, norm) < gtol
+        return (converged, ls.failed, k + 1, nfev + ls.nfev, ngev + ls.ngev, x + s, ls.f_k,
+                ls.g_k, H, f, ls.status)
     init = (_norm(g0, norm) < gtol, fnp.asarray(False), np.int64(0), np.int64(1),
-            np.int64(1), x0, f0, g0, fnp.eye(x0.shape[0], dtype=x0.dtype), np.int64(0))
-    converged, failed, k, nfev, ngev, x, f, g, H, ls_status = lax.while_loop(cond, body, init)
+            np.int64(1), x0, f0, g0, fnp.eye(x0.shape[0], dtype=x0.dtype),
+            f0 + _norm(g0, 2) / 2, np.int64(0))
+    converged, failed, k, nfev, ngev, x, f, g, H, _, ls_status = lax.while_loop(cond, body, init)
     status = fnp.where(converged, 0, fnp.where(k == maxiter, 1,
                                                fnp.where(failed, 2 + ls_status, -1)))
     return OptimizeResults(x=x, success=converged & ~failed, status=status, fun=f, jac=g,
