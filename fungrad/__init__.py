@@ -6,7 +6,7 @@ from fungrad.api import (make_jaxpr, eval_shape, ShapeDtypeStruct, jvp, vjp, lin
 from fungrad.jitting import jit
 from fungrad.export import export
 from fungrad.custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert
-from fungrad import ad_checkpoint
+from fungrad import ad_checkpoint, custom_batching
 from fungrad.ad_checkpoint import checkpoint, remat, checkpoint_policies
 from fungrad.core import float0, Array, UnexpectedTracerError, ConcretizationTypeError, typeof
 from fungrad import numpy

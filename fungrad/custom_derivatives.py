@@ -244,8 +244,19 @@ def _require_callable(fun, who: str):
         raise TypeError(f"{who}: expected a callable, got {type(fun).__name__} {fun!r:.60}")
 
 
+def _forward_attr(self, name):
+    """Attributes the decorator lacks are the wrapped function's (as JAX): a
+    ``custom_vjp`` around a ``custom_vmap`` still takes ``f.def_vmap(rule)``."""
+    fun = self.__dict__.get("fun")
+    if fun is None or name.startswith("__"):
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    return getattr(fun, name)
+
+
 class custom_jvp:
     """A function whose JVP (and so gradient) is given by ``defjvp``/``defjvps``."""
+
+    __getattr__ = _forward_attr
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
         _require_callable(fun, "custom_jvp")
@@ -539,6 +550,8 @@ class custom_vjp:
     forward mode (``jvp``, ``jacfwd``, ``hessian``) also works: it
     differentiates the function itself.
     """
+
+    __getattr__ = _forward_attr
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
         _require_callable(fun, "custom_vjp")

@@ -23,7 +23,7 @@ from fungrad.interpreters import array_ops
 from fungrad.interpreters.partial_eval import trace_closed
 from fungrad.interpreters.rule_tables import RuleTable
 
-__all__ = ["not_mapped", "BatchTrace", "BatchTracer", "vmap_flat", "batch_jaxpr", "bdims_to_front", "moveaxis",
+__all__ = ["not_mapped", "BatchTrace", "BatchTracer", "vmap_flat", "vmap_keeping_dims", "batch_jaxpr", "bdims_to_front", "moveaxis",
            "bdim_at_front", "vectorized_batcher", "broadcasting_batcher",
            "reducer_batcher", "shift_axes", "extend_axis_env", "manual_axis_size",
            "primitive_batchers"]
@@ -154,10 +154,7 @@ def vmap_flat(f: Callable, args: Sequence, in_dims: Sequence, axis_size: int,
     ``None`` there means the output must not depend on the mapped axis
     (ValueError if it does).
     """
-    trace = BatchTrace(core.current_trace(), axis_size, axis_name)
-    with new_trace_context(trace):
-        ins = [x if d is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
-        outs = [trace.lift(o) for o in f(*ins)]
+    outs = list(zip(*vmap_keeping_dims(f, args, in_dims, axis_size, axis_name)))
     results = []
     for i, ((val, dim), out_dim) in enumerate(zip(outs, out_dims)):
         if out_dim is None:
@@ -172,6 +169,18 @@ def vmap_flat(f: Callable, args: Sequence, in_dims: Sequence, axis_size: int,
             val = bdim_at_front(val, dim, axis_size)
             results.append(moveaxis(val, 0, out_dim % get_aval(val).ndim))
     return results
+
+
+def vmap_keeping_dims(f: Callable, args: Sequence, in_dims: Sequence, axis_size: int,
+                      axis_name=None) -> tuple[list, list]:
+    """Map flat ``f`` over ``args`` along ``in_dims``; returns ``(outs, out_dims)``
+    with each output's batch axis where its computation put it (None: the
+    output does not depend on the mapped inputs)."""
+    trace = BatchTrace(core.current_trace(), axis_size, axis_name)
+    with new_trace_context(trace):
+        ins = [x if d is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
+        outs = [trace.lift(o) for o in f(*ins)]
+    return [val for val, _ in outs], [dim for _, dim in outs]
 
 
 def batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_dims) -> ClosedJaxpr:

@@ -55,3 +55,25 @@ CASES += [
     Case("custom_vjp_sin", clipped_sin, np.sin, [Arg("any", ("float64", "complex128"))],
          prims=("custom_vjp_call", "custom_lin")),
 ]
+
+
+from fungrad.custom_batching import custom_vmap
+
+
+@custom_vmap
+def vmapped_tanh_scale(x, y):
+    return fnp.tanh(x) * y
+
+
+@vmapped_tanh_scale.def_vmap
+def _vmapped_tanh_scale_rule(axis_size, in_batched, xs, ys):
+    # the same function on the stacked lanes (x a vector, y a scalar per lane)
+    ys = fnp.expand_dims(ys, 1) if in_batched[1] else ys
+    return fnp.tanh(xs) * ys, any(in_batched)
+
+
+CASES += [
+    # forward mode only: custom_vmap has no reverse-mode derivative (as in JAX)
+    Case("custom_vmap_tanh", vmapped_tanh_scale, lambda x, y: np.tanh(x) * y,
+         [Arg("vec"), Arg(())], prims=("custom_vmap_call",), modes=("fwd",), np_fun=False),
+]
