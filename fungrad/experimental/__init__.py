@@ -2,15 +2,16 @@
 
 * ``checkify`` -> ``fungrad.checkify`` (``from fungrad.experimental import checkify``);
 * ``ode`` -> ``fungrad.ode`` (``from fungrad.experimental.ode import odeint``);
+* ``jet``: Taylor-mode series propagation (``from fungrad.experimental.jet import jet``);
 * ``enable_x64`` / ``disable_x64``: JAX's older context managers for
   ``jax_enable_x64`` (also ``fungrad.enable_x64``);
 * ``shard_map``: being built with ``fungrad.distributed``; until it lands,
   ``fungrad.experimental.shard_map`` raises an AttributeError that says so.
 """
 from fungrad import _config
-from fungrad.experimental import checkify, ode
+from fungrad.experimental import checkify, jet, ode
 
-__all__ = ["checkify", "ode", "enable_x64", "disable_x64"]
+__all__ = ["checkify", "jet", "ode", "enable_x64", "disable_x64"]
 
 
 def enable_x64(new_val: bool = True):
