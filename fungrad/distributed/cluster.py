@@ -16,6 +16,7 @@ import threading
 from typing import Sequence
 
 from fungrad.core import CpuDevice, Device, cpu_device
+from fungrad.distributed.security import resolve_security, warn_if_exposed
 
 __all__ = ["WorkerDevice", "Cluster", "RemoteRef", "initialize", "shutdown", "is_initialized",
            "client", "devices", "local_devices", "device_count", "local_device_count",
@@ -96,7 +97,7 @@ def _dask():
 
 
 def initialize(address=None, *, n_workers: int | None = None, threads_per_worker: int = 1,
-               timeout: float = 30.0, **cluster_kwargs) -> Cluster:
+               timeout: float = 30.0, security=None, **cluster_kwargs) -> Cluster:
     """Start a ``LocalCluster`` of ``n_workers`` worker processes on this machine
     (``address=None``; 127.0.0.1 only, no dashboard), or connect to the Dask
     scheduler at ``address`` (e.g. ``"tcp://scheduler:8786"``, as started by
@@ -105,6 +106,13 @@ def initialize(address=None, *, n_workers: int | None = None, threads_per_worker
     Each worker becomes a device (``fungrad.devices()``).  A scheduler that
     cannot be reached within ``timeout`` seconds raises ``ConnectionError``.
     Extra keyword arguments go to ``LocalCluster``.
+
+    ``security``: Dask's ``distributed.Security`` for TLS with certificates
+    (its files are checked here: a missing file or a certificate that does
+    not load raises ``ValueError`` naming it), or ``True`` for a LocalCluster
+    with a temporary self-signed certificate.  Plain TCP to a scheduler on
+    another machine logs a warning: whoever reaches it can run code on the
+    workers (docs/distributed.md, "TLS").
     """
     global _atexit_registered
     dd = _dask()
@@ -113,17 +121,21 @@ def initialize(address=None, *, n_workers: int | None = None, threads_per_worker
             raise RuntimeError("fungrad.distributed is already initialised; call "
                                "fungrad.distributed.shutdown() before initialising again")
         local = None
+        sec = resolve_security(dd, security, local=address is None)
         if address is None:
             n = int(n_workers or os.cpu_count() or 1)
             kwargs = dict(n_workers=n, threads_per_worker=threads_per_worker, processes=True,
-                          protocol="tcp://", host="127.0.0.1", dashboard_address=None,
-                          silence_logs=logging.ERROR)
+                          protocol="tls://" if sec else "tcp://", host="127.0.0.1",
+                          dashboard_address=None, silence_logs=logging.ERROR)
+            if sec is not None:
+                kwargs["security"] = sec
             kwargs.update(cluster_kwargs)
             local = dd.LocalCluster(**kwargs)
-            client = dd.Client(local, timeout=timeout)
+            client = dd.Client(local, timeout=timeout, **({"security": sec} if sec else {}))
             client.wait_for_workers(n, timeout=timeout)
         else:
-            client = _connect(dd, address, timeout)
+            warn_if_exposed(address, sec)
+            client = _connect(dd, address, timeout, sec)
         _state.client, _state.cluster = client, local
         _state.devices = {}
         _state.generation += 1
@@ -134,16 +146,24 @@ def initialize(address=None, *, n_workers: int | None = None, threads_per_worker
     return Cluster(client, local)
 
 
-def _connect(dd, address, timeout):
+def _connect(dd, address, timeout, security=None):
     try:
-        return dd.Client(address, timeout=timeout)
+        return dd.Client(address, timeout=timeout, **({"security": security} if security else {}))
     except (OSError, TimeoutError) as err:
+        if security is not None:
+            raise ConnectionError(
+                f"fungrad.distributed.initialize: no TLS connection to the Dask scheduler at "
+                f"{address!r} within {timeout} s ({type(err).__name__}: {err}). Check that the "
+                f"address starts with tls://, that the scheduler's certificate is signed by "
+                f"the CA in tls_ca_file = {security.tls_ca_file!r}, and that the scheduler "
+                "accepts this client's certificate.") from None
         raise ConnectionError(
             f"fungrad.distributed.initialize: could not reach the Dask scheduler at "
             f"{address!r} within {timeout} s ({type(err).__name__}: {err}). Check that a "
             "scheduler runs there (dask scheduler / dask-jobqueue / dask-kubernetes) and "
-            "that this machine can reach it, or call initialize() without an address for "
-            "a LocalCluster on this machine.") from None
+            "that this machine can reach it (with TLS: that its certificate is signed by "
+            "the CA in security.tls_ca_file and the address starts with tls://), or call "
+            "initialize() without an address for a LocalCluster on this machine.") from None
 
 
 def shutdown() -> None:
