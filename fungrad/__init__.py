@@ -13,7 +13,8 @@ from fungrad import numpy
 from fungrad import random, optim, nn, scipy, implicit, ode, tree, flatten_util, extend
 from fungrad import sharding, distributed
 from fungrad.core import Device
-from fungrad.sharding import device_put, device_get, make_mesh, block_until_ready, P
+from fungrad.sharding import (device_put, device_get, make_mesh, block_until_ready, P,
+                              make_array_from_callback)
 from fungrad.shard_map import shard_map
 from fungrad.distributed.cluster import (devices, local_devices, device_count,
                                          local_device_count, default_backend, process_index,

@@ -185,6 +185,9 @@ class Sharding:
         # one controller drives every device (the Dask client), so all are addressable
         return self.device_set
 
+    #: every device is driven by this process (the single controller)
+    is_fully_addressable = True
+
 
 class SingleDeviceSharding(Sharding):
     """The whole array on one device."""
@@ -381,6 +384,13 @@ class ShardedArray:
     def addressable_shards(self) -> list:
         return [Shard(self, i) for i in range(len(self._refs))]
 
+    #: the single controller addresses every block
+    is_fully_addressable = True
+
+    def addressable_data(self, index: int) -> Array:
+        """The block of ``addressable_shards[index]``, in this process."""
+        return self.addressable_shards[index].data
+
     def devices(self) -> set:
         return self.sharding.device_set
 
@@ -476,6 +486,32 @@ ShardedArray.__hash__ = None
 core.register_global_array_type(ShardedArray)
 Array.sharding = property(lambda self: SingleDeviceSharding(cpu_device),
                           doc="Where the array lives: this process's CPU device.")
+
+
+class _WholeShard:
+    """The one shard of an array in this process: all of it, on the CPU device."""
+
+    def __init__(self, array):
+        self.device, self.data = cpu_device, array
+        self.index = tuple(slice(None) for _ in np.shape(array))
+        self.replica_id = 0
+
+    def __repr__(self):
+        return f"Shard(device={self.device!r}, index={self.index})"
+
+
+def _addressable_data(self, index: int):
+    if index != 0:
+        raise IndexError(f"addressable_data({index}): an array in this process has one shard "
+                         "(index 0)")
+    return self
+
+
+Array.addressable_shards = property(lambda self: [_WholeShard(self)],
+                                    doc="One shard: the whole array, on the CPU device.")
+Array.addressable_data = _addressable_data
+Array.is_fully_addressable = True
+Array.is_fully_replicated = True
 # jax.typeof(x).sharding: an abstract value's sharding is its array's
 core.ShapedArray.sharding = property(lambda self: SingleDeviceSharding(cpu_device),
                                      doc="The sharding of arrays of this type: one CPU device.")
@@ -527,6 +563,37 @@ def place(value: np.ndarray, sharding: Sharding) -> ShardedArray:
     else:
         refs = blocks
     return ShardedArray(aval, sharding, refs)
+
+
+def make_array_from_callback(shape, sharding: Sharding, data_callback, dtype=None):
+    """A global array of ``shape`` placed by ``sharding``, each block made by
+    ``data_callback(index)`` (a tuple of slices into the global array), as
+    ``jax.make_array_from_callback``; each distinct block is asked for once."""
+    shape = tuple(int(d) for d in shape)
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"make_array_from_callback: sharding must be a Sharding "
+                        f"(NamedSharding, SingleDeviceSharding), got {type(sharding).__name__}")
+    indices = sharding.devices_indices_map(shape)
+    if isinstance(sharding, NamedSharding):
+        check_spec(sharding.spec, sharding.mesh, "make_array_from_callback", len(shape))
+    blocks, full = {}, None
+    for index in indices.values():
+        key = tuple(s.indices(d)[:2] for s, d in zip(index, shape))
+        if key in blocks:
+            continue
+        block = np.asarray(data_callback(index))
+        want = tuple(len(range(*s.indices(d))) for s, d in zip(index, shape))
+        if block.shape != want:
+            raise ValueError(f"make_array_from_callback: data_callback({index}) returned shape "
+                             f"{block.shape}; the block of global shape {shape} at that index "
+                             f"is {want}")
+        if full is None:
+            full = np.empty(shape, dtype if dtype is not None else block.dtype)
+        full[index] = block
+        blocks[key] = True
+    if full is None:
+        full = np.empty(shape, dtype if dtype is not None else np.float64)
+    return device_put(full, sharding)
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

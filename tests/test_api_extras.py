@@ -108,8 +108,42 @@ def test_experimental_aliases():
         assert fnp.zeros(1).dtype == np.float32
         with fungrad.experimental.enable_x64():
             assert fnp.zeros(1).dtype == np.float64
-    with pytest.raises(AttributeError, match="fungrad.distributed"):
-        fungrad.experimental.shard_map
+    from fungrad.experimental.shard_map import shard_map     # JAX's older spelling
+    from fungrad.sharding import Mesh, P
+    mesh = Mesh(np.array(fungrad.devices(), dtype=object), ("i",))
+    np.testing.assert_allclose(shard_map(lambda v: v * 2, mesh, P("i"), P("i"))(np.arange(3.0)),
+                               [0.0, 2.0, 4.0])
+    with pytest.raises(NotImplementedError, match="auto"):
+        shard_map(lambda v: v, mesh, P("i"), P("i"), auto=frozenset({"i"}))
+
+
+def test_one_process_device_and_sharding_api():
+    from fungrad.sharding import Mesh, NamedSharding, P, SingleDeviceSharding
+    assert fungrad.devices("cpu") == fungrad.devices() and fungrad.device_count("cpu") == 1
+    with pytest.raises(RuntimeError, match="Unknown backend gpu.*cpu"):
+        fungrad.devices("gpu")
+    x = fnp.arange(6.0).reshape(2, 3)
+    (shard,) = x.addressable_shards
+    assert shard.device is fungrad.devices()[0] and shard.index == (slice(None), slice(None))
+    assert x.addressable_data(0) is x and x.is_fully_addressable and x.is_fully_replicated
+    with pytest.raises(IndexError, match="one shard"):
+        x.addressable_data(1)
+    mesh = Mesh(np.array(fungrad.devices(), dtype=object), ("data",))
+    sharding = NamedSharding(mesh, P("data"))
+    assert sharding.is_fully_addressable and SingleDeviceSharding(fungrad.devices()[0]).is_fully_addressable
+    asked = []
+    full = np.arange(12.0).reshape(4, 3)
+
+    def block(index):
+        asked.append(index)
+        return full[index]
+    y = fungrad.make_array_from_callback((4, 3), sharding, block)
+    np.testing.assert_array_equal(np.asarray(y), full)
+    assert len(asked) == 1
+    with pytest.raises(ValueError, match=r"returned shape \(2,\).*is \(4, 3\)"):
+        fungrad.make_array_from_callback((4, 3), sharding, lambda idx: np.zeros(2))
+    with pytest.raises(TypeError, match="must be a Sharding"):
+        fungrad.make_array_from_callback((4, 3), "data", block)
 
 
 # ----------------------------------------------------------------------------

@@ -114,6 +114,18 @@ def test_device_put_places_each_block_on_its_worker(cluster):
     np.testing.assert_array_equal(np.asarray(single), x)
 
 
+def test_make_array_from_callback_places_blocks_on_the_workers(cluster):
+    mesh = worker_mesh()
+    x = RNG.standard_normal((6, 2))
+    asked = []
+    a = fungrad.make_array_from_callback(x.shape, NamedSharding(mesh, P("data")),
+                                         lambda idx: asked.append(idx) or x[idx])
+    assert isinstance(a, ShardedArray) and a.is_fully_addressable and len(asked) == 2
+    np.testing.assert_array_equal(a.addressable_data(1), x[3:])
+    np.testing.assert_array_equal(fungrad.device_get(a), x)
+    assert fungrad.devices("cpu") == fungrad.devices()
+
+
 # ----------------------------------------------------------------------------
 # shard_map on the cluster == the same body in this process
 # ----------------------------------------------------------------------------

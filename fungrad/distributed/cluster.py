@@ -198,9 +198,23 @@ def generation() -> int:
     return _state.generation
 
 
-def devices() -> list:
+_BACKENDS = ("cpu",)
+
+
+def _check_backend(backend) -> None:
+    """JAX's error for a platform this process does not have (only ``cpu``:
+    NumPy runs on the CPU, Dask workers included)."""
+    name = getattr(backend, "platform", backend)
+    if name is not None and str(name).lower() not in _BACKENDS:
+        raise RuntimeError(f"Unknown backend {name}. Available backends are {list(_BACKENDS)} "
+                           "(fungrad computes with NumPy on the CPU)")
+
+
+def devices(backend=None) -> list:
     """The devices: the cluster's workers (in address order, numbered once), or
-    this process's CPU when fungrad.distributed is not initialised."""
+    this process's CPU when fungrad.distributed is not initialised.  ``backend``
+    may be ``"cpu"``; other platforms raise ``RuntimeError`` as in JAX."""
+    _check_backend(backend)
     c = _state.client
     if c is None:
         return [cpu_device]
@@ -227,17 +241,17 @@ def _worker_addresses(client) -> list:
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
     """The devices this process drives: all of them (one controller, the Dask
     client, addresses every worker), or its CPU without a cluster."""
-    return devices()
+    return devices(backend)
 
 
 def device_count(backend: str | None = None) -> int:
     """The number of devices: Dask workers, or 1 (this process's CPU)."""
-    return len(devices())
+    return len(devices(backend))
 
 
 def local_device_count(backend: str | None = None) -> int:
     """The number of devices this process drives (``device_count()``: one controller)."""
-    return len(local_devices())
+    return len(local_devices(backend=backend))
 
 
 def default_backend() -> str:

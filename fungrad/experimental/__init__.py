@@ -5,13 +5,13 @@
 * ``jet``: Taylor-mode series propagation (``from fungrad.experimental.jet import jet``);
 * ``enable_x64`` / ``disable_x64``: JAX's older context managers for
   ``jax_enable_x64`` (also ``fungrad.enable_x64``);
-* ``shard_map``: being built with ``fungrad.distributed``; until it lands,
-  ``fungrad.experimental.shard_map`` raises an AttributeError that says so.
+* ``shard_map``: the older spelling of ``fungrad.shard_map``
+  (``from fungrad.experimental.shard_map import shard_map``).
 """
 from fungrad import _config
-from fungrad.experimental import checkify, jet, ode
+from fungrad.experimental import checkify, jet, ode, shard_map
 
-__all__ = ["checkify", "jet", "ode", "enable_x64", "disable_x64"]
+__all__ = ["checkify", "jet", "ode", "shard_map", "enable_x64", "disable_x64"]
 
 
 def enable_x64(new_val: bool = True):
@@ -22,11 +22,3 @@ def enable_x64(new_val: bool = True):
 def disable_x64():
     """``with disable_x64(): ...``: JAX's 32-bit defaults while the block runs."""
     return _config.enable_x64(False)
-
-
-def __getattr__(name):
-    if name == "shard_map":
-        raise AttributeError("fungrad.experimental.shard_map is not available yet: it is "
-                             "being built with fungrad.distributed (a named vmap gives "
-                             "the same per-shard semantics on one machine meanwhile)")
-    raise AttributeError(f"module 'fungrad.experimental' has no attribute {name!r}")
