@@ -478,6 +478,8 @@ class Jitted:
                 except _ArgumentOverflow as err:
                     self._raise_overflow(args, kwargs, (), args, err)
         entry, leaves = self._entry(args, kwargs)
+        if core._global_array_types and any(type(x) in core._global_array_types for x in leaves):
+            _log_gather_once(self, leaves)
         if eager and entry.cacheable:
             try:
                 return entry.run(leaves)
@@ -697,10 +699,61 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), *
     why a call missed the cache (like JAX's explain_cache_misses).
     """
     unknown = set(kwargs) - {"donate_argnums", "donate_argnames", "inline", "keep_unused",
-                             "device", "backend"}
+                             "device", "backend", "in_shardings", "out_shardings"}
     if unknown:
         raise TypeError(f"jit got unexpected keyword arguments {sorted(unknown)}")
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
                              **kwargs)
+    in_shardings, out_shardings = kwargs.get("in_shardings"), kwargs.get("out_shardings")
+    if in_shardings is not None or out_shardings is not None:
+        return JittedWithShardings(fun, static_argnums, static_argnames, in_shardings,
+                                   out_shardings)
     return Jitted(fun, static_argnums, static_argnames)
+
+
+# ----------------------------------------------------------------------------
+# in_shardings / out_shardings
+# ----------------------------------------------------------------------------
+# The checks and placements need fungrad.sharding, a library above this module;
+# it installs them here when imported (as fungrad.numpy installs the array
+# methods on core's classes).
+
+#: an object with ``check_inputs(name, in_shardings, args)`` and
+#: ``place_outputs(name, out_shardings, outputs)``, set by fungrad.sharding
+sharding_support = None
+
+
+class JittedWithShardings(Jitted):
+    """``jit(f, in_shardings=..., out_shardings=...)``: the arguments are checked
+    against ``in_shardings`` (tree prefix, mesh axes dividing the dimensions),
+    the program runs as any jitted one (in this process: sharded arguments
+    are gathered, logged once), and the outputs are placed by ``out_shardings``
+    (blocks on the mesh's devices; on one device, the array itself)."""
+
+    def __init__(self, fun, static_argnums, static_argnames, in_shardings, out_shardings):
+        super().__init__(fun, static_argnums, static_argnames)
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings
+
+    def __call__(self, *args, **kwargs):
+        if self.in_shardings is not None:
+            dyn_args = self._split(args, kwargs)[0]
+            sharding_support.check_inputs(self.name, self.in_shardings, dyn_args)
+        out = super().__call__(*args, **kwargs)
+        if self.out_shardings is not None and core._tls.trace is core.EVAL_TRACE:
+            out = sharding_support.place_outputs(self.name, self.out_shardings, out)
+        return out
+
+
+def _log_gather_once(jitted, leaves):
+    """Sharded arguments run gathered in this process: say so once per function."""
+    if getattr(jitted, "_gather_logged", False):
+        return
+    spread = [x for x in leaves if type(x) in core._global_array_types
+              and len(x.devices()) > 1]
+    if spread:
+        jitted._gather_logged = True
+        log.warning("jit(%s): %d argument(s) sharded over several devices are gathered into "
+                    "this process and computed here (correct, not parallel: fungrad does not "
+                    "partition jit automatically; shard_map runs a program on the workers)",
+                    jitted.name, len(spread))

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fungrad import core
+from fungrad import jitting as _jitting
 from fungrad.core import Array, Device, ShapedArray, Tracer, cpu_device, wrap_array
 from fungrad.distributed import cluster
 from fungrad.tree_util import (keystr, tree_flatten_with_path, tree_leaves, tree_map,
@@ -565,6 +566,40 @@ def place(value: np.ndarray, sharding: Sharding) -> ShardedArray:
     return ShardedArray(aval, sharding, refs)
 
 
+class _JitShardingSupport:
+    """What ``jit(f, in_shardings=..., out_shardings=...)`` needs from this module
+    (installed into fungrad.jitting below)."""
+
+    @staticmethod
+    def _pairs(name, what, shardings, tree):
+        """(sharding, leaf, path) for every leaf, ``shardings`` a tree prefix of
+        ``tree`` (a single sharding applies to every leaf)."""
+        leaves = tree_flatten_with_path(tree)[0]
+        if shardings is None or isinstance(shardings, Sharding):
+            return [(shardings, leaf, keystr(p)) for p, leaf in leaves]
+        per_leaf = []
+        try:
+            tree_map(lambda s, sub: per_leaf.extend([s] * len(tree_leaves(sub))),
+                     shardings, tree, is_leaf=lambda s: s is None or isinstance(s, Sharding))
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"jit({name}): {what} must be a Sharding or a pytree prefix of the "
+                             f"{'positional arguments' if what == 'in_shardings' else 'outputs'}"
+                             f" with a Sharding (or None) per leaf: {err}") from None
+        return [(s, leaf, keystr(p)) for s, (p, leaf) in zip(per_leaf, leaves)]
+
+    def check_inputs(self, name, in_shardings, args):
+        for sharding, leaf, path in self._pairs(name, "in_shardings", in_shardings, tuple(args)):
+            if isinstance(sharding, NamedSharding):
+                block_shape(np.shape(leaf), sharding.spec, sharding.mesh,
+                            f"jit({name}): argument {path or '0'} (shape {np.shape(leaf)}, "
+                            f"mesh {dict(sharding.mesh.shape)})")
+
+    def place_outputs(self, name, out_shardings, out):
+        pairs = self._pairs(name, "out_shardings", out_shardings, out)
+        placed = [leaf if s is None else device_put(leaf, s) for s, leaf, _ in pairs]
+        return tree_unflatten(tree_flatten_with_path(out)[1], placed)
+
+
 def make_array_from_callback(shape, sharding: Sharding, data_callback, dtype=None):
     """A global array of ``shape`` placed by ``sharding``, each block made by
     ``data_callback(index)`` (a tuple of slices into the global array), as
@@ -642,3 +677,6 @@ def describe_shards(x) -> str:
         where = ", ".join(f"{s.start}:{s.stop}" if s != slice(None) else ":" for s in idx)
         lines.append(f"  {dev!r}: [{where}]")
     return "\n".join(lines)
+
+
+_jitting.sharding_support = _JitShardingSupport()

@@ -114,6 +114,25 @@ def test_device_put_places_each_block_on_its_worker(cluster):
     np.testing.assert_array_equal(np.asarray(single), x)
 
 
+def test_jit_with_shardings_is_correct_and_places_its_outputs(cluster, caplog):
+    import logging
+    mesh = worker_mesh()
+    batch = NamedSharding(mesh, P("data"))
+    x, w = RNG.standard_normal((8, 3)), RNG.standard_normal(3)
+    step = fungrad.jit(lambda w, x: (fnp.tanh(x @ w), fnp.sum(x ** 2)),
+                       in_shardings=(None, batch), out_shardings=(batch, None))
+    xb = fungrad.device_put(x, batch)
+    with caplog.at_level(logging.WARNING, logger="fungrad.jit"):
+        out, total = step(w, xb)
+        step(w, xb)
+    assert caplog.text.count("gathered into this process") == 1     # said once
+    assert isinstance(out, ShardedArray) and out.sharding == batch
+    np.testing.assert_allclose(fungrad.device_get(out), np.tanh(x @ w), rtol=1e-14)
+    np.testing.assert_allclose(total, np.sum(x ** 2), rtol=1e-14)
+    with pytest.raises(ValueError, match=r"argument \[1\] \(shape \(7, 3\), mesh "):
+        step(w, x[:7])
+
+
 def test_make_array_from_callback_places_blocks_on_the_workers(cluster):
     mesh = worker_mesh()
     x = RNG.standard_normal((6, 2))
