@@ -333,6 +333,8 @@ scan_p.batch = _scan_batch
 
 
 def _scan_emit(block, eqn, args, out_names):
+    """A Python ``for`` loop: the carries are locals, each per-step output is
+    written into an array allocated before the loop (no list to stack after)."""
     p = eqn.params
     body, nk, length = p["body"], p["num_carry"], p["length"]
     consts, carry, xs = split_list(args, [p["num_consts"], nk])
@@ -340,21 +342,16 @@ def _scan_emit(block, eqn, args, out_names):
     i = block.names.new(core.Var(ShapedArray((), np.int64)))
     for c, n in zip(carry_names, carry):
         block.line(f"{c} = {n}")
-    lists = [f"{y}_list" for y in ys_names]
-    for l in lists:
-        block.line(f"{l} = []")
+    for y, a in zip(ys_names, body.out_avals[nk:]):
+        block.line(f"{y} = np.empty({(int(length),) + tuple(a.shape)!r}, np.{a.dtype.name})")
     rng = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
     block.line(f"for {i} in {rng}:")
     outs = block.body(body, list(consts) + carry_names + [f"{x}[{i}]" for x in xs])
     # ys first: a y may be the incoming carry; then all carries at once (they may swap)
-    for l, o in zip(lists, outs[nk:]):
-        block.line(f"{l}.append({o})", "    ")
+    for y, o in zip(ys_names, outs[nk:]):
+        block.line(f"{y}[{i}] = {o}", "    ")
     if nk:
         block.line(f"{', '.join(carry_names)}, = {', '.join(outs[:nk])},", "    ")
-    for y, l, a in zip(ys_names, lists, body.out_avals[nk:]):
-        rev = "[::-1]" if p["reverse"] else ""
-        block.line(f"{y} = np.stack({l}{rev}) if {l} else "
-                   f"np.zeros((0,) + {a.shape!r}, np.{a.dtype.name})")
 
 
 scan_p.emit_block = _scan_emit
