@@ -16,10 +16,17 @@ it with stride ``window_strides``::
 ``select_index`` gives, for every output position, the row-major position
 ``k`` inside the window of the *first* maximum (or minimum) of the window,
 as XLA's select-and-scatter picks it (``ge`` / ``le`` keeps the earlier one).
+``gather_taps`` reads an operand-shaped array at those positions (the
+tangent of a max-pool) and ``scatter_add_taps``, its transpose, adds an
+output-shaped array into them (the max-pool gradient: XLA's
+select_and_scatter_add).  Both loop over the window's taps (a handful), each
+step one vectorised pass over a strided slice: no index arithmetic over the
+whole tensor and no ``np.add.at``.
 """
 import numpy as np
 
-__all__ = ["reduce_window", "select_index", "window_output_shape", "identity"]
+__all__ = ["reduce_window", "select_index", "gather_taps", "scatter_add_taps",
+           "window_output_shape", "identity"]
 
 _UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
@@ -106,3 +113,73 @@ def select_index(operand, *, kind, window_dimensions, window_strides, padding,
     flat = win.reshape(out_shape + (-1,))
     pick = np.argmax if kind == "max" else np.argmin
     return pick(flat, axis=-1).astype(np.int64)
+
+
+def _tap_slices(out_shape, window_dimensions, window_strides, window_dilation):
+    """(row-major tap number, slice of the padded operand holding that tap of
+    every window) for each tap of the window."""
+    for flat, tap in enumerate(np.ndindex(*window_dimensions)):
+        yield flat, tuple(slice(k * wd, k * wd + (m - 1) * s + 1, s)
+                          for k, wd, m, s in zip(tap, window_dilation, out_shape,
+                                                 window_strides))
+
+
+def _windows_disjoint(out_shape, window_dimensions, window_strides, window_dilation):
+    """True when no padded element belongs to two (window, tap) pairs."""
+    return all(k == 1 or m == 1 or s >= _dilated(k, wd) for k, s, wd, m in
+               zip(window_dimensions, window_strides, window_dilation, out_shape))
+
+
+def gather_taps(tangent, index, *, window_dimensions, window_strides, padding,
+                base_dilation, window_dilation):
+    """``out[y] = padded_tangent[y * stride + tap(index[y]) * window_dilation]``:
+    ``tangent`` (operand-shaped, padded with 0) read at window position ``index``
+    (row-major, from ``select_index``) of every window; output-shaped."""
+    t = np.asarray(tangent)
+    index = np.asarray(index)
+    out = np.zeros(index.shape, t.dtype)
+    if out.size == 0:
+        return out
+    tp = _dilate_and_pad(t, padding, base_dilation, t.dtype.type(0))
+    for flat, taps in _tap_slices(index.shape, window_dimensions, window_strides,
+                                  window_dilation):
+        np.copyto(out, tp[taps], where=index == flat)
+    return out
+
+
+def _unpad(padded, operand_shape, padding, base_dilation):
+    """The operand-shaped part of a padded, dilated array (zeros where cropped)."""
+    if all(p == (0, 0) for p in padding) and all(d == 1 for d in base_dilation):
+        return padded
+    out = np.zeros(operand_shape, padded.dtype)
+    src, dst = [], []
+    for n, (lo, _), d, size in zip(operand_shape, padding, base_dilation, padded.shape):
+        first = max(0, -(lo // d) if lo < 0 else 0)           # first i with i*d + lo >= 0
+        stop = min(n, (size - 1 - lo) // d + 1) if size > lo else 0
+        stop = max(stop, first)
+        dst.append(slice(first, stop))
+        src.append(slice(first * d + lo, first * d + lo + (stop - first - 1) * d + 1, d)
+                   if stop > first else slice(0, 0))
+    out[tuple(dst)] = padded[tuple(src)]
+    return out
+
+
+def scatter_add_taps(cotangent, index, *, operand_shape, window_dimensions, window_strides,
+                     padding, base_dilation, window_dilation):
+    """The transpose of ``gather_taps``: each ``cotangent[y]`` added at window
+    position ``index[y]`` of window ``y``; operand-shaped (``operand_shape``)."""
+    ct = np.asarray(cotangent)
+    index = np.asarray(index)
+    padded_shape = tuple(max(_dilated(n, d) + lo + hi, 0) for n, (lo, hi), d in
+                         zip(operand_shape, padding, base_dilation))
+    gp = np.zeros(padded_shape, ct.dtype)
+    if ct.size:
+        disjoint = _windows_disjoint(index.shape, window_dimensions, window_strides,
+                                     window_dilation)
+        for flat, taps in _tap_slices(index.shape, window_dimensions, window_strides,
+                                      window_dilation):
+            if disjoint:       # every padded element is written by at most one tap
+                np.multiply(ct, index == flat, out=gp[taps])
+            else:
+                gp[taps] += np.where(index == flat, ct, ct.dtype.type(0))
+    return _unpad(gp, tuple(operand_shape), padding, base_dilation)
