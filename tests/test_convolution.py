@@ -56,6 +56,34 @@ def test_values_against_loop_reference(cfg):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+@settings(max_examples=40, deadline=None)
+@given(configs(), st.randoms(use_true_random=False), st.booleans())
+def test_layouts_and_memory_orders_against_loop_reference(cfg, rnd, strided_memory):
+    # the kernel works channels-last whatever the operands' layout: random
+    # dimension_numbers, operands stored in another axis order or strided
+    lhs, rhs, kw = cfg
+    nd = lhs.ndim
+    perms = [tuple(rnd.sample(range(nd), nd)) for _ in range(3)]
+    want = _ref(lhs, rhs, kw)
+
+    def stored(x, perm):                   # axis j holds x's (canonical) axis perm[j]
+        y = np.transpose(x, perm)
+        if strided_memory:                 # same values, non-contiguous memory
+            y = np.repeat(y, 2, axis=-1)[..., ::2] if y.shape[-1] else y
+        else:                              # another memory order of the same axes
+            y = np.asfortranarray(y)
+        return y
+    lhs_spec = tuple(int(a) for a in np.argsort(perms[0]))
+    rhs_spec = tuple(int(a) for a in np.argsort(perms[1]))
+    out_spec = tuple(int(a) for a in np.argsort(perms[2]))
+    dn = ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec)
+    f = lambda x, w: conv_general_dilated(x, w, dimension_numbers=dn, **kw)
+    x, w = stored(lhs, perms[0]), stored(rhs, perms[1])
+    for got in (f(x, w), fungrad.jit(f)(x, w)):
+        np.testing.assert_allclose(np.transpose(got, out_spec), want,
+                                   rtol=1e-12, atol=1e-12)
+
+
 @settings(max_examples=60, deadline=None)
 @given(configs(min_spatial=1), st.integers(0, 2**31 - 1))
 def test_transpose_identity_both_arguments(cfg, seed):
