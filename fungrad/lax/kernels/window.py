@@ -61,7 +61,10 @@ def identity(kind, dtype):
 
 
 def _dilate_and_pad(x, padding, base_dilation, fill):
-    """``x`` with holes and padding (negative amounts crop), filled with ``fill``."""
+    """``x`` with holes and padding (negative amounts crop), filled with ``fill``
+    (``x`` itself when there are neither)."""
+    if all(p == (0, 0) for p in padding) and all(d == 1 for d in base_dilation):
+        return x
     grown = tuple(_dilated(n, d) + max(lo, 0) + max(hi, 0)
                   for n, (lo, hi), d in zip(x.shape, padding, base_dilation))
     out = np.full(grown, fill, dtype=x.dtype)
