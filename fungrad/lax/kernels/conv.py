@@ -96,6 +96,23 @@ def _patches(xl, groups, batch_groups, k, y, window_strides, rhs_dilation):
     return win.reshape(groups, -1, math.prod(k) * i)
 
 
+def _depthwise(xl, w, k, y, window_strides, rhs_dilation, dtype):
+    """A convolution with one input feature per group (depthwise): per window
+    tap, one broadcast multiply-add over the channels-last input; a GEMM per
+    group would multiply by a vector and copy the patches group-major."""
+    n, groups = xl.shape[0], xl.shape[-1]
+    o = w.shape[0]
+    wk = w.reshape((groups, o // groups) + k)                   # (G, M, K)
+    out = np.zeros((n,) + y + (groups, o // groups), dtype)
+    term = np.empty_like(out)
+    for tap in np.ndindex(*k):
+        rows = tuple(slice(t * r, t * r + (m - 1) * s + 1, s)
+                     for t, r, m, s in zip(tap, rhs_dilation, y, window_strides))
+        np.multiply(xl[(slice(None),) + rows][..., None], wk[(Ellipsis,) + tap], out=term)
+        out += term
+    return out.reshape((n,) + y + (o,))
+
+
 def _conv_canonical(x, w, window_strides, padding, lhs_dilation, rhs_dilation,
                     feature_group_count, batch_group_count):
     n, c = x.shape[:2]
@@ -109,6 +126,9 @@ def _conv_canonical(x, w, window_strides, padding, lhs_dilation, rhs_dilation,
     if 0 in y or n_out == 0 or o == 0 or i * math.prod(k) == 0:
         return np.zeros((n_out, o) + y, dtype)
     xl = _channels_last(x, padding, lhs_dilation, math.prod(k))
+    if feature_group_count > 1 and i == 1:
+        res = _depthwise(xl, w, k, y, window_strides, rhs_dilation, dtype)
+        return np.moveaxis(res, -1, 1)
     a = _patches(xl, feature_group_count, batch_group_count, k, y, window_strides,
                  rhs_dilation)                                   # (G, N' * Y, K * I)
     # kernel (O, I, K) -> (G, K * I, O / G), columns in the patches' order
