@@ -110,6 +110,33 @@ def test_tap_gather_and_scatter_against_loops(config, seed):
     np.testing.assert_allclose(ct, want_s, rtol=1e-12, atol=1e-12)
 
 
+@settings(max_examples=40, deadline=None)
+@given(configs(max_rank=2), st.sampled_from(["max", "min"]), st.booleans(),
+       st.integers(0, 2**31 - 1))
+def test_select_index_tap_by_tap_is_first_extremum(config, kind, with_nan, seed):
+    # the tap-by-tap search against argmax/argmin over the (windows, taps) copy:
+    # ties (small ints) and NaN (taken first, as argmax does) included
+    from fungrad.lax.kernels import window as kernel
+    shape, window, strides, _, pads, base, wdil = config
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-2, 3, size=shape).astype(float)
+    if with_nan and x.size:
+        x.flat[rng.integers(0, x.size)] = np.nan
+    params = dict(kind=kind, window_dimensions=tuple(window), window_strides=tuple(strides),
+                  padding=tuple(map(tuple, pads)), base_dilation=tuple(base),
+                  window_dilation=tuple(wdil))
+    got = kernel.select_index(x, **params)
+    win, out_shape = kernel._windows(x, kind, window_dimensions=tuple(window),
+                                     window_strides=tuple(strides),
+                                     padding=tuple(map(tuple, pads)),
+                                     base_dilation=tuple(base), window_dilation=tuple(wdil))
+    if win is None:
+        assert got.shape == out_shape and not got.any()
+        return
+    pick = np.argmax if kind == "max" else np.argmin
+    np.testing.assert_array_equal(got, pick(win.reshape(out_shape + (-1,)), axis=-1))
+
+
 def test_tap_primitives_reject_bad_index():
     params = dict(window_dimensions=(2,), window_strides=(2,), padding=((0, 0),),
                   base_dilation=(1,), window_dilation=(1,))

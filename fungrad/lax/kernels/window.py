@@ -113,9 +113,27 @@ def select_index(operand, *, kind, window_dimensions, window_strides, padding,
                               base_dilation, window_dilation)
     if win is None:
         return np.zeros(out_shape, np.int64)
+    taps = [win[(Ellipsis,) + tap] for tap in np.ndindex(*window_dimensions)]
+    if len(taps) <= _FEW_TAPS:
+        best = taps[0].copy()
+        for t in taps[1:]:
+            _UFUNCS[kind](best, t, out=best)
+        if best.dtype.kind not in "fc" or not np.isnan(best).any():
+            # the last write wins: from the last tap back to the first
+            index = np.full(out_shape, len(taps) - 1, np.int64)
+            for number in range(len(taps) - 2, -1, -1):
+                np.copyto(index, number, where=taps[number] == best)
+            return index
+    # many taps, or NaN (argmax/argmin take the first NaN, as XLA's comparison)
     flat = win.reshape(out_shape + (-1,))
     pick = np.argmax if kind == "max" else np.argmin
     return pick(flat, axis=-1).astype(np.int64)
+
+
+# up to this many taps a window's first extremum is found tap by tap (compare
+# with the extremum, last hit wins): faster than argmax over a copied
+# (windows, taps) array, whose per-window loop is short
+_FEW_TAPS = 16
 
 
 def _tap_slices(out_shape, window_dimensions, window_strides, window_dilation):
