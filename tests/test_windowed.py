@@ -137,6 +137,23 @@ def test_select_index_tap_by_tap_is_first_extremum(config, kind, with_nan, seed)
     np.testing.assert_array_equal(got, pick(win.reshape(out_shape + (-1,)), axis=-1))
 
 
+def test_max_pool_gradient_of_infinite_cotangent_stays_at_the_maximum():
+    # an inf/nan cotangent lands on each window's maximum only (0 elsewhere, as
+    # XLA's select_and_scatter_add), for disjoint and overlapping windows
+    x = np.array([[1.0, 3.0, 2.0, 0.0], [0.0, 1.0, 5.0, 4.0]])
+    for window, strides in (((1, 2), (1, 2)), ((1, 2), (1, 1))):
+        pool = lambda x: reduce_window(x, -np.inf, lax.max, window, strides, "VALID")
+        y, pullback = fungrad.vjp(pool, x)
+        ct = np.full(y.shape, np.inf)
+        ct[0, 0] = np.nan
+        (g,) = pullback(ct)
+        want = ref_window_scatter_add(ct, ref_select_index("max", x, window, strides,
+                                                           [(0, 0), (0, 0)]),
+                                      x.shape, window, strides, [(0, 0), (0, 0)], (1, 1),
+                                      (1, 1))
+        np.testing.assert_array_equal(g, want)
+
+
 def test_tap_primitives_reject_bad_index():
     params = dict(window_dimensions=(2,), window_strides=(2,), padding=((0, 0),),
                   base_dilation=(1,), window_dilation=(1,))
