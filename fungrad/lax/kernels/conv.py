@@ -55,24 +55,54 @@ def conv_output_spatial(in_spatial, k_spatial, window_strides, padding,
     return tuple(out)
 
 
-def _channels_last(x, padding, lhs_dilation, taps):
-    """``x`` (N, C, *S) as ``(N, *S_padded, C)``: dilated (zeros between
-    elements), zero-padded (negative amounts crop).  Channels last makes every
-    window's (taps, channels) run contiguous for the patch copy; a view of
-    ``x`` when nothing is padded or dilated and the layout already fits."""
+def _channels_last(x, padding, lhs_dilation, taps, batch_last=False):
+    """``x`` (N, C, *S) as ``(N, *S_padded, C)`` (``batch_last``: ``(C,
+    *S_padded, N)``): dilated (zeros between elements), zero-padded (negative
+    amounts crop).  Channels last makes every window's (taps, channels) run
+    contiguous for the patch copy; a view of ``x`` when nothing is padded or
+    dilated and the layout already fits."""
     nd = x.ndim - 2
-    xl = np.moveaxis(x, 1, -1)
+    xl = np.moveaxis(x, (0, 1), (-1, 0)) if batch_last else np.moveaxis(x, 1, -1)
     if all(p == (0, 0) for p in padding) and all(d == 1 for d in lhs_dilation):
         # a 1-tap window reads each element once: no layout pays for a copy
         return xl if taps == 1 or xl.flags.c_contiguous else np.ascontiguousarray(xl)
     grown = tuple(dilate_dim(n, d) + max(lo, 0) + max(hi, 0)
                   for n, (lo, hi), d in zip(x.shape[2:], padding, lhs_dilation))
-    out = np.zeros((x.shape[0],) + grown + (x.shape[1],), x.dtype)
+    out = np.zeros(xl.shape[:1] + grown + xl.shape[-1:], x.dtype)
     place = tuple(slice(max(lo, 0), max(lo, 0) + dilate_dim(n, d), d)
                   for n, (lo, _), d in zip(x.shape[2:], padding, lhs_dilation))
     out[(slice(None),) + place] = xl
     crop = tuple(slice(max(-lo, 0), g - max(-hi, 0)) for g, (lo, hi) in zip(grown, padding))
     return out[(slice(None),) + crop + (slice(None),)] if nd else out
+
+
+def _batch_inside_features(x):
+    """True when ``x``'s batch axis lies inside its feature axis in memory (a
+    kernel gradient: the batch and feature axes of an NHWC input swapped)."""
+    return x.shape[0] > 1 and x.shape[1] > 1 and abs(x.strides[0]) < abs(x.strides[1])
+
+
+def _conv_feature_major(x, w, k, y, window_strides, padding, lhs_dilation, rhs_dilation):
+    """An ungrouped convolution whose input has its batch axis inside its
+    feature axis: the kernel gradient of an NHWC convolution, whose input is
+    the forward input with batch and features swapped and whose kernel is the
+    cotangent.  Both are read in their own memory order: the patches
+    ``(C * K, Y * N)`` from the input laid out ``(C, *S, N)`` (an NHWC input's
+    order), the kernel as the view ``(C * K, O)`` of the cotangent (no copy;
+    im2col would transpose it); one GEMM ``patches.T @ kernel``."""
+    nd = len(k)
+    n, c, o = x.shape[0], x.shape[1], w.shape[0]
+    xb = _channels_last(x, padding, lhs_dilation, math.prod(k), batch_last=True)
+    kd = tuple(dilate_dim(kk, r) for kk, r in zip(k, rhs_dilation))
+    win = np.lib.stride_tricks.sliding_window_view(xb, kd, axis=tuple(range(1, 1 + nd)))
+    win = win[(slice(None),) + tuple(slice(0, m * s, s) for m, s in zip(y, window_strides))
+              + (slice(None),) + tuple(slice(None, None, r) for r in rhs_dilation)]
+    # (C, Y, N, K) -> (C, K, Y, N)
+    order = (0,) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(1, 1 + nd)) + (1 + nd,)
+    patches = win.transpose(order).reshape(c * math.prod(k), math.prod(y) * n)
+    res = patches.T @ np.reshape(w, (o, c * math.prod(k))).T        # (Y * N, O)
+    res = res.reshape(y + (n, o))
+    return res.transpose((nd, nd + 1) + tuple(range(nd)))
 
 
 def _patches(xl, groups, batch_groups, k, y, window_strides, rhs_dilation):
@@ -151,6 +181,9 @@ def _conv_canonical(x, w, window_strides, padding, lhs_dilation, rhs_dilation,
     dtype = np.result_type(x, w)
     if 0 in y or n_out == 0 or o == 0 or i * math.prod(k) == 0:
         return np.zeros((n_out, o) + y, dtype)
+    if groups == 1 and _batch_inside_features(x):
+        return _conv_feature_major(x, w, k, y, window_strides, padding, lhs_dilation,
+                                   rhs_dilation).astype(dtype, copy=False)
     xl = _channels_last(x, padding, lhs_dilation, math.prod(k))
     if feature_group_count > 1 and i == 1:
         res = _depthwise(xl, w, k, y, window_strides, rhs_dilation, dtype)
