@@ -14,7 +14,7 @@ import fungrad
 import fungrad.numpy as fnp
 from fungrad.examples import ARM_FRACTIONS, ARM_LENGTHS, robot_arm
 
-from benchmarks import peers
+from benchmarks import model_workloads, peers
 
 try:
     import autograd
@@ -479,6 +479,7 @@ WORKLOADS = [make_dispatch_sin, make_dispatch_add, make_seed_grad, make_chain_gr
              make_mlp_grad, make_mlp_eval_vs_grad, make_hvp, make_per_example, make_arm_jacobian,
              make_rnn, make_rnn_loop, make_hvp_reverse_over_reverse, make_checkpoint,
              make_random_normal]
+WORKLOADS += model_workloads.WORKLOADS      # the CNN and transformer of issue 24
 
 
 # ----------------------------------------------------------------------------

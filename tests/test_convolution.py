@@ -56,6 +56,63 @@ def test_values_against_loop_reference(cfg):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+@settings(max_examples=40, deadline=None)
+@given(configs(), st.randoms(use_true_random=False), st.booleans())
+def test_layouts_and_memory_orders_against_loop_reference(cfg, rnd, strided_memory):
+    # the kernel works channels-last whatever the operands' layout: random
+    # dimension_numbers, operands stored in another axis order or strided
+    lhs, rhs, kw = cfg
+    nd = lhs.ndim
+    perms = [tuple(rnd.sample(range(nd), nd)) for _ in range(3)]
+    want = _ref(lhs, rhs, kw)
+
+    def stored(x, perm):                   # axis j holds x's (canonical) axis perm[j]
+        y = np.transpose(x, perm)
+        if strided_memory:                 # same values, non-contiguous memory
+            y = np.repeat(y, 2, axis=-1)[..., ::2] if y.shape[-1] else y
+        else:                              # another memory order of the same axes
+            y = np.asfortranarray(y)
+        return y
+    lhs_spec = tuple(int(a) for a in np.argsort(perms[0]))
+    rhs_spec = tuple(int(a) for a in np.argsort(perms[1]))
+    out_spec = tuple(int(a) for a in np.argsort(perms[2]))
+    dn = ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec)
+    f = lambda x, w: conv_general_dilated(x, w, dimension_numbers=dn, **kw)
+    x, w = stored(lhs, perms[0]), stored(rhs, perms[1])
+    for got in (f(x, w), fungrad.jit(f)(x, w)):
+        np.testing.assert_allclose(np.transpose(got, out_spec), want,
+                                   rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 2), st.integers(8, 10), st.integers(1, 3), st.integers(0, 2),
+       st.integers(0, 2**31 - 1), st.data())
+def test_wide_inputs_tap_gemms_against_loop_reference(nd, i, o, n, seed, data):
+    # 8+ input features and a small window take the one-GEMM-per-tap path
+    # (kernels/conv.py): values, jit and both gradients
+    ints = lambda lo, hi: tuple(data.draw(st.lists(st.integers(lo, hi), min_size=nd,
+                                                   max_size=nd)))
+    k, s_in = ints(1, 3), ints(1, 5)
+    kw = dict(window_strides=ints(1, 2), lhs_dilation=ints(1, 2), rhs_dilation=ints(1, 2),
+              padding=tuple(zip(ints(-1, 2), ints(-1, 2))), feature_group_count=1,
+              batch_group_count=1)
+    rng = np.random.default_rng(seed)
+    lhs, rhs = rng.standard_normal((n, i) + s_in), rng.standard_normal((o, i) + k)
+    want = _ref(lhs, rhs, kw)
+    f = lambda x, w: conv_general_dilated(x, w, **kw)
+    for got in (f(lhs, rhs), fungrad.jit(f)(lhs, rhs)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    if want.size and n:
+        u = rng.standard_normal(want.shape)
+        ct_lhs, ct_rhs = fungrad.vjp(f, lhs, rhs)[1](u)
+        v_lhs, v_rhs = rng.standard_normal(lhs.shape), rng.standard_normal(rhs.shape)
+        np.testing.assert_allclose(np.vdot(u, f(v_lhs, rhs)), np.vdot(ct_lhs, v_lhs),
+                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(np.vdot(u, f(lhs, v_rhs)), np.vdot(ct_rhs, v_rhs),
+                                   rtol=1e-9, atol=1e-9)
+
+
 @settings(max_examples=60, deadline=None)
 @given(configs(min_spatial=1), st.integers(0, 2**31 - 1))
 def test_transpose_identity_both_arguments(cfg, seed):

@@ -4,6 +4,7 @@ derivatives, einsum against NumPy over a table of subscripts, error messages,
 JAX's conventions, second-order derivatives of decompositions, lowering."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import fungrad
 import fungrad.numpy as fnp
@@ -258,6 +259,59 @@ def test_dot_general_lowering_matches_impl_for_many_layouts():
         compiled = codegen.compile_jaxpr(closed.jaxpr)
         assert "einsum" not in compiled.source and "np.matmul" in compiled.source
         np.testing.assert_allclose(compiled.fn(a, b)[0], lax.dot_general(a, b, dn), rtol=1e-12)
+
+
+@st.composite
+def _dot_problems(draw):
+    """Random dot_general: batch, contracting and free dims at random positions."""
+    nb, nc, nfl, nfr = (draw(st.integers(0, 2)) for _ in range(4))
+    sizes = lambda n: [draw(st.integers(1, 3)) for _ in range(n)]
+    b, c, fl, fr = sizes(nb), sizes(nc), sizes(nfl), sizes(nfr)
+    lhs_axes = draw(st.permutations([("b", i) for i in range(nb)] + [("c", i) for i in range(nc)]
+                                    + [("f", i) for i in range(nfl)]))
+    rhs_axes = draw(st.permutations([("b", i) for i in range(nb)] + [("c", i) for i in range(nc)]
+                                    + [("g", i) for i in range(nfr)]))
+    size = {"b": b, "c": c, "f": fl, "g": fr}
+    shape = lambda axes: tuple(size[k][i] for k, i in axes)
+    where = lambda axes, kind, n: tuple(axes.index((kind, i)) for i in range(n))
+    dn = ((where(lhs_axes, "c", nc), where(rhs_axes, "c", nc)),
+          (where(lhs_axes, "b", nb), where(rhs_axes, "b", nb)))
+    letters = {("b", i): "bc"[i] for i in range(nb)} | {("c", i): "de"[i] for i in range(nc)} \
+        | {("f", i): "fg"[i] for i in range(nfl)} | {("g", i): "hi"[i] for i in range(nfr)}
+    free = lambda axes, kind: "".join(letters[a] for a in axes if a[0] == kind)
+    spec = ("".join(letters[a] for a in lhs_axes) + "," + "".join(letters[a] for a in rhs_axes)
+            + "->" + "bc"[:nb] + free(lhs_axes, "f") + free(rhs_axes, "g"))
+    return shape(lhs_axes), shape(rhs_axes), dn, spec
+
+
+@settings(max_examples=60, deadline=None)
+@given(_dot_problems(), st.booleans())
+def test_dot_general_plans_against_einsum(problem, transposed_memory):
+    # merges-before-transposes and matmul broadcasting over batch dims must give
+    # einsum's values for any placement of the dims and any memory order
+    sa, sb, dn, spec = problem
+    a, b = rand(*sa), rand(*sb, seed=1)
+    if transposed_memory:      # same values, reversed memory order
+        a, b = a.T.copy().T, b.T.copy().T
+    want = np.einsum(spec, a, b)
+    f = lambda x, y: lax.dot_general(x, y, dn)
+    for got in (f(a, b), fungrad.jit(f)(a, b)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_attention_contractions_lower_to_matmul_on_views():
+    # (B, T, H, D) x (B, S, H, D) -> (B, H, T, S) and the projections' weight
+    # gradient (B, T, D) x (B, T, E) -> (D, E): no reshape of a transposed view
+    q, k = rand(2, 5, 3, 4), rand(2, 6, 3, 4, seed=1)
+    x, y = rand(2, 5, 4), rand(2, 5, 3, seed=2)
+    for (u, v), dn in (((q, k), (((3,), (3,)), ((0, 2), (0, 2)))),
+                       ((x, y), (((0, 1), (0, 1)), ((), ())))):
+        closed = fungrad.make_jaxpr(lambda a, b: lax.dot_general(a, b, dn))(u, v)
+        src = codegen.compile_jaxpr(closed.jaxpr).source
+        assert "np.reshape(np.transpose" not in src, src
+        np.testing.assert_allclose(fungrad.jit(lambda a, b: lax.dot_general(a, b, dn))(u, v),
+                                   lax.dot_general(u, v, dn), rtol=1e-12)
 
 
 def test_multi_dot_picks_the_cheap_order():

@@ -15,9 +15,10 @@ import fungrad
 import fungrad.numpy as jnp
 from fungrad import lax
 from fungrad.lax.windowed import (reduce_window, reduce_window_max, reduce_window_min,
-                                  reduce_window_sum)
+                                  reduce_window_sum, window_gather_p, window_scatter_add_p)
 from fungrad.test_util import check_grads
-from tests.cases.windowed import ref_reduce_window, ref_select_index
+from tests.cases.windowed import (ref_reduce_window, ref_select_index, ref_window_gather,
+                                  ref_window_scatter_add)
 
 _MONOID = {"sum": (lax.add, 0), "max": (lax.max, -np.inf), "min": (lax.min, np.inf)}
 
@@ -80,6 +81,89 @@ def test_sum_transpose_identity(config, seed):
     (xt,) = pullback(c)
     assert xt.shape == x.shape
     np.testing.assert_allclose(np.sum(y * c), np.sum(x * xt), rtol=1e-10, atol=1e-10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(configs(max_rank=3), st.integers(0, 2**31 - 1))
+def test_tap_gather_and_scatter_against_loops(config, seed):
+    # the max-pool tangent (window_gather) and gradient (window_scatter_add) at
+    # random window positions, overlapping, disjoint, padded and dilated windows
+    shape, window, strides, _, pads, base, wdil = config
+    rng = np.random.default_rng(seed)
+    t = rng.normal(size=shape)
+    out_shape = ref_reduce_window("sum", t, window, strides, pads, base, wdil).shape
+    idx = rng.integers(0, int(np.prod(window)), size=out_shape)
+    c = rng.normal(size=out_shape)
+    params = dict(window_dimensions=tuple(window), window_strides=tuple(strides),
+                  padding=tuple(map(tuple, pads)), base_dilation=tuple(base),
+                  window_dilation=tuple(wdil))
+    want_g = ref_window_gather(t, idx, window, strides, pads, base, wdil)
+    want_s = ref_window_scatter_add(c, idx, shape, window, strides, pads, base, wdil)
+    gather = lambda t: window_gather_p.bind(t, idx, **params)
+    scatter = lambda c: window_scatter_add_p.bind(c, idx, operand_shape=tuple(shape), **params)
+    for g, s in ((gather(t), scatter(c)), (fungrad.jit(gather)(t), fungrad.jit(scatter)(c))):
+        assert g.shape == want_g.shape and s.shape == want_s.shape
+        np.testing.assert_allclose(g, want_g, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(s, want_s, rtol=1e-12, atol=1e-12)
+    # each is the other's transpose
+    (ct,) = fungrad.vjp(gather, t)[1](c)
+    np.testing.assert_allclose(ct, want_s, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(configs(max_rank=2), st.sampled_from(["max", "min"]), st.booleans(),
+       st.integers(0, 2**31 - 1))
+def test_select_index_tap_by_tap_is_first_extremum(config, kind, with_nan, seed):
+    # the tap-by-tap search against argmax/argmin over the (windows, taps) copy:
+    # ties (small ints) and NaN (taken first, as argmax does) included
+    from fungrad.lax.kernels import window as kernel
+    shape, window, strides, _, pads, base, wdil = config
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-2, 3, size=shape).astype(float)
+    if with_nan and x.size:
+        x.flat[rng.integers(0, x.size)] = np.nan
+    params = dict(kind=kind, window_dimensions=tuple(window), window_strides=tuple(strides),
+                  padding=tuple(map(tuple, pads)), base_dilation=tuple(base),
+                  window_dilation=tuple(wdil))
+    got = kernel.select_index(x, **params)
+    win, out_shape = kernel._windows(x, kind, window_dimensions=tuple(window),
+                                     window_strides=tuple(strides),
+                                     padding=tuple(map(tuple, pads)),
+                                     base_dilation=tuple(base), window_dilation=tuple(wdil))
+    if win is None:
+        assert got.shape == out_shape and not got.any()
+        return
+    pick = np.argmax if kind == "max" else np.argmin
+    np.testing.assert_array_equal(got, pick(win.reshape(out_shape + (-1,)), axis=-1))
+
+
+def test_max_pool_gradient_of_infinite_cotangent_stays_at_the_maximum():
+    # an inf/nan cotangent lands on each window's maximum only (0 elsewhere, as
+    # XLA's select_and_scatter_add), for disjoint and overlapping windows
+    x = np.array([[1.0, 3.0, 2.0, 0.0], [0.0, 1.0, 5.0, 4.0]])
+    for window, strides in (((1, 2), (1, 2)), ((1, 2), (1, 1))):
+        pool = lambda x: reduce_window(x, -np.inf, lax.max, window, strides, "VALID")
+        y, pullback = fungrad.vjp(pool, x)
+        ct = np.full(y.shape, np.inf)
+        ct[0, 0] = np.nan
+        (g,) = pullback(ct)
+        want = ref_window_scatter_add(ct, ref_select_index("max", x, window, strides,
+                                                           [(0, 0), (0, 0)]),
+                                      x.shape, window, strides, [(0, 0), (0, 0)], (1, 1),
+                                      (1, 1))
+        np.testing.assert_array_equal(g, want)
+
+
+def test_tap_primitives_reject_bad_index():
+    params = dict(window_dimensions=(2,), window_strides=(2,), padding=((0, 0),),
+                  base_dilation=(1,), window_dilation=(1,))
+    staged = lambda prim, **kw: fungrad.jit(lambda a, i: prim.bind(a, i, **kw, **params))
+    with pytest.raises(TypeError, match="integer"):
+        staged(window_gather_p)(np.ones(4), np.zeros(2))
+    with pytest.raises(TypeError, match=r"shape \(3,\).*shape \(2,\)"):
+        staged(window_gather_p)(np.ones(4), np.zeros(3, np.int64))
+    with pytest.raises(TypeError, match="operand of shape"):
+        staged(window_scatter_add_p, operand_shape=(6,))(np.ones(2), np.zeros(2, np.int64))
 
 
 def _first_extreme_grad(kind, x, window, strides, pads, base=None, wdil=None):

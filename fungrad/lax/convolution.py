@@ -3,7 +3,8 @@
 One primitive with all of its rules right after it:
 
 * impl and jit lowering: ``fungrad.lax.kernels.conv.conv_general_dilated``
-  (im2col with ``sliding_window_view`` and one batched ``np.matmul``; a
+  (channels-last; im2col with ``sliding_window_view`` and one GEMM, or one
+  GEMM per window tap when the input has many features, chosen by shape; a
   NumPy-only module so that ``fungrad.export`` can embed it);
 * JVP: bilinear (``defbilinear``);
 * transposes: convolutions again (derivations next to the rules);

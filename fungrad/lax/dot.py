@@ -116,18 +116,57 @@ def _dot_general_numpy(lhs, rhs, *, dimension_numbers, preferred_element_type=No
     return out
 
 
-def _dot_general_by_matmul(lhs, rhs, dimension_numbers):
+def _operand_steps(shape, units):
+    """Reshape/transpose steps turning an operand of ``shape`` into
+    ``(prod(unit) for unit in units)``, each unit a tuple of its axes (possibly
+    empty).  When every unit is a run of consecutive axes, the runs are merged
+    first (a view of a contiguous operand) and then transposed (a view); only
+    otherwise does the transpose come first, and the merge then copies."""
+    target = tuple(math.prod(shape[a] for a in u) for u in units)
+    steps = []
+    if all(u == tuple(range(u[0], u[0] + len(u))) for u in units if u):
+        present = sorted((u for u in units if u), key=lambda u: u[0])
+        merged = tuple(math.prod(shape[a] for a in u) for u in present)
+        perm = tuple(present.index(u) for u in units if u)
+        if merged != tuple(shape):
+            steps.append(("reshape", merged))
+        if perm != tuple(range(len(perm))):
+            steps.append(("transpose", perm))
+        if len(present) != len(units):               # empty units become size-1 axes
+            steps.append(("reshape", target))
+        return steps
+    perm = tuple(a for u in units for a in u)
+    if perm != tuple(range(len(shape))):
+        steps.append(("transpose", perm))
+    if tuple(shape[a] for a in perm) != target:
+        steps.append(("reshape", target))
+    return steps
+
+
+def _matmul_plan(lhs_shape, rhs_shape, dimension_numbers):
+    """(lhs steps, rhs steps, contraction size, output shape) of ``dot_general`` as
+    one ``np.matmul`` of ``(*batch, m, k) @ (*batch, k, n)``: batch dims stay
+    separate axes (matmul broadcasts over them), free and contracting dims merge."""
     (lc, rc), (lb, rb) = dimension_numbers
-    lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
-    size = lambda x, dims: math.prod(x.shape[i] for i in dims)
-    batch, m, k, n = size(lhs, lb), size(lhs, lf), size(lhs, lc), size(rhs, rf)
-    a = np.transpose(lhs, lb + lf + lc)
-    b = np.transpose(rhs, rb + rc + rf)
-    if lb:
-        out = np.matmul(a.reshape(batch, m, k), b.reshape(batch, k, n))
-    else:
-        out = np.matmul(a.reshape(m, k), b.reshape(k, n))
-    out_shape = tuple(lhs.shape[i] for i in lb + lf) + tuple(rhs.shape[i] for i in rf)
+    if lc:      # pair order is free: sorting it by lhs axis lets runs merge as views
+        lc, rc = (tuple(d) for d in zip(*sorted(zip(lc, rc))))
+    lf, rf = _free_dims(len(lhs_shape), lc, lb), _free_dims(len(rhs_shape), rc, rb)
+    lhs_steps = _operand_steps(lhs_shape, [(b,) for b in lb] + [lf, lc])
+    rhs_steps = _operand_steps(rhs_shape, [(b,) for b in rb] + [rc, rf])
+    out_shape = tuple(lhs_shape[i] for i in lb + lf) + tuple(rhs_shape[i] for i in rf)
+    return lhs_steps, rhs_steps, math.prod(lhs_shape[i] for i in lc), out_shape
+
+
+def _apply_steps(x, steps):
+    for kind, arg in steps:
+        x = np.reshape(x, arg) if kind == "reshape" else np.transpose(x, arg)
+    return x
+
+
+def _dot_general_by_matmul(lhs, rhs, dimension_numbers):
+    lhs_steps, rhs_steps, k, out_shape = _matmul_plan(lhs.shape, rhs.shape, dimension_numbers)
+    a, b = _apply_steps(lhs, lhs_steps), _apply_steps(rhs, rhs_steps)
+    out = np.multiply(a, b) if k == 1 and dimension_numbers[1][0] else np.matmul(a, b)
     return out.reshape(out_shape)
 
 
@@ -179,36 +218,32 @@ def _dot_general_batch(axis_size, vals, dims, *, dimension_numbers, preferred_el
 
 
 def _dot_general_lower(args, in_avals, *, dimension_numbers, preferred_element_type):
-    # The impl's canonical form as one expression: transposed views (free when
-    # they only swap the last two axes: BLAS reads them transposed), reshapes
-    # only where axes must merge, and one np.matmul.
+    # The impl's plan as one expression: merges of consecutive axes before
+    # transposes (views, BLAS reads transposed operands), batch dims left to
+    # np.matmul's broadcasting, and one np.matmul.
     lhs, rhs = in_avals
     cast = (lambda expr: expr) if preferred_element_type is None else (
         lambda expr: Source(f"{{}}.astype(np.{preferred_element_type.name})", expr))
     if _is_matmul_layout(lhs.ndim, rhs.ndim, dimension_numbers):
         return cast(call(np.matmul, args[0], args[1]))
-    (lc, rc), (lb, rb) = dimension_numbers
-    lf, rf = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
-    size = lambda aval, dims: int(np.prod([aval.shape[i] for i in dims], dtype=np.int64))
-    batch = (size(lhs, lb),) if lb else ()
-    m, k, n = size(lhs, lf), size(lhs, lc), size(rhs, rf)
-    a = _canonical_operand(args[0], lhs, lb + lf + lc, batch + (m, k))
-    b = _canonical_operand(args[1], rhs, rb + rc + rf, batch + (k, n))
-    out_shape = (tuple(lhs.shape[i] for i in lb + lf) + tuple(rhs.shape[i] for i in rf))
+    lhs_steps, rhs_steps, k, out_shape = _matmul_plan(lhs.shape, rhs.shape, dimension_numbers)
+    a, b = _emit_steps(args[0], lhs_steps), _emit_steps(args[1], rhs_steps)
+    batch = dimension_numbers[1][0]
     # a contraction of size 1 is an outer product: broadcasting multiply beats
     # a batched matmul of (m, 1) x (1, n) blocks (per-example gradients)
     expr = call(np.multiply if k == 1 and batch else np.matmul, a, b)
-    if out_shape != batch + (m, n):
+    nb = len(batch)
+    m = math.prod(lhs.shape[i] for i in _free_dims(lhs.ndim, dimension_numbers[0][0], batch))
+    n = math.prod(rhs.shape[i] for i in _free_dims(rhs.ndim, dimension_numbers[0][1],
+                                                   dimension_numbers[1][1]))
+    if out_shape != out_shape[:nb] + (m, n):
         expr = call(np.reshape, expr, out_shape)
     return cast(expr)
 
 
-def _canonical_operand(name, aval, perm, shape):
-    expr = name
-    if perm != tuple(range(aval.ndim)):
-        expr = call(np.transpose, expr, perm)
-    if tuple(aval.shape[i] for i in perm) != shape:
-        expr = call(np.reshape, expr, shape)
+def _emit_steps(expr, steps):
+    for kind, arg in steps:
+        expr = call(np.reshape if kind == "reshape" else np.transpose, expr, arg)
     return expr
 
 

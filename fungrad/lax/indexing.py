@@ -53,7 +53,8 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal, tangent_aval
-from fungrad.interpreters.lowering import Source
+from fungrad.interpreters.lowering import Source, call
+from fungrad.lax.kernels import scatter as _scatter_kernels
 from fungrad.lax.utils import canonical_axes, checked_bind, def_lowering, as_operand
 from fungrad.lax import structural
 
@@ -500,6 +501,8 @@ def _scatter_impl_for(ufunc):
         flat = out.reshape(-1)
         if ufunc is None:
             flat[positions] = updates
+        elif ufunc is np.add:
+            _scatter_kernels.add_at_flat(flat, positions, updates)
         else:
             ufunc.at(flat, positions, updates)
         return out
@@ -1346,6 +1349,9 @@ def _scatter_lowering_for(ufunc_name):
         if mode == "drop" and arrays:
             identity = _IDENTITY_SRC[ufunc_name].format(x=x)
             vals = f"np.where({_valid_src(x, arrays, indexer)}, {u}, {identity})"
+        if ufunc_name == "add":     # np.add.at, or bincount for many repeats
+            return Source(f"{{}} if np.size({x}) else {copy}",
+                          call(_scatter_kernels.add_at, Source(copy), Source(index), Source(vals)))
         return Source(f"(lambda _o: (np.{ufunc_name}.at(_o, {index}, {vals}), _o)[1])({copy}) "
                       f"if np.size({x}) else {copy}")
     return lower

@@ -18,6 +18,7 @@ from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, defjvp_zero, tangent_aval, is_undefined_primal
 from fungrad.interpreters.lowering import Source, call, dtype_source
+from fungrad.lax.kernels import scatter as _scatter_kernels
 from fungrad.lax.utils import as_operand, check_choice, checked_bind, def_lowering
 
 __all__ = ["sort", "sort_key_val", "top_k", "approx_max_k", "approx_min_k", "take_along_axis", "put_along_axis_add",
@@ -123,8 +124,7 @@ def _full_index(indices, axis):
 
 def _put_add_impl(updates, indices, axis, operand_shape):
     out = np.zeros(operand_shape, dtype=updates.dtype)
-    np.add.at(out, _full_index(indices, axis), updates)   # repeated indices accumulate
-    return out
+    return _scatter_kernels.add_at(out, _full_index(indices, axis), updates)  # repeats add up
 
 
 def _put_add_jvp(primals, tangents, axis, operand_shape):
@@ -139,8 +139,8 @@ def _put_add_lowering(args, axis, operand_shape):
     u, i = args
     index = (f"tuple({i} if _k == {axis} else _g for _k, _g in "
              f"enumerate(np.ix_(*[np.arange(_n) for _n in {i}.shape])))")
-    return Source(f"(lambda _o: (np.add.at(_o, {index}, {u}), _o)[1])"
-                  f"(np.zeros({operand_shape!r}, dtype={u}.dtype))")
+    return call(_scatter_kernels.add_at, Source(f"np.zeros({operand_shape!r}, dtype={u}.dtype)"),
+                Source(index), u)
 
 
 put_along_axis_add_p = Primitive("put_along_axis_add", linear=True)

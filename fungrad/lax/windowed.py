@@ -23,22 +23,25 @@ Rules, all next to the primitives:
   the *first* arg-max/arg-min of its window (XLA's select-and-gather with
   ``ge``/``le``; so a max-pool gradient goes to one element on ties, unlike
   ``reduce_max`` which splits it).  ``window_select_index`` (JVP zero) finds
-  that window position; the tangent is then zero-padded like the operand and
-  gathered there with ``lax.gather``, so the rule is linear in the tangent
-  and differentiable again (second derivatives are zero away from ties);
+  that window position; ``window_gather`` reads the tangent there (zero in
+  padding), and its transpose ``window_scatter_add`` adds the cotangent
+  there (the max-pool gradient, XLA's select_and_scatter_add): both loop over
+  the few window taps with one vectorised pass each (kernels/window.py), so
+  the rule is linear in the tangent and differentiable again (second
+  derivatives are zero away from ties);
 * batching: the vmapped axis goes first with a window of 1 over it.
 """
 from __future__ import annotations
 
 import functools
-import math
 import operator
 
 import numpy as np
 
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
-from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
+from fungrad.interpreters.ad import (Zero, deflinear, defjvp_zero, instantiate_zeros,
+                                     is_undefined_primal, tangent_aval)
 from fungrad.lax.kernels import window as _wn
 from fungrad.lax.convolution import canonical_padding, positive_ints
 from fungrad.lax.reductions import monoid_of
@@ -47,7 +50,7 @@ from fungrad.lax.utils import as_operand, call_lowering, checked_bind, def_kerne
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
            "reduce_window_shape_tuple",
            "reduce_window_sum_p", "reduce_window_max_p", "reduce_window_min_p",
-           "window_select_index_p"]
+           "window_select_index_p", "window_gather_p", "window_scatter_add_p"]
 
 _WINDOW_PARAMS = ("window_dimensions", "window_strides", "padding", "base_dilation",
                   "window_dilation")
@@ -166,25 +169,96 @@ _window_batcher(reduce_window_sum_p)
 # reduce_window_max, reduce_window_min: tangent at the first arg-max / arg-min
 # ============================================================================
 
-def _gather_window_tangent(t, idx, *, window_dimensions, window_strides, padding,
-                           base_dilation, window_dilation):
-    """``t`` (operand-shaped) read, for every output position, at the window
-    position ``idx`` (row-major within the window); padding reads 0."""
-    lax = _lax()
-    dtype = get_aval(t).dtype
-    config = [(lo, hi, bd - 1) for (lo, hi), bd in zip(padding, base_dilation)]
-    t_padded = lax.pad(t, np.zeros((), dtype), config)
-    out_shape = get_aval(idx).shape
-    if 0 in out_shape:
-        return lax.full(out_shape, 0, dtype)
-    i64 = lambda v: np.asarray(v, np.int64)
-    positions = []
-    for d, (k, s, wd) in enumerate(zip(window_dimensions, window_strides, window_dilation)):
-        inner = math.prod(window_dimensions[d + 1:])
-        tap = lax.rem(lax.div(idx, i64(inner)), i64(k))         # window offset along d
-        start = lax.mul(lax.broadcasted_iota(np.int64, out_shape, d), i64(s))
-        positions.append(lax.add(start, lax.mul(tap, i64(wd))))
-    return lax.gather(t_padded, tuple(positions))
+def _tap_pair_batcher(prim, result_shape_param=None):
+    """vmap of ``prim(values, index)``: both mapped axes go first (an unmapped
+    one is broadcast) and the window gets size 1 along the new axis."""
+    def rule(axis_size, vals, dims, **params):
+        lax = _lax()
+        moved = []
+        for x, d in zip(vals, dims):
+            if d is None:
+                shape = get_aval(x).shape
+                x = lax.broadcast_in_dim(x, (axis_size,) + shape, tuple(range(1, len(shape) + 1)))
+            else:
+                x = batching.moveaxis(x, d, 0)
+            moved.append(x)
+        new = dict(params, window_dimensions=(1,) + params["window_dimensions"],
+                   window_strides=(1,) + params["window_strides"],
+                   padding=((0, 0),) + params["padding"],
+                   base_dilation=(1,) + params["base_dilation"],
+                   window_dilation=(1,) + params["window_dilation"])
+        if result_shape_param:
+            new[result_shape_param] = (axis_size,) + params[result_shape_param]
+        return prim.bind(*moved, **new), 0
+    prim.batch = rule
+
+
+def _linear_in_first(prim):
+    """JVP of ``prim(values, index)``, linear in ``values`` (index: no tangent)."""
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        if type(tangents[0]) is Zero:
+            return ans, Zero(tangent_aval(get_aval(ans)))
+        return ans, prim.bind(tangents[0], primals[1], **params)
+    prim.jvp = jvp
+    prim.linear = True
+
+
+def _gather_taps_transpose(ct, t, idx, **params):
+    assert is_undefined_primal(t) and not is_undefined_primal(idx)
+    ct = instantiate_zeros(ct)
+    return [window_scatter_add_p.bind(ct, idx, operand_shape=t.aval.shape, **params), None]
+
+
+def _scatter_taps_transpose(ct, c, idx, *, operand_shape, **params):
+    assert is_undefined_primal(c) and not is_undefined_primal(idx)
+    return [window_gather_p.bind(instantiate_zeros(ct), idx, **params), None]
+
+
+def _check_tap_operands(name, values, idx):
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"{name}: the window index must be an integer array, got dtype "
+                        f"{idx.dtype.name}")
+
+
+def _gather_taps_shape(t, idx, **params):
+    _check_tap_operands("window_gather", t, idx)
+    _check_params("window_gather", t, **params)
+    want = _wn.window_output_shape(t.shape, **params)
+    if idx.shape != want:
+        raise TypeError(f"window_gather: the window index has shape {idx.shape}, the windows "
+                        f"of an operand of shape {t.shape} form shape {want}")
+    return ShapedArray(idx.shape, t.dtype)
+
+
+def _scatter_taps_shape(c, idx, *, operand_shape, **params):
+    _check_tap_operands("window_scatter_add", c, idx)
+    operand = ShapedArray(tuple(operand_shape), c.dtype)
+    _check_params("window_scatter_add", operand, **params)
+    want = _wn.window_output_shape(operand.shape, **params)
+    if idx.shape != want or c.shape != want:
+        raise TypeError(f"window_scatter_add: the cotangent (shape {c.shape}) and the window "
+                        f"index (shape {idx.shape}) must have the shape {want} of the windows "
+                        f"of an operand of shape {operand.shape}")
+    return operand
+
+
+# window_gather(t, idx): t read at window position idx of every window (the
+# tangent of a max/min pool); window_scatter_add(ct, idx): its transpose, the
+# pool's gradient (XLA's select_and_scatter_add).  Linear in their first operand.
+window_gather_p = Primitive("window_gather")
+def_kernel(window_gather_p, _wn.gather_taps)
+window_gather_p.def_abstract_eval(_gather_taps_shape)
+_linear_in_first(window_gather_p)
+window_gather_p.transpose = _gather_taps_transpose
+_tap_pair_batcher(window_gather_p)
+
+window_scatter_add_p = Primitive("window_scatter_add")
+def_kernel(window_scatter_add_p, _wn.scatter_add_taps)
+window_scatter_add_p.def_abstract_eval(_scatter_taps_shape)
+_linear_in_first(window_scatter_add_p)
+window_scatter_add_p.transpose = _scatter_taps_transpose
+_tap_pair_batcher(window_scatter_add_p, "operand_shape")
 
 
 def _chooser_jvp(prim, kind):
@@ -194,7 +268,7 @@ def _chooser_jvp(prim, kind):
         if type(t) is Zero:
             return ans, Zero(tangent_aval(get_aval(ans)))
         idx = window_select_index_p.bind(x, kind=kind, **params)
-        return ans, _gather_window_tangent(t, idx, **params)
+        return ans, window_gather_p.bind(t, idx, **params)
     prim.jvp = jvp
 
 

@@ -14,7 +14,8 @@ import numpy as np
 from fungrad import lax
 import fungrad.numpy as jnp
 from fungrad.lax.windowed import (reduce_window, reduce_window_max, reduce_window_min,
-                                  reduce_window_sum, window_select_index_p)
+                                  reduce_window_sum, window_gather_p, window_scatter_add_p,
+                                  window_select_index_p)
 from tests.harness import Arg, Case
 
 _COMBINE = {"sum": lambda a, b: a + b, "max": max, "min": min}
@@ -83,6 +84,42 @@ def ref_select_index(kind, x, window, strides, pads, base=None, wdil=None):
     return out
 
 
+def _tap_source(pos, tap_number, window, strides, pads, base, wdil, shape):
+    """The operand element that tap ``tap_number`` of window ``pos`` reads, or None."""
+    tap = np.unravel_index(tap_number, window)
+    src = [p * s + t * d - lo for p, s, t, d, (lo, _) in zip(pos, strides, tap, wdil, pads)]
+    if all(j >= 0 and j % b == 0 and j // b < n for j, b, n in zip(src, base, shape)):
+        return tuple(j // b for j, b in zip(src, base))
+    return None
+
+
+def ref_window_gather(t, idx, window, strides, pads, base, wdil):
+    """``t`` read at window position ``idx`` of every window (0 in padding/holes)."""
+    out = np.zeros(idx.shape, t.dtype)
+    for pos in np.ndindex(idx.shape):
+        src = _tap_source(pos, idx[pos], window, strides, pads, base, wdil, t.shape)
+        if src is not None:
+            out[pos] = t[src]
+    return out
+
+
+def ref_window_scatter_add(c, idx, shape, window, strides, pads, base, wdil):
+    """Each ``c[pos]`` added to the operand element at window position ``idx[pos]``."""
+    out = np.zeros(shape, c.dtype)
+    for pos in np.ndindex(idx.shape):
+        src = _tap_source(pos, idx[pos], window, strides, pads, base, wdil, shape)
+        if src is not None:
+            out[src] += c[pos]
+    return out
+
+
+# window positions for the direct cases of window_gather / window_scatter_add:
+# windows (2, 3) at strides (1, 2), padding ((1, 0), (0, 1)) over a (3, 4) operand
+_TAP_PARAMS = dict(window_dimensions=(2, 3), window_strides=(1, 2), padding=((1, 0), (0, 1)),
+                   base_dilation=(1, 1), window_dilation=(1, 1))
+_TAP_INDEX = np.random.default_rng(7).integers(0, 6, size=(3, 2))
+_TAP_REF = ((2, 3), (1, 2), [(1, 0), (0, 1)], (1, 1), (1, 1))
+
 CASES = [
     Case("reduce_window_sum_1d_stride_pad",
          lambda x: reduce_window(x, 0.0, lax.add, (1, 3), (1, 2), [(0, 0), (1, 2)]),
@@ -126,4 +163,12 @@ CASES = [
              padding=((1, 0), (0, 1)), base_dilation=(1, 1), window_dilation=(1, 1)),
          lambda x: ref_select_index("max", x, (2, 3), (1, 2), [(1, 0), (0, 1)]),
          [Arg((3, 4), low=-2, high=2)], prims=("window_select_index",), grad_order=0),
+    Case("window_gather",
+         lambda t: window_gather_p.bind(t, _TAP_INDEX, **_TAP_PARAMS),
+         lambda t: ref_window_gather(t, _TAP_INDEX, *_TAP_REF),
+         [Arg((3, 4), ("float64", "complex128"))], prims=("window_gather",)),
+    Case("window_scatter_add",
+         lambda c: window_scatter_add_p.bind(c, _TAP_INDEX, operand_shape=(3, 4), **_TAP_PARAMS),
+         lambda c: ref_window_scatter_add(c, _TAP_INDEX, (3, 4), *_TAP_REF),
+         [Arg((3, 2), ("float64", "complex128"))], prims=("window_scatter_add",)),
 ]
