@@ -402,3 +402,14 @@ def test_hook_reports_missing_attribute_of_a_plain_module():
         import jax.nn.initializers
         with pytest.raises(AttributeError, match="jax.nn.initializers.no_such_init"):
             jax.nn.initializers.no_such_init
+
+
+def test_jax_version_module_and_scan_split_transpose():
+    from fungrad.jax_compat import installed, JAX_VERSION
+    with installed() as jax:
+        assert jax.version.__version__ == JAX_VERSION == jax.__version__
+        assert jax.version.__version_info__ == jax.__version_info__
+    body = lambda c, x: (c + x, c * x)
+    plain = lax.scan(body, 0.0, fnp.arange(4.0))
+    split = lax.scan(body, 0.0, fnp.arange(4.0), _split_transpose=True)
+    np.testing.assert_array_equal(plain[1], split[1])
