@@ -297,3 +297,31 @@ def test_multi_head_attention_matches_numpy(fx):
     expected = np.einsum("bqhd,hdf->bqf", heads, p["out"]["kernel"]) + p["out"]["bias"]
     assert out.shape == (2, 3, 3)
     np.testing.assert_allclose(out, expected, rtol=1e-11, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------
+# JAX's numbers: the programs of tests/flax_reference_programs.py, recorded on
+# JAX 0.10.2 + flax 0.12.8 in float64 by tools/record_flax_reference.py
+# ----------------------------------------------------------------------------
+
+def test_jax_recorded_numbers(fx):
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    try:
+        from flax_reference_programs import run_all
+    finally:
+        sys.path.remove(os.path.dirname(__file__))
+    recorded = np.load(os.path.join(os.path.dirname(__file__), "data", "flax_reference.npz"))
+    assert str(recorded["jax_version"]) == "0.10.2" and str(recorded["flax_version"]) == "0.12.8"
+    ours = run_all(*fx)
+    for name, value in ours.items():
+        assert value.dtype == recorded[name].dtype, name      # float32 batch_stats included
+        # BatchNorm in eval mode takes rsqrt of its float32 running variance in
+        # float32 (as in JAX): XLA's and NumPy's float32 rsqrt round differently
+        # in the last bit, so that output agrees to float32 precision
+        rtol = FLOAT32_PATH.get(name, 1e-9)
+        np.testing.assert_allclose(value, recorded[name], rtol=rtol, atol=1e-12, err_msg=name)
+
+
+FLOAT32_PATH = {"mlp_eval": 1e-6}
