@@ -2,6 +2,8 @@
 
 * ``checkify`` -> ``fungrad.checkify`` (``from fungrad.experimental import checkify``);
 * ``ode`` -> ``fungrad.ode`` (``from fungrad.experimental.ode import odeint``);
+* ``layout`` (``from fungrad.experimental.layout import Layout, Format``):
+  JAX's layout and format values, which flax's sharding helpers inspect;
 * ``enable_x64`` / ``disable_x64``: JAX's older context managers for
   ``jax_enable_x64`` (also ``fungrad.enable_x64``);
 * ``shard_map``: being built with ``fungrad.distributed``; until it lands,
