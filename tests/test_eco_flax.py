@@ -5,13 +5,17 @@ jax.jit, nn.scan, nn.remat, nn.vmap and MultiHeadDotProductAttention.
 
 Each workflow is compared with the same model written directly on fungrad
 (or in NumPy) from the parameters flax's ``init`` produced, so the checks
-hold whatever random stream ``jax.random`` follows.
+hold whatever random stream ``jax.random`` follows.  ``test_jax_recorded_numbers``
+also reruns tests/flax_reference_programs.py (explicit NumPy parameters) and
+compares with tests/data/flax_reference.npz, recorded once on JAX 0.10.2 +
+flax 0.12.8 in float64 by tools/record_flax_reference.py.
 
 flax is installed without its dependencies::
 
     pip install --no-deps flax==0.12.8 treescope==0.1.10 opt_einsum==3.4.0 \\
         ml_dtypes==0.7.0 rich==15.0.0 markdown-it-py==4.0.0 mdurl==0.1.2 \\
-        msgpack PyYAML typing_extensions optax==0.2.8 absl-py
+        pygments==2.21.0 msgpack==1.2.4 PyYAML==6.0.4 typing_extensions==4.16.0 \\
+        optax==0.2.8 absl-py==2.5.1
 
 (flax.nnx is not covered: flax 0.12.8's nnx needs jax.experimental.hijax,
 see docs/jax_coverage.md.)
