@@ -11,6 +11,7 @@ from fungrad.lax import prng
 from fungrad.core import Tracer, canonicalize_dtype, get_aval
 from fungrad.custom_derivatives import custom_jvp
 from fungrad._config import config
+from fungrad.random._key_array import KeyArray, THREEFRY_KEY_DTYPE, IMPLEMENTATIONS
 
 __all__ = ['threefry_2x32', 'PRNGKey', 'key', 'key_data', 'wrap_key_data', 'split', 'fold_in', 'bits', 'clone', 'PRNGSpec', 'key_impl', 'key_dtype']
 
@@ -51,10 +52,16 @@ def _is_key(x):
 
 
 def _check_key(key, caller, name="key"):
-    """Keys are uint32 arrays of shape (2,); say how to make one otherwise."""
-    if _is_key(key):
+    """The raw words of a single key: a typed key of shape () (``random.key``)
+    or a uint32 array of shape (2,) (``random.PRNGKey``); say how to make one
+    otherwise."""
+    if isinstance(key, KeyArray):
+        if key.shape == ():
+            return key._data
+        got = f"a typed key array of shape {key.shape} (a batch of keys: map over it with fungrad.vmap)"
+    elif _is_key(key):
         return key
-    if isinstance(key, (Tracer, np.ndarray)):
+    elif isinstance(key, (Tracer, np.ndarray)):
         aval = get_aval(key)
         got = f"an array of shape {tuple(aval.shape)} and dtype {aval.dtype}"
         if tuple(aval.shape)[-1:] == (2,) and aval.dtype == np.uint32:
@@ -62,13 +69,13 @@ def _check_key(key, caller, name="key"):
     else:
         got = f"{type(key).__name__} {key!r}"
     raise TypeError(
-        f"fungrad.random.{caller}: argument `{name}` must be a PRNG key, a uint32 "
-        f"array of shape (2,); got {got}. Make one with "
-        f"`fungrad.random.PRNGKey(0)` and get fresh keys with "
+        f"fungrad.random.{caller}: argument `{name}` must be a single PRNG key: a typed "
+        f"key (fungrad.random.key(0)) or a raw uint32 array of shape (2,) "
+        f"(fungrad.random.PRNGKey(0)); got {got}. Get fresh keys with "
         f"`fungrad.random.split(key)`.")
 
 
-def PRNGKey(seed):
+def PRNGKey(seed, *, impl=None):
     """A key from an integer seed (JAX's legacy key): ``[seed >> 32, seed & 0xFFFFFFFF]``.
 
     ``seed`` is a Python int in the int64 range (JAX converts it to int64
@@ -76,6 +83,7 @@ def PRNGKey(seed):
     may be traced). 32-bit seeds give a zero high word, as in JAX; so do Python
     ints when ``jax_enable_x64`` is off (JAX keeps their low 32 bits then).
     """
+    _resolve_impl(impl, "PRNGKey")
     if isinstance(seed, (bool, np.bool_)) or not _is_integer_scalar(seed):
         raise TypeError(
             f"fungrad.random.PRNGKey: `seed` must be an integer scalar, got "
@@ -109,19 +117,38 @@ def _is_integer_scalar(x):
     return False
 
 
-def key(seed):
-    """Same as ``PRNGKey``: fungrad has only the raw uint32 key representation."""
-    return PRNGKey(seed)
+def key(seed, *, impl=None):
+    """A typed key (dtype ``key<fry>``, shape ``()``) from an integer seed, as
+    ``jax.random.key``; its words are ``PRNGKey(seed)``'s."""
+    _resolve_impl(impl, "key")
+    return KeyArray(PRNGKey(seed), THREEFRY_KEY_DTYPE)
 
 
 def key_data(keys):
-    """The raw uint32 words of a key (the key itself here)."""
-    return keys
+    """The raw uint32 words of typed keys (shape ``keys.shape + (2,)``); raw
+    keys are returned as they are, as JAX does."""
+    if isinstance(keys, KeyArray):
+        return keys._data
+    if isinstance(keys, (Tracer, np.ndarray)) and get_aval(keys).dtype == np.uint32 \
+            and tuple(get_aval(keys).shape)[-1:] == (2,):
+        return keys
+    raise TypeError(f"fungrad.random.key_data: expected typed keys (fungrad.random.key) or "
+                    f"raw uint32 keys of shape (..., 2), got {type(keys).__name__}.")
 
 
-def wrap_key_data(key_bits):
-    """A key from its raw uint32 words (checked, then returned as is)."""
-    return _check_key(fnp.asarray(key_bits), "wrap_key_data", "key_bits")
+def wrap_key_data(key_bits, *, impl=None):
+    """Typed keys from raw uint32 words of shape ``(..., 2)`` (``key_data``'s inverse)."""
+    _resolve_impl(impl, "wrap_key_data")
+    if isinstance(key_bits, KeyArray):
+        raise TypeError("fungrad.random.wrap_key_data: got a typed key array (dtype "
+                        f"{key_bits.dtype}); it takes raw uint32 words of shape (..., 2) "
+                        "(fungrad.random.PRNGKey's form, or fungrad.random.key_data(keys)).")
+    words = fnp.asarray(key_bits)
+    if words.dtype != np.uint32 or tuple(words.shape)[-1:] != (2,):
+        raise TypeError(f"fungrad.random.wrap_key_data: expected uint32 words of shape "
+                        f"(..., 2), got {words.dtype} of shape {tuple(words.shape)}; "
+                        f"convert with numpy.asarray(words, numpy.uint32).")
+    return KeyArray(words, THREEFRY_KEY_DTYPE)
 
 
 def _partitionable():
@@ -131,8 +158,7 @@ def _partitionable():
 
 def split(key, num=2):
     """``num`` new keys (shape ``(num, 2)``; ``num`` may be a shape tuple)."""
-    key = _check_key(key, "split")
-    return _split_raw(key, _shape_tuple(num, "split", "num"))
+    return _like(key, _split_raw(_check_key(key, "split"), _shape_tuple(num, "split", "num")))
 
 
 def _split_raw(keys, shape):
@@ -158,7 +184,7 @@ def _key_words(keys):
 def fold_in(key, data):
     """A new key that depends on ``key`` and the integer ``data`` (e.g. a step):
     Threefry of the pair ``(0, data)`` (the same in both of JAX's layouts)."""
-    key = _check_key(key, "fold_in")
+    typed, key = key, _check_key(key, "fold_in")
     if isinstance(data, int) and not isinstance(data, bool):
         data = np.uint32(data % 2**32)      # JAX: jnp.asarray(data, 'uint32')
     data = lax.convert_element_type(fnp.asarray(data), np.uint32)
@@ -166,7 +192,7 @@ def fold_in(key, data):
         raise ValueError(f"fungrad.random.fold_in: `data` must be a scalar, "
                          f"got shape {get_aval(data).shape}.")
     k0, k1 = _key_words(key)
-    return fnp.stack(prng.threefry2x32(k0, k1, np.zeros((), np.uint32), data))
+    return _like(typed, fnp.stack(prng.threefry2x32(k0, k1, np.zeros((), np.uint32), data)))
 
 
 def bits(key, shape=(), dtype=None):
@@ -202,6 +228,8 @@ def _shape_tuple(shape, caller, name):
 
 def clone(key):
     """A copy of ``key`` for reuse (JAX: an identity outside key-reuse checking)."""
+    if isinstance(key, KeyArray):
+        return key
     return _check_key(key, "clone")
 
 
@@ -233,23 +261,23 @@ def _resolve_impl(impl_spec, caller):
     if impl_spec is None or impl_spec == _THREEFRY or impl_spec == "threefry2x32":
         return _THREEFRY
     raise ValueError(f"fungrad.random.{caller}: unknown PRNG implementation {impl_spec!r}; "
-                     f"fungrad has only 'threefry2x32'.")
+                     f"the implementations are: {', '.join(map(repr, IMPLEMENTATIONS))}.")
 
 
 def key_impl(keys):
-    """The PRNG implementation of ``keys`` (a key or a batch of keys): always
-    ``PRNGSpec('threefry2x32')`` here."""
-    aval = get_aval(fnp.asarray(keys)) if not isinstance(keys, Tracer) else get_aval(keys)
-    if tuple(aval.shape)[-1:] != (2,) or aval.dtype != np.uint32:
-        _check_key(keys, "key_impl", "keys")
-    return _THREEFRY
+    """The PRNG implementation of ``keys`` (typed or raw, one key or a batch):
+    ``'threefry2x32'``, as JAX names it."""
+    if not isinstance(keys, KeyArray):
+        key_data(keys)          # raises for what is not a key
+    return "threefry2x32"
 
 
 def key_dtype(impl_spec=None):
-    """The dtype of keys of ``impl_spec`` (default Threefry-2x32): fungrad's keys
-    are raw ``uint32[2]`` arrays (JAX's legacy keys), so this is uint32, not a
-    typed ``key<fry>``."""
+    """The dtype of typed keys of ``impl_spec`` (default Threefry-2x32): ``key<fry>``."""
     _resolve_impl(impl_spec, "key_dtype")
-    return np.dtype(np.uint32)
+    return THREEFRY_KEY_DTYPE
 
 
+def _like(key, raw):
+    """``raw`` words as the caller's kind of key: typed for typed keys, else raw."""
+    return KeyArray(raw, key.dtype) if isinstance(key, KeyArray) else raw
