@@ -172,3 +172,12 @@ def test_mixing_the_two_forms_and_unknown_implementations_are_errors():
             make(0, impl="rbg")
     with pytest.raises(ValueError, match="'threefry2x32'"):
         random.key_dtype("unsafe_rbg")
+
+
+def test_typed_keys_are_jax_arrays():
+    # as in JAX, isinstance(key, jax.Array) holds for typed keys (flax accepts a
+    # key only if isinstance(key, jnp.ndarray)); other objects still are not
+    key = fungrad.random.key(0)
+    assert isinstance(key, fungrad.Array) and isinstance(key, fungrad.numpy.ndarray)
+    assert isinstance(fungrad.random.split(key, 3), fungrad.Array)
+    assert not isinstance([1, 2], fungrad.Array) and not isinstance(object(), fungrad.Array)
