@@ -3,6 +3,8 @@
 * ``checkify`` -> ``fungrad.checkify`` (``from fungrad.experimental import checkify``);
 * ``ode`` -> ``fungrad.ode`` (``from fungrad.experimental.ode import odeint``);
 * ``jet``: Taylor-mode series propagation (``from fungrad.experimental.jet import jet``);
+* ``layout`` (``from fungrad.experimental.layout import Layout, Format``):
+  JAX's layout and format values, which flax's sharding helpers inspect;
 * ``enable_x64`` / ``disable_x64``: JAX's older context managers for
   ``jax_enable_x64`` (also ``fungrad.enable_x64``);
 * ``shard_map``: the older spelling of ``fungrad.shard_map``
