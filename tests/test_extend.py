@@ -158,6 +158,24 @@ def test_rule_registries_set_and_read_the_rules():
         ad.primitive_jvps["sin"] = jvp
 
 
+def test_axis_primitive_batchers_get_the_axis_size_and_name():
+    # JAX's axis_primitive_batchers: rule(axis_size, axis_name, trace_type, args, dims)
+    p, f = _partial_primitive()
+    p.def_impl(lambda x: 2.0 * x)
+    p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+    seen = []
+
+    def rule(axis_size, axis_name, trace_type, args, dims):
+        seen.append((axis_size, axis_name, trace_type))
+        return p.bind(*args), dims[0]
+    batching.axis_primitive_batchers[p] = rule
+    assert batching.axis_primitive_batchers[p] is rule and p in batching.primitive_batchers
+    out = fungrad.vmap(fungrad.vmap(f, axis_name="i"), in_axes=1, axis_name="j")(
+        np.ones((2, 3)))
+    np.testing.assert_allclose(out, 2.0 * np.ones((3, 2)))
+    assert seen == [(2, "i", None), (3, "j", None)]
+
+
 # ----------------------------------------------------------------------------
 # The IR: names and constructors of jax.extend.core, lax.<name>_p
 # ----------------------------------------------------------------------------
