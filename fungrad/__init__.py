@@ -4,6 +4,7 @@ from fungrad.api import (make_jaxpr, eval_shape, ShapeDtypeStruct, jvp, vjp, lin
                          linear_transpose, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian,
                          vmap, stop_gradient)
 from fungrad.jitting import jit
+from fungrad import stages
 from fungrad.export import export
 from fungrad.custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert
 from fungrad import ad_checkpoint
