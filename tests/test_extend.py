@@ -176,6 +176,18 @@ def test_axis_primitive_batchers_get_the_axis_size_and_name():
     assert seen == [(2, "i", None), (3, "j", None)]
 
 
+@given(st.lists(st.integers(1, 4), max_size=3), st.integers(1, 5), st.data())
+def test_mapped_and_unmapped_aval_are_inverse(shape, size, data):
+    aval = ShapedArray(tuple(shape), np.float32)
+    axis = data.draw(st.integers(-len(shape) - 1, len(shape)))
+    stacked = jex.unmapped_aval(size, axis, aval)
+    assert stacked.shape == np.stack([np.zeros(shape)] * size, axis=axis).shape
+    assert jex.mapped_aval(size, axis, stacked) == aval
+    assert jex.unmapped_aval(size, None, aval) is aval and jex.mapped_aval(size, None, aval) is aval
+    with pytest.raises(ValueError, match="does not have size"):
+        jex.mapped_aval(size + 1, axis, stacked)
+
+
 # ----------------------------------------------------------------------------
 # The IR: names and constructors of jax.extend.core, lax.<name>_p
 # ----------------------------------------------------------------------------

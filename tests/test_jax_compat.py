@@ -66,6 +66,11 @@ def test_missing_names_say_fungrad_stands_in_for_jax():
             jax.lax.not_a_function
         with pytest.raises(ImportError, match="jaxlib"):
             import jaxlib  # noqa: F401
+        # a missing name of a module that is not a package (jax.core is fungrad.core):
+        # an AttributeError too, so hasattr() answers False (equinox probes so)
+        with pytest.raises(AttributeError, match=r"jax\.core\.not_a_name.*jax_coverage"):
+            jax.core.not_a_name
+        assert not hasattr(jax.core, "not_a_name")
 
 
 def test_refuses_to_install_over_a_real_jax(monkeypatch):

@@ -78,7 +78,7 @@ class ModuleView(types.ModuleType):
         if value is None or isinstance(value, types.ModuleType):
             # a submodule: hand out its view (JAX imports most of them eagerly)
             sub = f"{self.__name__}.{name}"
-            if value is not None or importlib.util.find_spec(fungrad_name(sub)) is not None:
+            if value is not None or _exists(fungrad_name(sub)):
                 return importlib.import_module(sub)
             raise AttributeError(missing_message(sub, "no attribute"))
         return value

@@ -60,7 +60,7 @@ from fungrad.extend.core import primitives  # noqa: F401  (every primitive as <n
 
 __all__ = ["Primitive", "Jaxpr", "ClosedJaxpr", "JaxprEqn", "Var", "Literal", "ShapedArray",
            "jaxpr_as_fun", "new_jaxpr_eqn", "check_jaxpr", "define_primitive", "Zero",
-           "UndefinedPrimal", "is_undefined_primal", "primitives", "get_opaque_trace_state",
+           "UndefinedPrimal", "is_undefined_primal", "primitives", "mapped_aval", "unmapped_aval", "get_opaque_trace_state",
            "OpaqueTraceState"]
 
 
@@ -278,6 +278,36 @@ def _instantiating_cts(transpose: Callable) -> Callable:
             ad.instantiate_zeros(ct)
         return list(transpose(cts, *args, **params))
     return rule
+
+
+# ----------------------------------------------------------------------------
+# Avals with and without a mapped axis (batching rules of one's own use them)
+# ----------------------------------------------------------------------------
+
+def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
+    """The type of one slice of ``aval`` along ``axis`` (of length ``size``);
+    ``axis=None``: not mapped, ``aval`` itself."""
+    if axis is None:
+        return aval
+    if not -aval.ndim <= axis < aval.ndim or aval.shape[axis] != size:
+        raise ValueError(f"mapped_aval: axis {axis} of {aval.str_short()} does not have "
+                         f"size {size}")
+    axis %= aval.ndim
+    return ShapedArray(aval.shape[:axis] + aval.shape[axis + 1:], aval.dtype, aval.weak_type)
+
+
+def unmapped_aval(size: int, axis: int | None, aval: ShapedArray,
+                  explicit_mesh_axis=None) -> ShapedArray:
+    """The type of ``size`` stacked values of type ``aval``, the new axis at
+    ``axis`` (``None``: not mapped, ``aval`` itself)."""
+    if axis is None:
+        return aval
+    if not -aval.ndim - 1 <= axis <= aval.ndim:
+        raise ValueError(f"unmapped_aval: axis {axis} is out of range for "
+                         f"{aval.str_short()} with one more axis")
+    axis %= aval.ndim + 1
+    return ShapedArray(aval.shape[:axis] + (size,) + aval.shape[axis:], aval.dtype,
+                       aval.weak_type)
 
 
 # ----------------------------------------------------------------------------
