@@ -109,30 +109,36 @@ def _partial_argnums(f, args, argnums):
 # ----------------------------------------------------------------------------
 
 class ShapeDtypeStruct:
-    """Shape and dtype of an array, without data (``jax.ShapeDtypeStruct``)."""
-    __slots__ = ("shape", "dtype")
+    """Shape and dtype of an array, without data (``jax.ShapeDtypeStruct``);
+    ``weak_type`` as JAX's (a Python scalar's type), ``sharding`` kept as given
+    (one device here: ``None`` is the default placement)."""
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, *, sharding=None, weak_type: bool = False):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self.sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.sharding == other.sharding)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype))
+        return hash((self.shape, self.dtype, self.weak_type))
 
     def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
 
 def _abstractify(x) -> ShapedArray:
     if isinstance(x, ShapeDtypeStruct):
-        return ShapedArray(x.shape, x.dtype)
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
     return get_aval(_as_value(x, "argument")).strip_weak_type()
 
 
@@ -190,7 +196,8 @@ def eval_shape(fun: Callable, *args, **kwargs):
     """Output shapes/dtypes of ``fun(*args)`` as ShapeDtypeStructs; no FLOPs spent."""
     _check_callable(fun, "eval_shape")
     closed, out_tree = _stage(fun, args, kwargs)
-    return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals])
+    return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                                     for a in closed.out_avals])
 
 
 # ----------------------------------------------------------------------------

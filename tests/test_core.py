@@ -47,6 +47,12 @@ def test_make_jaxpr_static_argnums_and_eval_shape():
     assert "mul" in str(closed) and "3.0" in str(closed)
     out = fungrad.eval_shape(lambda x: (lax.sin(x), lax.reduce_sum(x, (1,))), np.ones((2, 5)))
     assert out[0] == fungrad.ShapeDtypeStruct((2, 5), np.float64)
+    # as JAX: weak types are kept and compared; a struct keeps its sharding
+    weak = fungrad.ShapeDtypeStruct((), np.float64, weak_type=True)
+    assert weak != fungrad.ShapeDtypeStruct((), np.float64) and weak.sharding is None
+    assert repr(weak) == "ShapeDtypeStruct(shape=(), dtype=float64, weak_type=True)"
+    assert fungrad.eval_shape(lambda x: x, weak) == weak
+    assert not fungrad.eval_shape(lambda x: x * 2, np.float64(1.0)).weak_type
     assert out[1].shape == (2,)
 
 
