@@ -135,6 +135,13 @@ class ShapedArray(AbstractValue):
     def strip_weak_type(self) -> "ShapedArray":
         return ShapedArray(self.shape, self.dtype) if self.weak_type else self
 
+    def to_tangent_aval(self) -> "ShapedArray":
+        """The type of this type's tangents (JAX's method): itself for floats,
+        ``float0`` of the same shape for integers and booleans."""
+        if self.dtype.kind in "fc":
+            return self
+        return ShapedArray(self.shape, float0)
+
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)

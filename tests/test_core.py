@@ -130,3 +130,12 @@ def test_threads_do_not_see_each_others_tracers():
 def test_primitive_names_are_unique():
     with pytest.raises(ValueError, match="already registered"):
         core.Primitive("sin")
+
+
+def test_to_tangent_aval_is_jaxs():
+    # floats are their own tangent type (weak type kept, as JAX); ints and bools: float0
+    f = ShapedArray((2,), np.float32, weak_type=True)
+    assert f.to_tangent_aval() == f
+    assert ShapedArray((2, 3), np.complex128).to_tangent_aval() == ShapedArray((2, 3), np.complex128)
+    for dt in (np.int32, np.bool_, np.uint8):
+        assert ShapedArray((4,), dt).to_tangent_aval() == ShapedArray((4,), fungrad.float0)
