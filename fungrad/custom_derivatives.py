@@ -610,9 +610,9 @@ class custom_vjp:
             perturbed = [type(t) is not Zero for t in tangents]
             out, res = self.fwd(*merge(self._fwd_args(in_tree, primals, perturbed)))
             out_leaves, tree = tree_flatten(out)
-            res_leaves, r_tree = tree_flatten(res)
+            r_spec, res_leaves = _split_residuals(res)
             out_tree.append(tree)
-            res_tree.append(r_tree)
+            res_tree.append(r_spec)
             bwd = _flat_bwd(self.bwd, nondiff, res_tree, tree, in_tree, avals,
                             self.symbolic_zeros)
             out_avals = tuple(get_aval(o).strip_weak_type() for o in out_leaves)
@@ -628,8 +628,8 @@ class custom_vjp:
         def fwd_flat(*xs, perturbed):
             out, res = self.fwd(*merge(self._fwd_args(in_tree, xs, perturbed)))
             out_leaves, _ = tree_flatten(out)
-            res_leaves, tree = tree_flatten(res)
-            res_tree.append(tree)
+            r_spec, res_leaves = _split_residuals(res)
+            res_tree.append(r_spec)
             return [as_value(x) for x in out_leaves] + [as_value(x) for x in res_leaves]
         fun_j, fun_c = trace_to_jaxpr(fun_flat, avals, name="custom_vjp function")
         fun_closed, fun_h = pe.closure_convert(fun_j, fun_c)
@@ -645,14 +645,34 @@ class custom_vjp:
         return tree_unflatten(out_tree[0], outs)
 
 
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _split_residuals(res):
+    """``(spec, array leaves)`` of fwd's residuals: leaves that are Python
+    scalars stay Python values, as in JAX (a bwd may branch on a bool it
+    saved); the others pass through the primitive as arrays."""
+    leaves, tree = tree_flatten(res)
+    static = {i: x for i, x in enumerate(leaves) if type(x) in _PY_SCALARS}
+    return (tree, static), [x for i, x in enumerate(leaves) if i not in static]
+
+
+def _join_residuals(spec, arrays):
+    tree, static = spec
+    it = iter(arrays)
+    return tree_unflatten(tree, [static[i] if i in static else next(it)
+                                 for i in range(tree.num_leaves)])
+
+
 def _flat_bwd(user_bwd, nondiff, res_tree, out_tree, in_tree, arg_avals, symbolic_zeros=False):
-    """``res_tree`` is a list that fwd fills with its residuals' structure.
+    """``res_tree`` is a list that fwd fills with its residuals' structure
+    (``_split_residuals``'s spec).
     Cotangents that are ``Zero`` reach the user's bwd as such only with
     ``symbolic_zeros``; a ``SymbolicZero`` it returns becomes zeros."""
     def bwd(res_leaves, ct_leaves):
         if not symbolic_zeros:
             ct_leaves = [ad.instantiate_zeros(c) for c in ct_leaves]
-        cts = user_bwd(*nondiff, tree_unflatten(res_tree[-1], list(res_leaves)),
+        cts = user_bwd(*nondiff, _join_residuals(res_tree[-1], res_leaves),
                        tree_unflatten(out_tree, list(ct_leaves)))
         if not isinstance(cts, tuple):
             raise TypeError(f"custom_vjp: bwd must return a tuple with one cotangent per "

@@ -220,6 +220,29 @@ def test_custom_vjp_symbolic_zeros_as_jax():
         grad(lambda v: fnp.sum(vmap(lambda a: f(a, y)[0])(v)))(xs), np.cos(xs) * y, rtol=1e-15)
 
 
+def test_custom_vjp_python_scalar_residuals_stay_python_values():
+    # as JAX: a bool or int saved by fwd reaches bwd as that Python value, also
+    # under jit (equinox saves the perturbed flags and branches on them in bwd)
+    seen = []
+
+    @fungrad.custom_vjp
+    def f(x):
+        return 2.0 * x
+
+    def fwd(x):
+        return f(x), (x, True, 3)
+
+    def bwd(res, g):
+        x, flag, n = res
+        seen.append((type(flag), type(n)))
+        return (g * n if flag else g,)
+    f.defvjp(fwd, bwd)
+    for transform, x in ((lambda h: h, 0.5), (jit, 0.5), (vmap, np.array([0.5, 1.0]))):
+        seen.clear()
+        np.testing.assert_allclose(transform(grad(f))(x), np.full(np.shape(x), 3.0))
+        assert seen == [(bool, int)]
+
+
 def test_custom_vjp_primal_tree_values():
     from fungrad.custom_derivatives import CustomVJPPrimal, custom_vjp_primal_tree_values
     tree = {"a": CustomVJPPrimal(1.0, True), "b": [CustomVJPPrimal(2.0, False)]}
