@@ -29,7 +29,7 @@ import math
 import os
 import sys
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
@@ -295,6 +295,10 @@ class Literal:
 
     def __repr__(self):
         return f"Literal({self.val!r})"
+
+
+#: what an equation reads: a variable or an inline constant (JAX's ``core.Atom``)
+Atom = Union[Var, Literal]
 
 
 class JaxprEqn:

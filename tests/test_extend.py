@@ -188,6 +188,20 @@ def test_mapped_and_unmapped_aval_are_inverse(shape, size, data):
         jex.mapped_aval(size + 1, axis, stacked)
 
 
+def test_take_and_set_current_trace():
+    # take_current_trace hands out the current trace (evaluation inside the block);
+    # set_current_trace makes one current: an interpreter binds on its parent so
+    def f(x):
+        with jex.take_current_trace() as outer:
+            assert core.current_trace() is core.EVAL_TRACE and outer is not core.EVAL_TRACE
+            with jex.set_current_trace(outer):
+                y = lax.sin(x)
+        assert core.current_trace() is outer
+        return y
+    np.testing.assert_allclose(fungrad.grad(f)(0.3), np.cos(0.3), rtol=1e-15)
+    np.testing.assert_allclose(fungrad.jit(f)(0.3), np.sin(0.3), rtol=1e-15)
+
+
 # ----------------------------------------------------------------------------
 # The IR: names and constructors of jax.extend.core, lax.<name>_p
 # ----------------------------------------------------------------------------

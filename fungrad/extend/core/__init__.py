@@ -44,6 +44,7 @@ is how fungrad's own primitives declare theirs (``fungrad.lax.utils.def_lowering
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import weakref
 from typing import Callable, Sequence
@@ -58,9 +59,9 @@ from fungrad.interpreters.lowering import Call, Source
 from fungrad.lax.utils import def_lowering
 from fungrad.extend.core import primitives  # noqa: F401  (every primitive as <name>_p)
 
-__all__ = ["Primitive", "Jaxpr", "ClosedJaxpr", "JaxprEqn", "Var", "Literal", "ShapedArray",
+__all__ = ["Primitive", "Jaxpr", "ClosedJaxpr", "JaxprEqn", "Var", "DropVar", "Literal", "ShapedArray",
            "jaxpr_as_fun", "new_jaxpr_eqn", "check_jaxpr", "define_primitive", "Zero",
-           "UndefinedPrimal", "is_undefined_primal", "primitives", "mapped_aval", "unmapped_aval", "get_opaque_trace_state",
+           "UndefinedPrimal", "is_undefined_primal", "primitives", "mapped_aval", "unmapped_aval", "take_current_trace", "set_current_trace", "get_opaque_trace_state",
            "OpaqueTraceState"]
 
 
@@ -98,6 +99,17 @@ class JaxprEqn(metaclass=_BuildsCore):
     def __new__(cls, invars, outvars, primitive, params, effects=None, source_info=None,
                 ctx=None):
         return core.JaxprEqn(primitive, invars, dict(params), outvars)
+
+
+class DropVar(Var):
+    """An equation output that nothing reads (JAX prints it ``_``).  fungrad's
+    jaxprs bind every output to an ordinary ``Var`` (its passes delete unused
+    equations instead), so a DropVar appears only in jaxprs built by hand,
+    where it behaves as a ``Var``."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"DropVar({self.aval.str_short()})"
 
 
 def new_jaxpr_eqn(invars, outvars, primitive, params, effects=None, source_info=None,
@@ -308,6 +320,26 @@ def unmapped_aval(size: int, axis: int | None, aval: ShapedArray,
     axis %= aval.ndim + 1
     return ShapedArray(aval.shape[:axis] + (size,) + aval.shape[axis:], aval.dtype,
                        aval.weak_type)
+
+
+# ----------------------------------------------------------------------------
+# The current trace, for interpreters of one's own (haiku imports these)
+# ----------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def take_current_trace():
+    """``with take_current_trace() as trace:``: the current trace, with
+    evaluation current inside the block (an interpreter of one's own then binds
+    on ``trace`` explicitly), restored afterwards; as JAX's."""
+    prev = core.current_trace()
+    with core.set_current_trace(core.EVAL_TRACE):
+        yield prev
+
+
+def set_current_trace(trace, check_leaks: bool = False):
+    """``with set_current_trace(trace):``: ``trace`` is current inside the block
+    (``check_leaks`` is accepted: escaped tracers are detected when used)."""
+    return core.set_current_trace(trace)
 
 
 # ----------------------------------------------------------------------------
