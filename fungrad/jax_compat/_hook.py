@@ -22,6 +22,7 @@ JAX_VERSION = "0.10.2"
 # jax names whose fungrad module is not "fungrad" + the rest of the name
 _PREFIXES = (("jax._src", "fungrad._jax_private"),
              ("jax.interpreters.mlir", "fungrad.jax_compat.mlir"),
+             ("jax.version", "fungrad.jax_compat.version"),
              ("jaxlib", "fungrad._jax_private.jaxlib"),
              ("jax", "fungrad"))
 
@@ -78,7 +79,7 @@ class ModuleView(types.ModuleType):
         if value is None or isinstance(value, types.ModuleType):
             # a submodule: hand out its view (JAX imports most of them eagerly)
             sub = f"{self.__name__}.{name}"
-            if value is not None or _exists(fungrad_name(sub)):
+            if value is not None or _exists(fungrad_name(sub)):   # (not a package: no)
                 return importlib.import_module(sub)
             raise AttributeError(missing_message(sub, "no attribute"))
         return value

@@ -46,6 +46,11 @@ from fungrad.numpy._scalar_types import scalar_type as _scalar_type  # noqa: E40
 bool_ = _scalar_type(_np.bool_)
 from fungrad.core import Array as ndarray  # noqa: F401
 bool = bool_  # noqa: A001
+try:    # the machine-learning dtypes, when ml_dtypes (JAX's provider of them) is installed
+    from ml_dtypes import (bfloat16, float8_e4m3fn, float8_e5m2,  # noqa: F401
+                           float8_e4m3fnuz, float8_e5m2fnuz, float8_e4m3b11fnuz)
+except ImportError:
+    pass
 euler_gamma = _np.euler_gamma
 
 # the array API standard's additions (finfo/iinfo replace NumPy's: they take arrays)
