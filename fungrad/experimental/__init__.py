@@ -12,9 +12,9 @@
 """
 from fungrad import _config
 from fungrad.callback import io_callback
-from fungrad.experimental import checkify, ode
+from fungrad.experimental import checkify, ode, sparse
 
-__all__ = ["checkify", "ode", "io_callback", "enable_x64", "disable_x64"]
+__all__ = ["checkify", "ode", "sparse", "io_callback", "enable_x64", "disable_x64"]
 
 
 def enable_x64(new_val: bool = True):
