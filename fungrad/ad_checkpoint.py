@@ -282,10 +282,12 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
     traced: dict = {}     # (tree, avals, statics) -> ClosedJaxpr, out tree (oldest first)
 
     @functools.wraps(fun)
-    def wrapped(*args):
+    def wrapped(*args, **kwargs):
+        # keyword arguments are traced like positional ones, as in JAX (haiku's
+        # hk.remat passes its module's keyword arguments through)
         static = {i % len(args): args[i] for i in statics} if args else {}
         dyn = [a for i, a in enumerate(args) if i not in static]
-        leaves, in_tree = tree_flatten(tuple(dyn))
+        leaves, in_tree = tree_flatten((tuple(dyn), kwargs))
         leaves = [as_value(x) for x in leaves]
         avals = [get_aval(x) for x in leaves]
         try:
@@ -310,9 +312,11 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
 
 
 def _trace(fun, args, static, in_tree, avals):
-    def with_statics(dyn):
+    def with_statics(dyn_and_kwargs):
+        dyn, kwargs = dyn_and_kwargs
         it = iter(dyn)
-        return fun(*[static[i] if i in static else next(it) for i in range(len(args))])
+        return fun(*[static[i] if i in static else next(it) for i in range(len(args))],
+                   **kwargs)
     return stage_pytree(with_statics, in_tree, avals)
 
 

@@ -36,7 +36,7 @@ import numpy as np
 from fungrad import _config
 
 __all__ = [
-    "ShapedArray", "Var", "Literal", "JaxprEqn", "Jaxpr", "ClosedJaxpr",
+    "AbstractValue", "ShapedArray", "Var", "Literal", "JaxprEqn", "Jaxpr", "ClosedJaxpr",
     "Primitive", "Trace", "Tracer", "Array", "EvalTrace",
     "get_aval", "eval_jaxpr", "typecheck_jaxpr",
     "UnexpectedTracerError", "ConcretizationTypeError", "TracerBoolConversionError",
@@ -102,16 +102,25 @@ _SHORT_DTYPE = {
 }
 
 
-class ShapedArray:
+class AbstractValue:
+    """Base of abstract values (``jax.core.AbstractValue``): libraries check
+    ``isinstance(aval, AbstractValue)``."""
+    __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
     """The abstract value of an array: its shape and dtype, no data.
 
     ``weak_type`` marks values that came from Python scalars, which do not
     force their dtype on others in promotion (NumPy 2 / NEP 50 semantics).
+    ``sharding`` is accepted for JAX's signature; on fungrad's one device
+    every array is whole, so avals do not store it (``fungrad.sharding``
+    gives them JAX's ``aval.sharding``, the single device's).
     """
     __slots__ = ("shape", "dtype", "weak_type")
     array_abstraction_level = 1
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, sharding=None):
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
@@ -571,10 +580,25 @@ class _TraceState(threading.local):
 EVAL_TRACE_PLACEHOLDER: "Trace"   # set below, once EvalTrace exists
 
 
+# path prefixes whose frames are not "the user's code" in error messages and
+# source information: fungrad's own, and what libraries built on it register
+# (``jax.extend.source_info_util.register_exclusion``: flax, equinox)
+_excluded_paths: tuple = (_PKG_DIR,)
+
+
+def register_exclusion(path: str) -> None:
+    """Frames of files under ``path`` are skipped when looking for the user's line."""
+    global _excluded_paths
+    if not isinstance(path, str):
+        raise TypeError(f"register_exclusion: path must be a str, got {type(path).__name__}")
+    if path not in _excluded_paths:
+        _excluded_paths = _excluded_paths + (path,)
+
+
 def _user_frame() -> str:
-    """File:line of the innermost caller outside the fungrad package."""
+    """File:line of the innermost caller outside fungrad (and excluded paths)."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PKG_DIR):
+    while frame is not None and frame.f_code.co_filename.startswith(_excluded_paths):
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
@@ -622,7 +646,7 @@ def _find_origin(frame):
         kind = kinds.get(code)
         if kind is None:
             name = code.co_filename
-            if name.startswith(_PKG_PREFIX):
+            if name.startswith(_PKG_PREFIX) or name.startswith(_excluded_paths):
                 kinds[code] = _FUNGRAD
             elif not name.startswith("<fungrad"):     # (generated code is fungrad's)
                 return (name, frame.f_lineno, code.co_name, _tls.transforms), None, None

@@ -354,3 +354,84 @@ def has_effects(eqn: JaxprEqn) -> bool:
             if isinstance(jaxpr, Jaxpr) and any(has_effects(e) for e in jaxpr.eqns):
                 return True
     return False
+
+
+# ----------------------------------------------------------------------------
+# JAX's partial-evaluation entry points (jax.interpreters.partial_eval), for
+# libraries that stage functions themselves (flax's nn.scan and lazy_init).
+# ``fun`` is a ``linear_util.WrappedFun`` of flat arguments returning a flat
+# list (``api_util.flatten_fun``), or any such callable.
+# ----------------------------------------------------------------------------
+
+class PartialVal(tuple):
+    """``(None, value)``: a known value; ``(aval, None)``: an unknown one."""
+
+    def __new__(cls, pair):
+        aval, const = pair
+        if (aval is None) == (const is None):
+            raise ValueError("PartialVal is (aval, None) for an unknown value or (None, "
+                             f"value) for a known one, got ({aval!r}, {const!r})")
+        return tuple.__new__(cls, (aval, const))
+
+    @classmethod
+    def known(cls, const) -> "PartialVal":
+        return cls((None, const))
+
+    @classmethod
+    def unknown(cls, aval) -> "PartialVal":
+        return cls((aval, None))
+
+    def is_known(self) -> bool:
+        return self[0] is None
+
+    def get_known(self):
+        return self[1] if self[0] is None else None
+
+    def get_aval(self):
+        return get_aval(self[1]) if self[0] is None else self[0]
+
+
+def _flat_callable(fun) -> Callable:
+    call = getattr(fun, "call_wrapped", fun)
+    if not callable(call):
+        raise TypeError(f"expected a linear_util.WrappedFun (wrap_init(f)), got {type(fun).__name__}")
+    return call
+
+
+def trace_to_jaxpr_nounits(fun, pvals: Sequence[PartialVal], instantiate=False):
+    """Partially evaluate ``fun``: known inputs (``PartialVal.known``) compute
+    now, on the current trace; what depends on unknown inputs is staged.
+    Returns ``(jaxpr, out_pvals, consts)``: the jaxpr takes the unknown inputs
+    (its constvars are the residuals ``consts``) and returns the unknown
+    outputs; ``out_pvals`` has each output known (its value) or unknown (its
+    aval).  ``instantiate`` (a bool or one per output) makes known outputs
+    outputs of the jaxpr too."""
+    trace = StagingTrace(core.current_trace(), fold_known=True, name="partial_eval")
+    with new_trace_context(trace):
+        args = [pv.get_known() if pv.is_known() else trace.new_arg(pv[0]) for pv in pvals]
+        outs = list(_flat_callable(fun)(*args))
+        inst = instantiate if isinstance(instantiate, (list, tuple)) else [instantiate] * len(outs)
+        unknown = [trace.owns(o) or bool(i) for o, i in zip(outs, inst)]
+        out_pvals = [PartialVal.unknown(get_aval(o)) if u else PartialVal.known(o)
+                     for o, u in zip(outs, unknown)]
+        jaxpr, consts = trace.build([o for o, u in zip(outs, unknown) if u])
+    return jaxpr, out_pvals, consts
+
+
+def trace_to_jaxpr_dynamic(fun, in_avals: Sequence[ShapedArray], *, keep_inputs=None,
+                           lower: bool = False, auto_dce: bool = False):
+    """Stage ``fun`` on abstract inputs: ``(jaxpr, out_avals, consts)``, the
+    jaxpr's constvars standing for ``consts``; inputs whose ``keep_inputs``
+    entry is False are not inputs of the jaxpr."""
+    jaxpr, consts = trace_to_jaxpr(_flat_callable(fun), list(in_avals))
+    if keep_inputs is not None:
+        invars = [v for v, keep in zip(jaxpr.invars, keep_inputs) if keep]
+        jaxpr = Jaxpr(jaxpr.constvars, invars, jaxpr.eqns, jaxpr.outvars)
+    if auto_dce:
+        jaxpr, _ = dce_jaxpr(jaxpr)
+    return jaxpr, [v.aval for v in jaxpr.outvars], consts
+
+
+def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+    """The same jaxpr with its constvars moved to the front of its invars."""
+    return Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.eqns, jaxpr.outvars)

@@ -390,15 +390,19 @@ def _sum_unneeded(x, labels, needed):
     return lax.reduce_sum(x, axes), [lab for lab in labels if lab in needed]
 
 
-def _contract_pair(x, lx, y, ly, keep):
+def _contract_pair(x, lx, y, ly, keep, dot_general=None, precision=None):
     """dot_general of two labelled operands; shared labels still needed later are
-    batch dims, the other shared ones are contracted."""
+    batch dims, the other shared ones are contracted.  ``dot_general`` is the
+    caller's replacement for ``lax.dot_general`` (einsum's ``_dot_general``)."""
     shared = [lab for lab in lx if lab in ly]
     batch = [lab for lab in shared if lab in keep]
     contract = [lab for lab in shared if lab not in keep]
     dn = ((tuple(lx.index(c) for c in contract), tuple(ly.index(c) for c in contract)),
           (tuple(lx.index(b) for b in batch), tuple(ly.index(b) for b in batch)))
-    out = lax.dot_general(x, y, dn)
+    if dot_general is None:
+        out = lax.dot_general(x, y, dn)
+    else:
+        out = dot_general(x, y, dn, precision, preferred_element_type=None)
     labels = batch + [lab for lab in lx if lab not in shared] + [
         lab for lab in ly if lab not in shared]
     return out, labels
@@ -452,16 +456,22 @@ def _einsum_path(optimize, label_lists, sizes, out_labels):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, dtype=None):
+           preferred_element_type=None, dtype=None, _dot_general=None):
     """Einstein summation with NumPy's subscript language (``'ij,jk->ik'``,
     ``'...ij,...jk'``, implicit output, repeated labels for traces/diagonals,
     the interleaved ``einsum(a, [0, 1], b, [1, 2])`` form).
 
     Operands are contracted pairwise with ``dot_general`` in the order of a
     greedy path (``optimize``), after taking diagonals and summing labels that
-    only one operand has.
+    only one operand has.  ``_dot_general`` (JAX's private hook, which flax's
+    attention uses) replaces ``lax.dot_general`` in those contractions; it is
+    called as ``_dot_general(lhs, rhs, dimension_numbers, precision,
+    preferred_element_type=None)``.
     """
     check_precision(precision, "fungrad.numpy.einsum")
+    if _dot_general is not None and not callable(_dot_general):
+        raise TypeError(f"einsum: _dot_general must be a callable like lax.dot_general, got "
+                        f"{type(_dot_general).__name__}")
     if out is not None:
         raise TypeError("einsum: out= is not supported (fungrad arrays are immutable)")
     if not isinstance(subscripts, str):
@@ -486,7 +496,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         keep = set(out_labels) | {la for _, ls in rest for la in ls}
         x, lx = _sum_unneeded(x, lx, keep | set(ly))
         y, ly = _sum_unneeded(y, ly, keep | set(lx))
-        terms = rest + [_contract_pair(x, lx, y, ly, keep)]
+        terms = rest + [_contract_pair(x, lx, y, ly, keep, _dot_general, precision)]
     x, labels = terms[0]
     x, labels = _sum_unneeded(x, labels, set(out_labels))
     x = lax.transpose(x, tuple(labels.index(lab) for lab in out_labels if lab in labels))

@@ -45,6 +45,7 @@ is how fungrad's own primitives declare theirs (``fungrad.lax.utils.def_lowering
 from __future__ import annotations
 
 import itertools
+import weakref
 from typing import Callable, Sequence
 
 import numpy as np
@@ -59,7 +60,8 @@ from fungrad.extend.core import primitives  # noqa: F401  (every primitive as <n
 
 __all__ = ["Primitive", "Jaxpr", "ClosedJaxpr", "JaxprEqn", "Var", "Literal", "ShapedArray",
            "jaxpr_as_fun", "new_jaxpr_eqn", "check_jaxpr", "define_primitive", "Zero",
-           "UndefinedPrimal", "is_undefined_primal", "primitives"]
+           "UndefinedPrimal", "is_undefined_primal", "primitives", "get_opaque_trace_state",
+           "OpaqueTraceState"]
 
 
 # ----------------------------------------------------------------------------
@@ -276,3 +278,38 @@ def _instantiating_cts(transpose: Callable) -> Callable:
             ad.instantiate_zeros(ct)
         return list(transpose(cts, *args, **params))
     return rule
+
+
+# ----------------------------------------------------------------------------
+# Which transformation is running (flax, haiku and equinox ask)
+# ----------------------------------------------------------------------------
+
+class OpaqueTraceState:
+    """A token for the trace current when it was taken: equal to another token
+    exactly when both were taken under the same trace (the same ``jit``,
+    ``grad``, ``vmap`` ... level, or both outside any).  Libraries take one
+    when a module or variable is made and compare later to refuse updates
+    from inside a transformation that did not create it.  Holds the trace
+    weakly (a token does not keep a finished transformation alive)."""
+    __slots__ = ("_ref", "_id")
+
+    def __init__(self, trace):
+        self._ref = weakref.ref(trace)     # one ref object per live trace: `is` works
+        self._id = id(trace)
+
+    def __eq__(self, other):
+        return isinstance(other, OpaqueTraceState) and self._ref is other._ref
+
+    def __hash__(self):
+        return self._id
+
+    def __repr__(self):
+        trace = self._ref()
+        kind = trace.kind if trace is not None else "finished"
+        return f"OpaqueTraceState({kind} trace {self._id:#x})"
+
+
+def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
+    """The current trace as an ``OpaqueTraceState`` (``convention`` names the
+    asking library, as in JAX; every convention gets the same token)."""
+    return OpaqueTraceState(core.current_trace())
