@@ -16,6 +16,7 @@ from fungrad import sharding, distributed
 from fungrad.core import Device
 from fungrad.sharding import device_put, device_get, make_mesh, block_until_ready, P
 from fungrad.shard_map import shard_map
+from fungrad.pmapping import pmap
 from fungrad.distributed.cluster import (devices, local_devices, device_count,
                                          local_device_count, default_backend, process_index,
                                          process_count)

@@ -2,15 +2,19 @@
 
 * ``checkify`` -> ``fungrad.checkify`` (``from fungrad.experimental import checkify``);
 * ``ode`` -> ``fungrad.ode`` (``from fungrad.experimental.ode import odeint``);
+* ``io_callback``: a host callback with side effects inside transformations
+  (``fungrad.callback.io_callback``);
+* ``sparse``: ``BCOO`` sparse arrays (``fungrad.experimental.sparse``);
 * ``enable_x64`` / ``disable_x64``: JAX's older context managers for
   ``jax_enable_x64`` (also ``fungrad.enable_x64``);
 * ``shard_map``: being built with ``fungrad.distributed``; until it lands,
   ``fungrad.experimental.shard_map`` raises an AttributeError that says so.
 """
 from fungrad import _config
-from fungrad.experimental import checkify, ode
+from fungrad.callback import io_callback
+from fungrad.experimental import checkify, ode, sparse
 
-__all__ = ["checkify", "ode", "enable_x64", "disable_x64"]
+__all__ = ["checkify", "ode", "sparse", "io_callback", "enable_x64", "disable_x64"]
 
 
 def enable_x64(new_val: bool = True):
