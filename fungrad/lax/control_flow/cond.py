@@ -13,7 +13,8 @@ hoisted into them) and returns the same types.  Rules:
   ``cond``; the residuals of all branches are merged into one signature (each
   branch fills its own slots and zeros elsewhere);
 * transpose: the transpose of every branch under one ``cond``;
-* vmap: an unbatched index keeps a ``cond`` of batched branches; a batched
+* vmap: an unbatched index keeps a ``cond`` of batched branches (an output no
+  branch computes from a batched value stays unbatched, as in JAX); a batched
   index runs every branch and selects per lane (``select_n``);
 * lowering: a real ``if``/``elif``/``else`` block in the generated code.
 
@@ -36,8 +37,8 @@ from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.partial_eval import (as_value, partial_eval_jaxpr, select_inputs,
                                                stage_pytree, trace_closed)
-from fungrad.lax.control_flow.common import (cached, merge_lists, partition_list,
-                                             python_control_flow)
+from fungrad.lax.control_flow.common import (batch_keeping_unbatched, cached, merge_lists,
+                                             partition_list, python_control_flow)
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -141,10 +142,16 @@ def _cond_batch(axis_size, vals, dims, branches):
     from fungrad import lax
     (index, *ops), (idim, *odims) = vals, dims
     ops, in_dims = batching.bdims_to_front(ops, odims)
-    batched = tuple(batching.batch_jaxpr(br, axis_size, in_dims) for br in branches)
     if idim is None:
+        # as JAX: an output computed from no batched value in any branch stays unbatched
+        n = len(branches[0].out_avals)
+        out_bat = [any(bat) for bat in zip(*[
+            batch_keeping_unbatched(br, axis_size, in_dims, (False,) * n)[1] for br in branches])]
+        batched = tuple(batch_keeping_unbatched(br, axis_size, in_dims, tuple(out_bat))[0]
+                        for br in branches)
         outs = cond_p.bind(index, *ops, branches=batched)
-        return outs, [0] * len(outs)
+        return outs, [0 if b else None for b in out_bat]
+    batched = tuple(batching.batch_jaxpr(br, axis_size, in_dims) for br in branches)
     # a batched index: every branch runs on the whole batch, lanes select
     per_branch = [eval_jaxpr(br.jaxpr, br.consts, *ops) for br in batched]
     index = batching.moveaxis(index, idim, 0)
