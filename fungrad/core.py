@@ -696,6 +696,12 @@ class Trace:
         """What this transformation is called in error messages (its ``kind``)."""
         return self.kind
 
+    @property
+    def main(self) -> "Trace":
+        """What identifies this transformation (JAX's ``trace.main``, its tag): a
+        tracer ``x`` belongs to it when ``x._trace.main is trace.main``."""
+        return self
+
     def process_primitive(self, prim: Primitive, args, params):
         raise NotImplementedError  # every concrete trace overrides this
 

@@ -1,6 +1,6 @@
 """equinox 0.13.8, unmodified, on fungrad through the jax import hook (issue
 21 item 3): eqx.nn.MLP/Linear/Conv2d/LayerNorm, filter_jit, filter_grad,
-filter_value_and_grad, filter_vmap, partition/combine, tree_at, an optax
+filter_value_and_grad, filter_jvp, filter_vmap, partition/combine, tree_at, an optax
 training loop, eqx.error_if and the primitives equinox defines itself in
 eqx.internal (unvmap_any/unvmap_all, nondifferentiable, and the
 checkpointed while_loop, whose custom_vjp uses symbolic zeros).
@@ -141,6 +141,18 @@ def test_filter_grad_and_value_and_grad_match_fungrad_grad_of_the_twin(ex, mlp):
             np.testing.assert_allclose(layer.bias, tb, rtol=1e-12, atol=1e-14)
     # non-array fields (the activation functions) get no gradient
     assert grads.activation is None and grads.final_activation is None
+
+
+def test_filter_jvp_takes_none_for_what_is_not_differentiated(ex, mlp):
+    jax, eqx, _, _ = ex
+    direction = RNG.normal(size=3)
+    no_tangent = jax.tree_util.tree_map(lambda _: None, mlp)    # the model is not perturbed
+    out, tangent = eqx.filter_jvp(lambda model, x: model(x), (mlp, X[3]),
+                                  (no_tangent, direction))
+    params = mlp_params(mlp)
+    want_out, want_tangent = fungrad.jvp(lambda x: twin_mlp(params, x), (X[3],), (direction,))
+    np.testing.assert_allclose(out, want_out, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(tangent, want_tangent, rtol=1e-12, atol=1e-14)
 
 
 def test_partition_combine_and_tree_at(ex, mlp):

@@ -202,6 +202,20 @@ def test_take_and_set_current_trace():
     np.testing.assert_allclose(fungrad.jit(f)(0.3), np.sin(0.3), rtol=1e-15)
 
 
+def test_find_top_trace_and_trace_main_identify_the_running_transformation():
+    # as JAX (equinox's filter_jvp): the tracers of the innermost transformation
+    # are those whose trace's main is the top trace's main
+    mine = []
+
+    def f(x, y):
+        top = jex.find_top_trace([x])
+        mine.append([v._trace.main is top.main for v in (x, y)])
+        return x * y
+    fungrad.jvp(lambda x: fungrad.vmap(lambda y: f(x, y))(np.ones(2)), (1.0,), (1.0,))
+    assert mine == [[False, True]]          # y is the vmap's, x the outer jvp's
+    assert jex.find_top_trace([]) is core.current_trace()
+
+
 # ----------------------------------------------------------------------------
 # The IR: names and constructors of jax.extend.core, lax.<name>_p
 # ----------------------------------------------------------------------------

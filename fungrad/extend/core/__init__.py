@@ -61,7 +61,7 @@ from fungrad.extend.core import primitives  # noqa: F401  (every primitive as <n
 
 __all__ = ["Primitive", "Jaxpr", "ClosedJaxpr", "JaxprEqn", "Var", "DropVar", "Literal", "ShapedArray",
            "jaxpr_as_fun", "new_jaxpr_eqn", "check_jaxpr", "define_primitive", "Zero",
-           "UndefinedPrimal", "is_undefined_primal", "primitives", "mapped_aval", "unmapped_aval", "take_current_trace", "set_current_trace", "get_opaque_trace_state",
+           "UndefinedPrimal", "is_undefined_primal", "primitives", "mapped_aval", "unmapped_aval", "take_current_trace", "set_current_trace", "find_top_trace", "get_opaque_trace_state",
            "OpaqueTraceState"]
 
 
@@ -334,6 +334,12 @@ def take_current_trace():
     prev = core.current_trace()
     with core.set_current_trace(core.EVAL_TRACE):
         yield prev
+
+
+def find_top_trace(xs=None):
+    """The innermost transformation running (the current trace), as JAX's
+    ``find_top_trace`` (which also ignores its argument)."""
+    return core.current_trace()
 
 
 def set_current_trace(trace, check_leaks: bool = False):
