@@ -9,7 +9,11 @@ equinox's layers initialise their weights with jax.random, so every check
 compares a model with the same computation written directly on fungrad (or
 NumPy) from that model's own weights: the checks hold whatever random stream
 jax.random follows.  Loop results are compared with the recurrence run in
-Python, and gradients with fungrad.grad of the fungrad twin.
+Python, and gradients with fungrad.grad of the fungrad twin.  The programs
+of tests/eqx_haiku_reference_programs.py (parameters from NumPy) are also
+compared with the numbers real JAX 0.10.2 gave for them
+(tests/data/eqx_haiku_reference.npz, recorded by
+tools/record_eqx_haiku_reference.py).
 
 equinox is installed without its dependencies::
 
@@ -17,6 +21,7 @@ equinox is installed without its dependencies::
         typing_extensions optax==0.2.8 absl-py
 """
 import importlib.util
+import os
 
 import numpy as np
 import pytest
@@ -271,3 +276,21 @@ def test_internal_while_loop_and_its_gradient(ex, kind):
     if kind == "checkpointed":
         np.testing.assert_allclose(jax.vmap(jax.grad(run))(np.array([0.7, 0.2])),
                                    [want, fungrad.grad(python_loop)(0.2)], rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------
+# JAX's own numbers
+# ----------------------------------------------------------------------------
+
+def test_equinox_programs_give_jaxs_numbers(ex):
+    # tests/eqx_haiku_reference_programs.py, recorded on JAX 0.10.2 + equinox
+    # 0.13.8 (float64) by tools/record_eqx_haiku_reference.py, rerun here
+    from tests.eqx_haiku_reference_programs import equinox_programs
+    jax, eqx, eqxi, optax = ex
+    reference = np.load(os.path.join(os.path.dirname(__file__), "data",
+                                     "eqx_haiku_reference.npz"))
+    assert str(reference["equinox_version"]) == "0.13.8"
+    got = equinox_programs(jax, eqx, eqxi, optax)
+    for name, value in got.items():
+        np.testing.assert_allclose(value, reference[name], rtol=1e-12, atol=1e-14,
+                                   err_msg=name)

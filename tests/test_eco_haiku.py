@@ -6,7 +6,11 @@ and hk.vmap.
 haiku initialises parameters with jax.random, so every check compares a
 haiku model with the same computation written directly on fungrad (or NumPy)
 from the parameters haiku's ``init`` made: the checks hold whatever random
-stream jax.random follows.
+stream jax.random follows.  The programs of
+tests/eqx_haiku_reference_programs.py (parameters from NumPy) are also
+compared with the numbers real JAX 0.10.2 gave for them
+(tests/data/eqx_haiku_reference.npz, recorded by
+tools/record_eqx_haiku_reference.py).
 
 haiku 0.0.17 is the newest release, and the one that runs on JAX 0.10.2's
 API (0.0.16 calls ``jax.core.TraceTag``, which JAX 0.10 removed; 0.0.17
@@ -20,6 +24,7 @@ dependencies::
 tests/test_eco_flax.py for flax's install line.)
 """
 import importlib.util
+import os
 
 import numpy as np
 import pytest
@@ -206,3 +211,21 @@ def test_vmap_shares_parameters_across_the_batch(hx):
     assert params["linear"]["w"].shape == (3, 4)        # one Linear for every row
     np.testing.assert_allclose(f.apply(params, None, X),
                                X @ params["linear"]["w"] + params["linear"]["b"], rtol=1e-13)
+
+
+# ----------------------------------------------------------------------------
+# JAX's own numbers
+# ----------------------------------------------------------------------------
+
+def test_haiku_programs_give_jaxs_numbers(hx):
+    # tests/eqx_haiku_reference_programs.py, recorded on JAX 0.10.2 + haiku
+    # 0.0.17 (float64) by tools/record_eqx_haiku_reference.py, rerun here
+    from tests.eqx_haiku_reference_programs import haiku_programs
+    jax, hk, optax = hx
+    reference = np.load(os.path.join(os.path.dirname(__file__), "data",
+                                     "eqx_haiku_reference.npz"))
+    assert str(reference["haiku_version"]) == "0.0.17"
+    got = haiku_programs(jax, hk, optax)
+    for name, value in got.items():
+        np.testing.assert_allclose(value, reference[name], rtol=1e-12, atol=1e-14,
+                                   err_msg=name)
