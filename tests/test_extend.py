@@ -158,6 +158,18 @@ def test_rule_registries_set_and_read_the_rules():
         ad.primitive_jvps["sin"] = jvp
 
 
+def test_impl_called_from_jit_code_gets_numpy_values_for_literals():
+    # jit writes scalar constants as Python numbers; the impl must still get NumPy
+    # values, as outside jit (equinox's noinline calls .item() on its operand)
+    p = jex.Primitive("needs_numpy")
+    p.def_impl(lambda i, x: x * (i.item() + 1) + x.dtype.itemsize)
+    p.def_abstract_eval(lambda i, x: x)
+    f = lambda x: p.bind(np.int64(2), x) + p.bind(np.int64(0), np.float64(1.5))
+    x = np.float64(1.0)
+    assert f(x) == pytest.approx(3.0 + 8 + 1.5 + 8)
+    assert fungrad.jit(f)(x) == pytest.approx(3.0 + 8 + 1.5 + 8)
+
+
 def test_axis_primitive_batchers_get_the_axis_size_and_name():
     # JAX's axis_primitive_batchers: rule(axis_size, axis_name, trace_type, args, dims)
     p, f = _partial_primitive()

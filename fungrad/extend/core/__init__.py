@@ -207,8 +207,15 @@ class Primitive(core.Primitive):
 
 
 def call_impl(*args, primitive_key, **params):
-    """What generated code calls for a primitive of your own without a lowering."""
+    """What generated code calls for a primitive of your own without a lowering.
+    The impl gets NumPy values, as outside jit: a constant operand the code
+    writes as a Python number (``0``, ``1.5``) is passed as a NumPy scalar."""
+    args = [_LITERAL_TYPES[type(a)](a) if type(a) in _LITERAL_TYPES else a for a in args]
     return _impls[primitive_key].impl(*args, **params)
+
+
+# the dtypes of the literals codegen writes as plain Python numbers
+_LITERAL_TYPES = {float: np.float64, int: np.int64}
 
 
 def _as_lowering(lowering) -> Callable:
