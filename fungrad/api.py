@@ -139,6 +139,8 @@ class ShapeDtypeStruct:
 def _abstractify(x) -> ShapedArray:
     if isinstance(x, ShapeDtypeStruct):
         return ShapedArray(x.shape, x.dtype, x.weak_type)
+    if type(x) is ShapedArray:          # an abstract value stands for itself, as in JAX
+        return x
     return get_aval(_as_value(x, "argument")).strip_weak_type()
 
 

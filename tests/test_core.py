@@ -53,6 +53,12 @@ def test_make_jaxpr_static_argnums_and_eval_shape():
     assert repr(weak) == "ShapeDtypeStruct(shape=(), dtype=float64, weak_type=True)"
     assert fungrad.eval_shape(lambda x: x, weak) == weak
     assert not fungrad.eval_shape(lambda x: x * 2, np.float64(1.0)).weak_type
+    # an abstract value stands for an argument of its type, as in JAX
+    aval = ShapedArray((3,), np.float32)
+    assert fungrad.eval_shape(lambda x: x * 2, aval) == fungrad.ShapeDtypeStruct((3,), np.float32)
+    (ct,) = fungrad.linear_transpose(lambda x: 3.0 * x, ShapedArray((2,), np.float64))(
+        np.ones(2))
+    np.testing.assert_allclose(ct, [3.0, 3.0])
     assert out[1].shape == (2,)
 
 

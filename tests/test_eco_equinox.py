@@ -2,7 +2,7 @@
 21 item 3): eqx.nn.MLP/Linear/Conv2d/LayerNorm, filter_jit, filter_grad,
 filter_value_and_grad, filter_jvp, filter_vmap, partition/combine, tree_at, an optax
 training loop, eqx.error_if and the primitives equinox defines itself in
-eqx.internal (unvmap_any/unvmap_all, nondifferentiable, and the
+eqx.internal (unvmap_any/unvmap_all, nondifferentiable, noinline, and the
 checkpointed while_loop, whose custom_vjp uses symbolic zeros).
 
 equinox's layers initialise their weights with jax.random, so every check
@@ -247,6 +247,17 @@ def test_nondifferentiable_refuses_a_derivative(ex):
     np.testing.assert_array_equal(eqxi.nondifferentiable(np.arange(3.0)), np.arange(3.0))
     with pytest.raises(RuntimeError, match="cannot be autodifferentiated"):
         jax.grad(lambda x: eqxi.nondifferentiable(x) ** 2)(1.0)
+
+
+def test_noinline_under_jit_grad_and_vmap(ex):
+    # noinline's own MLIR lowering is a Python callback: fungrad's jit calls its impl
+    jax, _, eqxi, _ = ex
+    g = eqxi.noinline(lambda x, y: fnp.sin(x) * y)
+    np.testing.assert_allclose(g(1.0, 2.0), 2 * np.sin(1.0), rtol=1e-15)
+    np.testing.assert_allclose(jax.jit(g)(1.0, 2.0), 2 * np.sin(1.0), rtol=1e-15)
+    np.testing.assert_allclose(jax.grad(g)(1.0, 2.0), 2 * np.cos(1.0), rtol=1e-15)
+    np.testing.assert_allclose(jax.vmap(g)(np.array([1.0, 2.0]), np.array([2.0, 3.0])),
+                               [2 * np.sin(1.0), 3 * np.sin(2.0)], rtol=1e-15)
 
 
 @pytest.mark.parametrize("kind", ["checkpointed", "bounded", "lax"])
