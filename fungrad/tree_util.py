@@ -661,10 +661,16 @@ class PyTreeDef:
                 "semantics. (Note: arrays cannot be passed as metadata fields!)") from e
 
     def __hash__(self):
-        # as JAX: node types and arities only, so node data need not be hashable
-        # (a dict or a list); equal treedefs still hash equal
+        # node data need not be hashable (a dict, a list), as in JAX: such a
+        # treedef hashes its node types and arities only.  Others hash in C
+        # (jit hashes its arguments' treedef on every call); equal treedefs hash
+        # equal unless equal node data differ in hashability (a set and an equal
+        # frozenset), where the cost is a dictionary miss
         if self._hash is None:
-            self._hash = _struct_hash(self._struct)
+            try:
+                self._hash = hash(self._struct)
+            except TypeError:
+                self._hash = _struct_hash(self._struct)
         return self._hash
 
     def __repr__(self):
