@@ -17,6 +17,9 @@ The options that mean something in fungrad:
   samplers and NumPy's int -> float promotions; a 64-bit dtype then appears
   only where you bring one (a float64 NumPy array passed to an operation
   keeps its dtype; ``fnp.asarray`` converts it, as JAX does).
+* ``jax_threefry_partitionable`` (default True, as JAX): which of JAX's two
+  Threefry stream layouts ``fungrad.random`` reproduces (``split``,
+  ``random_bits`` and every sampler); False gives older JAX's streams.
 * ``jax_disable_jit``: ``jit`` calls the Python function directly (op by op).
 * ``jax_debug_nans`` / ``jax_debug_infs``: the first operation whose result
   holds a NaN / an infinity, in the forward or the backward pass, eagerly or
@@ -278,6 +281,11 @@ debug_infs = bool_option(
 log_compiles = bool_option(
     "jax_log_compiles", False,
     "log each jit trace and compilation with its reason (logger 'fungrad.jit', WARNING)")
+threefry_partitionable = bool_option(
+    "jax_threefry_partitionable", True,
+    "fungrad.random uses JAX's partitionable Threefry stream layout (JAX's default "
+    "since 0.5); False gives the original layout of older JAX",
+    affects_tracing=True)
 numpy_rank_promotion = enum_option(
     "jax_numpy_rank_promotion", "allow", ("allow", "warn", "raise"),
     "what fungrad.numpy does when an elementwise op broadcasts arrays of different ranks",

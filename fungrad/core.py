@@ -1043,7 +1043,10 @@ class _ArrayMeta(type):
     ``isinstance`` before it calls this hook."""
 
     def __instancecheck__(cls, obj):
-        return type.__instancecheck__(cls, obj) or isinstance(obj, Tracer)
+        # typed PRNG key arrays (fungrad.random's KeyArray) are jax.Arrays too
+        # (flax checks isinstance(key, jnp.ndarray) before it accepts a key)
+        return (type.__instancecheck__(cls, obj) or isinstance(obj, Tracer)
+                or getattr(type(obj), "__fungrad_extended_array__", False))
 
 
 _IMMUTABLE_MESSAGE = ("fungrad arrays are immutable (as JAX arrays): instead of "

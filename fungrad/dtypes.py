@@ -2,8 +2,9 @@
 rules (NumPy 2 promotion, float64 defaults unless ``jax_enable_x64`` is off).
 
 ``prng_key`` and ``extended`` are the abstract scalar types JAX uses for typed
-keys; fungrad's keys are JAX's legacy ``uint32[2]`` arrays, so
-``issubdtype(key.dtype, prng_key)`` is False, as for legacy keys in JAX.
+keys: ``issubdtype(random.key(0).dtype, prng_key)`` is True (the key dtype is
+a ``KeyTy``, ``key<fry>``), and False for the raw ``uint32[2]`` keys of
+``random.PRNGKey``, as in JAX.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from fungrad.numpy._dtypes import TypePromotionError, is_weak
 from fungrad.numpy._shape import result_type as _result_type
 
 __all__ = ["canonicalize_dtype", "float0", "issubdtype", "result_type", "finfo", "iinfo",
-           "prng_key", "extended", "TypePromotionError", "dtype"]
+           "prng_key", "extended", "KeyTy", "TypePromotionError", "dtype"]
 
 finfo = np.finfo
 iinfo = np.iinfo
@@ -26,7 +27,29 @@ class extended(np.generic):
 
 
 class prng_key(extended):
-    """Abstract scalar type of JAX's typed PRNG keys (fungrad keys are uint32)."""
+    """Abstract scalar type of typed PRNG keys (``random.key``'s dtype is a subtype)."""
+
+
+class KeyTy:
+    """The dtype of the typed keys of one PRNG implementation, ``key<tag>``
+    (JAX's ``KeyTy``): not a NumPy dtype (see ``fungrad.random._key_array``)."""
+    type = prng_key
+    kind = "V"
+
+    def __init__(self, impl_name, tag):
+        self.impl_name, self.tag = impl_name, tag
+        self.name = f"key<{tag}>"
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        return isinstance(other, KeyTy) and other.impl_name == self.impl_name
+
+    def __hash__(self):
+        return hash((KeyTy, self.impl_name))
 
 
 def canonicalize_dtype(dtype, allow_extended_dtype: bool = False) -> np.dtype:
@@ -37,6 +60,10 @@ def canonicalize_dtype(dtype, allow_extended_dtype: bool = False) -> np.dtype:
 
 def issubdtype(a, b) -> bool:
     """``np.issubdtype``, also for ``float0`` and the abstract ``extended``/``prng_key``."""
+    if isinstance(a, KeyTy) or isinstance(b, KeyTy):    # typed keys' dtypes
+        if isinstance(b, KeyTy):
+            return a == b
+        return isinstance(b, type) and issubclass(a.type, b)
     is_float0 = lambda d: isinstance(d, np.dtype) and d == float0
     if is_float0(a) or is_float0(b):       # float0 is its own category (JAX's)
         return is_float0(a) and is_float0(b)
@@ -54,6 +81,8 @@ def result_type(*args, return_weak_type_flag: bool = False):
 
 def dtype(x, *, canonicalize: bool = False) -> np.dtype:
     """The dtype of a value or a dtype specifier (``jax.dtypes.dtype``)."""
+    if isinstance(x, KeyTy) or isinstance(getattr(x, "dtype", None), KeyTy):
+        return x if isinstance(x, KeyTy) else x.dtype          # typed keys
     d = np.dtype(x) if isinstance(x, (np.dtype, type, str)) else get_aval(x).dtype
     return core.canonicalize_dtype(d) if canonicalize else d
 

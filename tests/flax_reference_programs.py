@@ -82,3 +82,29 @@ def run_all(jax, nn, optax, train_state) -> dict:
     out["adam_kernel"] = state.params["Dense_0"]["kernel"]
     out["adam_bn_var"] = stats["BatchNorm_0"]["var"]
     return {name: np.asarray(value) for name, value in out.items()}
+
+
+def run_init(jax, nn) -> dict:
+    """flax's own initialization from keys (JAX's random stream through flax's
+    rng splitting and jax.nn.initializers), and a dropout mask: what a user
+    gets from ``init``/``apply`` with ``PRNGKey(0)`` and ``random.key(1)``."""
+    jnp = jax.numpy
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, tokens, train: bool = False):
+            x = nn.Embed(7, 4)(tokens)
+            x = nn.MultiHeadDotProductAttention(num_heads=2)(x, x)
+            x = nn.Conv(3, (2,))(nn.LayerNorm()(x))
+            x = nn.Dropout(0.5, deterministic=not train)(nn.relu(x))
+            return nn.Dense(2, kernel_init=nn.initializers.glorot_uniform(),
+                            bias_init=nn.initializers.normal(0.5))(x)
+    tokens = jnp.array([[1, 5, 2], [0, 6, 3]])
+    out = {}
+    for name, key in (("legacy", jax.random.PRNGKey(0)), ("typed", jax.random.key(1))):
+        variables = Net().init(key, tokens)
+        for path, leaf in jax.tree_util.tree_flatten_with_path(variables)[0]:
+            out[f"init_{name}{jax.tree_util.keystr(path)}"] = leaf
+        out[f"dropout_{name}"] = Net().apply(variables, tokens, train=True,
+                                             rngs={"dropout": jax.random.fold_in(key, 3)})
+    return {name: np.asarray(value) for name, value in out.items()}

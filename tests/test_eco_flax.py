@@ -5,13 +5,19 @@ jax.jit, nn.scan, nn.remat, nn.vmap and MultiHeadDotProductAttention.
 
 Each workflow is compared with the same model written directly on fungrad
 (or in NumPy) from the parameters flax's ``init`` produced, so the checks
-hold whatever random stream ``jax.random`` follows.
+hold whatever random stream ``jax.random`` follows.  ``test_jax_recorded_numbers``
+also reruns tests/flax_reference_programs.py (explicit NumPy parameters) and
+compares with tests/data/flax_reference.npz, recorded once on JAX 0.10.2 +
+flax 0.12.8 in float64 by tools/record_flax_reference.py, and
+``test_init_and_dropout_from_keys_give_jaxs_numbers`` checks flax's own
+initialization and dropout from keys (legacy and typed) against JAX's.
 
 flax is installed without its dependencies::
 
     pip install --no-deps flax==0.12.8 treescope==0.1.10 opt_einsum==3.4.0 \\
         ml_dtypes==0.7.0 rich==15.0.0 markdown-it-py==4.0.0 mdurl==0.1.2 \\
-        msgpack PyYAML typing_extensions optax==0.2.8 absl-py
+        pygments==2.21.0 msgpack==1.2.4 PyYAML==6.0.4 typing_extensions==4.16.0 \\
+        optax==0.2.8 absl-py==2.5.1
 
 (flax.nnx is not covered: flax 0.12.8's nnx needs jax.experimental.hijax,
 see docs/jax_coverage.md.)
@@ -325,3 +331,25 @@ def test_jax_recorded_numbers(fx):
 
 
 FLOAT32_PATH = {"mlp_eval": 1e-6}
+
+
+def test_init_and_dropout_from_keys_give_jaxs_numbers(fx):
+    """flax's init from ``PRNGKey(0)`` and ``random.key(1)`` (typed) and a dropout
+    mask: JAX's random stream through flax's key splitting and initializers.
+    float32 parameters agree to a few float32 ulps (float32 normal samples go
+    through erf_inv in float32, whose last bit XLA and fungrad round differently)."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    try:
+        from flax_reference_programs import run_init
+    finally:
+        sys.path.remove(os.path.dirname(__file__))
+    recorded = np.load(os.path.join(os.path.dirname(__file__), "data", "flax_reference.npz"))
+    jax, nn, _, _ = fx
+    assert jax.random.key(1).dtype != np.uint32        # a typed key
+    ours = run_init(jax, nn)
+    assert sorted(ours) == sorted(k for k in recorded.files if k.startswith(("init_", "dropout_")))
+    for name, value in ours.items():
+        assert value.dtype == recorded[name].dtype, name
+        np.testing.assert_allclose(value, recorded[name], rtol=1e-6, atol=1e-6, err_msg=name)

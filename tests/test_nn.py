@@ -523,3 +523,24 @@ def test_orthogonal_errors():
         init.delta_orthogonal()(0, (3, 3))
     with pytest.raises(ValueError, match="fan_in <= fan_out"):
         init.delta_orthogonal()(0, (3, 5, 4))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_initializers_with_keys_follow_jaxs_arithmetic(dtype):
+    # with a fungrad.random key, an initializer is JAX's formula in `dtype`:
+    # the sample of that dtype times a scale of that dtype (so flax's float32
+    # parameters are JAX's bits)
+    from fungrad import random
+    from fungrad.nn import initializers as init
+    key, shape = random.PRNGKey(3), (4, 3, 5)
+    variance = np.asarray(1.0 / 12, dtype)          # lecun: fan_in = 4 * 3
+    expected = random.truncated_normal(key, -2, 2, shape, dtype) * (
+        np.sqrt(variance) / np.asarray(0.87962566103423978, dtype))
+    got = init.lecun_normal()(key, shape, dtype)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(init.normal(0.5)(key, shape, dtype),
+                                  random.normal(key, shape, dtype) * np.asarray(0.5, dtype))
+    np.testing.assert_array_equal(
+        init.glorot_uniform()(key, shape, dtype),
+        random.uniform(key, shape, dtype, -1.0, 1.0) * np.sqrt(3 * np.asarray(1.0 / 16, dtype)))  # fan_avg 16

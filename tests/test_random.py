@@ -46,16 +46,20 @@ def test_threefry_known_answers():
         np.testing.assert_array_equal(out, np.array(expected, np.uint32))
 
 
-def test_prng_key_and_split_match_jax_legacy_keys():
+def test_prng_key_and_split_match_jax_keys():
     np.testing.assert_array_equal(random.PRNGKey(0), np.array([0, 0], np.uint32))
     np.testing.assert_array_equal(random.PRNGKey(42), np.array([0, 42], np.uint32))
     np.testing.assert_array_equal(random.PRNGKey(2**40 + 3), [256, 3])
     np.testing.assert_array_equal(random.PRNGKey(-1), [2**32 - 1, 2**32 - 1])
     np.testing.assert_array_equal(random.PRNGKey(np.int64(2**40 + 3)), [256, 3])
-    np.testing.assert_array_equal(random.key(7), random.PRNGKey(7))
-    # jax.random.split(jax.random.PRNGKey(0)) with the Threefry legacy scheme
+    np.testing.assert_array_equal(random.key_data(random.key(7)), random.PRNGKey(7))
+    # jax.random.split(jax.random.PRNGKey(0)) in JAX 0.10.2 (partitionable Threefry)
     np.testing.assert_array_equal(random.split(random.PRNGKey(0)),
-                                  [[4146024105, 967050713], [2718843009, 1272950319]])
+                                  [[1797259609, 2579123966], [928981903, 3453687069]])
+    # ... and with jax_threefry_partitionable=False (JAX before 0.5)
+    with fungrad.threefry_partitionable(False):
+        np.testing.assert_array_equal(random.split(random.PRNGKey(0)),
+                                      [[4146024105, 967050713], [2718843009, 1272950319]])
     assert random.split(random.PRNGKey(0), (2, 3)).shape == (2, 3, 2)
 
 
@@ -69,8 +73,10 @@ def test_same_key_same_numbers():
 
 def test_split_and_fold_in_give_distinct_uncorrelated_streams():
     keys = list(random.split(random.PRNGKey(0), 4))
-    keys += [random.PRNGKey(1), random.fold_in(random.PRNGKey(0), 0),
-             random.fold_in(random.PRNGKey(0), 1)]
+    keys += [random.PRNGKey(1), random.fold_in(random.PRNGKey(0), 7),
+             random.fold_in(random.PRNGKey(1), 1)]
+    # JAX's partitionable split is "fold-like": split(k, n)[i] == fold_in(k, i)
+    np.testing.assert_array_equal(random.fold_in(random.PRNGKey(0), 1), keys[1])
     streams = np.stack([np.asarray(random.normal(k, (N,))) for k in keys])
     assert len({tuple(np.asarray(k)) for k in keys}) == len(keys)
     correlation = np.corrcoef(streams)
@@ -83,7 +89,8 @@ def test_split_and_fold_in_give_distinct_uncorrelated_streams():
 
 def test_bits_shapes_and_dtypes():
     key = random.PRNGKey(5)
-    assert random.bits(key, (3, 4)).dtype == np.uint32
+    assert random.bits(key, (3, 4)).dtype == np.uint64      # JAX's default unsigned type
+    assert random.bits(key, (3, 4), np.uint32).dtype == np.uint32
     words = np.asarray(random.bits(key, (N,), np.uint64))
     assert words.dtype == np.uint64 and words.shape == (N,)
     # each of the 64 bits is set about half of the time

@@ -22,10 +22,10 @@ from flax.training import train_state  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-from flax_reference_programs import run_all  # noqa: E402
+from flax_reference_programs import run_all, run_init  # noqa: E402
 
 if __name__ == "__main__":
-    results = run_all(jax, nn, optax, train_state)
+    results = run_all(jax, nn, optax, train_state) | run_init(jax, nn)
     path = os.path.join(HERE, "..", "tests", "data", "flax_reference.npz")
     np.savez(path, jax_version=jax.__version__, flax_version=flax.__version__, **results)
     print(f"wrote {path}: {sorted(results)} (jax {jax.__version__}, flax {flax.__version__})")

@@ -4,11 +4,13 @@ all of its rules (the samplers of ``fungrad.random`` are built on them).
 * ``threefry2x32_p(k0, k1, x0, x1) -> (y0, y1)``: the Threefry-2x32 block
   cipher (20 rounds) on uint32 arrays that broadcast together, elementwise
   (JAX has a primitive of that name and signature).
-* ``random_sample_p(keys; shape, dtype, transform)``: the samples of ``shape``
-  drawn from each key of ``keys`` (uint32, ``(..., 2)``; the leading
-  dimensions are a batch of keys), in one of four transforms of the key's
-  Threefry stream (``kernels/prng.py``'s ``sample`` defines them): its bits, floats on
-  [0, 1), floats on (-1, 1), standard normals by the inverse CDF.
+* ``random_sample_p(keys; shape, dtype, transform, partitionable)``: the
+  samples of ``shape`` drawn from each key of ``keys`` (uint32, ``(..., 2)``;
+  the leading dimensions are a batch of keys), in one of four transforms of
+  the key's Threefry stream (``kernels/prng.py``'s ``sample`` defines them):
+  its bits, floats on [0, 1), floats on (-1, 1), standard normals by the
+  inverse CDF -- JAX's ``random_bits``, ``uniform`` and ``normal`` bit for bit
+  (up to erf_inv's last bits), in either of JAX's stream layouts.
 
 Why one primitive for a whole sample rather than Threefry then lax ops: a
 NumPy program cannot fuse operations, and 25 million float64 normals built
@@ -30,11 +32,12 @@ import numpy as np
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
-from fungrad.interpreters.ad import defjvp_zero
+from fungrad.interpreters.ad import defjvp, defjvp_zero
+from fungrad.lax import elementwise as _elementwise
 from fungrad.lax.kernels import prng as _kernel
 from fungrad.lax.utils import as_operand, broadcast_shapes, checked_bind, def_kernel
 
-__all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p"]
+__all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p", "random_fma_p"]
 
 _U32 = np.dtype(np.uint32)
 TRANSFORMS = ("bits", "unit", "signed", "normal")
@@ -80,7 +83,7 @@ def threefry2x32(k0, k1, x0, x1):
 # random_sample
 # ----------------------------------------------------------------------------
 
-def _sample_shape(keys, shape, dtype, transform):
+def _sample_shape(keys, shape, dtype, transform, partitionable):
     if keys.dtype != _U32 or keys.shape[-1:] != (2,):
         raise TypeError(f"random_sample: `keys` must be uint32 of shape (..., 2), got "
                         f"{keys.dtype} of shape {keys.shape}.")
@@ -89,11 +92,11 @@ def _sample_shape(keys, shape, dtype, transform):
     if transform not in TRANSFORMS or dtype.kind not in kinds:
         raise TypeError(f"random_sample: transform {transform!r} with dtype {dtype} is not "
                         f"one of 'bits' (unsigned dtypes) or {TRANSFORMS[1:]} (float dtypes).")
-    words = math.prod(shape) * (2 if dtype.itemsize == 8 else 1)
-    if words > _kernel.MAX_WORDS:
+    blocks = math.prod(shape) * (2 if dtype.itemsize == 8 and not partitionable else 1)
+    if blocks > _kernel.MAX_WORDS:
         raise ValueError(f"random_sample: {math.prod(shape)} samples of {dtype} need "
-                         f"{words} random words, more than one key's stream of "
-                         f"2**32; split the key and draw several smaller arrays.")
+                         f"{blocks} Threefry blocks, more than fungrad's limit of "
+                         f"2**32 per key; split the key and draw several smaller arrays.")
     return ShapedArray(tuple(keys.shape[:-1]) + tuple(shape), dtype)
 
 
@@ -109,11 +112,33 @@ defjvp_zero(random_sample_p)
 random_sample_p.batch = _sample_batch
 
 
-def random_sample(key, shape, dtype, transform):
+def random_sample(key, shape, dtype, transform, partitionable=True):
     """Samples of ``shape`` and ``dtype`` from ``key`` (uint32, ``(..., 2)``);
-    ``transform`` is 'bits', 'unit', 'signed' or 'normal' (see the module doc)."""
+    ``transform`` is 'bits', 'unit', 'signed' or 'normal' (see the module doc);
+    ``partitionable``: JAX's stream layout (``jax_threefry_partitionable``)."""
     return checked_bind(random_sample_p, as_operand(key), shape=tuple(int(n) for n in shape),
-                        dtype=np.dtype(dtype).name, transform=transform)
+                        dtype=np.dtype(dtype).name, transform=transform,
+                        partitionable=bool(partitionable))
+
+
+# ----------------------------------------------------------------------------
+# random_fma: a * b + c rounded once
+# ----------------------------------------------------------------------------
+# JAX's uniform computes ``unit * (maxval - minval) + minval`` and XLA's CPU
+# backend fuses it into one fused multiply-add, so reproducing JAX's bounded
+# uniforms (and truncated_normal, cauchy, ...) bit for bit needs an FMA, which
+# NumPy lacks: the kernel emulates it exactly.
+
+random_fma_p = _elementwise._nary("random_fma", _kernel.fma, _elementwise.FLOAT, num_args=3)
+defjvp(random_fma_p,
+       lambda g, a, b, c: _elementwise._brcast(_elementwise.mul(g, b), c),
+       lambda g, a, b, c: _elementwise._brcast(_elementwise.mul(a, g), c),
+       lambda g, a, b, c: _elementwise._brcast(g, a, b))
+
+
+def random_fma(a, b, c):
+    """``a * b + c`` rounded once (float operands of one dtype, broadcasting)."""
+    return checked_bind(random_fma_p, *(as_operand(x) for x in (a, b, c)))
 
 
 # ----------------------------------------------------------------------------
@@ -148,4 +173,4 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=None, *, out_shardi
     new_key = lax.concatenate([lax.slice(y0, (0,), (2,)), lax.slice(y1, (0,), (2,))], 0)
     bits_key = lax.concatenate([lax.slice(y0, (2,), (3,)), lax.slice(y1, (2,), (3,))], 0)
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
-    return new_key, random_sample(bits_key, shape, dtype, "bits")
+    return new_key, random_sample(bits_key, shape, dtype, "bits", False)

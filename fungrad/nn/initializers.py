@@ -93,8 +93,14 @@ def _normal_cdf(x):
 
 
 def _standard_truncated_normal(key, shape, dtype, lower, upper):
-    """N(0, 1) conditioned on [lower, upper], by inverting the CDF of a uniform
+    """N(0, 1) conditioned on [lower, upper]: ``fungrad.random.truncated_normal``
+    for a fungrad key (JAX's stream), else by inverting the CDF of a uniform
     sample in [Φ(lower), Φ(upper)]."""
+    if _numpy_generator(key) is None:
+        random = _fungrad_random()
+        if random is None:
+            raise _bad_key(key)
+        return fnp.asarray(random.truncated_normal(key, lower, upper, shape, dtype), dtype=dtype)
     u = _uniform(key, shape, np.float64, _normal_cdf(lower), _normal_cdf(upper))
     z = math.sqrt(2) * lax.erf_inv(2 * u - 1)
     return fnp.asarray(fnp.clip(z, lower, upper), dtype=dtype)
@@ -140,8 +146,7 @@ def normal(stddev=1e-2, dtype=np.float64):
     """An initializer drawing from N(0, stddev²)."""
     def init(key, shape, dtype=dtype):
         dtype = _float_dtype(dtype)
-        return fnp.asarray(stddev * _standard_normal(key, _shape_tuple(shape), np.float64),
-                           dtype=dtype)
+        return _standard_normal(key, _shape_tuple(shape), dtype) * np.asarray(stddev, dtype)
     return init
 
 
@@ -149,7 +154,7 @@ def uniform(scale=1e-2, dtype=np.float64):
     """An initializer drawing uniformly from [0, scale) (JAX's range)."""
     def init(key, shape, dtype=dtype):
         dtype = _float_dtype(dtype)
-        return _uniform(key, _shape_tuple(shape), dtype, 0.0, scale)
+        return _uniform(key, _shape_tuple(shape), dtype, 0.0, 1.0) * np.asarray(scale, dtype)
     return init
 
 
@@ -157,8 +162,8 @@ def truncated_normal(stddev=1e-2, dtype=np.float64, lower=-2.0, upper=2.0):
     """An initializer drawing stddev · (N(0, 1) truncated to [lower, upper])."""
     def init(key, shape, dtype=dtype):
         dtype = _float_dtype(dtype)
-        z = _standard_truncated_normal(key, _shape_tuple(shape), np.float64, lower, upper)
-        return fnp.asarray(stddev * z, dtype=dtype)
+        z = _standard_truncated_normal(key, _shape_tuple(shape), dtype, lower, upper)
+        return z * np.asarray(stddev, dtype)
     return init
 
 
@@ -210,15 +215,16 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
     def init(key, shape, dtype=dtype):
         shape, dtype = _shape_tuple(shape), _float_dtype(dtype)
         fan_in, fan_out = _fans(shape, in_axis, out_axis, batch_axis)
-        variance = scale / _FAN_DENOMINATORS[mode](fan_in, fan_out)
+        # JAX's arithmetic, in dtype: the variance, its square root and the
+        # sample are all of the requested dtype (so float32 inits are JAX's bits)
+        variance = np.asarray(scale / _FAN_DENOMINATORS[mode](fan_in, fan_out), dtype)
         if distribution == "truncated_normal":
-            z = _standard_truncated_normal(key, shape, np.float64, -2.0, 2.0)
-            sample = z * (math.sqrt(variance) / _TRUNCATED_STDDEV)
+            stddev = np.sqrt(variance) / np.asarray(_TRUNCATED_STDDEV, dtype)
+            sample = _standard_truncated_normal(key, shape, dtype, -2.0, 2.0) * stddev
         elif distribution == "normal":
-            sample = _standard_normal(key, shape, np.float64) * math.sqrt(variance)
+            sample = _standard_normal(key, shape, dtype) * np.sqrt(variance)
         else:
-            limit = math.sqrt(3 * variance)
-            sample = _uniform(key, shape, np.float64, -limit, limit)
+            sample = _uniform(key, shape, dtype, -1.0, 1.0) * np.sqrt(3 * variance)
         return fnp.asarray(sample, dtype=dtype)
     return init
 

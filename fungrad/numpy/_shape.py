@@ -585,12 +585,26 @@ def _check_concat_shapes(ops, axis: int):
                     f"at index {i} has size {n1} (shapes {first} and {x.shape})")
 
 
+def _extended_array_type(arrays):
+    """The class of the typed PRNG key arrays among ``arrays`` (which join
+    themselves: ``_stack``/``_concatenate``), or None. fungrad.random's key
+    arrays say so with ``__fungrad_extended_array__`` (a layer below, numpy
+    cannot import them)."""
+    for a in arrays:
+        if getattr(type(a), "__fungrad_extended_array__", False):
+            return type(a)
+    return None
+
+
 def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """Join arrays along ``axis`` (None: flatten first), promoting dtypes as NumPy."""
     if out is not None:
         raise TypeError("concatenate: out= is not supported (fungrad arrays are "
                         "immutable); use the returned array.")
-    ops = [_operand(a) for a in _as_sequence(arrays, "concatenate")]
+    arrays = _as_sequence(arrays, "concatenate")
+    if (keys := _extended_array_type(arrays)) is not None:
+        return keys._concatenate(arrays, axis)
+    ops = [_operand(a) for a in arrays]
     if not ops:
         raise ValueError("concatenate: need at least one array to concatenate")
     if axis is None:
@@ -619,7 +633,10 @@ def concat(arrays, /, *, axis=0):
 def stack(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if out is not None:
         raise TypeError("stack: out= is not supported (fungrad arrays are immutable)")
-    ops = [_operand(a) for a in _as_sequence(arrays, "stack")]
+    arrays = _as_sequence(arrays, "stack")
+    if (keys := _extended_array_type(arrays)) is not None:
+        return keys._stack(arrays, axis)
+    ops = [_operand(a) for a in arrays]
     if not ops:
         raise ValueError("stack: need at least one array to stack")
     for i, x in enumerate(ops[1:], 1):

@@ -28,42 +28,66 @@ def _threefry_ref(k0, k1, x0, x1):
 
 
 def _stream_ref(key, n):
-    """JAX's legacy stream: the counts 0..n-1 (padded to even), halves paired."""
+    """JAX's original stream: the counts 0..n-1 (padded to even), halves paired."""
     counts = np.concatenate([np.arange(n), np.zeros(n % 2)]).astype(np.uint32)
     half = counts.size // 2
     y0, y1 = _threefry_ref(key[0], key[1], counts[:half], counts[half:])
     return np.concatenate([y0, y1])[:n]
 
 
-def _sample_ref(key, shape, dtype, transform):
-    dtype, size = np.dtype(dtype), math.prod(shape)
-    if dtype.itemsize == 8:
+def _words_ref(key, size, width, partitionable):
+    """JAX's random bits of ``width`` (as uint64): ``(high, low)`` words for 64."""
+    if partitionable:       # block (0, i) for sample i
+        y0, y1 = (w.astype(np.uint64) for w in _threefry_ref(
+            key[0], key[1], np.zeros(size, np.uint32), np.arange(size, dtype=np.uint32)))
+        return (y0, y1) if width == 64 else (y0 ^ y1) & np.uint64(2**width - 1)
+    if width == 64:
         words = _stream_ref(key, 2 * size).astype(np.uint64)
-        high, low = words[:size], words[size:]
+        return words[:size], words[size:]
+    per = 32 // width                               # narrow values packed, low bits first
+    stream = _stream_ref(key, -(-size * width // 32)).astype(np.uint64)
+    shifts = np.arange(per, dtype=np.uint64) * np.uint64(width)
+    return ((stream[:, None] >> shifts) & np.uint64(2**width - 1)).ravel()[:size]
+
+
+def _sample_ref(key, shape, dtype, transform, partitionable=True):
+    dtype, size = np.dtype(dtype), math.prod(shape)
+    width = 8 * dtype.itemsize
+    words = _words_ref(key, size, width, partitionable)
+    if width == 64:
+        high, low = words
         if transform == "bits":
             return ((high << np.uint64(32)) | low).reshape(shape)
-        unit = ((high >> np.uint64(5)) * 2.0**26 + (low >> np.uint64(6))) * 2.0**-53
+        unit = (high * 2.0**20 + (low >> np.uint64(12))) * 2.0**-52     # top 52 bits
     else:
-        words = _stream_ref(key, size)
         if transform == "bits":
             return words.astype(dtype).reshape(shape)
-        bits = np.finfo(dtype).nmant + 1
-        unit = (words >> np.uint32(32 - bits)) * 2.0**-bits
+        nmant = np.finfo(dtype).nmant
+        unit = (words >> np.uint64(width - nmant)) * 2.0**-nmant
     signed = 2 * unit - 1 + np.finfo(dtype).epsneg      # -1 + ulp + 2 unit, exactly
     value = {"unit": unit, "signed": signed,
              "normal": math.sqrt(2) * scipy.special.erfinv(signed)}[transform]
     return value.astype(dtype).reshape(shape)
 
 
+def _fma_ref(a, b, c):
+    """a * b + c rounded once: exact rational arithmetic, then one rounding."""
+    from fractions import Fraction
+    exact = np.vectorize(lambda x, y, z: float(Fraction(x) * Fraction(y) + Fraction(z)),
+                         otypes=[np.float64])
+    return exact(a, b, c)
+
+
 _WORD = dict(dtype="uint32", low=0, high=2**32 - 1, diff=False)
 _KEY = Arg((2,), **_WORD)
 
 
-def _sample_case(shape, dtype, transform, rtol=1e-7):
+def _sample_case(shape, dtype, transform, rtol=1e-7, partitionable=True):
     dims = "x".join(map(str, shape)) or "scalar"
-    return Case(f"lax.random_sample_{transform}_{np.dtype(dtype).name}_{dims}",
-                lambda k: prng.random_sample(k, shape, dtype, transform),
-                lambda k: _sample_ref(k, shape, dtype, transform), [_KEY],
+    layout = "" if partitionable else "_original"
+    return Case(f"lax.random_sample_{transform}_{np.dtype(dtype).name}_{dims}{layout}",
+                lambda k: prng.random_sample(k, shape, dtype, transform, partitionable),
+                lambda k: _sample_ref(k, shape, dtype, transform, partitionable), [_KEY],
                 prims=("random_sample",), grad_order=0, rtol=rtol, atol=0)
 
 
@@ -71,6 +95,11 @@ CASES = [
     Case("lax.threefry2x32", lambda *a: prng.threefry2x32(*a), _threefry_ref,
          [Arg("any", **_WORD), Arg("bcast", **_WORD), Arg("bcast", **_WORD),
           Arg("bcast", **_WORD)], prims=("threefry2x32",), grad_order=0),
+    # bit for bit: the emulated fused multiply-add against exact arithmetic
+    Case("lax.random_fma", lambda a, b, c: prng.random_fma(a, b, c), _fma_ref,
+         [Arg("any", low=-1e3, high=1e3), Arg("bcast", dtype="same"),
+          Arg("bcast", dtype="same")], prims=("random_fma",), rtol=0, atol=0,
+         np_fun=False),        # NumPy has no fused multiply-add to spell it with
     _sample_case((7,), np.uint32, "bits"),                # odd count: the pad word
     _sample_case((2, 3), np.uint64, "bits"),
     _sample_case((), np.uint8, "bits"),
@@ -80,4 +109,11 @@ CASES = [
     _sample_case((2, 3), np.float64, "normal", rtol=1e-14),
     _sample_case((5,), np.float32, "normal", rtol=1e-6),
     _sample_case((0, 3), np.float64, "normal"),
+    _sample_case((7,), np.uint32, "bits", partitionable=False),
+    _sample_case((2, 3), np.uint64, "bits", partitionable=False),
+    _sample_case((5,), np.uint8, "bits", partitionable=False),
+    _sample_case((3,), np.uint16, "bits", partitionable=False),
+    _sample_case((3,), np.float16, "unit", partitionable=False),
+    _sample_case((4,), np.float16, "unit"),
+    _sample_case((2, 3), np.float64, "normal", rtol=1e-14, partitionable=False),
 ]

@@ -18,12 +18,16 @@ dozen full-size temporaries. And every call gets arrays only (constants are
 scalar, or broadcasts a (1, 1) array, at a cost per call that is a good
 fraction of the arithmetic on a chunk.
 
-The stream of a key (JAX's legacy scheme): ``n`` words are the encryption of
-the counts ``0 .. n-1`` (padded with one 0 to even length), whose first half
-and second half form the word pairs of the blocks, ``(j, half + j)`` for
-``j < half = ceil(n / 2)``; the first words of the blocks give words
-``0 .. half-1``, the second words the rest.  Samples of 8 bytes take two words
-each from a stream of ``2 * size``: sample ``i`` is block ``i``'s pair.
+The streams of a key are JAX's two Threefry layouts. Partitionable
+(``jax_threefry_partitionable=True``, JAX's default): sample ``i`` comes from
+the block of counts ``(i >> 32, i & 0xFFFFFFFF)``: a 64-bit sample is its
+pair ``y0:y1``, a narrower one the low bits of ``y0 ^ y1``.  Original: ``n``
+words are the encryption of the counts ``0 .. n-1`` (padded with one 0 to even
+length), whose first half and second half form the word pairs of the blocks,
+``(j, half + j)`` for ``j < half = ceil(n / 2)``; the first words of the blocks
+give words ``0 .. half-1``, the second words the rest.  Samples of 8 bytes
+take two words each from a stream of ``2 * size``: sample ``i`` is block
+``i``'s pair; 8- and 16-bit samples are packed 4 or 2 to a word, low bits first.
 """
 import math
 
@@ -31,7 +35,7 @@ import numpy as np
 
 from fungrad.lax.kernels.special import ErfInvWriter
 
-__all__ = ["threefry2x32", "sample"]     # (and the constants CHUNK, MAX_WORDS)
+__all__ = ["threefry2x32", "sample", "fma"]     # (and the constants CHUNK, MAX_WORDS)
 
 CHUNK = 1 << 15          # blocks per chunk: 2 x 128 KiB of uint32, in L2
 MAX_WORDS = 1 << 32      # one key's stream: the counts are uint32
@@ -137,14 +141,15 @@ class _Workspace:
 
 
 def _unit_float64(high, low, out, scale=None, offset=None):
-    """53 random bits as a float64 on [0, 1): k = (high >> 5) * 2**26 + (low >> 6)
-    (27 + 26 bits, as NumPy's Mersenne Twister) times 2**-53. Exact; with
-    ``scale=2**-52, offset=-1 + 2**-53`` it is ``_signed`` of that in two calls fewer."""
+    """JAX's float64 on [0, 1) from a 64-bit word ``high:low``: its top 52 bits
+    as the mantissa of a float in [1, 2), minus 1, which is exactly
+    ``(high * 2**20 + (low >> 12)) * 2**-52``. With ``scale=2**-51,
+    offset=-1 + 2**-53`` it is JAX's ``uniform(lo, 1)`` of normal (``_signed``
+    of it, exact as well) in two calls fewer."""
     scale = _UNIT_SCALE if scale is None else scale
-    np.right_shift(high, _FIVE, high)
-    np.right_shift(low, _SIX, low)
+    np.right_shift(low, _TWELVE, low)
     np.copyto(out, high)                  # a conversion, then float64-only calls:
-    np.multiply(out, _TWO_26, out)        # mixed uint32/float64 calls are slower
+    np.multiply(out, _TWO_20, out)        # mixed uint32/float64 calls are slower
     np.add(out, low, out)
     np.multiply(out, scale, out)
     if offset is not None:
@@ -152,18 +157,21 @@ def _unit_float64(high, low, out, scale=None, offset=None):
     return out
 
 
-_FIVE, _SIX = _constant(5, _U32), _constant(6, _U32)
-_TWO_26 = _constant(2.0**26, np.float64)
-_UNIT_SCALE = _constant(2.0**-53, np.float64)
-_SIGNED_SCALE = _constant(2.0**-52, np.float64)
+_TWELVE = _constant(12, _U32)
+_TWO_20 = _constant(2.0**20, np.float64)
+_UNIT_SCALE = _constant(2.0**-52, np.float64)
+_SIGNED_SCALE = _constant(2.0**-51, np.float64)
 _LOWEST = _constant(np.nextafter(-1.0, 0.0), np.float64)   # -1 + 2**-53
 
 
 def _unit_narrow(words, dtype):
-    """float32/float16 on [0, 1): the top 24 / 11 bits of a word, scaled in float32."""
-    kept_bits = np.finfo(dtype).nmant + 1
-    unit = (words >> (32 - kept_bits)).astype(np.float32)
-    unit *= np.float32(2.0**-kept_bits)
+    """JAX's float32/float16 on [0, 1): the top ``nmant`` bits of the
+    ``dtype``-wide word (the low bits of ``words``) times 2**-nmant, exact."""
+    nbits, nmant = dtype.itemsize * 8, np.finfo(dtype).nmant
+    if words.dtype.itemsize * 8 != nbits:
+        words = words.astype(np.dtype(f"u{dtype.itemsize}"))     # keeps the low bits
+    unit = (words >> (nbits - nmant)).astype(np.float32)
+    unit *= np.float32(2.0**-nmant)
     return unit.astype(dtype, copy=False)
 
 
@@ -226,23 +234,27 @@ def _finish_words(transform, dtype, erf_inv_writer):
     return {"bits": bits, "unit": unit, "signed": signed, "normal": normal}[transform]
 
 
-def sample(keys, shape, dtype, transform, erf_inv_writer=ErfInvWriter):
+def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=ErfInvWriter):
     """Samples of ``shape`` from every key of ``keys`` (uint32, ``(..., 2)``):
-    an array of shape ``keys.shape[:-1] + shape``.
+    an array of shape ``keys.shape[:-1] + shape``, JAX's bit for bit.
 
-    ``transform``: "bits" (the stream's words; uint64 joins a pair, high word
-    first), "unit" (floats on [0, 1), every value a multiple of 2**-53 for
-    float64, of 2**-24 / 2**-11 for float32 / float16), "signed" (on the open
-    interval (-1, 1): -1 + ulp + 2 unit) or "normal" (sqrt(2) erf_inv(signed),
-    by ``erf_inv_writer(out, scale)``: the special-function kernel's ErfInvWriter).
+    ``transform``: "bits" (JAX's ``random_bits`` of the dtype's width), "unit"
+    (JAX's ``uniform`` on [0, 1): the top mantissa bits of those bits),
+    "signed" (JAX's ``uniform(lo, 1)`` with lo = -1 + ulp, exactly lo + 2 unit)
+    or "normal" (sqrt(2) erf_inv(signed), by ``erf_inv_writer(out, scale)``: the
+    special-function kernel's ErfInvWriter). ``partitionable`` picks JAX's
+    stream layout (``jax_threefry_partitionable``, see the module docstring).
     """
     dtype = np.dtype(dtype)
     keys = np.asarray(keys, _U32)
     batch, size = keys.shape[:-1], math.prod(shape)
     flat_keys = keys.reshape(-1, 2)
+    if not partitionable and dtype.itemsize < 4:
+        return _packed_narrow(flat_keys, size, dtype, transform, erf_inv_writer).reshape(
+            batch + tuple(shape))
     out = np.empty(flat_keys.shape[0] * size, dtype)
     pairs = dtype.itemsize == 8
-    half = size if pairs else (size + 1) // 2
+    blocks = size if (pairs or partitionable) else (size + 1) // 2
     if pairs:
         write, done = _finish_pairs(transform, dtype, out, erf_inv_writer)
     else:
@@ -250,7 +262,7 @@ def sample(keys, shape, dtype, transform, erf_inv_writer=ErfInvWriter):
         rows_of_out = out.reshape(flat_keys.shape[0], size)
     work = _Workspace()
     injections = {}            # of the last rows: a long stream reuses its key's schedule
-    for rows, start, stop in _tiles(flat_keys.shape[0], half):
+    for rows, start, stop in _tiles(flat_keys.shape[0], blocks):
         if isinstance(rows, int):                   # one key: 1-d, its words 0-d
             tile, first_row = (stop - start,), rows
             key_words = flat_keys[rows, 0:1].reshape(()), flat_keys[rows, 1:2].reshape(())
@@ -260,17 +272,47 @@ def sample(keys, shape, dtype, transform, erf_inv_writer=ErfInvWriter):
         if injections.get("rows") != rows:
             injections = {"rows": rows, "words": _injections(*key_words)}
         x0, x1 = work.get("x0", _U32, tile), work.get("x1", _U32, tile)
-        _counts(x0, x1, start, half, 2 * half if pairs else size, *key_words)
+        if partitionable:
+            _counts_partitionable(x0, x1, start, *key_words)
+        else:
+            _counts(x0, x1, start, blocks, 2 * blocks if pairs else size, *key_words)
         _encrypt(x0, x1, injections["words"], work.get("scratch", _U32, tile), injected=True)
         if pairs:                                   # a tile is contiguous in the flat result
             write(x0, x1, first_row * size + start, work)
+        elif partitionable:                         # a word is the xor of its block's pair
+            np.bitwise_xor(x0, x1, x0)
+            write(x0, rows_of_out[rows, start:stop])
         else:
             write(x0, rows_of_out[rows, start:stop])
-            second = min(stop, size - half)          # the pad word of an odd size is dropped
+            second = min(stop, size - blocks)          # the pad word of an odd size is dropped
             if second > start:
-                write(x1[..., :second - start], rows_of_out[rows, half + start:half + second])
+                write(x1[..., :second - start], rows_of_out[rows, blocks + start:blocks + second])
     done()
     return out.reshape(batch + tuple(shape))
+
+
+def _packed_narrow(flat_keys, size, dtype, transform, erf_inv_writer):
+    """JAX's original (non-partitionable) 8/16-bit stream: 32 / width values
+    per word of the 32-bit stream, low bits first; then ``transform``."""
+    width = dtype.itemsize * 8
+    per_word = 32 // width
+    words = sample(flat_keys, (-(-size * width // 32),), _U32, "bits", False)
+    shifts = (np.arange(per_word, dtype=_U32) * _U32.type(width))
+    values = (words[..., None] >> shifts).reshape(flat_keys.shape[0], -1)[:, :size]
+    values = values.astype(np.dtype(f"u{dtype.itemsize}"))
+    if transform == "bits":
+        return values.astype(dtype)
+    out = np.empty(values.shape, dtype)
+    _finish_words(transform, dtype, erf_inv_writer)(values, out)
+    return out
+
+
+def _counts_partitionable(x0, x1, start, k0, k1):
+    """The partitionable scheme's blocks ``(i >> 32, i & 0xFFFFFFFF)`` for
+    ``i = start, start + 1, ...`` (below 2**32: MAX_WORDS), plus the key words."""
+    iota = _iota(x0.shape[-1])
+    x0[...] = k0
+    np.add(iota, k1 + _constant(start, _U32), out=x1)
 
 
 _IOTA = np.arange(CHUNK, dtype=_U32)
@@ -290,3 +332,65 @@ def _counts(x0, x1, start, half, words, k0, k1):
     np.add(iota, k1 + _constant(half + start, _U32), out=x1)
     if half + start + x0.shape[-1] > words:
         x1[..., words - half - start:] = k1
+
+
+# ----------------------------------------------------------------------------
+# fused multiply-add: a * b + c rounded once, as XLA's CPU code computes
+# ``unit * (maxval - minval) + minval`` in JAX's uniform
+# ----------------------------------------------------------------------------
+
+def fma(a, b, c):
+    """``a * b + c`` with one rounding, for float16/32/64 arrays of one dtype
+    (broadcasting). float64 by error-free transformations and Boldo and
+    Melquiond's round-to-odd (2008); narrower floats by an exact float64
+    product, a round-to-odd float64 sum, then one rounding to the dtype.
+    Exact while a * b neither overflows nor comes near float64's subnormals;
+    beyond that (and for inf/nan) it returns the plainly rounded a * b + c."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(x) for x in (a, b, c)))
+    dtype = a.dtype
+    with np.errstate(all="ignore"):
+        plain = a * b + c
+        if dtype != np.float64:
+            product = a.astype(np.float64) * b.astype(np.float64)      # exact
+            wide = _round_to_odd(*_two_sum(product, c.astype(np.float64)))
+            fused = wide.astype(dtype)
+        else:
+            high, low = _two_product(a, b)
+            sum_high, sum_low = _two_sum(c, high)
+            fused = sum_high + _round_to_odd(*_two_sum(sum_low, low))
+        exact = np.isfinite(fused)
+        if dtype == np.float64:
+            exact &= np.abs(plain) < 2.0**900
+    return np.where(exact, fused, plain)
+
+
+def _two_sum(a, b):
+    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e = a + b`` exactly (Knuth)."""
+    s = a + b
+    b_part = s - a
+    return s, (a - (s - b_part)) + (b - b_part)
+
+
+def _two_product(a, b):
+    """``(p, e)`` with ``p = fl(a b)`` and ``p + e = a b`` exactly (Dekker, Veltkamp's split)."""
+    p = a * b
+    a_high, a_low = _veltkamp(a)
+    b_high, b_low = _veltkamp(b)
+    return p, ((a_high * b_high - p) + a_high * b_low + a_low * b_high) + a_low * b_low
+
+
+def _veltkamp(a):
+    t = a * 134217729.0           # 2**27 + 1
+    high = t - (t - a)
+    return high, a - high
+
+
+def _round_to_odd(high, low):
+    """``high + low`` (``high`` its rounding, ``low`` the exact error) rounded to
+    odd: exact sums stay, others go to the neighbour with an odd last bit."""
+    inexact = low != 0
+    toward_zero = inexact & (np.signbit(low) != np.signbit(high))
+    truncated = np.where(toward_zero, np.nextafter(high, 0.0), high)
+    even = (truncated.view(np.int64) & 1) == 0
+    away = np.nextafter(truncated, np.copysign(np.inf, truncated))
+    return np.where(inexact & even, away, truncated)

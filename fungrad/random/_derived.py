@@ -1,0 +1,258 @@
+"""Distributions built on the basic samplers and the gamma family."""
+import math
+from operator import index as _as_index
+
+import numpy as np
+
+import fungrad.lax as lax
+import fungrad.numpy as fnp
+from fungrad.lax import prng
+from fungrad.core import Tracer, canonicalize_dtype, get_aval
+from fungrad.custom_derivatives import custom_jvp
+
+__all__ = ['cauchy', 'chisquare', 'f', 't', 'generalized_normal', 'ball', 'geometric', 'lognormal', 'maxwell', 'double_sided_maxwell', 'pareto', 'rayleigh', 'triangular', 'wald', 'weibull_min', 'orthogonal', 'multinomial']
+from fungrad.random._keys import *  # noqa: F403
+from fungrad.random._keys import _check_key, _shape_tuple, _is_integer_scalar
+from fungrad.random._samplers import *  # noqa: F403
+from fungrad.random._samplers import _float_dtype, _param_shape, _check_broadcastable, _DtypeError
+from fungrad.random._gamma import *  # noqa: F403
+from fungrad.random._gamma import _float_param, _log_gamma_sample
+
+# ----------------------------------------------------------------------------
+# distributions built on the ones above (JAX's constructions, so that samples
+# are differentiable in their parameters where JAX's are: t, chisquare and f
+# through gamma's implicit reparameterisation, the others by their formulas)
+# ----------------------------------------------------------------------------
+
+def _float_params(caller, dtype, *params):
+    dtype = _float_dtype(dtype, caller)
+    return dtype, [_float_param(p, dtype) for p in params]
+
+
+def cauchy(key, shape=(), dtype=np.float64):
+    """Standard Cauchy samples: tan(pi (U - 1/2)), U on (0, 1)."""
+    key = _check_key(key, "cauchy")
+    dtype = _float_dtype(dtype, "cauchy")
+    u = uniform(key, shape, dtype, minval=np.finfo(dtype).eps, maxval=1.0)
+    return fnp.tan(np.pi * (u - 0.5))
+
+
+def chisquare(key, df, shape=None, dtype=np.float64):
+    """Chi-square(df) samples: 2 Gamma(df / 2) (``shape`` defaults to ``df.shape``)."""
+    key = _check_key(key, "chisquare")
+    dtype, (df,) = _float_params("chisquare", dtype, df)
+    shape = _param_shape("chisquare", shape, df)
+    return 2.0 * fnp.exp(_log_gamma_sample(key, df / 2.0, shape, dtype))
+
+
+def f(key, dfnum, dfden, shape=None, dtype=np.float64):
+    """F(dfnum, dfden) samples: (X1 / dfnum) / (X2 / dfden), X ~ chi-square."""
+    key = _check_key(key, "f")
+    dtype, (dfnum, dfden) = _float_params("f", dtype, dfnum, dfden)
+    shape = _param_shape("f", shape, dfnum, dfden)
+    den_key, num_key = split(key)
+    numerator = chisquare(num_key, dfnum, shape, dtype) / dfnum
+    return numerator / (chisquare(den_key, dfden, shape, dtype) / dfden)
+
+
+def t(key, df, shape=None, dtype=np.float64):
+    """Student's t(df) samples: Z sqrt((df/2) / G), Z normal, G ~ Gamma(df / 2)."""
+    key = _check_key(key, "t")
+    dtype, (df,) = _float_params("t", dtype, df)
+    shape = _param_shape("t", shape, df)
+    normal_key, gamma_key = split(key)
+    z = normal(normal_key, shape, dtype)
+    half_df = df / 2.0
+    return z * fnp.sqrt(half_df / fnp.exp(_log_gamma_sample(gamma_key, half_df, shape, dtype)))
+
+
+def _broadcast_with(caller, shape, *params):
+    """``shape`` broadcast with the parameters' shapes (JAX's samplers whose
+    ``shape`` defaults to ``()`` and whose parameters may be arrays)."""
+    shapes = [_shape_tuple(shape, caller, "shape")] + [tuple(get_aval(p).shape) for p in params]
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"fungrad.random.{caller}: shape={shapes[0]} and the parameter "
+                         f"shapes {shapes[1:]} do not broadcast together.") from None
+
+
+def generalized_normal(key, p, shape=(), dtype=np.float64):
+    """Samples with density proportional to exp(-|x|**p): a random sign times
+    Gamma(1/p)**(1/p)."""
+    key = _check_key(key, "generalized_normal")
+    dtype, (p,) = _float_params("generalized_normal", dtype, p)
+    shape = _broadcast_with("generalized_normal", shape, p)
+    gamma_key, sign_key = split(key)
+    g = fnp.exp(_log_gamma_sample(gamma_key, 1.0 / p, shape, dtype))
+    return rademacher(sign_key, shape, dtype) * g ** (1.0 / p)
+
+
+def ball(key, d, p=2, shape=(), dtype=np.float64):
+    """Uniform samples from the unit L^p ball in ``d`` dimensions, shape
+    ``(*shape, d)``: g / (sum |g|^p + E)^(1/p), g generalized-normal, E exponential
+    (Barthe, Guédon, Mendelson & Naor 2005)."""
+    key = _check_key(key, "ball")
+    d = _static_count("ball", "d", d)
+    shape = _shape_tuple(shape, "ball", "shape")
+    dtype = _float_dtype(dtype, "ball")
+    g_key, e_key = split(key)
+    g = generalized_normal(g_key, p, (*shape, d), dtype)
+    e = exponential(e_key, shape, dtype)
+    return g / ((fnp.sum(fnp.abs(g) ** p, axis=-1) + e) ** (1.0 / p))[..., None]
+
+
+def _static_count(caller, name, value):
+    if isinstance(value, Tracer) or not _is_integer_scalar(value) or int(value) < 0:
+        raise TypeError(f"fungrad.random.{caller}: `{name}` must be a non-negative "
+                        f"Python int (static, not traced), got {value!r}.")
+    return int(value)
+
+
+def geometric(key, p, shape=None, dtype=np.int64):
+    """Geometric(p) counts on {1, 2, ...}: the trial of the first success,
+    floor(log U / log(1 - p)) + 1."""
+    key = _check_key(key, "geometric")
+    dtype = canonicalize_dtype(dtype)
+    if dtype.kind not in "iu":
+        raise _DtypeError(f"fungrad.random.geometric: `dtype` must be an integer type, "
+                          f"got {dtype}.")
+    p = fnp.asarray(p)
+    p = lax.stop_gradient(p if np.issubdtype(p.dtype, np.floating)
+                          else lax.convert_element_type(p, np.float64))
+    shape = _param_shape("geometric", shape, p)
+    u = uniform(key, shape, p.dtype, minval=np.finfo(p.dtype).tiny)
+    return lax.convert_element_type(fnp.floor(fnp.log(u) / fnp.log1p(-p)) + 1, dtype)
+
+
+def lognormal(key, sigma=1.0, shape=None, dtype=np.float64):
+    """Log-normal samples exp(sigma Z), Z standard normal (``shape`` defaults
+    to ``sigma.shape``)."""
+    key = _check_key(key, "lognormal")
+    dtype, (sigma,) = _float_params("lognormal", dtype, sigma)
+    shape = _param_shape("lognormal", shape, sigma)
+    return fnp.exp(normal(key, shape, dtype) * sigma)
+
+
+def maxwell(key, shape=(), dtype=np.float64):
+    """One-sided Maxwell samples: the length of a standard normal 3-vector."""
+    key = _check_key(key, "maxwell")
+    dtype = _float_dtype(dtype, "maxwell")
+    shape = _shape_tuple(shape, "maxwell", "shape")
+    return fnp.linalg.norm(normal(key, (*shape, 3), dtype), axis=-1)
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=np.float64):
+    """Double-sided Maxwell samples ``loc + scale * s * M`` (s a random sign, M
+    Maxwell), of shape ``shape + broadcast(loc, scale).shape``."""
+    key = _check_key(key, "double_sided_maxwell")
+    dtype, (loc, scale) = _float_params("double_sided_maxwell", dtype, loc, scale)
+    params = tuple(np.broadcast_shapes(tuple(get_aval(loc).shape), tuple(get_aval(scale).shape)))
+    shape = _shape_tuple(shape, "double_sided_maxwell", "shape") + params
+    maxwell_key, sign_key = split(key)
+    return (rademacher(sign_key, shape, dtype) * maxwell(maxwell_key, shape, dtype) * scale
+            + loc)
+
+
+def pareto(key, b, shape=None, dtype=np.float64):
+    """Pareto(b) samples on [1, inf): exp(E / b), E standard exponential."""
+    key = _check_key(key, "pareto")
+    dtype, (b,) = _float_params("pareto", dtype, b)
+    shape = _param_shape("pareto", shape, b)
+    return fnp.exp(exponential(key, shape, dtype) / b)
+
+
+def rayleigh(key, scale, shape=None, dtype=np.float64):
+    """Rayleigh(scale) samples: scale sqrt(-2 log U)."""
+    key = _check_key(key, "rayleigh")
+    dtype, (scale,) = _float_params("rayleigh", dtype, scale)
+    shape = _param_shape("rayleigh", shape, scale)
+    u = uniform(key, shape, dtype, minval=np.finfo(dtype).tiny)
+    return scale * fnp.sqrt(-2.0 * fnp.log(u))
+
+
+def triangular(key, left, mode, right, shape=None, dtype=np.float64):
+    """Triangular(left, mode, right) samples by the inverse CDF."""
+    key = _check_key(key, "triangular")
+    dtype, (left, mode, right) = _float_params("triangular", dtype, left, mode, right)
+    shape = _param_shape("triangular", shape, left, mode, right)
+    u = uniform(key, shape, dtype)
+    width = right - left
+    rising = left + fnp.sqrt(u * width * (mode - left))
+    falling = right - fnp.sqrt((1.0 - u) * width * (right - mode))
+    return fnp.where(u < (mode - left) / width, rising, falling)
+
+
+def wald(key, mean, shape=None, dtype=np.float64):
+    """Wald (inverse Gaussian, scale 1) samples of mean ``mean`` by Michael,
+    Schucany & Haas (1976): a root of the chi-square(1) transform, chosen with a
+    uniform."""
+    key = _check_key(key, "wald")
+    dtype, (mean,) = _float_params("wald", dtype, mean)
+    shape = _param_shape("wald", shape, mean)
+    normal_key, uniform_key = split(key)
+    y = normal(normal_key, shape, dtype) ** 2
+    x = mean + mean * mean * y / 2 - mean / 2 * fnp.sqrt(4 * mean * y + (mean * y) ** 2)
+    z = uniform(uniform_key, shape, dtype)
+    return fnp.where(z <= mean / (mean + x), x, mean * mean / x)
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=np.float64):
+    """Weibull samples scale (-log(1 - U))**(1/concentration)."""
+    key = _check_key(key, "weibull_min")
+    dtype, (scale, concentration) = _float_params("weibull_min", dtype, scale, concentration)
+    shape = _broadcast_with("weibull_min", shape, scale, concentration)
+    u = uniform(key, shape, dtype)
+    return scale * (-fnp.log1p(-u)) ** (1.0 / concentration)
+
+
+def orthogonal(key, n, shape=(), dtype=np.float64, m=None):
+    """Haar-random matrices with orthonormal columns (or rows), shape
+    ``(*shape, n, m)`` (``m`` defaults to ``n``: the orthogonal group O(n)):
+    the Q of a Gaussian matrix with the signs of R's diagonal divided out
+    (Mezzadri 2007)."""
+    key = _check_key(key, "orthogonal")
+    n = _static_count("orthogonal", "n", n)
+    m = n if m is None else _static_count("orthogonal", "m", m)
+    shape = _shape_tuple(shape, "orthogonal", "shape")
+    dtype = _float_dtype(dtype, "orthogonal")
+    z = normal(key, (*shape, max(n, m), min(n, m)), dtype)
+    q, r = fnp.linalg.qr(z)
+    signs = fnp.sign(fnp.diagonal(r, 0, -2, -1))
+    q = q * fnp.where(signs == 0, 1.0, signs)[..., None, :]
+    return q if n >= m else fnp.swapaxes(q, -1, -2)
+
+
+def multinomial(key, n, p, *, shape=None, dtype=np.float64, unroll=1):
+    """Multinomial(n, p) counts (as floats, like JAX), outcomes along the last
+    axis: binomial draws for each outcome in turn, conditioned on the trials the
+    previous outcomes left (a ``lax.scan`` over the outcomes).
+
+    ``shape`` is the batch shape (default ``p.shape[:-1]``); the result has shape
+    ``shape + (p.shape[-1],)``. ``unroll`` is accepted (scan's ``unroll``)."""
+    key = _check_key(key, "multinomial")
+    dtype = _float_dtype(dtype, "multinomial")
+    p = lax.stop_gradient(_float_param(p, np.float64))
+    n = lax.stop_gradient(_float_param(n, np.float64))
+    if p.ndim < 1:
+        raise ValueError("fungrad.random.multinomial: `p` must have at least one dimension "
+                         "(the outcomes), got a scalar; pass e.g. [0.2, 0.8].")
+    batch = tuple(np.broadcast_shapes(tuple(p.shape[:-1]), tuple(n.shape)))
+    shape = batch if shape is None else _shape_tuple(shape, "multinomial", "shape")
+    _check_broadcastable("multinomial", shape, fnp.zeros(batch))
+    k = p.shape[-1]
+    p_first = fnp.moveaxis(fnp.broadcast_to(p, (*shape, k)), -1, 0)
+    p_left = fnp.cumsum(p_first[::-1], axis=0)[::-1]      # mass of this outcome and later ones
+
+    def draw(trials_left, inputs):
+        outcome_key, p_i, mass_left = inputs
+        ratio = fnp.clip(fnp.where(mass_left > 0, p_i / fnp.where(mass_left > 0, mass_left, 1.0),
+                                   0.0), 0.0, 1.0)
+        count = binomial(outcome_key, trials_left, ratio, shape, np.float64)
+        return trials_left - count, count
+
+    _, counts = lax.scan(draw, fnp.broadcast_to(n, shape), (split(key, k), p_first, p_left),
+                         unroll=unroll)
+    return lax.convert_element_type(fnp.moveaxis(counts, 0, -1), dtype)
+
+
