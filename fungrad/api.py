@@ -181,12 +181,15 @@ def _leaf_names(fun, in_tree, dyn_idx) -> list[str]:
     return names
 
 
-def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
-    """``make_jaxpr(f)(*args)``: the ClosedJaxpr ``f`` stages for these argument types."""
+def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bool = False):
+    """``make_jaxpr(f)(*args)``: the ClosedJaxpr ``f`` stages for these argument types.
+    ``axis_env``: ``(name, size)`` pairs binding axis names for the collectives
+    ``f`` applies (as inside a named ``vmap`` or ``shard_map``)."""
     _check_callable(fun, "make_jaxpr")
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        closed, out_tree = _stage(fun, args, kwargs, static_argnums)
+        with batching.extend_axis_env(dict(axis_env or ())):
+            closed, out_tree = _stage(fun, args, kwargs, static_argnums)
         if return_shape:
             shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
             return closed, tree_unflatten(out_tree, shapes)

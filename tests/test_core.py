@@ -145,3 +145,12 @@ def test_to_tangent_aval_is_jaxs():
     assert ShapedArray((2, 3), np.complex128).to_tangent_aval() == ShapedArray((2, 3), np.complex128)
     for dt in (np.int32, np.bool_, np.uint8):
         assert ShapedArray((4,), dt).to_tangent_aval() == ShapedArray((4,), fungrad.float0)
+
+
+def test_make_jaxpr_axis_env_binds_names_for_collectives():
+    # as JAX: make_jaxpr(f, axis_env=[(name, size)]) stages collectives over that name
+    from fungrad import lax
+    closed = fungrad.make_jaxpr(lambda x: lax.psum(x, "i") * 2, axis_env=[("i", 4)])(1.0)
+    assert [e.primitive.name for e in closed.jaxpr.eqns] == ["psum", "mul"]
+    with pytest.raises(NameError, match="unbound axis name: 'i'"):
+        fungrad.make_jaxpr(lambda x: lax.psum(x, "i"))(1.0)
