@@ -318,3 +318,16 @@ def test_python_round_of_arrays_and_tracers():
     assert float(round(fnp.asarray(2.567), 2)) == 2.57
     np.testing.assert_array_equal(round(fnp.asarray([1.4, 2.6])), [1.0, 3.0])
     assert float(jit(lambda x: round(x))(1.7)) == 2.0
+
+
+def test_cond_with_per_branch_operands_jax_older_form():
+    # cond(pred, true_operand, true_fun, false_operand, false_fun): each branch
+    # sees only its own operand (numpyro's HMC and NUTS call it this way)
+    f = lambda p, a, b: lax.cond(p, a, lambda x: x * 2.0, b, lambda y: y["v"] - 1.0)
+    assert float(f(True, 3.0, {"v": 10.0})) == 6.0
+    assert float(jit(f)(False, 3.0, {"v": 10.0})) == 9.0
+    np.testing.assert_allclose(grad(f, argnums=(1, 2))(True, 3.0, {"v": 10.0})[0], 2.0)
+    np.testing.assert_array_equal(vmap(f, (0, None, None))(np.array([True, False]), 3.0,
+                                                          {"v": 10.0}), [6.0, 9.0])
+    with pytest.raises(TypeError, match="must be callables"):
+        lax.cond(True, 1.0, 2.0, 3.0, lambda x: x)

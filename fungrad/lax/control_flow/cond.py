@@ -300,9 +300,16 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)`` (``jax.lax.cond``).
 
     Only the chosen branch runs (also in jit-generated code: an ``if`` block);
-    under vmap with a batched predicate both run and lanes select.
+    under vmap with a batched predicate both run and lanes select.  JAX's older
+    form ``cond(pred, true_operand, true_fun, false_operand, false_fun)``, which
+    JAX still accepts (numpyro's HMC uses it), is accepted too.
     """
     from fungrad import lax
+    if (not callable(true_fun) and callable(false_fun) and len(operands) == 2
+            and callable(operands[1]) and operand is _NO_OPERAND):
+        true_operand, true_branch, (false_operand, false_branch) = true_fun, false_fun, operands
+        return cond(pred, lambda ops: true_branch(ops[0]), lambda ops: false_branch(ops[1]),
+                    (true_operand, false_operand))
     operands = _keyword_operand("cond", operands, operand)
     pred_aval = get_aval(pred)
     if pred_aval.shape != ():
