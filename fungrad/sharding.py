@@ -29,7 +29,7 @@ from fungrad.tree_util import (keystr, tree_flatten_with_path, tree_leaves, tree
 
 __all__ = ["Mesh", "PartitionSpec", "P", "Sharding", "NamedSharding", "SingleDeviceSharding",
            "ShardedArray", "Shard", "make_mesh", "device_put", "device_get", "block_until_ready",
-           "describe_shards"]
+           "describe_shards", "AbstractMesh", "get_abstract_mesh"]
 
 
 # ----------------------------------------------------------------------------
@@ -157,6 +157,45 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices=
     arr = np.empty(len(devices[:n]), dtype=object)
     arr[:] = devices[:n]
     return Mesh(arr.reshape(tuple(axis_shapes)), tuple(axis_names))
+
+
+class AbstractMesh:
+    """A mesh's axis names and sizes without its devices (``jax.sharding.AbstractMesh``):
+    what shardings inside traced code refer to.  ``Mesh.abstract_mesh`` gives one."""
+
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types=None):
+        if len(axis_sizes) != len(axis_names):
+            raise ValueError(f"AbstractMesh: {len(axis_sizes)} axis_sizes but "
+                             f"{len(axis_names)} axis_names; give one size per name")
+        self.axis_sizes = tuple(int(n) for n in axis_sizes)
+        self.axis_names = tuple(axis_names)
+
+    shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
+    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: math.prod(self.axis_sizes))
+    empty = property(lambda self: not self.axis_names)
+    abstract_mesh = property(lambda self: self)
+    are_all_axes_explicit = False
+
+    def __eq__(self, other):
+        return isinstance(other, AbstractMesh) and self.shape_tuple == other.shape_tuple
+
+    def __hash__(self):
+        return hash(self.shape_tuple)
+
+    def __repr__(self):
+        return f"AbstractMesh({', '.join(f'{n!r}: {s}' for n, s in self.shape_tuple)})"
+
+
+Mesh.abstract_mesh = property(lambda self: AbstractMesh(self.axis_sizes, self.axis_names))
+Mesh.empty = property(lambda self: self.size == 0)
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The mesh that traced code runs under (``jax.sharding.get_abstract_mesh``):
+    fungrad has no ambient mesh (meshes are passed to ``shard_map`` and
+    ``NamedSharding`` explicitly), so it is the empty one."""
+    return AbstractMesh((), ())
 
 
 # ----------------------------------------------------------------------------

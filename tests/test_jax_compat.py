@@ -92,3 +92,12 @@ def test_run_reports_bad_usage(tmp_path):
     out = subprocess.run([sys.executable, "-m", "fungrad", "run", str(tmp_path / "nope.py")],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "no such script" in out.stderr
+
+
+def test_missing_attribute_of_a_plain_module_names_it():
+    # regression: a missing name on a module that is not a package (here
+    # jax.nn.initializers) crashed inside importlib's find_spec instead
+    with jax_compat.installed() as jax:
+        import jax.nn.initializers
+        with pytest.raises(AttributeError, match=r"jax\.nn\.initializers\.no_such_init"):
+            jax.nn.initializers.no_such_init

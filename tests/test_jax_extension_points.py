@@ -338,3 +338,70 @@ def test_names_resolve_through_the_hook():
         assert jax.core.AbstractValue is core.AbstractValue
         assert source_info_util.register_exclusion is traceback_util.register_exclusion
         assert jax.__version_info__ >= (0, 10, 0)
+
+
+# ----------------------------------------------------------------------------
+# what `import flax.linen` reaches at import time
+# ----------------------------------------------------------------------------
+
+def test_abstract_mesh_and_the_empty_ambient_mesh():
+    from fungrad import sharding
+    empty = sharding.get_abstract_mesh()
+    assert empty.empty and empty.axis_sizes == () and empty.size == 1
+    mesh = sharding.make_mesh((1,), ("data",))
+    abstract = mesh.abstract_mesh
+    assert abstract == sharding.AbstractMesh((1,), ("data",)) and not abstract.empty
+    assert abstract.shape == {"data": 1} and hash(abstract) == hash(mesh.abstract_mesh)
+    with pytest.raises(ValueError, match="one size per name"):
+        sharding.AbstractMesh((2,), ("a", "b"))
+
+
+def test_layout_and_format_values():
+    from fungrad.experimental.layout import Format, Layout
+    from fungrad.sharding import SingleDeviceSharding
+    dev = SingleDeviceSharding(core.cpu_device)
+    fmt = Format(Layout((1, 0)), dev)
+    assert fmt == Format(Layout([1, 0]), dev) and fmt.layout.major_to_minor == (1, 0)
+    assert Format(Layout.AUTO).sharding is None and hash(fmt) == hash(Format(Layout((1, 0)), dev))
+    with pytest.raises(ValueError, match="concrete sharding"):
+        Format(Layout((0,)))
+    with pytest.raises(TypeError, match="layout must be"):
+        Format("row-major")
+
+
+def test_private_core_and_dtypes():
+    from fungrad._jax_private import core as private_core, dtypes as private_dtypes
+    assert private_core.trace_state_clean()
+    inside = []
+    fungrad.jit(lambda x: inside.append(private_core.trace_state_clean()) or x)(1.0)
+    assert inside == [False] and private_core.ShapedArray is core.ShapedArray
+    assert private_dtypes.supports_inf(np.float32) and not private_dtypes.supports_inf(np.int32)
+
+    class Meta(private_dtypes.ExtendedDType):
+        type = private_dtypes.extended
+    assert Meta().type is private_dtypes.extended
+    with pytest.raises(TypeError):
+        private_dtypes.ExtendedDType()         # abstract: `type` must be given
+
+
+def test_initializer_protocol():
+    from fungrad.nn import initializers
+    assert isinstance(initializers.zeros, initializers.Initializer)
+    assert isinstance(initializers.normal(0.1), initializers.Initializer)
+
+
+def test_ml_dtypes_names_when_installed():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    assert fnp.float8_e4m3fn is ml_dtypes.float8_e4m3fn and fnp.bfloat16 is ml_dtypes.bfloat16
+    assert fnp.finfo(fnp.float8_e5m2).bits == 8
+
+
+def test_jax_version_module_and_scan_split_transpose():
+    from fungrad.jax_compat import installed, JAX_VERSION
+    with installed() as jax:
+        assert jax.version.__version__ == JAX_VERSION == jax.__version__
+        assert jax.version.__version_info__ == jax.__version_info__
+    body = lambda c, x: (c + x, c * x)
+    plain = lax.scan(body, 0.0, fnp.arange(4.0))
+    split = lax.scan(body, 0.0, fnp.arange(4.0), _split_transpose=True)
+    np.testing.assert_array_equal(plain[1], split[1])

@@ -5,6 +5,8 @@
 * ``io_callback``: a host callback with side effects inside transformations
   (``fungrad.callback.io_callback``);
 * ``sparse``: ``BCOO`` sparse arrays (``fungrad.experimental.sparse``);
+* ``layout`` (``from fungrad.experimental.layout import Layout, Format``):
+  JAX's layout and format values, which flax's sharding helpers inspect;
 * ``enable_x64`` / ``disable_x64``: JAX's older context managers for
   ``jax_enable_x64`` (also ``fungrad.enable_x64``);
 * ``shard_map``: being built with ``fungrad.distributed``; until it lands,

@@ -21,6 +21,7 @@ JAX_VERSION = "0.10.2"
 
 # jax names whose fungrad module is not "fungrad" + the rest of the name
 _PREFIXES = (("jax._src", "fungrad._jax_private"),
+             ("jax.version", "fungrad.jax_compat.version"),
              ("jaxlib", "fungrad._jax_private.jaxlib"),
              ("jax", "fungrad"))
 

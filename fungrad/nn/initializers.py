@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -30,7 +31,15 @@ import fungrad.numpy as fnp
 __all__ = ["zeros", "ones", "constant", "normal", "uniform", "truncated_normal",
            "variance_scaling", "glorot_uniform", "glorot_normal", "xavier_uniform",
            "xavier_normal", "he_uniform", "he_normal", "kaiming_uniform", "kaiming_normal",
-           "lecun_uniform", "lecun_normal", "orthogonal", "delta_orthogonal"]
+           "lecun_uniform", "lecun_normal", "orthogonal", "delta_orthogonal", "Initializer"]
+
+
+@runtime_checkable
+class Initializer(Protocol):
+    """The type of an initializer (``jax.nn.initializers.Initializer``):
+    ``init(key, shape, dtype=float64) -> Array``.  Libraries annotate with it."""
+
+    def __call__(self, key: Any, shape: Any, dtype: Any = ...) -> Any: ...
 
 
 # ----------------------------------------------------------------------------

@@ -41,6 +41,11 @@ from numpy import (float16, float32, float64, int8, int16, int32, int64, uint8, 
                    unsignedinteger, generic)
 from fungrad.core import Array as ndarray  # noqa: F401
 bool = _np.bool_  # noqa: A001
+try:    # the machine-learning dtypes, when ml_dtypes (JAX's provider of them) is installed
+    from ml_dtypes import (bfloat16, float8_e4m3fn, float8_e5m2,  # noqa: F401
+                           float8_e4m3fnuz, float8_e5m2fnuz, float8_e4m3b11fnuz)
+except ImportError:
+    pass
 euler_gamma = _np.euler_gamma
 
 # the array API standard's additions (finfo/iinfo replace NumPy's: they take arrays)

@@ -379,10 +379,12 @@ def _scan_length(xs_leaves, length) -> int:
 
 
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
-         unroll: int = 1):
+         unroll: int = 1, _split_transpose: bool = False):
     """``jax.lax.scan``: ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``;
     returns ``(final carry, stacked ys)``.  ``unroll`` is accepted and ignored
-    (the generated code is a Python ``for`` loop either way)."""
+    (the generated code is a Python ``for`` loop either way), and so is JAX's
+    private ``_split_transpose`` (how XLA schedules the backward loop; flax's
+    ``nn.scan`` passes it), which changes no value."""
     init_leaves, init_tree = tree_flatten(init)
     xs_leaves, xs_tree = tree_flatten(xs)
     n = _scan_length(xs_leaves, length)
