@@ -357,3 +357,32 @@ def test_python_round_of_arrays_and_tracers():
     assert float(round(fnp.asarray(2.567), 2)) == 2.57
     np.testing.assert_array_equal(round(fnp.asarray([1.4, 2.6])), [1.0, 3.0])
     assert float(jit(lambda x: round(x))(1.7)) == 2.0
+
+
+def test_cond_with_per_branch_operands_jax_older_form():
+    # cond(pred, true_operand, true_fun, false_operand, false_fun): each branch
+    # sees only its own operand (numpyro's HMC and NUTS call it this way)
+    f = lambda p, a, b: lax.cond(p, a, lambda x: x * 2.0, b, lambda y: y["v"] - 1.0)
+    assert float(f(True, 3.0, {"v": 10.0})) == 6.0
+    assert float(jit(f)(False, 3.0, {"v": 10.0})) == 9.0
+    np.testing.assert_allclose(grad(f, argnums=(1, 2))(True, 3.0, {"v": 10.0})[0], 2.0)
+    np.testing.assert_array_equal(vmap(f, (0, None, None))(np.array([True, False]), 3.0,
+                                                          {"v": 10.0}), [6.0, 9.0])
+    with pytest.raises(TypeError, match="must be callables"):
+        lax.cond(True, 1.0, 2.0, 3.0, lambda x: x)
+
+
+def test_python_int_through_cond_stays_weak_for_a_later_loop():
+    # blackjax's NUTS: a Python int returned by cond becomes a while_loop carry
+    # whose body casts it to int32; JAX's weak types let the carry take int32
+    from fungrad.core import get_aval
+
+    def f(p):
+        start = lax.cond(p, lambda: 1, lambda: 2)
+        assert get_aval(start).weak_type
+        mixed = lax.cond(p, lambda: 1, lambda: fnp.int64(2))
+        assert not get_aval(mixed).weak_type       # weak only if weak in every branch
+        return lax.while_loop(lambda c: c < 5, lambda c: (c + 1).astype(np.int32), start)
+    out = jit(f)(True)
+    assert out.dtype == np.int32 and int(out) == 5
+    assert int(jit(f)(False)) == 5

@@ -52,6 +52,7 @@ def test_in_process_names_are_fungrads_objects():
         assert jax.Array is fungrad.Array
         assert batching.primitive_batchers is fungrad.interpreters.batching.primitive_batchers
         assert jax.__version_info__ == tuple(int(p) for p in jax_compat.JAX_VERSION.split("."))
+        assert jnp.newaxis is None              # a name whose value is None is still a name
     # nothing is left behind, and fungrad's own modules gained no attributes
     assert not [m for m in sys.modules if m == "jax" or m.startswith(("jax.", "jaxlib"))]
     assert not hasattr(fungrad, "_src") and fungrad.__spec__.name == "fungrad"

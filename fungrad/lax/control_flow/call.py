@@ -121,6 +121,13 @@ def _as_jit_rule(rule, name):
     return adapted
 
 
+def _call_emit(block, eqn, args, out_names):
+    """Generated code: the called jaxpr's equations, in line."""
+    outs = block.body(_closed(eqn.params["call_jaxpr"]), args, extra_indent="")
+    for name, value in zip(out_names, outs):
+        block.line(f"{name} = {value}")
+
+
 for _prim in (closed_call_p, call_p):
     _prim.def_impl(lambda *args, call_jaxpr: eval_jaxpr(_closed(call_jaxpr).jaxpr,
                                                         _closed(call_jaxpr).consts, *args))
@@ -130,3 +137,4 @@ for _prim in (closed_call_p, call_p):
     _prim.transpose = _as_jit_rule(_jit_transpose, _prim.name)
     _prim.linear = True
     _prim.batch = _as_jit_rule(_jit_batch, _prim.name)
+    _prim.emit_block = _call_emit

@@ -31,7 +31,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from fungrad.core import ClosedJaxpr, Primitive, Tracer, bind_on, eval_jaxpr, get_aval
+from fungrad.core import (ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray, Tracer, bind_on,
+                          eval_jaxpr, get_aval)
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
@@ -55,7 +56,9 @@ def _cond_abstract_eval(index, *avals, branches):
     if index.shape != () or index.dtype.kind not in "iub":
         raise TypeError(f"cond/switch: the index must be an integer or boolean scalar, "
                         f"got {index.str_short()}")
-    return list(branches[0].out_avals)
+    # an output is weakly typed when it is in every branch (as in JAX)
+    return [a if all(br.out_avals[i].weak_type for br in branches) else a.strip_weak_type()
+            for i, a in enumerate(branches[0].out_avals)]
 
 
 cond_p.def_impl(_cond_impl)
@@ -197,13 +200,17 @@ def _stage_branches(branches: Sequence[Callable], operands, who: str, labels):
     leaves, in_tree = tree_flatten(tuple(operands))
     leaves = [as_value(x) for x in leaves]
     avals = [get_aval(x).strip_weak_type() for x in leaves]
-    staged = [stage_pytree(lambda ops, fn=fn: fn(*ops), in_tree, avals,
-                           name="cond branch") for fn in branches]
+    scalars = [[] for _ in branches]      # per branch: which outputs are Python scalars
+    staged = [stage_pytree(lambda ops, fn=fn, rec=rec: _noting_scalars(fn(*ops), rec), in_tree,
+                           avals, name="cond branch") for fn, rec in zip(branches, scalars)]
     widths = _common_widths(staged)
     if widths is not None:       # re-stage, casting each output to the common dtype
         staged = [stage_pytree(lambda ops, fn=fn: _cast_leaves(fn(*ops), widths), in_tree,
                                 avals, name="cond branch")
                   for fn in branches]
+    else:
+        staged = [(_weak_literal_outputs(closed, rec[-1]), hs, tree)
+                  for (closed, hs, tree), rec in zip(staged, scalars)]
     _check_same_outputs(staged, who, labels)
     hoisted = [h for _, hs, _ in staged for h in hs]
     all_avals = [get_aval(h) for h in hoisted] + avals
@@ -217,6 +224,28 @@ def _stage_branches(branches: Sequence[Callable], operands, who: str, labels):
             unified.append(select_inputs(closed, all_avals, picks))
         offset += len(hs)
     return tuple(unified), hoisted, leaves, staged[0][2]
+
+
+def _noting_scalars(out, record: list):
+    """``out``, noting which of its leaves are Python numbers (weakly typed)."""
+    record.append([type(x) in (int, float, complex) for x in tree_flatten(out)[0]])
+    return out
+
+
+def _weak_literal_outputs(closed: ClosedJaxpr, scalar_flags) -> ClosedJaxpr:
+    """``closed`` whose outputs that were Python numbers keep their weak type,
+    so that a Python int returned through cond can still take a loop's carry
+    dtype afterwards (JAX's weak typing; staging made them 0-d arrays)."""
+    outvars = list(closed.jaxpr.outvars)
+    changed = False
+    for i, (v, is_scalar) in enumerate(zip(outvars, scalar_flags)):
+        if is_scalar and isinstance(v, Literal) and not v.aval.weak_type:
+            outvars[i] = Literal(v.val, ShapedArray(v.aval.shape, v.aval.dtype, weak_type=True))
+            changed = True
+    if not changed:
+        return closed
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.eqns, outvars), closed.consts)
 
 
 def _common_widths(staged):
@@ -307,9 +336,16 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)`` (``jax.lax.cond``).
 
     Only the chosen branch runs (also in jit-generated code: an ``if`` block);
-    under vmap with a batched predicate both run and lanes select.
+    under vmap with a batched predicate both run and lanes select.  JAX's older
+    form ``cond(pred, true_operand, true_fun, false_operand, false_fun)``, which
+    JAX still accepts (numpyro's HMC uses it), is accepted too.
     """
     from fungrad import lax
+    if (not callable(true_fun) and callable(false_fun) and len(operands) == 2
+            and callable(operands[1]) and operand is _NO_OPERAND):
+        true_operand, true_branch, (false_operand, false_branch) = true_fun, false_fun, operands
+        return cond(pred, lambda ops: true_branch(ops[0]), lambda ops: false_branch(ops[1]),
+                    (true_operand, false_operand))
     operands = _keyword_operand("cond", operands, operand)
     pred_aval = get_aval(pred)
     if pred_aval.shape != ():

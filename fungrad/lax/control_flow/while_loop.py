@@ -307,7 +307,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     leaves, tree = tree_flatten(init_val)
     weak = [get_aval(x).weak_type for x in leaves]
     leaves = [as_value(x) for x in leaves]
-    avals = [get_aval(x).strip_weak_type() for x in leaves]
+    # weak carries are staged weak, so that a loop nested in the body can
+    # promote them in turn (blackjax's NUTS: an int carry cast to int32 inside)
+    avals = [ShapedArray(get_aval(x).shape, get_aval(x).dtype, w) for x, w in zip(leaves, weak)]
     cond_closed, cond_hoisted, _ = stage_pytree(cond_fun, tree, avals, name="while_loop cond")
     outs = cond_closed.out_avals
     if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != np.bool_:
