@@ -2,7 +2,7 @@
 ecosystem's workloads (issue 21 item 5) on fungrad and on JAX, side by side.
 
 Each workload is a program written for JAX (``benchmarks/flax_loop.py``: a
-flax.linen training loop) that prints one JSON line with its time per step
+flax.linen training loop; ``benchmarks/numpyro_nuts.py``: a numpyro NUTS fit) that prints one JSON line with its time per step
 and its losses.  It runs twice, in separate processes (a process holds one
 ``jax``): with fungrad standing in for JAX (``python -m fungrad run``), and
 with real JAX when an interpreter that has JAX and the library is given
@@ -28,6 +28,8 @@ RESULTS = os.path.join(HERE, "ecosystem.md")
 WORKLOADS = [
     ("flax.linen MLP 64-128-128-10 (Dense, LayerNorm), TrainState + adam, jit step, batch 128",
      os.path.join(HERE, "flax_loop.py"), "flax"),
+    ("numpyro NUTS, eight schools (centered), one chain, per iteration (CPU time)",
+     os.path.join(HERE, "numpyro_nuts.py"), "numpyro"),
 ]
 
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",

@@ -4,6 +4,7 @@ from fungrad.api import (make_jaxpr, eval_shape, ShapeDtypeStruct, jvp, vjp, lin
                          linear_transpose, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian,
                          vmap, stop_gradient)
 from fungrad.jitting import jit
+from fungrad import stages
 from fungrad.export import export
 from fungrad.custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert
 from fungrad import ad_checkpoint, custom_batching
@@ -16,6 +17,7 @@ from fungrad.core import Device
 from fungrad.sharding import (device_put, device_get, make_mesh, block_until_ready, P,
                               make_array_from_callback)
 from fungrad.shard_map import shard_map
+from fungrad.pmapping import pmap
 from fungrad.distributed.cluster import (devices, local_devices, device_count,
                                          local_device_count, default_backend, process_index,
                                          process_count)

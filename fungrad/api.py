@@ -109,30 +109,38 @@ def _partial_argnums(f, args, argnums):
 # ----------------------------------------------------------------------------
 
 class ShapeDtypeStruct:
-    """Shape and dtype of an array, without data (``jax.ShapeDtypeStruct``)."""
-    __slots__ = ("shape", "dtype")
+    """Shape and dtype of an array, without data (``jax.ShapeDtypeStruct``);
+    ``weak_type`` as JAX's (a Python scalar's type), ``sharding`` kept as given
+    (one device here: ``None`` is the default placement)."""
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, *, sharding=None, weak_type: bool = False):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self.sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.sharding == other.sharding)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype))
+        return hash((self.shape, self.dtype, self.weak_type))
 
     def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
 
 def _abstractify(x) -> ShapedArray:
     if isinstance(x, ShapeDtypeStruct):
-        return ShapedArray(x.shape, x.dtype)
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+    if type(x) is ShapedArray:          # an abstract value stands for itself, as in JAX
+        return x
     return get_aval(_as_value(x, "argument")).strip_weak_type()
 
 
@@ -173,12 +181,15 @@ def _leaf_names(fun, in_tree, dyn_idx) -> list[str]:
     return names
 
 
-def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
-    """``make_jaxpr(f)(*args)``: the ClosedJaxpr ``f`` stages for these argument types."""
+def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bool = False):
+    """``make_jaxpr(f)(*args)``: the ClosedJaxpr ``f`` stages for these argument types.
+    ``axis_env``: ``(name, size)`` pairs binding axis names for the collectives
+    ``f`` applies (as inside a named ``vmap`` or ``shard_map``)."""
     _check_callable(fun, "make_jaxpr")
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        closed, out_tree = _stage(fun, args, kwargs, static_argnums)
+        with batching.extend_axis_env(dict(axis_env or ())):
+            closed, out_tree = _stage(fun, args, kwargs, static_argnums)
         if return_shape:
             shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
             return closed, tree_unflatten(out_tree, shapes)
@@ -190,7 +201,8 @@ def eval_shape(fun: Callable, *args, **kwargs):
     """Output shapes/dtypes of ``fun(*args)`` as ShapeDtypeStructs; no FLOPs spent."""
     _check_callable(fun, "eval_shape")
     closed, out_tree = _stage(fun, args, kwargs)
-    return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals])
+    return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                                     for a in closed.out_avals])
 
 
 # ----------------------------------------------------------------------------

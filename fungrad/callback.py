@@ -22,10 +22,10 @@ from __future__ import annotations
 from typing import Callable
 
 from fungrad.lax.callbacks import (VMAP_METHODS, as_callback_operand, flatten_callback_args,
-                                   lane_avals, pure_callback_p)
+                                   io_callback_p, lane_avals, pure_callback_p)
 from fungrad.tree_util import tree_unflatten
 
-__all__ = ["pure_callback"]
+__all__ = ["pure_callback", "io_callback"]
 
 
 def pure_callback(callback: Callable, result_shape_dtypes, *args, sharding=None,
@@ -40,4 +40,24 @@ def pure_callback(callback: Callable, result_shape_dtypes, *args, sharding=None,
     avals, out_tree = lane_avals(result_shape_dtypes)
     outs = pure_callback_p.bind(*[as_callback_operand(x) for x in dynamic], callback=flat,
                                 result_avals=avals, vmap_method=vmap_method)
+    return tree_unflatten(out_tree, outs)
+
+
+def io_callback(callback: Callable, result_shape_dtypes, *args, sharding=None,
+                ordered: bool = False, **kwargs):
+    """``jax.experimental.io_callback``: call ``callback(*args, **kwargs)``, a
+    function with side effects (printing, I/O, host state), on concrete arrays
+    and return its result, a pytree shaped like ``result_shape_dtypes`` (None
+    for no result).  Unlike ``pure_callback`` it is never dropped when its
+    result is unused, never merged with an identical call, and runs in program
+    order under ``jit``, ``scan``, ``while_loop`` and ``cond``.  Under ``vmap``
+    an unordered callback runs once per lane; ``ordered=True`` refuses vmap, as
+    in JAX.  No derivative (``custom_jvp`` around it).  ``sharding`` is
+    accepted (one CPU)."""
+    if type(ordered) is not bool:
+        raise TypeError(f"io_callback: ordered must be True or False, got {ordered!r}")
+    flat, dynamic = flatten_callback_args(callback, args, kwargs, "io_callback")
+    avals, out_tree = lane_avals(result_shape_dtypes)
+    outs = io_callback_p.bind(*[as_callback_operand(x) for x in dynamic], callback=flat,
+                              result_avals=avals, ordered=ordered)
     return tree_unflatten(out_tree, outs)

@@ -29,7 +29,7 @@ import math
 import os
 import sys
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
@@ -134,6 +134,13 @@ class ShapedArray(AbstractValue):
 
     def strip_weak_type(self) -> "ShapedArray":
         return ShapedArray(self.shape, self.dtype) if self.weak_type else self
+
+    def to_tangent_aval(self) -> "ShapedArray":
+        """The type of this type's tangents (JAX's method): itself for floats,
+        ``float0`` of the same shape for integers and booleans."""
+        if self.dtype.kind in "fc":
+            return self
+        return ShapedArray(self.shape, float0)
 
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape
@@ -288,6 +295,10 @@ class Literal:
 
     def __repr__(self):
         return f"Literal({self.val!r})"
+
+
+#: what an equation reads: a variable or an inline constant (JAX's ``core.Atom``)
+Atom = Union[Var, Literal]
 
 
 class JaxprEqn:
@@ -684,6 +695,12 @@ class Trace:
     def label(self) -> str:
         """What this transformation is called in error messages (its ``kind``)."""
         return self.kind
+
+    @property
+    def main(self) -> "Trace":
+        """What identifies this transformation (JAX's ``trace.main``, its tag): a
+        tracer ``x`` belongs to it when ``x._trace.main is trace.main``."""
+        return self
 
     def process_primitive(self, prim: Primitive, args, params):
         raise NotImplementedError  # every concrete trace overrides this

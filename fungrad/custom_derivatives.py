@@ -28,9 +28,10 @@ JVP rule:
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -44,7 +45,8 @@ from fungrad.interpreters.partial_eval import StagingTrace, StagingTracer, as_va
 from fungrad.lax.utils import def_lowering
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "custom_jvp_call_p", "custom_vjp_call_p",
+__all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "CustomVJPPrimal",
+           "custom_vjp_primal_tree_values", "custom_jvp_call_p", "custom_vjp_call_p",
            "custom_lin_p", "custom_gradient", "closure_convert"]
 
 #: What a ``defjvp(..., symbolic_zeros=True)`` rule receives as the tangent of an
@@ -52,6 +54,22 @@ __all__ = ["custom_jvp", "custom_vjp", "SymbolicZero", "custom_jvp_call_p", "cus
 #: ``aval``, and is not an array); the rule may also return one as an output
 #: tangent.  The rule can then skip work for inputs that are not perturbed.
 SymbolicZero = Zero
+
+
+@dataclasses.dataclass(slots=True)
+class CustomVJPPrimal:
+    """What a ``custom_vjp`` fwd defined with ``symbolic_zeros=True`` gets in
+    place of each argument leaf: the ``value`` and whether it is ``perturbed``
+    (being differentiated; if not, its Jacobian column is zero)."""
+    value: Any
+    perturbed: bool
+
+
+def custom_vjp_primal_tree_values(tree):
+    """``tree`` with each ``CustomVJPPrimal`` leaf replaced by its value."""
+    leaves, treedef = tree_flatten(tree)
+    return tree_unflatten(treedef, [x.value if type(x) is CustomVJPPrimal else x
+                                    for x in leaves])
 
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
@@ -384,7 +402,8 @@ def _vjp_call_jvp(primals, tangents, jaxpr, fwd, bwd, num_consts, num_res):
         raise TypeError("custom_vjp: the function closes over a value being differentiated; "
                         "pass it as an argument instead so that bwd can return its cotangent")
     consts, args = list(primals[:num_consts]), list(primals[num_consts:])
-    outs_res = fwd(*args)                # the user's fwd, run on the parent trace
+    perturbed = tuple(type(t) is not Zero for t in tangents[num_consts:])
+    outs_res = fwd(*args, perturbed=perturbed)     # the user's fwd, on the parent trace
     n_out = len(jaxpr.out_avals)
     outs, res = list(outs_res[:n_out]), list(outs_res[n_out:])
     return outs, _vjp_tangents(_jaxpr_fun(jaxpr), tuple(jaxpr.out_avals), bwd, consts, args, res,
@@ -463,7 +482,8 @@ custom_lin_p.jvp = _lin_jvp
 
 def _lin_transpose(cts, *vals, fun, out_avals, bwd, num_consts, num_args, num_res):
     consts, args, res, t_args = _lin_split(vals, num_consts, num_args, num_res)
-    cts = [ad.instantiate_zeros(c) for c in cts]
+    if not getattr(bwd, "symbolic_zeros", False):      # (a batched bwd takes arrays)
+        cts = [ad.instantiate_zeros(c) for c in cts]
     ct_args = bwd(res, cts)
     if len(ct_args) != num_args:
         raise TypeError(f"custom_vjp: bwd returned {len(ct_args)} cotangent leaves, expected "
@@ -516,9 +536,9 @@ def _batched_fwd(fwd, arg_dims, axis_size):
 def _make_batched_fwd(fwd, arg_dims, axis_size):
     from fungrad.interpreters.batching import vmap_flat
 
-    def batched(*args):
-        return vmap_flat(lambda *xs: list(fwd(*xs)), list(args), list(arg_dims), axis_size,
-                         itertools.repeat(0))
+    def batched(*args, perturbed):
+        return vmap_flat(lambda *xs: list(fwd(*xs, perturbed=perturbed)), list(args),
+                         list(arg_dims), axis_size, itertools.repeat(0))
     return batched
 
 
@@ -559,11 +579,27 @@ class custom_vjp:
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd = self.bwd = None
+        self.symbolic_zeros = False
 
-    def defvjp(self, fwd: Callable, bwd: Callable):
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
+               optimize_remat: bool = False):
+        """With ``symbolic_zeros=True`` (as JAX): each leaf of fwd's arguments is
+        a ``CustomVJPPrimal(value, perturbed)``, ``perturbed`` saying whether it
+        is being differentiated, and bwd gets a ``SymbolicZero`` as the
+        cotangent of each output that does not reach the differentiated result
+        (zeros instead when the call was batched before being differentiated);
+        bwd may return ``None`` or a ``SymbolicZero`` for a zero cotangent.
+        ``optimize_remat`` is accepted (fwd runs once per differentiation here)."""
         _require_callable(fwd, "custom_vjp.defvjp (fwd)")
         _require_callable(bwd, "custom_vjp.defvjp (bwd)")
         self.fwd, self.bwd = fwd, bwd
+        self.symbolic_zeros = bool(symbolic_zeros)
+
+    def _fwd_args(self, in_tree, leaves, perturbed):
+        """fwd's arguments: the leaves, or CustomVJPPrimals with symbolic_zeros."""
+        if self.symbolic_zeros:
+            leaves = [CustomVJPPrimal(x, bool(p)) for x, p in zip(leaves, perturbed)]
+        return tree_unflatten(in_tree, list(leaves))
 
     def __call__(self, *args):
         if self.fwd is None:
@@ -584,12 +620,14 @@ class custom_vjp:
             return [as_value(x) for x in out_leaves]
 
         def concrete_jvp(trace, primals, tangents):
-            out, res = self.fwd(*merge(tree_unflatten(in_tree, list(primals))))
+            perturbed = [type(t) is not Zero for t in tangents]
+            out, res = self.fwd(*merge(self._fwd_args(in_tree, primals, perturbed)))
             out_leaves, tree = tree_flatten(out)
-            res_leaves, r_tree = tree_flatten(res)
+            r_spec, res_leaves = _split_residuals(res)
             out_tree.append(tree)
-            res_tree.append(r_tree)
-            bwd = _flat_bwd(self.bwd, nondiff, res_tree, tree, in_tree, avals)
+            res_tree.append(r_spec)
+            bwd = _flat_bwd(self.bwd, nondiff, res_tree, tree, in_tree, avals,
+                            self.symbolic_zeros)
             out_avals = tuple(get_aval(o).strip_weak_type() for o in out_leaves)
             return out_leaves, _vjp_tangents(fun_flat, out_avals, bwd, [], list(primals),
                                              res_leaves, tangents)
@@ -600,11 +638,11 @@ class custom_vjp:
             return result if not out_tree else tree_unflatten(out_tree[0], result)
         del out_tree[:], res_tree[:]
 
-        def fwd_flat(*xs):
-            out, res = self.fwd(*merge(tree_unflatten(in_tree, list(xs))))
+        def fwd_flat(*xs, perturbed):
+            out, res = self.fwd(*merge(self._fwd_args(in_tree, xs, perturbed)))
             out_leaves, _ = tree_flatten(out)
-            res_leaves, tree = tree_flatten(res)
-            res_tree.append(tree)
+            r_spec, res_leaves = _split_residuals(res)
+            res_tree.append(r_spec)
             return [as_value(x) for x in out_leaves] + [as_value(x) for x in res_leaves]
         fun_j, fun_c = trace_to_jaxpr(fun_flat, avals, name="custom_vjp function")
         fun_closed, fun_h = pe.closure_convert(fun_j, fun_c)
@@ -613,16 +651,41 @@ class custom_vjp:
                             "an argument so that bwd can return its cotangent")
         # fwd runs only when the call is differentiated (it may call the function itself)
         fwd_flat.__name__ = getattr(self.fwd, "__name__", "fwd")
-        bwd = _flat_bwd(self.bwd, nondiff, res_tree, out_tree[0], in_tree, avals)
+        bwd = _flat_bwd(self.bwd, nondiff, res_tree, out_tree[0], in_tree, avals,
+                        self.symbolic_zeros)
         outs = custom_vjp_call_p.bind(*leaves, jaxpr=fun_closed, fwd=fwd_flat, bwd=bwd,
                                       num_consts=0, num_res=0)
         return tree_unflatten(out_tree[0], outs)
 
 
-def _flat_bwd(user_bwd, nondiff, res_tree, out_tree, in_tree, arg_avals):
-    """``res_tree`` is a list that fwd fills with its residuals' structure."""
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _split_residuals(res):
+    """``(spec, array leaves)`` of fwd's residuals: leaves that are Python
+    scalars stay Python values, as in JAX (a bwd may branch on a bool it
+    saved); the others pass through the primitive as arrays."""
+    leaves, tree = tree_flatten(res)
+    static = {i: x for i, x in enumerate(leaves) if type(x) in _PY_SCALARS}
+    return (tree, static), [x for i, x in enumerate(leaves) if i not in static]
+
+
+def _join_residuals(spec, arrays):
+    tree, static = spec
+    it = iter(arrays)
+    return tree_unflatten(tree, [static[i] if i in static else next(it)
+                                 for i in range(tree.num_leaves)])
+
+
+def _flat_bwd(user_bwd, nondiff, res_tree, out_tree, in_tree, arg_avals, symbolic_zeros=False):
+    """``res_tree`` is a list that fwd fills with its residuals' structure
+    (``_split_residuals``'s spec).
+    Cotangents that are ``Zero`` reach the user's bwd as such only with
+    ``symbolic_zeros``; a ``SymbolicZero`` it returns becomes zeros."""
     def bwd(res_leaves, ct_leaves):
-        cts = user_bwd(*nondiff, tree_unflatten(res_tree[-1], list(res_leaves)),
+        if not symbolic_zeros:
+            ct_leaves = [ad.instantiate_zeros(c) for c in ct_leaves]
+        cts = user_bwd(*nondiff, _join_residuals(res_tree[-1], res_leaves),
                        tree_unflatten(out_tree, list(ct_leaves)))
         if not isinstance(cts, tuple):
             raise TypeError(f"custom_vjp: bwd must return a tuple with one cotangent per "
@@ -633,8 +696,9 @@ def _flat_bwd(user_bwd, nondiff, res_tree, out_tree, in_tree, arg_avals):
         if tree != in_tree:
             raise TypeError(f"custom_vjp: bwd returned cotangents with structure {tree}; "
                             f"expected {in_tree} (one per differentiable argument)")
-        return leaves
+        return [ad.instantiate_zeros(c) for c in leaves]
     bwd.__name__ = getattr(user_bwd, "__name__", "bwd")
+    bwd.symbolic_zeros = symbolic_zeros
     return bwd
 
 

@@ -19,6 +19,7 @@ runs as one block (time it per call, or read ``jit(f).lower(...).source()``).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -130,12 +131,18 @@ class trace:
         return False
 
 
-class TraceAnnotation:
+class TraceAnnotation(contextlib.ContextDecorator):
     """A named region; its time is reported (under its name, in brackets) while
-    a trace runs, and costs nothing otherwise."""
+    a trace runs, and costs nothing otherwise.  Also a decorator (each call is
+    the region), as ``jax.named_scope`` and ``TraceAnnotation`` are."""
 
     def __init__(self, name: str, **kwargs):
         self.name = f"[{name}]"
+        self._kwargs = kwargs
+
+    def _recreate_cm(self):
+        # a fresh region per decorated call, so recursive calls keep their own start
+        return type(self)(self.name[1:-1], **self._kwargs)
 
     def __enter__(self):
         self._start = time.perf_counter()

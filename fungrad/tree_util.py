@@ -52,6 +52,7 @@ __all__ = [
     "tree_all",
     "tree_reduce",
     "tree_transpose",
+    "register_static",
     "all_leaves",
     "treedef_is_leaf",
     "treedef_is_strict_leaf",
@@ -421,6 +422,12 @@ def _count(struct) -> tuple[int, int]:
     return leaves, nodes
 
 
+def _struct_hash(struct) -> int:
+    if struct is _LEAF:
+        return hash(_LEAF)
+    return hash((struct[0], tuple([_struct_hash(k) for k in struct[2]])))
+
+
 def _struct_str(struct) -> str:
     """JAX-style rendering: ``*`` for leaves, Python syntax for builtins."""
     if struct is _LEAF:
@@ -643,11 +650,27 @@ class PyTreeDef:
     def __eq__(self, other):
         if not isinstance(other, PyTreeDef):
             return NotImplemented
-        return self._struct is other._struct or self._struct == other._struct
+        if self._struct is other._struct:
+            return True
+        try:
+            return self._struct == other._struct
+        except Exception as e:      # node data whose == raises or is ambiguous (arrays)
+            raise ValueError(
+                "Exception raised while checking equality of metadata fields of pytree. "
+                "Make sure that metadata fields are hashable and have simple equality "
+                "semantics. (Note: arrays cannot be passed as metadata fields!)") from e
 
     def __hash__(self):
+        # node data need not be hashable (a dict, a list), as in JAX: such a
+        # treedef hashes its node types and arities only.  Others hash in C
+        # (jit hashes its arguments' treedef on every call); equal treedefs hash
+        # equal unless equal node data differ in hashability (a set and an equal
+        # frozenset), where the cost is a dictionary miss
         if self._hash is None:
-            self._hash = hash(self._struct)  # TypeError if some aux data is unhashable
+            try:
+                self._hash = hash(self._struct)
+            except TypeError:
+                self._hash = _struct_hash(self._struct)
         return self._hash
 
     def __repr__(self):
@@ -838,6 +861,14 @@ def register_pytree_node_class(cls: type) -> type:
     """Class decorator: ``x.tree_flatten() -> (children, aux)`` and
     ``cls.tree_unflatten(aux, children)`` (a classmethod)."""
     register_pytree_node(cls, operator.methodcaller("tree_flatten"), cls.tree_unflatten)
+    return cls
+
+
+def register_static(cls: type) -> type:
+    """Class decorator: instances are pytrees with no leaves, the instance itself
+    being the node data (so ``jit`` treats them as static; they should be
+    hashable and compare by value)."""
+    register_pytree_with_keys(cls, lambda x: ((), x), lambda x, _: x, lambda x: ((), x))
     return cls
 
 

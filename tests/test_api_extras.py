@@ -96,6 +96,19 @@ def test_profiler_trace_writes_a_timing_report(tmp_path):
     assert os.path.exists(fungrad.profiler.stop_trace())
 
 
+def test_named_scope_is_also_a_decorator(tmp_path):
+    # as jax.named_scope (a contextlib context manager): equinox decorates
+    # its layers' __call__ with it; recursion must not confuse the timings
+    @fungrad.named_scope("block")
+    def power(x, n):
+        return x if n == 1 else x * power(x, n - 1)
+
+    np.testing.assert_allclose(fungrad.grad(power)(1.5, 3), 3 * 1.5 ** 2)
+    with fungrad.profiler.trace(str(tmp_path)) as session:
+        fungrad.jit(power, static_argnums=1)(2.0, 3)
+    assert "[block]" in open(session.path).read()
+
+
 # ----------------------------------------------------------------------------
 # experimental
 # ----------------------------------------------------------------------------

@@ -271,6 +271,45 @@ def test_while_loop_vmap_over_a_non_leading_axis():
         np.testing.assert_allclose(vmap(newton, in_axes=1)(a), np.sqrt(a).T, rtol=1e-10)
 
 
+def test_while_loop_vmap_keeps_unbatched_carries_unbatched_as_jax():
+    # JAX batches only the carries that depend on batched values (a fixpoint over
+    # the body) when the predicate is not batched: a counter stays one number,
+    # which a rule of one's own (a primitive refusing a batched operand) can see
+    seen = []
+    refuse_p = fungrad.extend.core.Primitive("refuse_batched")
+    refuse_p.def_impl(lambda x: x)
+    refuse_p.def_abstract_eval(lambda x: x)
+
+    def refuse_batch(args, dims):
+        seen.append(dims[0])
+        raise ValueError("the loop counter was batched")
+    fungrad.interpreters.batching.primitive_batchers[refuse_p] = refuse_batch
+
+    def loop(x):
+        def body(carry):
+            i, y, z = carry
+            return refuse_p.bind(i + 1), y * 0.5 + z, z
+        return lax.while_loop(lambda c: c[0] < 4, body, (0, x, 1.0))
+    xs = np.array([1.0, 8.0])
+    counts, ys, zs = vmap(loop)(xs)
+    np.testing.assert_array_equal(counts, [4, 4])
+    np.testing.assert_allclose(ys, xs / 16 + 1.875, rtol=1e-15)
+    np.testing.assert_array_equal(zs, [1.0, 1.0])
+    assert seen == []
+    # a carry that the body makes depend on a batched one becomes batched
+    mixed = vmap(lambda x: lax.while_loop(lambda c: c[0] < 3,
+                                          lambda c: (c[0] + 1, c[1] + c[2], c[2]),
+                                          (0, 0.0, x)))(xs)
+    np.testing.assert_allclose(mixed[1], 3 * xs)
+    np.testing.assert_allclose(jit(vmap(loop))(xs)[1], xs / 16 + 1.875, rtol=1e-15)
+    # cond with an unbatched predicate: the same for its outputs
+    branches = (lambda i, x: (refuse_p.bind(i + 1), x * 2.0), lambda i, x: (i, x - 1.0))
+    out_i, out_x = vmap(lambda x: lax.cond(True, *branches, 3, x))(xs)
+    np.testing.assert_array_equal(out_i, [4, 4])
+    assert seen == []
+    np.testing.assert_allclose(out_x, 2.0 * xs)
+
+
 def test_map_batch_size_vmaps_chunks():
     xs = np.arange(10.0).reshape(5, 2)
     for batch_size in (None, 1, 2, 5, 7):
@@ -318,3 +357,32 @@ def test_python_round_of_arrays_and_tracers():
     assert float(round(fnp.asarray(2.567), 2)) == 2.57
     np.testing.assert_array_equal(round(fnp.asarray([1.4, 2.6])), [1.0, 3.0])
     assert float(jit(lambda x: round(x))(1.7)) == 2.0
+
+
+def test_cond_with_per_branch_operands_jax_older_form():
+    # cond(pred, true_operand, true_fun, false_operand, false_fun): each branch
+    # sees only its own operand (numpyro's HMC and NUTS call it this way)
+    f = lambda p, a, b: lax.cond(p, a, lambda x: x * 2.0, b, lambda y: y["v"] - 1.0)
+    assert float(f(True, 3.0, {"v": 10.0})) == 6.0
+    assert float(jit(f)(False, 3.0, {"v": 10.0})) == 9.0
+    np.testing.assert_allclose(grad(f, argnums=(1, 2))(True, 3.0, {"v": 10.0})[0], 2.0)
+    np.testing.assert_array_equal(vmap(f, (0, None, None))(np.array([True, False]), 3.0,
+                                                          {"v": 10.0}), [6.0, 9.0])
+    with pytest.raises(TypeError, match="must be callables"):
+        lax.cond(True, 1.0, 2.0, 3.0, lambda x: x)
+
+
+def test_python_int_through_cond_stays_weak_for_a_later_loop():
+    # blackjax's NUTS: a Python int returned by cond becomes a while_loop carry
+    # whose body casts it to int32; JAX's weak types let the carry take int32
+    from fungrad.core import get_aval
+
+    def f(p):
+        start = lax.cond(p, lambda: 1, lambda: 2)
+        assert get_aval(start).weak_type
+        mixed = lax.cond(p, lambda: 1, lambda: fnp.int64(2))
+        assert not get_aval(mixed).weak_type       # weak only if weak in every branch
+        return lax.while_loop(lambda c: c < 5, lambda c: (c + 1).astype(np.int32), start)
+    out = jit(f)(True)
+    assert out.dtype == np.int32 and int(out) == 5
+    assert int(jit(f)(False)) == 5

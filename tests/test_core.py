@@ -47,6 +47,18 @@ def test_make_jaxpr_static_argnums_and_eval_shape():
     assert "mul" in str(closed) and "3.0" in str(closed)
     out = fungrad.eval_shape(lambda x: (lax.sin(x), lax.reduce_sum(x, (1,))), np.ones((2, 5)))
     assert out[0] == fungrad.ShapeDtypeStruct((2, 5), np.float64)
+    # as JAX: weak types are kept and compared; a struct keeps its sharding
+    weak = fungrad.ShapeDtypeStruct((), np.float64, weak_type=True)
+    assert weak != fungrad.ShapeDtypeStruct((), np.float64) and weak.sharding is None
+    assert repr(weak) == "ShapeDtypeStruct(shape=(), dtype=float64, weak_type=True)"
+    assert fungrad.eval_shape(lambda x: x, weak) == weak
+    assert not fungrad.eval_shape(lambda x: x * 2, np.float64(1.0)).weak_type
+    # an abstract value stands for an argument of its type, as in JAX
+    aval = ShapedArray((3,), np.float32)
+    assert fungrad.eval_shape(lambda x: x * 2, aval) == fungrad.ShapeDtypeStruct((3,), np.float32)
+    (ct,) = fungrad.linear_transpose(lambda x: 3.0 * x, ShapedArray((2,), np.float64))(
+        np.ones(2))
+    np.testing.assert_allclose(ct, [3.0, 3.0])
     assert out[1].shape == (2,)
 
 
@@ -124,3 +136,21 @@ def test_threads_do_not_see_each_others_tracers():
 def test_primitive_names_are_unique():
     with pytest.raises(ValueError, match="already registered"):
         core.Primitive("sin")
+
+
+def test_to_tangent_aval_is_jaxs():
+    # floats are their own tangent type (weak type kept, as JAX); ints and bools: float0
+    f = ShapedArray((2,), np.float32, weak_type=True)
+    assert f.to_tangent_aval() == f
+    assert ShapedArray((2, 3), np.complex128).to_tangent_aval() == ShapedArray((2, 3), np.complex128)
+    for dt in (np.int32, np.bool_, np.uint8):
+        assert ShapedArray((4,), dt).to_tangent_aval() == ShapedArray((4,), fungrad.float0)
+
+
+def test_make_jaxpr_axis_env_binds_names_for_collectives():
+    # as JAX: make_jaxpr(f, axis_env=[(name, size)]) stages collectives over that name
+    from fungrad import lax
+    closed = fungrad.make_jaxpr(lambda x: lax.psum(x, "i") * 2, axis_env=[("i", 4)])(1.0)
+    assert [e.primitive.name for e in closed.jaxpr.eqns] == ["psum", "mul"]
+    with pytest.raises(NameError, match="unbound axis name: 'i'"):
+        fungrad.make_jaxpr(lambda x: lax.psum(x, "i"))(1.0)

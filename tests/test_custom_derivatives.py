@@ -168,6 +168,87 @@ def test_custom_jvp_symbolic_zeros_skip_unperturbed_inputs():
     assert fungrad.grad(g)(1.5) == 0.0
 
 
+def _symbolic_zeros_custom_vjp(seen):
+    """(sin(x)·y, x + y) whose fwd/bwd record what JAX's symbolic_zeros passes them."""
+    from fungrad.custom_derivatives import CustomVJPPrimal, SymbolicZero
+
+    @fungrad.custom_vjp
+    def f(x, y):
+        return fnp.sin(x) * y, x + y
+
+    def fwd(x, y):
+        assert type(x) is CustomVJPPrimal and type(y) is CustomVJPPrimal
+        seen.append(("fwd", x.perturbed, y.perturbed))
+        return f(x.value, y.value), (x.value, y.value)
+
+    def bwd(res, cts):
+        (x, y), (a, b) = res, cts
+        seen.append(("bwd", type(a) is SymbolicZero, type(b) is SymbolicZero))
+        gx, gy = 0.0 * x, SymbolicZero(fungrad.core.get_aval(y))
+        if type(a) is not SymbolicZero:
+            gx, gy = gx + fnp.cos(x) * y * a, fnp.sin(x) * a
+        if type(b) is not SymbolicZero:
+            gx = gx + b
+            gy = b if type(gy) is SymbolicZero else gy + b
+        return gx, gy
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    return f
+
+
+def test_custom_vjp_symbolic_zeros_as_jax():
+    # the flags are what JAX 0.10.2 passes in the same calls (recorded by hand)
+    seen = []
+    f = _symbolic_zeros_custom_vjp(seen)
+    x, y = 0.3, 2.0
+    np.testing.assert_allclose(grad(lambda x, y: f(x, y)[0])(x, y), np.cos(x) * y, rtol=1e-15)
+    assert seen == [("fwd", True, False), ("bwd", False, True)]
+    seen.clear()
+    assert grad(lambda x, y: f(x, y)[1], 1)(x, y) == 1.0        # bwd's SymbolicZero gy
+    assert seen == [("fwd", False, True), ("bwd", True, False)]
+    seen.clear()
+    np.testing.assert_allclose(jit(grad(lambda x, y: f(x, y)[0] + f(x, y)[1]))(x, y),
+                               np.cos(x) * y + 1, rtol=1e-15)
+    assert seen == [("fwd", True, False)] * 2 + [("bwd", True, False), ("bwd", False, True)]
+    seen.clear()
+    xs = np.array([0.3, 1.0])
+    np.testing.assert_allclose(vmap(grad(lambda x, y: f(x, y)[0]))(xs, np.full(2, y)),
+                               np.cos(xs) * y, rtol=1e-15)
+    np.testing.assert_allclose(f(x, y), (np.sin(x) * y, x + y), rtol=1e-15)
+    assert ("fwd", True, False) in seen and ("bwd", False, True) in seen
+    # the symbolic zeros of vmap-then-grad reach bwd as zeros (batched rules are arrays)
+    np.testing.assert_allclose(
+        grad(lambda v: fnp.sum(vmap(lambda a: f(a, y)[0])(v)))(xs), np.cos(xs) * y, rtol=1e-15)
+
+
+def test_custom_vjp_python_scalar_residuals_stay_python_values():
+    # as JAX: a bool or int saved by fwd reaches bwd as that Python value, also
+    # under jit (equinox saves the perturbed flags and branches on them in bwd)
+    seen = []
+
+    @fungrad.custom_vjp
+    def f(x):
+        return 2.0 * x
+
+    def fwd(x):
+        return f(x), (x, True, 3)
+
+    def bwd(res, g):
+        x, flag, n = res
+        seen.append((type(flag), type(n)))
+        return (g * n if flag else g,)
+    f.defvjp(fwd, bwd)
+    for transform, x in ((lambda h: h, 0.5), (jit, 0.5), (vmap, np.array([0.5, 1.0]))):
+        seen.clear()
+        np.testing.assert_allclose(transform(grad(f))(x), np.full(np.shape(x), 3.0))
+        assert seen == [(bool, int)]
+
+
+def test_custom_vjp_primal_tree_values():
+    from fungrad.custom_derivatives import CustomVJPPrimal, custom_vjp_primal_tree_values
+    tree = {"a": CustomVJPPrimal(1.0, True), "b": [CustomVJPPrimal(2.0, False)]}
+    assert custom_vjp_primal_tree_values(tree) == {"a": 1.0, "b": [2.0]}
+
+
 def test_custom_vjp_bwd_may_return_none_for_a_zero_cotangent():
     @fungrad.custom_vjp
     def clip_grad(x, lo, hi):

@@ -252,3 +252,49 @@ def test_pure_callback_checks_results_and_may_be_dropped():
                               fungrad.ShapeDtypeStruct((), np.float64), x)
         return x * 2
     assert float(f(1.0)) == 2.0 and calls == []     # pure and unused: removed
+
+
+# ----------------------------------------------------------------------------
+# io_callback (jax.experimental.io_callback): effectful, never dropped
+# ----------------------------------------------------------------------------
+
+def test_io_callback_runs_in_order_under_jit_and_scan_even_when_unused():
+    from fungrad.experimental import io_callback
+    log = []
+
+    def record(tag, x):
+        log.append((tag, float(x)))
+        return np.asarray(x) * 2
+
+    @fungrad.jit
+    def f(x):
+        io_callback(record, fungrad.ShapeDtypeStruct((), np.float64), "a", x,
+                    ordered=True)       # result unused: still runs
+        doubled = io_callback(record, fungrad.ShapeDtypeStruct((), np.float64), "b", x + 1)
+        return doubled + 1
+    assert float(f(1.0)) == 5.0 and log == [("a", 1.0), ("b", 2.0)]
+
+    log.clear()
+    def body(carry, x):
+        io_callback(lambda v: log.append(float(v)), None, x)
+        return carry + x, None
+    total, _ = fungrad.jit(lambda xs: lax.scan(body, 0.0, xs))(np.arange(3.0))
+    assert float(total) == 3.0 and log == [0.0, 1.0, 2.0]
+
+
+def test_io_callback_vmap_and_derivatives_as_jax():
+    from fungrad.experimental import io_callback
+    seen = []
+
+    def f(x):
+        return io_callback(lambda v: seen.append(float(v)) or v * 3,
+                           fungrad.ShapeDtypeStruct((), np.float64), x)
+    np.testing.assert_array_equal(fungrad.vmap(f)(np.arange(3.0)), [0.0, 3.0, 6.0])
+    assert seen == [0.0, 1.0, 2.0]             # one call per lane, in lane order
+    with pytest.raises(ValueError, match="Cannot `vmap` ordered IO callback"):
+        fungrad.vmap(lambda x: io_callback(lambda v: v, fungrad.ShapeDtypeStruct((), np.float64),
+                                           x, ordered=True))(np.arange(2.0))
+    with pytest.raises(ValueError, match="IO callbacks do not support JVP"):
+        fungrad.grad(f)(1.0)
+    with pytest.raises(TypeError, match="ordered must be True or False"):
+        io_callback(lambda: None, None, ordered="yes")

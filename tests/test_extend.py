@@ -158,6 +158,76 @@ def test_rule_registries_set_and_read_the_rules():
         ad.primitive_jvps["sin"] = jvp
 
 
+def test_impl_called_from_jit_code_gets_numpy_values_for_literals():
+    # jit writes scalar constants as Python numbers; the impl must still get NumPy
+    # values, as outside jit (equinox's noinline calls .item() on its operand)
+    p = jex.Primitive("needs_numpy")
+    p.def_impl(lambda i, x: x * (i.item() + 1) + x.dtype.itemsize)
+    p.def_abstract_eval(lambda i, x: x)
+    f = lambda x: p.bind(np.int64(2), x) + p.bind(np.int64(0), np.float64(1.5))
+    x = np.float64(1.0)
+    assert f(x) == pytest.approx(3.0 + 8 + 1.5 + 8)
+    assert fungrad.jit(f)(x) == pytest.approx(3.0 + 8 + 1.5 + 8)
+
+
+def test_axis_primitive_batchers_get_the_axis_size_and_name():
+    # JAX's axis_primitive_batchers: rule(axis_size, axis_name, trace_type, args, dims)
+    p, f = _partial_primitive()
+    p.def_impl(lambda x: 2.0 * x)
+    p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+    seen = []
+
+    def rule(axis_size, axis_name, trace_type, args, dims):
+        seen.append((axis_size, axis_name, trace_type))
+        return p.bind(*args), dims[0]
+    batching.axis_primitive_batchers[p] = rule
+    assert batching.axis_primitive_batchers[p] is rule and p in batching.primitive_batchers
+    out = fungrad.vmap(fungrad.vmap(f, axis_name="i"), in_axes=1, axis_name="j")(
+        np.ones((2, 3)))
+    np.testing.assert_allclose(out, 2.0 * np.ones((3, 2)))
+    assert seen == [(2, "i", None), (3, "j", None)]
+
+
+@given(st.lists(st.integers(1, 4), max_size=3), st.integers(1, 5), st.data())
+def test_mapped_and_unmapped_aval_are_inverse(shape, size, data):
+    aval = ShapedArray(tuple(shape), np.float32)
+    axis = data.draw(st.integers(-len(shape) - 1, len(shape)))
+    stacked = jex.unmapped_aval(size, axis, aval)
+    assert stacked.shape == np.stack([np.zeros(shape)] * size, axis=axis).shape
+    assert jex.mapped_aval(size, axis, stacked) == aval
+    assert jex.unmapped_aval(size, None, aval) is aval and jex.mapped_aval(size, None, aval) is aval
+    with pytest.raises(ValueError, match="does not have size"):
+        jex.mapped_aval(size + 1, axis, stacked)
+
+
+def test_take_and_set_current_trace():
+    # take_current_trace hands out the current trace (evaluation inside the block);
+    # set_current_trace makes one current: an interpreter binds on its parent so
+    def f(x):
+        with jex.take_current_trace() as outer:
+            assert core.current_trace() is core.EVAL_TRACE and outer is not core.EVAL_TRACE
+            with jex.set_current_trace(outer):
+                y = lax.sin(x)
+        assert core.current_trace() is outer
+        return y
+    np.testing.assert_allclose(fungrad.grad(f)(0.3), np.cos(0.3), rtol=1e-15)
+    np.testing.assert_allclose(fungrad.jit(f)(0.3), np.sin(0.3), rtol=1e-15)
+
+
+def test_find_top_trace_and_trace_main_identify_the_running_transformation():
+    # as JAX (equinox's filter_jvp): the tracers of the innermost transformation
+    # are those whose trace's main is the top trace's main
+    mine = []
+
+    def f(x, y):
+        top = jex.find_top_trace([x])
+        mine.append([v._trace.main is top.main for v in (x, y)])
+        return x * y
+    fungrad.jvp(lambda x: fungrad.vmap(lambda y: f(x, y))(np.ones(2)), (1.0,), (1.0,))
+    assert mine == [[False, True]]          # y is the vmap's, x the outer jvp's
+    assert jex.find_top_trace([]) is core.current_trace()
+
+
 # ----------------------------------------------------------------------------
 # The IR: names and constructors of jax.extend.core, lax.<name>_p
 # ----------------------------------------------------------------------------

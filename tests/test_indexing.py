@@ -532,3 +532,88 @@ def test_at_get_modes_apply_to_static_out_of_bounds_integers():
     np.testing.assert_array_equal(m.at[5, 1:].get(mode="clip"), [4.0, 5.0])
     assert fungrad.grad(lambda v: v.at[12].get(mode="clip"))(x)[9] == 1.0
     assert fungrad.jit(lambda v: v.at[12].get(mode="clip"))(x) == 9.0
+
+
+# ----------------------------------------------------------------------------
+# JAX's XLA-style call: (operand, scatter_indices, updates, ScatterDimensionNumbers)
+# ----------------------------------------------------------------------------
+
+def _xla_scatter_reference(operand, indices, updates, dnums, combine):
+    """XLA's scatter written as its definition: for every update element, the
+    operand position is the scattered start plus the window offset."""
+    out = np.array(operand, dtype=float)
+    windows, inserted, to_operand = (tuple(dnums.update_window_dims),
+                                     tuple(dnums.inserted_window_dims),
+                                     tuple(dnums.scatter_dims_to_operand_dims))
+    scatter_axes = [u for u in range(updates.ndim) if u not in windows]
+    operand_windows = [d for d in range(out.ndim) if d not in inserted]
+    for u in np.ndindex(updates.shape):
+        start = indices[tuple(u[a] for a in scatter_axes)]
+        pos = [(start[to_operand.index(d)] if d in to_operand else 0)
+               + (u[windows[operand_windows.index(d)]] if d in operand_windows else 0)
+               for d in range(out.ndim)]
+        if all(0 <= p < n for p, n in zip(pos, out.shape)):
+            out[tuple(pos)] = combine(out[tuple(pos)], updates[u])
+    return out
+
+
+_DN = lax.ScatterDimensionNumbers
+XLA_SCATTERS = [
+    # numpyro's vec_to_tril_matrix, batched: updates (2, 6) into (2, 9) at flat positions
+    ((2, 9), np.array([[0], [3], [4], [6], [7], [8]]), (2, 6),
+     _DN(update_window_dims=(0,), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,))),
+    # points of a matrix, with a repeated and an out-of-bounds (negative) index
+    ((4, 5), np.array([[0, 1], [3, 4], [0, 1], [-1, 2]]), (4,),
+     _DN(update_window_dims=(), inserted_window_dims=(0, 1), scatter_dims_to_operand_dims=(0, 1))),
+    # whole rows
+    ((4, 5), np.array([[2], [0]]), (2, 5),
+     _DN(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))),
+    # 2x3 windows starting at two corners of a (5, 4) operand
+    ((5, 4), np.array([[0, 1], [3, 0]]), (2, 2, 3),
+     _DN(update_window_dims=(1, 2), inserted_window_dims=(), scatter_dims_to_operand_dims=(0, 1))),
+]
+
+
+@pytest.mark.parametrize("case", range(len(XLA_SCATTERS)))
+@pytest.mark.parametrize("which", ["scatter_add", "scatter", "scatter_mul", "scatter_max"])
+def test_xla_style_scatter_matches_its_definition(case, which):
+    operand_shape, indices, updates_shape, dnums = XLA_SCATTERS[case]
+    rng = np.random.default_rng(case)
+    operand = rng.normal(size=operand_shape)
+    updates = rng.normal(size=updates_shape)
+    if which == "scatter" and case == 1:
+        indices = indices[[0, 1, 3]]             # unique indices: the result is defined
+        updates = updates[:3]
+    combine = {"scatter_add": np.add, "scatter": lambda a, b: b,
+               "scatter_mul": np.multiply, "scatter_max": np.maximum}[which]
+    expected = _xla_scatter_reference(operand, indices, updates, dnums, combine)
+    fn = getattr(lax, which)
+    np.testing.assert_allclose(fn(operand, indices, updates, dnums), expected, rtol=1e-15)
+    jitted = fungrad.jit(lambda o, i, u: fn(o, i, u, dnums))(operand, indices, updates)
+    np.testing.assert_allclose(jitted, expected, rtol=1e-15)
+
+
+def test_xla_style_scatter_add_gradient_and_errors():
+    operand_shape, indices, updates_shape, dnums = XLA_SCATTERS[0]
+    w = np.arange(18.0).reshape(2, 9)
+    # d/d updates of sum(w * scatter_add(0, idx, u)) = w at the scattered positions
+    grad = fungrad.grad(lambda u: fnp.sum(w * lax.scatter_add(np.zeros(operand_shape), indices,
+                                                                u, dnums)))(np.ones(updates_shape))
+    np.testing.assert_array_equal(grad, w[:, indices[:, 0]])
+    with pytest.raises(TypeError, match="ScatterDimensionNumbers"):
+        lax.scatter_add(np.zeros(3), np.zeros((1, 1), int), np.ones(1), {"a": 1})
+    with pytest.raises(ValueError, match="do not fit"):
+        lax.scatter_add(np.zeros((2, 9)), indices, np.ones((2, 6)),
+                        _DN(update_window_dims=(), inserted_window_dims=(1,),
+                            scatter_dims_to_operand_dims=(1,)))
+    with pytest.raises(NotImplementedError, match="operand_batching_dims"):
+        lax.scatter_add(np.zeros((2, 9)), indices, np.ones((2, 6)),
+                        _DN((0,), (1,), (1,), operand_batching_dims=(0,)))
+
+
+def test_lax_dtype():
+    assert lax.dtype(1.0) == np.float64 and lax.dtype(True) == np.bool_
+    assert lax.dtype(np.float32(1.0)) == np.float32 and lax.dtype("int8") == np.int8
+    assert fungrad.jit(lambda x: fnp.zeros((), lax.dtype(x)))(np.float32(2)).dtype == np.float32
+    with pytest.raises(TypeError, match="cannot determine the dtype"):
+        lax.dtype(object())

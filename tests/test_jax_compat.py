@@ -52,6 +52,7 @@ def test_in_process_names_are_fungrads_objects():
         assert jax.Array is fungrad.Array
         assert batching.primitive_batchers is fungrad.interpreters.batching.primitive_batchers
         assert jax.__version_info__ == tuple(int(p) for p in jax_compat.JAX_VERSION.split("."))
+        assert jnp.newaxis is None              # a name whose value is None is still a name
     # nothing is left behind, and fungrad's own modules gained no attributes
     assert not [m for m in sys.modules if m == "jax" or m.startswith(("jax.", "jaxlib"))]
     assert not hasattr(fungrad, "_src") and fungrad.__spec__.name == "fungrad"
@@ -66,6 +67,11 @@ def test_missing_names_say_fungrad_stands_in_for_jax():
             jax.lax.not_a_function
         with pytest.raises(ImportError, match="jaxlib"):
             import jaxlib  # noqa: F401
+        # a missing name of a module that is not a package (jax.core is fungrad.core):
+        # an AttributeError too, so hasattr() answers False (equinox probes so)
+        with pytest.raises(AttributeError, match=r"jax\.core\.not_a_name.*jax_coverage"):
+            jax.core.not_a_name
+        assert not hasattr(jax.core, "not_a_name")
 
 
 def test_refuses_to_install_over_a_real_jax(monkeypatch):

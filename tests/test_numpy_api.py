@@ -394,6 +394,32 @@ def test_tracer_methods_match_numpy_methods():
         np.testing.assert_array_equal(g, w)
 
 
+def test_reduction_methods_on_every_tracer_kind():
+    # a tracer's own attributes must not shadow array methods: StagingTracer's
+    # slot `var` once made x.var() under jit/cond raise "'Var' object is not callable"
+    x = np.array([[1.0, 2.0, 4.0], [0.5, -1.0, 3.0]])
+    methods = lambda t: (t.var(), t.std(1), t.var(0, keepdims=True), t.mean(), t.sum(1),
+                         t.max(), t.min(0), t.prod(), t.any(), t.all())
+    want = methods(x)
+    for transform in (fungrad.jit, lambda f: lambda v: fungrad.vmap(f)(v[None])[0]):
+        for got, w in zip(transform(methods)(x), want):
+            np.testing.assert_allclose(got, w, rtol=1e-14)
+    in_cond = fungrad.jit(lambda t: lax.cond(True, lambda: t.var(), lambda: t.std()))(x)
+    np.testing.assert_allclose(in_cond, x.var(), rtol=1e-14)
+    np.testing.assert_allclose(fungrad.grad(lambda t: t.var())(x), 2 * (x - x.mean()) / x.size,
+                               rtol=1e-14)
+    from fungrad.core import Tracer
+    array_names = {n for n in dir(fungrad.Array) if not n.startswith("_")}
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+    for cls in subclasses(Tracer):
+        clash = set(getattr(cls, "__slots__", ())) & array_names
+        assert not clash, f"{cls.__name__}'s attributes {clash} shadow array methods"
+
+
 # ----------------------------------------------------------------------------
 # Creation functions of traced values are differentiable
 # ----------------------------------------------------------------------------

@@ -444,3 +444,21 @@ def test_small_helpers():
     with pytest.raises(NotImplementedError, match="inplace=False"):
         E.fill_diagonal(np.zeros((2, 2)), 1)
     assert E.iterable([1]) and not E.iterable(np.float64(1.0)) and not E.iterable(np.array(1))
+
+
+@pytest.mark.parametrize("name", ["float16", "float32", "float64", "int8", "int16", "int32",
+                                  "int64", "uint8", "uint16", "uint32", "uint64", "complex64",
+                                  "complex128", "bool_", "bool"])
+def test_scalar_types_are_jaxs(name):
+    # as jax.numpy: calling one makes a 0-d array, .dtype is NumPy's dtype, and it
+    # compares, hashes and isinstance-checks as NumPy's scalar type
+    t = getattr(fnp, name)
+    np_type = getattr(np, name)
+    x = t(1)
+    assert isinstance(x, fungrad.Array) and x.shape == () and x.dtype == np.dtype(np_type)
+    assert t.dtype == np.dtype(np_type) and np.dtype(t) == np.dtype(np_type)
+    assert t == np_type and np_type == t and {np_type: "v"}[t] == "v"
+    assert isinstance(np_type(0), t) and not isinstance("0", t)
+    assert fnp.zeros(2, t).dtype == np.dtype(np_type)
+    assert np.ones(2).astype(t).dtype == np.dtype(np_type)
+    assert fnp.issubdtype(t, fnp.generic) and fnp.issubdtype(t, np_type)

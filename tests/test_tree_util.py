@@ -206,6 +206,61 @@ def test_repr_matches_jax_style():
     assert repr(tu.tree_structure(Box(1, 2, "q"))) == "PyTreeDef(CustomNode(Box['q'], [*, *]))"
 
 
+class Meta:
+    """A custom node whose aux data is whatever it is given (dicts, lists, arrays)."""
+
+    def __init__(self, child, meta):
+        self.child, self.meta = child, meta
+
+
+tu.register_pytree_node(Meta, lambda m: ((m.child,), m.meta), lambda meta, c: Meta(c[0], meta))
+
+
+@given(st.dictionaries(st.sampled_from("abc"), st.lists(st.integers(0, 3), max_size=2)),
+       st.dictionaries(st.sampled_from("abc"), st.lists(st.integers(0, 3), max_size=2)))
+def test_treedef_with_unhashable_node_data_hashes_and_compares_as_jax(meta1, meta2):
+    # JAX hashes a treedef from its node types and arities only, so node data
+    # need not be hashable (a dict, a list); equality still compares it
+    td1, td2 = tu.tree_structure(Meta(1.0, meta1)), tu.tree_structure(Meta(2.0, meta2))
+    assert hash(td1) == hash(td2)
+    assert (td1 == td2) == (meta1 == meta2)
+    assert {td1: "x"}.get(td2) == ("x" if meta1 == meta2 else None)
+    assert td1.unflatten([3.0]).meta == meta1
+
+
+def test_treedef_hash_still_tells_node_types_and_arities_apart():
+    # (JAX: a tuple and a list of one leaf, or two custom types, hash differently)
+    assert hash(tu.tree_structure((1,))) != hash(tu.tree_structure([1]))
+    assert hash(tu.tree_structure((1,))) != hash(tu.tree_structure((1, 2)))
+    assert tu.tree_structure({"a": 1}) != tu.tree_structure({"b": 1})
+
+
+def test_treedef_equality_with_array_node_data_raises_jax_error():
+    td1 = tu.tree_structure(Meta(1.0, np.arange(3)))
+    td2 = tu.tree_structure(Meta(1.0, np.arange(3)))
+    with pytest.raises(ValueError, match="equality of metadata fields of pytree"):
+        td1 == td2  # noqa: B015
+
+
+def test_register_static_makes_instances_treedef_data():
+    @tu.register_static
+    class Config:
+        def __init__(self, n):
+            self.n = n
+
+        def __eq__(self, other):
+            return type(other) is Config and other.n == self.n
+
+        def __hash__(self):
+            return hash(self.n)
+
+    leaves, td = tu.tree_flatten({"cfg": Config(3), "w": 1.0})
+    assert leaves == [1.0]
+    assert td.unflatten([2.0])["cfg"] == Config(3)
+    assert td == tu.tree_structure({"cfg": Config(3), "w": 5.0})
+    assert td != tu.tree_structure({"cfg": Config(4), "w": 5.0})
+
+
 def test_dict_children_sorted_and_rebuilt_sorted():
     leaves, td = tu.tree_flatten({"b": 1, "a": 2, "c": 3})
     assert leaves == [2, 1, 3]

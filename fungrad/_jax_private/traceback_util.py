@@ -17,11 +17,18 @@ import types
 from fungrad import core
 from fungrad.core import register_exclusion
 
-__all__ = ["register_exclusion", "api_boundary", "filter_traceback"]
+__all__ = ["register_exclusion", "api_boundary", "filter_traceback", "include_frame"]
 
 
 def _excluded(tb) -> bool:
     return tb.tb_frame.f_code.co_filename.startswith(core._excluded_paths[1:])
+
+
+def include_frame(frame) -> bool:
+    """Is ``frame`` the user's (not fungrad's, nor in a file a library
+    registered with ``register_exclusion``)?  equinox's ``error_if`` records
+    such frames."""
+    return not frame.f_code.co_filename.startswith(core._excluded_paths)
 
 
 def filter_traceback(tb):

@@ -2,7 +2,11 @@
 
 * ``checkify`` -> ``fungrad.checkify`` (``from fungrad.experimental import checkify``);
 * ``ode`` -> ``fungrad.ode`` (``from fungrad.experimental.ode import odeint``);
-* ``jet``: Taylor-mode series propagation (``from fungrad.experimental.jet import jet``);
+from fungrad.callback import io_callback
+from fungrad.experimental import checkify, jet, ode, shard_map, sparse
+
+__all__ = ["checkify", "jet", "ode", "shard_map", "sparse", "io_callback", "enable_x64",
+           "disable_x64"]
 * ``layout`` (``from fungrad.experimental.layout import Layout, Format``):
   JAX's layout and format values, which flax's sharding helpers inspect;
 * ``enable_x64`` / ``disable_x64``: JAX's older context managers for
@@ -11,9 +15,11 @@
   (``from fungrad.experimental.shard_map import shard_map``).
 """
 from fungrad import _config
-from fungrad.experimental import checkify, jet, ode, shard_map
+from fungrad.callback import io_callback
+from fungrad.experimental import checkify, jet, ode, shard_map, sparse
 
-__all__ = ["checkify", "jet", "ode", "shard_map", "enable_x64", "disable_x64"]
+__all__ = ["checkify", "jet", "ode", "shard_map", "sparse", "io_callback", "enable_x64",
+           "disable_x64"]
 
 
 def enable_x64(new_val: bool = True):

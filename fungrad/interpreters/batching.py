@@ -26,7 +26,7 @@ from fungrad.interpreters.rule_tables import RuleTable
 __all__ = ["not_mapped", "BatchTrace", "BatchTracer", "vmap_flat", "vmap_keeping_dims", "batch_jaxpr", "bdims_to_front", "moveaxis",
            "bdim_at_front", "vectorized_batcher", "broadcasting_batcher",
            "reducer_batcher", "shift_axes", "extend_axis_env", "manual_axis_size",
-           "primitive_batchers"]
+           "primitive_batchers", "axis_primitive_batchers"]
 
 not_mapped = None
 
@@ -83,8 +83,11 @@ class BatchTrace(Trace):
         if prim.batch is None:
             raise TypeError(f"Batching rule for primitive '{prim.name}' is not "
                             "implemented, so it cannot be used under vmap.")
+        # (rules registered through JAX's axis_primitive_batchers also get the axis name)
+        axis = (self.axis_size, self.axis_name) if getattr(prim.batch, "takes_axis_name", False) \
+            else (self.axis_size,)
         with set_current_trace(self.parent):
-            out, out_dim = prim.batch(self.axis_size, vals, dims, **params)
+            out, out_dim = prim.batch(*axis, vals, dims, **params)
         if prim.multiple_results:
             return [self.pure(o, d) for o, d in zip(out, out_dim)]
         return self.pure(out, out_dim)
@@ -245,8 +248,19 @@ def _jax_batcher(prim, rule):
     return batch
 
 
-# JAX's registry: ``batching.primitive_batchers[p] = rule`` (see rule_tables.py)
+def _jax_axis_batcher(prim, rule):
+    """JAX's ``axis_primitive_batchers`` signature ``rule(axis_size, axis_name,
+    trace_type, args, dims, **params)`` (trace_type is None, as in JAX)."""
+    def batch(axis_size, axis_name, vals, dims, **params):
+        return rule(axis_size, axis_name, None, vals, dims, **params)
+    batch.takes_axis_name = True
+    return batch
+
+
+# JAX's registries: ``batching.primitive_batchers[p] = rule`` (see rule_tables.py),
+# and ``axis_primitive_batchers`` for rules that need the axis size and name
 primitive_batchers = RuleTable("batch", adapt=_jax_batcher)
+axis_primitive_batchers = RuleTable("batch", adapt=_jax_axis_batcher)
 
 
 def vectorized_batcher(prim):

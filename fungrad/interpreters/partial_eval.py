@@ -47,12 +47,14 @@ _PY_SCALARS = (bool, int, float, complex)
 # ----------------------------------------------------------------------------
 
 class StagingTracer(Tracer):
-    __slots__ = ("_aval", "var", "provenance")
+    # ``_var``, not ``var``: arrays have a ``.var()`` method, which a slot named
+    # var would shadow on staged values (``x.var()`` under jit)
+    __slots__ = ("_aval", "_var", "provenance")
 
     def __init__(self, trace, aval, var, provenance=None):
         self._trace = trace
         self._aval = aval
-        self.var = var
+        self._var = var
         self.provenance = provenance
 
     @property
@@ -88,7 +90,7 @@ class StagingTrace(Trace):
 
     def to_atom(self, x):
         if isinstance(x, StagingTracer) and x._trace is self:
-            return x.var
+            return x._var
         if isinstance(x, Tracer):
             self.check_foreign(x)
         elif isinstance(x, _PY_SCALARS) or isinstance(x, np.generic) or (

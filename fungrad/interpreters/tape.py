@@ -346,7 +346,10 @@ def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
             out_cts = [None if n is None else ct[n] for n in outs]
             if all(c is None for c in out_cts):
                 continue
-            out_cts = [instantiate_zeros(Zero(a)) if c is None else c for n, c, a
+            # compiled backward code takes arrays; the general path's backward pass
+            # takes symbolic zeros (a custom_vjp bwd with symbolic_zeros sees them)
+            zero = Zero if lin.bwd is None else (lambda a: instantiate_zeros(Zero(a)))
+            out_cts = [zero(a) if c is None else c for n, c, a
                        in zip(outs, out_cts, lin.tangent_avals) if n is not None]
         for n in outs:        # each node is produced once: its cotangent is complete
             if n is not None:

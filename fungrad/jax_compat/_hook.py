@@ -21,6 +21,7 @@ JAX_VERSION = "0.10.2"
 
 # jax names whose fungrad module is not "fungrad" + the rest of the name
 _PREFIXES = (("jax._src", "fungrad._jax_private"),
+             ("jax.interpreters.mlir", "fungrad.jax_compat.mlir"),
              ("jax.version", "fungrad.jax_compat.version"),
              ("jaxlib", "fungrad._jax_private.jaxlib"),
              ("jax", "fungrad"))
@@ -54,6 +55,9 @@ def missing_message(jax_name: str, kind: str) -> str:
             f"docs/jax_coverage.md in the fungrad repository.")
 
 
+_ABSENT = object()
+
+
 class ModuleView(types.ModuleType):
     """``jax.x`` as a view of ``fungrad.x``: attributes read through to it."""
 
@@ -72,13 +76,13 @@ class ModuleView(types.ModuleType):
         try:
             value = getattr(target, name)
         except AttributeError:
-            value = None
+            value = _ABSENT         # (not None: jnp.newaxis is None)
             if name.startswith("__"):
                 raise
-        if value is None or isinstance(value, types.ModuleType):
+        if value is _ABSENT or isinstance(value, types.ModuleType):
             # a submodule: hand out its view (JAX imports most of them eagerly)
             sub = f"{self.__name__}.{name}"
-            if value is not None or _exists(fungrad_name(sub)):   # (not a package: no)
+            if value is not _ABSENT or _exists(fungrad_name(sub)):   # (not a package: no)
                 return importlib.import_module(sub)
             raise AttributeError(missing_message(sub, "no attribute"))
         return value

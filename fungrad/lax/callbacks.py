@@ -1,5 +1,5 @@
 """Calls from inside transformations back into Python: ``debug_callback_p``,
-``pure_callback_p`` and ``check_p``.
+``pure_callback_p``, ``io_callback_p`` and ``check_p``.
 
 Each primitive carries the Python callable in its ``callback`` param (a flat
 function of the array inputs).  Their rules:
@@ -8,11 +8,13 @@ function of the array inputs).  Their rules:
 * jit: the generated code calls it; the callable is bound into the compiled
   function's namespace under a name (``_b0(a, b)``), never written by repr;
 * jvp: debug callbacks and checks see the primals only (tangents are not
-  printed); ``pure_callback`` has no derivative (use ``custom_jvp``), as in JAX;
+  printed); ``pure_callback`` and ``io_callback`` have no derivative (use
+  ``custom_jvp``), as in JAX;
 * vmap: debug callbacks and checks run once per lane (JAX's unrolled rule);
-  ``pure_callback`` follows its ``vmap_method``, as JAX's.
+  ``pure_callback`` follows its ``vmap_method``, as JAX's; an unordered
+  ``io_callback`` runs once per lane, an ordered one refuses, as JAX's.
 
-``debug_callback_p`` and ``check_p`` are *effectful*: dead-code elimination
+``debug_callback_p``, ``io_callback_p`` and ``check_p`` are *effectful*: dead-code elimination
 keeps them and CSE never merges them, and the generated code calls them in
 program order.  ``pure_callback_p`` is pure: unused calls may be dropped.
 
@@ -34,7 +36,7 @@ from fungrad.interpreters import batching
 from fungrad.lax import indexing, reductions, structural
 from fungrad.tree_util import tree_flatten, tree_leaves, tree_unflatten
 
-__all__ = ["debug_callback_p", "pure_callback_p", "check_p", "JaxRuntimeError",
+__all__ = ["debug_callback_p", "pure_callback_p", "io_callback_p", "check_p", "JaxRuntimeError",
            "FlatCallback", "VMAP_METHODS"]
 
 JaxRuntimeError = core.JaxRuntimeError
@@ -245,6 +247,54 @@ pure_callback_p.batch = _pure_callback_batch
 pure_callback_p.emit_block = _emit_call(
     lambda params: _run_pure_callback(params["callback"], params["result_avals"]),
     "pure_callback")
+
+
+# ----------------------------------------------------------------------------
+# io_callback: a callback with side effects (I/O, host state) that returns values
+# ----------------------------------------------------------------------------
+
+io_callback_p = Primitive("io_callback", multiple_results=True)
+io_callback_p.effectful = True       # runs even when its results are unused
+
+
+def _io_callback_impl(*args, callback, result_avals, ordered):
+    return _run_pure_callback(callback, result_avals)(*args)
+
+
+def _io_callback_jvp(primals, tangents, **params):
+    raise ValueError("IO callbacks do not support JVP: io_callback has no derivative; "
+                     "wrap it in `fungrad.custom_jvp` or `custom_vjp` to differentiate")
+
+
+def _io_callback_transpose(cts, *args, **params):
+    raise ValueError("IO callbacks do not support transpose: io_callback has no derivative; "
+                     "wrap it in `fungrad.custom_vjp` to differentiate")
+
+
+def _io_callback_batch(axis_size, vals, dims, callback, result_avals, ordered):
+    """Unordered: the callback runs once per lane, in lane order (JAX maps it
+    sequentially); ordered: refused, as in JAX (lanes have no order)."""
+    if ordered:
+        raise ValueError("Cannot `vmap` ordered IO callback: an io_callback with "
+                         "ordered=True cannot run under vmap; pass ordered=False, or call "
+                         "it outside the vmap")
+    vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    batched_avals = tuple(ShapedArray((axis_size,) + a.shape, a.dtype) for a in result_avals)
+    sequential = _SequentialCallback(callback, [d is not None for d in dims], result_avals)
+    outs = io_callback_p.bind(*vals, callback=sequential, result_avals=batched_avals,
+                              ordered=False)
+    return outs, [0] * len(outs)
+
+
+io_callback_p.def_impl(_io_callback_impl)
+io_callback_p.def_abstract_eval(lambda *avals, callback, result_avals, ordered:
+                                list(result_avals))
+io_callback_p.jvp = _io_callback_jvp
+io_callback_p.transpose = _io_callback_transpose
+io_callback_p.batch = _io_callback_batch
+io_callback_p.emit_block = _emit_call(
+    lambda params: _run_pure_callback(params["callback"], params["result_avals"]),
+    "io_callback")
 
 
 # ----------------------------------------------------------------------------

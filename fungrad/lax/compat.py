@@ -1,5 +1,5 @@
-"""JAX's ``lax.Precision`` (not a primitive; ``lax.broadcast_shapes`` is in
-structural.py).
+"""JAX's ``lax.Precision`` and ``lax.dtype`` (not primitives;
+``lax.broadcast_shapes`` is in structural.py).
 
 ``Precision`` is what JAX's products take as ``precision=`` (libraries such as
 optax use ``lax.Precision.HIGHEST`` as a default argument, so it must exist
@@ -10,10 +10,35 @@ from __future__ import annotations
 
 import enum
 
+import numpy as np
+
+from fungrad import core
 from fungrad.lax.utils import PRECISION_NAMES as _PRECISION_NAMES
 
 
-__all__ = ["Precision"]
+__all__ = ["Precision", "dtype"]
+
+# the dtypes of Python scalars (JAX's python_scalar_dtypes)
+_SCALAR_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64),
+                  complex: np.dtype(np.complex128)}
+
+
+def dtype(x, *, canonicalize: bool = False) -> np.dtype:
+    """``jax.lax.dtype``: the dtype of an array, tracer, NumPy scalar, Python
+    scalar (bool, int64, float64, complex128) or dtype-like (``np.float32``,
+    ``"int8"``); with ``canonicalize=True``, as fungrad would store it (32-bit
+    while ``jax_enable_x64`` is off)."""
+    if type(x) in _SCALAR_DTYPES:
+        out = _SCALAR_DTYPES[type(x)]
+    elif isinstance(x, core.Tracer) or hasattr(x, "dtype"):
+        out = np.dtype(core.get_aval(x).dtype if isinstance(x, core.Tracer) else x.dtype)
+    else:
+        try:
+            out = np.dtype(x)
+        except TypeError:
+            raise TypeError(f"lax.dtype: cannot determine the dtype of {x!r} (of type "
+                            f"{type(x).__name__}); pass an array, a scalar or a dtype") from None
+    return core.canonicalize_dtype(out) if canonicalize else out
 
 
 class Precision(enum.Enum):

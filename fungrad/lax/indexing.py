@@ -57,12 +57,13 @@ from fungrad.interpreters.lowering import Source, call
 from fungrad.lax.kernels import scatter as _scatter_kernels
 from fungrad.lax.utils import canonical_axes, checked_bind, def_lowering, as_operand
 from fungrad.lax import structural
+from fungrad.lax.xla_scatter import ScatterDimensionNumbers, numpy_index
 
 __all__ = [
     "gather", "scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min",
     "scatter_max", "scatter_apply", "index_take", "dynamic_slice", "dynamic_update_slice", "dynamic_index_in_dim",
     "dynamic_slice_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
-    "index_in_dim", "slice_in_dim",
+    "index_in_dim", "slice_in_dim", "ScatterDimensionNumbers",
     "gather_p", "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p",
     "scatter_max_p", "dynamic_slice_p", "dynamic_update_slice_p",
 ]
@@ -758,10 +759,14 @@ def _broadcast_updates(updates, shape, who):
 
 
 def _scatter_public(prim, who):
-    def fn(operand, index, updates, *, mode=None, unique_indices=False):
+    def fn(operand, index, updates, dimension_numbers=None, *, indices_are_sorted=False,
+           mode=None, unique_indices=False):
         from fungrad import lax
         operand = as_operand(operand)
         aval = get_aval(operand)
+        if dimension_numbers is not None:      # JAX's XLA-style call (xla_scatter.py)
+            index = numpy_index(aval.shape, as_operand(index), np.shape(updates),
+                                dimension_numbers, f"lax.{who}")
         indexer, arrays = build_indexer(aval.shape, index, f"lax.{who}")
         _, shape = output_layout(indexer, [get_aval(a).shape for a in arrays], aval.shape)
         updates = as_operand(updates, like=operand)
@@ -772,9 +777,11 @@ def _scatter_public(prim, who):
                                        mode=_scatter_mode(mode),
                                        unique_indices=bool(unique_indices))
     fn.__name__ = who
-    fn.__doc__ = (f"``{who}`` at the NumPy index ``index`` (see the module docstring; "
-                  "not JAX's XLA-style signature). Updates broadcast to ``x[index]``; "
-                  "mode: 'drop' (default) drops out-of-bounds updates, 'clip' clamps.")
+    fn.__doc__ = (f"``{who}`` at the NumPy index ``index`` (see the module docstring). "
+                  "Updates broadcast to ``x[index]``; mode: 'drop' (default) drops "
+                  "out-of-bounds updates, 'clip' clamps. JAX's XLA-style call, "
+                  "``(operand, scatter_indices, updates, ScatterDimensionNumbers(...))``, "
+                  "is accepted too (lax/xla_scatter.py).")
     return fn
 
 
@@ -785,11 +792,12 @@ scatter_min = _scatter_public(scatter_min_p, "scatter_min")
 scatter_max = _scatter_public(scatter_max_p, "scatter_max")
 
 
-def scatter_sub(operand, index, updates, *, mode=None, unique_indices=False):
+def scatter_sub(operand, index, updates, dimension_numbers=None, *, indices_are_sorted=False,
+                mode=None, unique_indices=False):
     """``x[index] -= updates`` (a scatter_add of the negated updates)."""
     from fungrad import lax
     return scatter_add(operand, index, lax.neg(as_operand(updates, like=operand)),
-                       mode=mode, unique_indices=unique_indices)
+                       dimension_numbers, mode=mode, unique_indices=unique_indices)
 
 
 def index_take(src, idxs, axes):

@@ -34,13 +34,18 @@ from fungrad.numpy import _dispatch as _dispatch_module
 _dispatch_module.install()  # NumPy's own functions on tracers (NEP 13/18)
 
 # dtypes and constants, as jax.numpy re-exports them
-from numpy import (float16, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
-                   uint16, uint32, uint64, bool_, complex64, complex128, dtype,
-                   pi, e, inf, nan, newaxis, finfo, iinfo, issubdtype, integer,
-                   floating, inexact, number, complexfloating, signedinteger,
+from numpy import (dtype, pi, e, inf, nan, newaxis, finfo, iinfo, issubdtype,  # noqa: F401
+                   integer, floating, inexact, number, complexfloating, signedinteger,
                    unsignedinteger, generic)
+from fungrad.numpy._scalar_types import scalar_type as _scalar_type  # noqa: E402
+# JAX's scalar types: float32(x) is a 0-d array, float32.dtype a NumPy dtype
+(float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+ complex64, complex128) = [_scalar_type(t) for t in (
+    _np.float16, _np.float32, _np.float64, _np.int8, _np.int16, _np.int32, _np.int64,
+    _np.uint8, _np.uint16, _np.uint32, _np.uint64, _np.complex64, _np.complex128)]
+bool_ = _scalar_type(_np.bool_)
 from fungrad.core import Array as ndarray  # noqa: F401
-bool = _np.bool_  # noqa: A001
+bool = bool_  # noqa: A001
 try:    # the machine-learning dtypes, when ml_dtypes (JAX's provider of them) is installed
     from ml_dtypes import (bfloat16, float8_e4m3fn, float8_e5m2,  # noqa: F401
                            float8_e4m3fnuz, float8_e5m2fnuz, float8_e4m3b11fnuz)

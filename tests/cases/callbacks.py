@@ -30,7 +30,14 @@ def _pure(fn, vmap_method):
     return f
 
 
+def _io(x):
+    from fungrad.experimental import io_callback
+    return io_callback(np.sin, fungrad.ShapeDtypeStruct(x.shape, x.dtype), x) * 2.0
+
+
 CASES = [
+    Case("io_callback", _io, lambda x: np.sin(x) * 2.0, [Arg()], prims=("io_callback",),
+         grad_order=0),
     Case("debug_callback_observes", _observed, lambda x: np.sin(x) * 2.0, [Arg()],
          prims=("debug_callback",)),
     Case("check_passing", _checked, lambda x: np.cos(x) + x, [Arg()], prims=("check",)),

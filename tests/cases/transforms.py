@@ -17,11 +17,25 @@ def _named(f):
     return lambda x: fungrad.vmap(f, axis_name="i")(x)
 
 
+def _plain_call(prim):
+    """``f`` through ``prim`` (closed_call_p: a ClosedJaxpr; call_p: an open
+    Jaxpr without constants), as a jaxpr interpreter would bind it."""
+    def f(x, y):
+        closed = fungrad.make_jaxpr(lambda a, b: fnp.sin(a) * b + fnp.exp(-a))(x, y)
+        jaxpr = closed if prim is lax.closed_call_p else closed.jaxpr
+        return prim.bind(x, y, call_jaxpr=jaxpr)[0]
+    return f
+
+
 def _mlp_like(x, w):
     return fnp.tanh(x @ w) * fnp.sin(x[..., :1])
 
 
 CASES = [
+    Case("closed_call", _plain_call(lax.closed_call_p), lambda x, y: np.sin(x) * y + np.exp(-x),
+         [Arg(dtype=RC), Arg("same", dtype=RC)], prims=("closed_call",)),
+    Case("call", _plain_call(lax.call_p), lambda x, y: np.sin(x) * y + np.exp(-x),
+         [Arg(), Arg("same")], prims=("call",)),
     Case("jit_elementwise", fungrad.jit(lambda x, y: fnp.sin(x) * y + fnp.exp(-x)),
          lambda x, y: np.sin(x) * y + np.exp(-x), [Arg(dtype=RC), Arg("bcast", RC)],
          prims=("jit",)),

@@ -44,6 +44,7 @@ is how fungrad's own primitives declare theirs (``fungrad.lax.utils.def_lowering
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import weakref
 from typing import Callable, Sequence
@@ -58,9 +59,9 @@ from fungrad.interpreters.lowering import Call, Source
 from fungrad.lax.utils import def_lowering
 from fungrad.extend.core import primitives  # noqa: F401  (every primitive as <name>_p)
 
-__all__ = ["Primitive", "Jaxpr", "ClosedJaxpr", "JaxprEqn", "Var", "Literal", "ShapedArray",
+__all__ = ["Primitive", "Jaxpr", "ClosedJaxpr", "JaxprEqn", "Var", "DropVar", "Literal", "ShapedArray",
            "jaxpr_as_fun", "new_jaxpr_eqn", "check_jaxpr", "define_primitive", "Zero",
-           "UndefinedPrimal", "is_undefined_primal", "primitives", "get_opaque_trace_state",
+           "UndefinedPrimal", "is_undefined_primal", "primitives", "mapped_aval", "unmapped_aval", "take_current_trace", "set_current_trace", "find_top_trace", "get_opaque_trace_state",
            "OpaqueTraceState"]
 
 
@@ -98,6 +99,17 @@ class JaxprEqn(metaclass=_BuildsCore):
     def __new__(cls, invars, outvars, primitive, params, effects=None, source_info=None,
                 ctx=None):
         return core.JaxprEqn(primitive, invars, dict(params), outvars)
+
+
+class DropVar(Var):
+    """An equation output that nothing reads (JAX prints it ``_``).  fungrad's
+    jaxprs bind every output to an ordinary ``Var`` (its passes delete unused
+    equations instead), so a DropVar appears only in jaxprs built by hand,
+    where it behaves as a ``Var``."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"DropVar({self.aval.str_short()})"
 
 
 def new_jaxpr_eqn(invars, outvars, primitive, params, effects=None, source_info=None,
@@ -195,8 +207,15 @@ class Primitive(core.Primitive):
 
 
 def call_impl(*args, primitive_key, **params):
-    """What generated code calls for a primitive of your own without a lowering."""
+    """What generated code calls for a primitive of your own without a lowering.
+    The impl gets NumPy values, as outside jit: a constant operand the code
+    writes as a Python number (``0``, ``1.5``) is passed as a NumPy scalar."""
+    args = [_LITERAL_TYPES[type(a)](a) if type(a) in _LITERAL_TYPES else a for a in args]
     return _impls[primitive_key].impl(*args, **params)
+
+
+# the dtypes of the literals codegen writes as plain Python numbers
+_LITERAL_TYPES = {float: np.float64, int: np.int64}
 
 
 def _as_lowering(lowering) -> Callable:
@@ -278,6 +297,62 @@ def _instantiating_cts(transpose: Callable) -> Callable:
             ad.instantiate_zeros(ct)
         return list(transpose(cts, *args, **params))
     return rule
+
+
+# ----------------------------------------------------------------------------
+# Avals with and without a mapped axis (batching rules of one's own use them)
+# ----------------------------------------------------------------------------
+
+def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
+    """The type of one slice of ``aval`` along ``axis`` (of length ``size``);
+    ``axis=None``: not mapped, ``aval`` itself."""
+    if axis is None:
+        return aval
+    if not -aval.ndim <= axis < aval.ndim or aval.shape[axis] != size:
+        raise ValueError(f"mapped_aval: axis {axis} of {aval.str_short()} does not have "
+                         f"size {size}")
+    axis %= aval.ndim
+    return ShapedArray(aval.shape[:axis] + aval.shape[axis + 1:], aval.dtype, aval.weak_type)
+
+
+def unmapped_aval(size: int, axis: int | None, aval: ShapedArray,
+                  explicit_mesh_axis=None) -> ShapedArray:
+    """The type of ``size`` stacked values of type ``aval``, the new axis at
+    ``axis`` (``None``: not mapped, ``aval`` itself)."""
+    if axis is None:
+        return aval
+    if not -aval.ndim - 1 <= axis <= aval.ndim:
+        raise ValueError(f"unmapped_aval: axis {axis} is out of range for "
+                         f"{aval.str_short()} with one more axis")
+    axis %= aval.ndim + 1
+    return ShapedArray(aval.shape[:axis] + (size,) + aval.shape[axis:], aval.dtype,
+                       aval.weak_type)
+
+
+# ----------------------------------------------------------------------------
+# The current trace, for interpreters of one's own (haiku imports these)
+# ----------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def take_current_trace():
+    """``with take_current_trace() as trace:``: the current trace, with
+    evaluation current inside the block (an interpreter of one's own then binds
+    on ``trace`` explicitly), restored afterwards; as JAX's."""
+    prev = core.current_trace()
+    with core.set_current_trace(core.EVAL_TRACE):
+        yield prev
+
+
+def find_top_trace(xs=None):
+    """The innermost transformation running (the current trace), as JAX's
+    ``find_top_trace`` (which also ignores its argument)."""
+    return core.current_trace()
+
+
+def set_current_trace(trace, check_leaks: bool = False):
+    """``with set_current_trace(trace):``: ``trace`` is current inside the block
+    (``check_leaks`` is accepted: escaped tracers are detected when used)."""
+    return core.set_current_trace(trace)
 
 
 # ----------------------------------------------------------------------------

@@ -14,17 +14,23 @@ jaxprs:
 * transpose: a call of the jaxpr's transpose;
 * vmap: a call of the batched jaxpr;
 * lowering: nested calls are inlined into the enclosing generated code.
+
+``closed_call_p`` (params ``call_jaxpr``: a ClosedJaxpr) and ``call_p``
+(``call_jaxpr``: a Jaxpr without constvars) are JAX's plain calls of a jaxpr
+(``jax.extend.core.primitives``), for interpreters and jaxprs built by hand:
+evaluated equation by equation, and transformed by jit_p's rules, so their
+derivatives and batched forms are jit calls (which codegen inlines).
 """
 from __future__ import annotations
 
-from fungrad.core import Primitive, bind_on
+from fungrad.core import ClosedJaxpr, Primitive, bind_on, eval_jaxpr
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.partial_eval import partial_eval_jaxpr
 from fungrad.lax.control_flow.common import merge_lists, partition_list
 
-__all__ = ["jit_p"]
+__all__ = ["jit_p", "closed_call_p", "call_p"]
 
 jit_p = Primitive("jit", multiple_results=True)
 jit_p.inline = True          # codegen inlines nested calls
@@ -89,3 +95,46 @@ def _jit_batch(axis_size, vals, dims, jaxpr, name):
 
 
 jit_p.batch = _jit_batch
+
+
+# ----------------------------------------------------------------------------
+# closed_call_p and call_p: JAX's uncompiled calls, transformed as jit calls
+# ----------------------------------------------------------------------------
+
+closed_call_p = Primitive("closed_call", multiple_results=True)
+call_p = Primitive("call", multiple_results=True)
+
+
+def _closed(call_jaxpr) -> ClosedJaxpr:
+    if isinstance(call_jaxpr, ClosedJaxpr):
+        return call_jaxpr
+    if call_jaxpr.constvars:
+        raise TypeError("call_p takes a Jaxpr without constvars (its constants are "
+                        "arguments); use closed_call_p with a ClosedJaxpr")
+    return ClosedJaxpr(call_jaxpr, [])
+
+
+def _as_jit_rule(rule, name):
+    """jit_p's rule ``rule`` for a call whose jaxpr is the param ``call_jaxpr``."""
+    def adapted(*args, call_jaxpr):
+        return rule(*args, jaxpr=_closed(call_jaxpr), name=name)
+    return adapted
+
+
+def _call_emit(block, eqn, args, out_names):
+    """Generated code: the called jaxpr's equations, in line."""
+    outs = block.body(_closed(eqn.params["call_jaxpr"]), args, extra_indent="")
+    for name, value in zip(out_names, outs):
+        block.line(f"{name} = {value}")
+
+
+for _prim in (closed_call_p, call_p):
+    _prim.def_impl(lambda *args, call_jaxpr: eval_jaxpr(_closed(call_jaxpr).jaxpr,
+                                                        _closed(call_jaxpr).consts, *args))
+    _prim.def_abstract_eval(lambda *avals, call_jaxpr: list(_closed(call_jaxpr).out_avals))
+    _prim.jvp = _as_jit_rule(_jit_jvp, _prim.name)
+    _prim.partial_eval = _as_jit_rule(_jit_partial_eval, _prim.name)
+    _prim.transpose = _as_jit_rule(_jit_transpose, _prim.name)
+    _prim.linear = True
+    _prim.batch = _as_jit_rule(_jit_batch, _prim.name)
+    _prim.emit_block = _call_emit

@@ -13,7 +13,8 @@ hoisted into them) and returns the same types.  Rules:
   ``cond``; the residuals of all branches are merged into one signature (each
   branch fills its own slots and zeros elsewhere);
 * transpose: the transpose of every branch under one ``cond``;
-* vmap: an unbatched index keeps a ``cond`` of batched branches; a batched
+* vmap: an unbatched index keeps a ``cond`` of batched branches (an output no
+  branch computes from a batched value stays unbatched, as in JAX); a batched
   index runs every branch and selects per lane (``select_n``);
 * lowering: a real ``if``/``elif``/``else`` block in the generated code.
 
@@ -30,14 +31,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from fungrad.core import ClosedJaxpr, Primitive, Tracer, bind_on, eval_jaxpr, get_aval
+from fungrad.core import (ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray, Tracer, bind_on,
+                          eval_jaxpr, get_aval)
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.partial_eval import (as_value, partial_eval_jaxpr, select_inputs,
                                                stage_pytree, trace_closed)
-from fungrad.lax.control_flow.common import (cached, merge_lists, partition_list,
-                                             python_control_flow)
+from fungrad.lax.control_flow.common import (batch_keeping_unbatched, cached, merge_lists,
+                                             partition_list, python_control_flow)
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -54,7 +56,9 @@ def _cond_abstract_eval(index, *avals, branches):
     if index.shape != () or index.dtype.kind not in "iub":
         raise TypeError(f"cond/switch: the index must be an integer or boolean scalar, "
                         f"got {index.str_short()}")
-    return list(branches[0].out_avals)
+    # an output is weakly typed when it is in every branch (as in JAX)
+    return [a if all(br.out_avals[i].weak_type for br in branches) else a.strip_weak_type()
+            for i, a in enumerate(branches[0].out_avals)]
 
 
 cond_p.def_impl(_cond_impl)
@@ -141,10 +145,16 @@ def _cond_batch(axis_size, vals, dims, branches):
     from fungrad import lax
     (index, *ops), (idim, *odims) = vals, dims
     ops, in_dims = batching.bdims_to_front(ops, odims)
-    batched = tuple(batching.batch_jaxpr(br, axis_size, in_dims) for br in branches)
     if idim is None:
+        # as JAX: an output computed from no batched value in any branch stays unbatched
+        n = len(branches[0].out_avals)
+        out_bat = [any(bat) for bat in zip(*[
+            batch_keeping_unbatched(br, axis_size, in_dims, (False,) * n)[1] for br in branches])]
+        batched = tuple(batch_keeping_unbatched(br, axis_size, in_dims, tuple(out_bat))[0]
+                        for br in branches)
         outs = cond_p.bind(index, *ops, branches=batched)
-        return outs, [0] * len(outs)
+        return outs, [0 if b else None for b in out_bat]
+    batched = tuple(batching.batch_jaxpr(br, axis_size, in_dims) for br in branches)
     # a batched index: every branch runs on the whole batch, lanes select
     per_branch = [eval_jaxpr(br.jaxpr, br.consts, *ops) for br in batched]
     index = batching.moveaxis(index, idim, 0)
@@ -190,13 +200,17 @@ def _stage_branches(branches: Sequence[Callable], operands, who: str, labels):
     leaves, in_tree = tree_flatten(tuple(operands))
     leaves = [as_value(x) for x in leaves]
     avals = [get_aval(x).strip_weak_type() for x in leaves]
-    staged = [stage_pytree(lambda ops, fn=fn: fn(*ops), in_tree, avals,
-                           name="cond branch") for fn in branches]
+    scalars = [[] for _ in branches]      # per branch: which outputs are Python scalars
+    staged = [stage_pytree(lambda ops, fn=fn, rec=rec: _noting_scalars(fn(*ops), rec), in_tree,
+                           avals, name="cond branch") for fn, rec in zip(branches, scalars)]
     widths = _common_widths(staged)
     if widths is not None:       # re-stage, casting each output to the common dtype
         staged = [stage_pytree(lambda ops, fn=fn: _cast_leaves(fn(*ops), widths), in_tree,
                                 avals, name="cond branch")
                   for fn in branches]
+    else:
+        staged = [(_weak_literal_outputs(closed, rec[-1]), hs, tree)
+                  for (closed, hs, tree), rec in zip(staged, scalars)]
     _check_same_outputs(staged, who, labels)
     hoisted = [h for _, hs, _ in staged for h in hs]
     all_avals = [get_aval(h) for h in hoisted] + avals
@@ -210,6 +224,28 @@ def _stage_branches(branches: Sequence[Callable], operands, who: str, labels):
             unified.append(select_inputs(closed, all_avals, picks))
         offset += len(hs)
     return tuple(unified), hoisted, leaves, staged[0][2]
+
+
+def _noting_scalars(out, record: list):
+    """``out``, noting which of its leaves are Python numbers (weakly typed)."""
+    record.append([type(x) in (int, float, complex) for x in tree_flatten(out)[0]])
+    return out
+
+
+def _weak_literal_outputs(closed: ClosedJaxpr, scalar_flags) -> ClosedJaxpr:
+    """``closed`` whose outputs that were Python numbers keep their weak type,
+    so that a Python int returned through cond can still take a loop's carry
+    dtype afterwards (JAX's weak typing; staging made them 0-d arrays)."""
+    outvars = list(closed.jaxpr.outvars)
+    changed = False
+    for i, (v, is_scalar) in enumerate(zip(outvars, scalar_flags)):
+        if is_scalar and isinstance(v, Literal) and not v.aval.weak_type:
+            outvars[i] = Literal(v.val, ShapedArray(v.aval.shape, v.aval.dtype, weak_type=True))
+            changed = True
+    if not changed:
+        return closed
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.eqns, outvars), closed.consts)
 
 
 def _common_widths(staged):
@@ -300,9 +336,16 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)`` (``jax.lax.cond``).
 
     Only the chosen branch runs (also in jit-generated code: an ``if`` block);
-    under vmap with a batched predicate both run and lanes select.
+    under vmap with a batched predicate both run and lanes select.  JAX's older
+    form ``cond(pred, true_operand, true_fun, false_operand, false_fun)``, which
+    JAX still accepts (numpyro's HMC uses it), is accepted too.
     """
     from fungrad import lax
+    if (not callable(true_fun) and callable(false_fun) and len(operands) == 2
+            and callable(operands[1]) and operand is _NO_OPERAND):
+        true_operand, true_branch, (false_operand, false_branch) = true_fun, false_fun, operands
+        return cond(pred, lambda ops: true_branch(ops[0]), lambda ops: false_branch(ops[1]),
+                    (true_operand, false_operand))
     operands = _keyword_operand("cond", operands, operand)
     pred_aval = get_aval(pred)
     if pred_aval.shape != ():

@@ -10,8 +10,10 @@ Rules:
 * jvp: a while loop of the body's JVP (the tangents ride along as body consts
   and carries; a fixpoint finds which carries get nonzero tangents); the
   predicate ignores tangents;
-* vmap: every carry batched; the loop runs while any lane's predicate holds
-  and only live lanes update;
+* vmap: as JAX, when the predicate does not depend on batched values only the
+  carries computed from batched values are batched (a fixpoint over the
+  body); otherwise every carry is batched, the loop runs while any lane's
+  predicate holds and only live lanes update;
 * lowering: a real ``while`` loop;
 * partial eval (reverse mode, beyond JAX, which refuses it): the loop's known
   part runs first, counting its iterations ``N``.  When the count is concrete
@@ -34,7 +36,8 @@ from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.partial_eval import (as_value, partial_eval_jaxpr, select_inputs,
                                                stage_pytree, trace_closed)
-from fungrad.lax.control_flow.common import (cached, lane_mask, merge_lists, partition_list,
+from fungrad.lax.control_flow.common import (batch_keeping_unbatched, cached, lane_mask,
+                                             merge_lists, partition_list,
                                              python_control_flow, split_list)
 from fungrad.lax.control_flow.scan import (_check_carry, _scan_partial_eval, loop_jvp_body,
                                            promote_weak_carry)
@@ -203,6 +206,19 @@ def _while_batch(axis_size, vals, dims, cond, body, cond_nconsts, body_nconsts):
     vals, in_dims = batching.bdims_to_front(vals, dims)
     c_consts, b_consts, carry = split_list(vals, [nc, nb])
     c_dims, b_dims, k_dims = split_list(in_dims, [nc, nb])
+    carry_bat = _batched_carries(axis_size, body, b_dims, [d is not None for d in k_dims])
+    pred_dims = tuple(c_dims) + tuple(0 if b else None for b in carry_bat)
+    if not batch_keeping_unbatched(cond, axis_size, pred_dims, (False,))[1][0]:
+        # as JAX: one predicate for every lane, so the carries that depend on no
+        # batched value stay unbatched (a counter stays one number)
+        carry = [batching.bdim_at_front(v, d, axis_size) if b else v
+                 for v, d, b in zip(carry, k_dims, carry_bat)]
+        b_cond = batch_keeping_unbatched(cond, axis_size, pred_dims, (False,))[0]
+        b_body = batch_keeping_unbatched(body, axis_size, tuple(b_dims) + pred_dims[nc:],
+                                  tuple(carry_bat))[0]
+        outs = while_p.bind(*c_consts, *b_consts, *carry, cond=b_cond, body=b_body,
+                            cond_nconsts=nc, body_nconsts=nb)
+        return outs, [0 if b else None for b in carry_bat]
     carry = [batching.bdim_at_front(v, d, axis_size) for v, d in zip(carry, k_dims)]
     n = len(carry)
     b_cond = batching.batch_jaxpr(cond, axis_size, tuple(c_dims) + (0,) * n)
@@ -212,6 +228,18 @@ def _while_batch(axis_size, vals, dims, cond, body, cond_nconsts, body_nconsts):
     outs = while_p.bind(*c_consts, *c_consts, *b_consts, *carry, cond=any_cond,
                         body=masked_body, cond_nconsts=nc, body_nconsts=nc + nb)
     return outs, [0] * n
+
+
+def _batched_carries(axis_size, body, b_dims, carry_bat) -> list:
+    """Which carries must be batched: those batched initially and, to a fixpoint,
+    those the body computes from batched values."""
+    for _ in range(len(carry_bat) + 1):
+        in_dims = tuple(b_dims) + tuple(0 if b else None for b in carry_bat)
+        out_bat = batch_keeping_unbatched(body, axis_size, in_dims, tuple(carry_bat))[1]
+        if list(out_bat) == list(carry_bat):
+            break
+        carry_bat = [a or b for a, b in zip(carry_bat, out_bat)]
+    return list(carry_bat)
 
 
 def _masked_while(b_cond, b_body, nc, nb):
@@ -279,7 +307,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     leaves, tree = tree_flatten(init_val)
     weak = [get_aval(x).weak_type for x in leaves]
     leaves = [as_value(x) for x in leaves]
-    avals = [get_aval(x).strip_weak_type() for x in leaves]
+    # weak carries are staged weak, so that a loop nested in the body can
+    # promote them in turn (blackjax's NUTS: an int carry cast to int32 inside)
+    avals = [ShapedArray(get_aval(x).shape, get_aval(x).dtype, w) for x, w in zip(leaves, weak)]
     cond_closed, cond_hoisted, _ = stage_pytree(cond_fun, tree, avals, name="while_loop cond")
     outs = cond_closed.out_avals
     if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != np.bool_:

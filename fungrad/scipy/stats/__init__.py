@@ -22,12 +22,16 @@ signatures (``loc``/``scale`` keywords, ``loc`` for the discrete ones):
 ``binom``, ``geom``, ``nbinom``  pmf, logpmf
 ========================  ==================================================
 
+``gaussian_kde`` is SciPy's kernel density estimate (evaluate, logpdf,
+resample, integrate_gaussian/box_1d/kde).
+
 Outside the support densities are 0 (log: -inf); pmfs are 0 at non-integer k.
 """
 from fungrad.scipy.stats import (  # noqa: F401
     bernoulli, beta, binom, cauchy, chi2, dirichlet, expon, gamma, geom, laplace,
     logistic, multivariate_normal, nbinom, norm, poisson, t, uniform)
+from fungrad.scipy.stats._kde import gaussian_kde  # noqa: F401
 
 __all__ = ["bernoulli", "beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma",
            "geom", "laplace", "logistic", "multivariate_normal", "nbinom", "norm", "poisson",
-           "t", "uniform"]
+           "t", "uniform", "gaussian_kde"]

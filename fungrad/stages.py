@@ -1,0 +1,11 @@
+"""``jax.stages``: the objects of jit's ahead-of-time stages.
+
+``jit(f).trace(*args)`` is a ``Traced`` (the staged jaxpr), its ``.lower()``
+(or ``jit(f).lower(*args)``) a ``Lowered`` (the jaxpr and the generated NumPy
+source), whose ``.compile()`` is a ``Compiled``; a ``jit``-wrapped function is
+a ``Wrapped``; ``ArgInfo`` describes one argument.  Libraries annotate with
+these names (equinox's ``filter_jit(...).lower``).
+"""
+from fungrad.jitting import ArgInfo, Compiled, Jitted as Wrapped, Lowered, Traced
+
+__all__ = ["Traced", "Lowered", "Compiled", "Wrapped", "ArgInfo"]
