@@ -1,4 +1,4 @@
-"""``pmap`` on one process: JAX's per-device map, with the lanes computed here.
+"""``pmap``: JAX's per-device map, in one process or one lane per Dask worker.
 
     fungrad.pmap(f, axis_name="i")(xs)    # xs.shape[0] <= jax.local_device_count()
 
@@ -11,6 +11,12 @@ raises ``ValueError`` (use ``vmap``, or ``shard_map`` over a mesh).  Keyword
 arguments are mapped over axis 0, as in JAX; ``static_broadcasted_argnums``
 are passed to every lane as they are.  ``backend``, ``donate_argnums`` and
 ``global_arg_shapes`` are accepted and have no effect on one CPU.
+
+With ``fungrad.distributed`` initialised, the devices are the Dask workers and
+each lane runs on its own worker: ``pmap`` is then a ``shard_map`` over a
+one-axis mesh of the first ``n`` workers (the mapped axis split one lane per
+worker, the rest replicated), so the collectives cross workers, and the
+results are sharded arrays on them, as JAX's are on its devices.
 """
 from __future__ import annotations
 
@@ -20,7 +26,8 @@ from typing import Callable
 
 from fungrad.api import vmap
 from fungrad.core import get_aval
-from fungrad.distributed.cluster import local_device_count
+from fungrad.distributed.cluster import devices as cluster_devices
+from fungrad.distributed.cluster import is_initialized, local_device_count
 from fungrad.jitting import jit
 from fungrad.tree_util import tree_flatten
 
@@ -66,8 +73,40 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
                 f"compiling computation that requires {size} logical devices, but only "
                 f"{count} devices are available (num_replicas={size}): pmap maps one lane "
                 f"per device; use vmap for more lanes than devices")
+        if is_initialized() and size is not None:
+            return _on_workers(fun, name, args, kwargs, in_axes, out_axes, static, size,
+                               devices)
         return compiled(*args, **kwargs)
     return pmapped
+
+
+def _on_workers(fun, name, args, kwargs, in_axes, out_axes, static, size, devices):
+    """One lane per worker: ``shard_map`` over a mesh of ``size`` workers, each
+    lane's block (length 1 along the mapped axis) squeezed for ``fun``."""
+    import numpy as np
+    from fungrad import numpy as fnp
+    from fungrad.sharding import Mesh, P
+    from fungrad.shard_map import shard_map
+    from fungrad.tree_util import tree_map
+    workers = list(devices) if devices is not None else cluster_devices()
+    mesh = Mesh(np.array(workers[:size], dtype=object), (name,))
+    dyn = [i for i in range(len(args)) if i not in static]
+    axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+    moved = [tree_map(lambda x, a=axes[i]: x if a is None else fnp.moveaxis(x, a, 0), args[i])
+             for i in dyn]
+    in_specs = tuple(P() if axes[i] is None else P(name) for i in dyn) + (P(name),)
+
+    def lane(*blocks):
+        *dyn_blocks, kw = blocks
+        full = list(args)
+        for i, b in zip(dyn, dyn_blocks):
+            full[i] = b if axes[i] is None else tree_map(lambda x: x[0], b)
+        out = fun(*full, **tree_map(lambda x: x[0], kw))
+        return tree_map(lambda x: fnp.expand_dims(x, 0), out)
+    out = shard_map(lane, mesh=mesh, in_specs=in_specs, out_specs=P(name))(*moved, kwargs)
+    if out_axes == 0:
+        return out
+    return tree_map(lambda x, a: fnp.moveaxis(x, 0, a), out, out_axes)
 
 
 def _mapped_size(args, kwargs, in_axes, static):

@@ -133,6 +133,26 @@ def test_jit_with_shardings_is_correct_and_places_its_outputs(cluster, caplog):
         step(w, x[:7])
 
 
+def test_pmap_runs_one_lane_per_worker(cluster):
+    x = RNG.standard_normal((2, 3))
+    w = RNG.standard_normal(3)
+
+    def lane(v, w, scale):
+        total = lax.psum(fnp.sum(v * w), "i")
+        gathered = lax.all_gather(v, "i")
+        shifted = lax.ppermute(v, "i", perm=[(0, 1), (1, 0)])
+        return {"share": fnp.sum(v * w) / total * scale, "all": gathered,
+                "next": shifted, "me": lax.axis_index("i")}
+    got = fungrad.pmap(lane, axis_name="i", in_axes=(0, None, None),
+                       static_broadcasted_argnums=2)(x, w, 2.0)
+    assert isinstance(got["share"], ShardedArray)
+    assert len(got["share"].sharding.device_set) == 2        # a lane on each worker
+    want = fungrad.vmap(lambda v: lane(v, w, 2.0), axis_name="i")(x)
+    assert_trees_close(fungrad.device_get(got), want)
+    with pytest.raises(ValueError, match="requires 3 logical devices, but only 2"):
+        fungrad.pmap(lambda v: v, axis_name="i")(np.ones((3, 2)))
+
+
 def test_make_array_from_callback_places_blocks_on_the_workers(cluster):
     mesh = worker_mesh()
     x = RNG.standard_normal((6, 2))
