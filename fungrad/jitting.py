@@ -479,7 +479,7 @@ class Jitted:
                     self._raise_overflow(args, kwargs, (), args, err)
         entry, leaves = self._entry(args, kwargs)
         if core._global_array_types and any(type(x) in core._global_array_types for x in leaves):
-            _log_gather_once(self, leaves)
+            _log_gather_once(self, entry, leaves)
         if eager and entry.cacheable:
             try:
                 return entry.run(leaves)
@@ -745,15 +745,25 @@ class JittedWithShardings(Jitted):
         return out
 
 
-def _log_gather_once(jitted, leaves):
-    """Sharded arguments run gathered in this process: say so once per function."""
+def _log_gather_once(jitted, entry, leaves):
+    """Sharded arguments that the program reads outside a ``shard_map`` are
+    gathered into this process and computed here: say so once per function."""
     if getattr(jitted, "_gather_logged", False):
         return
-    spread = [x for x in leaves if type(x) in core._global_array_types
-              and len(x.devices()) > 1]
+    read = _read_outside_shard_map(entry.closed.jaxpr)
+    invars = entry.closed.jaxpr.invars[len(entry.hoisted):]
+    spread = [x for x, v in zip(leaves, invars) if v in read
+              and type(x) in core._global_array_types and len(x.devices()) > 1]
     if spread:
         jitted._gather_logged = True
         log.warning("jit(%s): %d argument(s) sharded over several devices are gathered into "
                     "this process and computed here (correct, not parallel: fungrad does not "
                     "partition jit automatically; shard_map runs a program on the workers)",
                     jitted.name, len(spread))
+
+
+def _read_outside_shard_map(jaxpr) -> set:
+    """The variables some equation other than a ``shard_map`` reads (or outputs)."""
+    read = {a for eqn in jaxpr.eqns if eqn.primitive.name != "shard_map"
+            for a in eqn.inputs if isinstance(a, core.Var)}
+    return read | {v for v in jaxpr.outvars if isinstance(v, core.Var)}
