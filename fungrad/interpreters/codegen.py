@@ -54,7 +54,7 @@ class _Names:
 
     def const(self, value) -> str:
         name = f"_b{len(self.consts)}"
-        self.consts[name] = value
+        self.consts[name] = core.plain_array(value)   # compiled code runs on plain ndarrays
         return name
 
     def new(self, v: Var) -> str:
@@ -373,7 +373,8 @@ class CompiledFunction:
         self.fn = fn
         self.source = source
         self.jaxpr = jaxpr
-        self.consts = list(consts)
+        # constants captured at trace time as plain ndarrays (the code is faster on them)
+        self.consts = [core.plain_array(c) for c in consts]
 
 
 def compile_source(source: str, name: str = "fn", block_consts=None, modules=None):
