@@ -252,9 +252,11 @@ def _emit_check(eqn, args, out_names, names: _Names, lines, indent):
 
 def _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers):
     """Drop large temporaries at their last use (equation ``i``), as eager Python would."""
+    if not reuse_buffers:
+        return
     dead = sorted({names(a) for a in eqn.inputs if isinstance(a, Var) and last.get(a) == i
-                   and a not in keep and a not in params and a.aval.size >= _REUSE_MIN_SIZE})
-    if dead and reuse_buffers:
+                   and a.aval.size >= _REUSE_MIN_SIZE and a not in keep and a not in params})
+    if dead:
         lines.append(f"{indent}del {', '.join(dead)}")
 
 

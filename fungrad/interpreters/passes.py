@@ -145,6 +145,8 @@ def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
     """Fold transposes into ``dot_general``: of an operand (the dimension numbers
     say which axes to contract, so no copy is needed) and of the result (swap
     the operands).  The dead transposes are left to ``dce``."""
+    if not any(e.primitive is array_ops.dot_general_p for e in jaxpr.eqns):
+        return jaxpr                        # nothing to fold into (elementwise programs)
     producer = {v: e for e in jaxpr.eqns for v in e.outvars}
     uses: dict = {}
     for e in jaxpr.eqns:
