@@ -84,8 +84,7 @@ def _with_inputs(eqn: JaxprEqn, inputs) -> JaxprEqn:
     """``eqn`` reading ``inputs``: itself when they are its inputs (equations are
     never mutated, so passes share them; a new one per equation per pass was a
     fifth of the passes' time on long programs)."""
-    old = eqn.inputs
-    if len(old) == len(inputs) and all(a is b for a, b in zip(old, inputs)):
+    if inputs == eqn.inputs:      # (Var and Literal compare by identity: a C-level loop)
         return eqn
     return JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars, eqn.source)
 
