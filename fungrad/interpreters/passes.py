@@ -242,7 +242,11 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
         try:
             in_keys = tuple(map(_key, inputs))
             if eqn.primitive.commutative:
-                in_keys = tuple(sorted(in_keys, key=_order))
+                if len(in_keys) == 2 and type(in_keys[0]) is Var and type(in_keys[1]) is Var:
+                    if in_keys[1].id < in_keys[0].id:       # (_order's, for two variables)
+                        in_keys = in_keys[::-1]
+                else:
+                    in_keys = tuple(sorted(in_keys, key=_order))
             params = tuple(sorted(eqn.params.items())) if eqn.params else ()
             key = (eqn.primitive, in_keys, params)
             hash(key)
