@@ -15,7 +15,7 @@ import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.sharding import Mesh, NamedSharding, P
 
-from benchmarks.workloads import _mlp_loss, mlp_setup
+from benchmarks.workloads import _mlp_loss, as_fungrad, mlp_setup
 
 _CLUSTER = []
 
@@ -69,7 +69,7 @@ def make_data_parallel_mlp():
     """A training step of the 784-512-512-10 MLP, batch 1024 split over the workers,
     against the same step in one process under jit."""
     devices = _workers()
-    params, x, onehot = mlp_setup(batch=GLOBAL_BATCH)
+    params, x, onehot = as_fungrad(mlp_setup(batch=GLOBAL_BATCH))
     local = fungrad.jit(lambda p, x, y: _sgd_step(p, x, y))
     impls = {"one process, jit": (lambda: local(params, x, onehot)[1].block_until_ready())}
     want = float(local(params, x, onehot)[1])

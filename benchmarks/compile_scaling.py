@@ -36,7 +36,7 @@ def chain(n: int):
 
 def _child(n: int, kind: str):
     """In a fresh process: one call, then print seconds and the peak RSS growth."""
-    x = np.linspace(0.1, 1.0, 8)
+    x = fnp.asarray(np.linspace(0.1, 1.0, 8))    # a fungrad Array, as users pass
     g = fungrad.grad(chain(n))
     g = fungrad.jit(g) if kind == "jit" else g
     before = _peak_rss_bytes()

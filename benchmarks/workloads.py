@@ -2,6 +2,10 @@
 
 Every ``make_*`` returns ``(title, {implementation: thunk})``; the first
 implementation is the hand-written NumPy baseline that ratios refer to.
+fungrad's implementations are called with fungrad Arrays, as users call them
+(parameters made with ``jnp.asarray``/``jnp.zeros`` and results of earlier
+steps are Arrays); the NumPy baseline and the peers get their own arrays.  A
+row marked "(ndarray input)" shows the same call with NumPy arrays.
 Implementations whose library is not installed are left out: HIPS autograd
 (``bench`` extra) and the JAX / PyTorch peers of peers.py (see its docstring;
 PyTorch is installed separately with exactly ``pip install torch==2.13.0``).
@@ -23,13 +27,21 @@ except ImportError:  # optional peer
     autograd = anp = None
 
 
+def as_fungrad(tree):
+    """``tree`` with its NumPy arrays as fungrad Arrays (what users pass)."""
+    return fungrad.tree_util.tree_map(
+        lambda v: fnp.asarray(v) if isinstance(v, np.ndarray) else v, tree)
+
+
 # ----------------------------------------------------------------------------
 # Dispatch overhead of eager fungrad.numpy on tiny arrays
 # ----------------------------------------------------------------------------
 
 def make_dispatch_sin():
     x = np.linspace(0.0, 1.0, 10)
-    impls = {"numpy": lambda: np.sin(x), "fungrad": lambda: fnp.sin(x)}
+    xf = as_fungrad(x)
+    impls = {"numpy": lambda: np.sin(x), "fungrad": lambda: fnp.sin(xf),
+             "fungrad (ndarray input)": lambda: fnp.sin(x)}
     impls.update(peers.dispatch_sin_impls(x, np.sin(x)))
     return "fnp.sin on a length-10 array", impls
 
@@ -92,10 +104,12 @@ def _chain_numpy(x):
 
 def make_chain_grad():
     x = np.linspace(-1.0, 1.0, 10)
+    xf = as_fungrad(x)
+    jitted = fungrad.jit(fungrad.value_and_grad(lambda v: _chain(fnp, v)))
     impls = {"numpy": lambda: _chain_numpy(x),
-             "fungrad": (lambda g=fungrad.value_and_grad(lambda v: _chain(fnp, v)): g(x)),
-             "fungrad jit": (lambda g=fungrad.jit(fungrad.value_and_grad(
-                 lambda v: _chain(fnp, v))): g(x))}
+             "fungrad": (lambda g=fungrad.value_and_grad(lambda v: _chain(fnp, v)): g(xf)),
+             "fungrad jit": lambda: jitted(xf),
+             "fungrad jit (ndarray input)": lambda: jitted(x)}
     if autograd:
         impls["autograd"] = (lambda g=autograd.value_and_grad(lambda v: _chain(anp, v)): g(x))
     impls.update(peers.value_and_grad_impls(lambda m: (lambda v: _chain(m, v)), x,
@@ -158,12 +172,13 @@ def mlp_setup(seed=0, batch=128):
 
 def make_mlp_grad():
     params, x, onehot = mlp_setup()
+    pf, xf, of = as_fungrad((params, x, onehot))
     impls = {
         "numpy": lambda: _mlp_loss_and_grad_numpy(params, x, onehot),
-        "fungrad": (lambda g=fungrad.value_and_grad(lambda p: _mlp_loss(fnp, p, x, onehot)):
-                    g(params)),
+        "fungrad": (lambda g=fungrad.value_and_grad(lambda p: _mlp_loss(fnp, p, xf, of)):
+                    g(pf)),
         "fungrad jit": (lambda g=fungrad.jit(fungrad.value_and_grad(
-            lambda p: _mlp_loss(fnp, p, x, onehot))): g(params)),
+            lambda p: _mlp_loss(fnp, p, xf, of))): g(pf)),
     }
     if autograd:
         impls["autograd"] = (lambda g=autograd.value_and_grad(
@@ -174,7 +189,7 @@ def make_mlp_grad():
 
 
 def make_mlp_eval_vs_grad():
-    params, x, onehot = mlp_setup()
+    params, x, onehot = as_fungrad(mlp_setup())
     loss = lambda p: _mlp_loss(fnp, p, x, onehot)
     return "MLP: fungrad grad time / eval time (Baur-Strassen bound 5)", {
         "fungrad eval": lambda: loss(params),
@@ -213,13 +228,14 @@ def pe_setup(seed=0, batch=256):
 
 def make_per_example():
     params, xs, ys = pe_setup()
+    pf, xf, yf = as_fungrad((params, xs, ys))
     per_ex = fungrad.vmap(fungrad.grad(_pe_loss), in_axes=(None, 0, 0))
     loop_grad = fungrad.grad(_pe_loss)
     impls = {
         "numpy": lambda: _pe_numpy(params, xs, ys),
-        "fungrad vmap(grad)": lambda: per_ex(params, xs, ys),
-        "fungrad jit(vmap(grad))": (lambda j=fungrad.jit(per_ex): j(params, xs, ys)),
-        "fungrad loop of grad": lambda: [loop_grad(params, x, y) for x, y in zip(xs, ys)],
+        "fungrad vmap(grad)": lambda: per_ex(pf, xf, yf),
+        "fungrad jit(vmap(grad))": (lambda j=fungrad.jit(per_ex): j(pf, xf, yf)),
+        "fungrad loop of grad": lambda: [loop_grad(pf, x, y) for x, y in zip(xf, yf)],
     }
     impls.update(peers.per_example_impls(params, xs, ys, _pe_numpy(params, xs, ys)))
     return "per-example grads, MLP 100-64-1, batch 256", impls
@@ -246,13 +262,14 @@ def arm_jacobian_numpy(theta):
 
 def make_arm_jacobian():
     theta = np.array([0.3, -0.5, 1.1])
+    tf = as_fungrad(theta)
     f = robot_arm
     impls = {
         "numpy (analytic)": lambda: arm_jacobian_numpy(theta),
-        "fungrad jacfwd": (lambda j=fungrad.jacfwd(f): j(theta)),
-        "fungrad jacrev": (lambda j=fungrad.jacrev(f): j(theta)),
-        "fungrad jit(jacfwd)": (lambda j=fungrad.jit(fungrad.jacfwd(f)): j(theta)),
-        "fungrad jit(jacrev)": (lambda j=fungrad.jit(fungrad.jacrev(f)): j(theta)),
+        "fungrad jacfwd": (lambda j=fungrad.jacfwd(f): j(tf)),
+        "fungrad jacrev": (lambda j=fungrad.jacrev(f): j(tf)),
+        "fungrad jit(jacfwd)": (lambda j=fungrad.jit(fungrad.jacfwd(f)): j(tf)),
+        "fungrad jit(jacrev)": (lambda j=fungrad.jit(fungrad.jacrev(f)): j(tf)),
     }
     impls.update(peers.arm_jacobian_impls(robot_arm, ARM_LENGTHS, ARM_FRACTIONS, theta,
                                           arm_jacobian_numpy(theta)))
@@ -264,7 +281,8 @@ def make_hvp():
     params, x, onehot = mlp_setup()
     w3 = params[-1][0]
     v = np.random.default_rng(1).normal(size=w3.shape)
-    loss = lambda w: _mlp_loss(fnp, params[:-1] + [(w, params[-1][1])], x, onehot)
+    pf, xf, of, w3f, vf = as_fungrad((params, x, onehot, w3, v))
+    loss = lambda w: _mlp_loss(fnp, pf[:-1] + [(w, pf[-1][1])], xf, of)
     hvp = lambda w, v: fungrad.jvp(fungrad.grad(loss), (w,), (v,))[1]
 
     def hvp_numpy(w, v):
@@ -279,9 +297,9 @@ def make_hvp():
         return h.T @ dp / x.shape[0]
     impls = {
         "numpy (hand-written HVP)": lambda: hvp_numpy(w3, v),
-        "fungrad eval of loss": lambda: loss(w3),
-        "fungrad hvp": lambda: hvp(w3, v),
-        "fungrad jit(hvp)": (lambda j=fungrad.jit(hvp): j(w3, v)),
+        "fungrad eval of loss": lambda: loss(w3f),
+        "fungrad hvp": lambda: hvp(w3f, vf),
+        "fungrad jit(hvp)": (lambda j=fungrad.jit(hvp): j(w3f, vf)),
     }
     impls.update(peers.mlp_hvp_impls(params, x, onehot, v, hvp_numpy(w3, v)))
     return "HVP of the MLP loss w.r.t. W3 (forward-over-reverse)", impls
@@ -319,11 +337,13 @@ def _rnn_grad_numpy(W, U, xs):
 
 def make_rnn():
     W, U, xs = _rnn_setup()
+    Wf, Uf, xsf = as_fungrad((W, U, xs))
     g = fungrad.jit(fungrad.grad(_rnn_loss, argnums=(0, 1)))
     impls = {
         "numpy (hand-written BPTT)": lambda: _rnn_grad_numpy(W, U, xs),
-        "fungrad grad (eager)": (lambda e=fungrad.grad(_rnn_loss, argnums=(0, 1)): e(W, U, xs)),
-        "fungrad jit(grad)": lambda: g(W, U, xs),
+        "fungrad grad (eager)": (lambda e=fungrad.grad(_rnn_loss, argnums=(0, 1)):
+                                 e(Wf, Uf, xsf)),
+        "fungrad jit(grad)": lambda: g(Wf, Uf, xsf),
     }
     impls.update(peers.rnn_grad_impls(W, U, xs, _rnn_grad_numpy(W, U, xs)))
     return "RNN (hidden 64, input 32, batch 32, 100 steps): grad via lax.scan", impls
@@ -338,12 +358,13 @@ def _rnn_loop_loss(W, U, xs):
 
 def make_rnn_loop():
     W, U, xs = _rnn_setup()
+    Wf, Uf, xsf = as_fungrad((W, U, xs))
     g = fungrad.jit(fungrad.grad(_rnn_loop_loss, argnums=(0, 1)))
     impls = {
         "numpy (hand-written BPTT)": lambda: _rnn_grad_numpy(W, U, xs),
         "fungrad grad (eager)": (lambda e=fungrad.grad(_rnn_loop_loss, argnums=(0, 1)):
-                                 e(W, U, xs)),
-        "fungrad jit(grad)": lambda: g(W, U, xs),
+                                 e(Wf, Uf, xsf)),
+        "fungrad jit(grad)": lambda: g(Wf, Uf, xsf),
     }
     if autograd:
         impls["autograd"] = (lambda e=autograd.grad(_rnn_loop_loss_of(anp), argnum=(0, 1)):
@@ -374,14 +395,16 @@ def _hvp_rr_numpy(A, x, v):
 
 def make_hvp_reverse_over_reverse():
     A, x, v = _hvp_rr_setup()
+    Af, xf, vf = as_fungrad((A, x, v))
 
-    def hvp_of(m, grad):
+    def hvp_of(m, grad, A=A, v=v):
         f = lambda y: m.sum(m.tanh(m.dot(A, y)))
         return grad(lambda y: m.dot(grad(f)(y), v))
     impls = {
         "numpy (hand-written HVP)": lambda: _hvp_rr_numpy(A, x, v),
-        "fungrad grad(grad) (eager)": (lambda h=hvp_of(fnp, fungrad.grad): h(x)),
-        "fungrad jit(grad(grad))": (lambda h=fungrad.jit(hvp_of(fnp, fungrad.grad)): h(x)),
+        "fungrad grad(grad) (eager)": (lambda h=hvp_of(fnp, fungrad.grad, Af, vf): h(xf)),
+        "fungrad jit(grad(grad))": (lambda h=fungrad.jit(hvp_of(fnp, fungrad.grad, Af, vf)):
+                                    h(xf)),
     }
     if autograd:
         impls["autograd"] = (lambda h=hvp_of(anp, autograd.grad): h(x))
@@ -422,7 +445,7 @@ def _tanh_segment(Ws, h):
 def checkpoint_variants():
     """grad w.r.t. the input of a 100-layer tanh MLP (width 256, batch 64): without
     checkpoint, checkpoint per layer, checkpoint per 10-layer segment (eager and jit)."""
-    Ws, x = _deep_setup()
+    Ws, x = as_fungrad(_deep_setup())
     per_layer, per_segment = fungrad.checkpoint(_tanh_layer), fungrad.checkpoint(_tanh_segment)
     eager = {"no checkpoint": lambda: fungrad.grad(_deep_loss)(x, Ws, _tanh_layer),
              "checkpoint per layer": lambda: fungrad.grad(_deep_loss)(x, Ws, per_layer),
@@ -490,7 +513,7 @@ def cold_jit_seconds(repeats: int = 5) -> float:
     """Median time of trace + compile + first call of jit(grad(MLP loss))."""
     import statistics
     import time
-    params, x, onehot = mlp_setup()
+    params, x, onehot = as_fungrad(mlp_setup())
     times = []
     for _ in range(repeats):
         loss = lambda p: _mlp_loss(fnp, p, x, onehot)    # a new function: nothing cached
@@ -503,12 +526,13 @@ def cold_jit_seconds(repeats: int = 5) -> float:
 def peak_memory_bytes() -> dict:
     """Peak traced allocation (tracemalloc) of one MLP loss+grad per implementation."""
     params, x, onehot = mlp_setup()
-    jitted = fungrad.jit(fungrad.value_and_grad(lambda p: _mlp_loss(fnp, p, x, onehot)))
-    jitted(params)
+    pf, xf, of = as_fungrad((params, x, onehot))
+    jitted = fungrad.jit(fungrad.value_and_grad(lambda p: _mlp_loss(fnp, p, xf, of)))
+    jitted(pf)
     impls = {"numpy": lambda: _mlp_loss_and_grad_numpy(params, x, onehot),
              "fungrad": lambda: fungrad.value_and_grad(
-                 lambda p: _mlp_loss(fnp, p, x, onehot))(params),
-             "fungrad jit": lambda: jitted(params)}
+                 lambda p: _mlp_loss(fnp, p, xf, of))(pf),
+             "fungrad jit": lambda: jitted(pf)}
     if autograd:
         impls["autograd"] = lambda: autograd.value_and_grad(
             lambda p: _mlp_loss(anp, p, x, onehot))(params)

@@ -1002,6 +1002,13 @@ def wrap_array(x) -> "Array":
 _new_ndarray = np.ndarray.__new__
 
 
+def plain_array(x):
+    """``x`` as NumPy computes fastest on it: a fungrad Array as a plain ndarray
+    view of its (read-only) buffer (O(1), no copy: NumPy's ufuncs cost about
+    twice as much on an ndarray subclass); anything else as it is."""
+    return x.view(np.ndarray) if type(x) is Array else x
+
+
 # ----------------------------------------------------------------------------
 # Devices: one process is one CPU device (fungrad.distributed adds Dask workers)
 # ----------------------------------------------------------------------------

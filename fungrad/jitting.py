@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fungrad import _config, core
-from fungrad.core import ClosedJaxpr, Tracer, get_aval, wrap_array
+from fungrad.core import ClosedJaxpr, Tracer, get_aval, plain_array, wrap_array
 from fungrad.interpreters.codegen import compiled, compiled_scalar_or_numpy
 from fungrad.interpreters.partial_eval import (by_value, closure_convert, output_value,
                                               trace_to_jaxpr, unalias)
@@ -106,28 +106,54 @@ class _ArgumentOverflow(OverflowError):
     """A Python int argument too large for NumPy (``Jitted`` names the argument)."""
 
 
+# ----------------------------------------------------------------------------
+# The edge of compiled code, shared by every backend: plain ndarrays inside
+# ----------------------------------------------------------------------------
+# NumPy's ufuncs cost about twice as much on an ndarray subclass as on an
+# ndarray (``__array_finalize__``, wrapping; 0.9 against 0.44 us for ``np.sin``
+# of a length-10 array), and users call jitted functions with fungrad Arrays.
+# So Arrays enter compiled code as ndarray views of their read-only buffers
+# (O(1), no copy; the code only reads its inputs) and results leave it as
+# Arrays once.  Other ndarray subclasses pass as they are.  (Constants captured
+# at trace time are stored as plain ndarrays by ``codegen.CompiledFunction``.)
+
+def compiled_code_arguments(leaves, convert_scalars: bool) -> list:
+    """The flat arguments as compiled code takes them: fungrad Arrays as plain
+    ndarray views and, with ``convert_scalars``, Python scalars as NumPy scalars
+    (same dtype as the 0-d array traced with; NumPy's scalar path is faster)."""
+    if convert_scalars:
+        try:
+            return [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY
+                    else plain_array(x) for x in leaves]
+        except OverflowError as err:      # an int too large for any NumPy int
+            raise _ArgumentOverflow(str(err)) from None
+    return [x.view(np.ndarray) if type(x) is core.Array else x for x in leaves]
+
+
+def compiled_code_results(outs, leaves, may_alias) -> list:
+    """The flat results as callers get them: read-only Arrays, copied first where
+    they may view a writeable array the caller passed in (``leaves``, as given:
+    read-only fungrad Arrays are shared, never copied)."""
+    if may_alias:
+        outs = unalias(outs, may_alias, leaves)
+    return [wrap_array(o) for o in outs]
+
+
 def _runner(entry: "_Entry") -> Callable:
-    """The cache-hit path of ``entry``, built once: Python scalars to NumPy
-    scalars, the compiled code, the outputs as read-only Arrays (in their tree)."""
+    """The cache-hit path of ``entry``, built once: the arguments into the
+    compiled code, its results out of it (in their tree)."""
     fn, consts, kind, out_tree = entry.fn, entry.consts, entry.output_kind, entry.out_tree
     scalar_args = entry.scalar_args and not getattr(fn, "takes_python_scalars", False)
     may_alias = entry.may_alias
 
     def run(leaves):
-        if scalar_args:
-            try:
-                leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else x
-                          for x in leaves]
-            except OverflowError as err:      # an int too large for any NumPy int
-                raise _ArgumentOverflow(str(err)) from None
-        outs = fn(*consts, *leaves)
-        if may_alias:                     # never a view of the caller's writeable array
-            outs = unalias(outs, may_alias, leaves)
+        outs = fn(*consts, *compiled_code_arguments(leaves, scalar_args))
+        outs = compiled_code_results(outs, leaves, may_alias)
         if kind == "single":
-            return wrap_array(outs[0])
+            return outs[0]
         if kind == "tuple":
-            return tuple([wrap_array(o) for o in outs])
-        return tree_unflatten(out_tree, [wrap_array(o) for o in outs])
+            return tuple(outs)
+        return tree_unflatten(out_tree, outs)
     return run
 
 
@@ -499,14 +525,11 @@ class Jitted:
         if core._tls.trace is not core.EVAL_TRACE or not entry.cacheable:
             outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
             return tree_unflatten(entry.out_tree, outs)
-        # (Arrays as plain ndarrays: NumPy's operators on Arrays are checked while on)
-        leaves = [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY else
-                  x.view(np.ndarray) if type(x) is core.Array else x for x in leaves]
-        outs = entry.fn(*entry.consts, *leaves)
-        if entry.may_alias:               # never a view of the caller's writeable array
-            outs = unalias(outs, entry.may_alias, leaves)
+        # (plain ndarrays inside also because NumPy's operators on Arrays are checked)
+        outs = entry.fn(*entry.consts, *compiled_code_arguments(leaves, True))
         core.check_outputs(outs, f"the output of jit({self.name})")
-        return tree_unflatten(entry.out_tree, [wrap_array(o) for o in outs])
+        return tree_unflatten(entry.out_tree, compiled_code_results(outs, leaves,
+                                                                    entry.may_alias))
 
     def _trace(self, args, kwargs, nums, leaves, key) -> _Entry:
         with gc_paused():

@@ -54,7 +54,7 @@ class _Names:
 
     def const(self, value) -> str:
         name = f"_b{len(self.consts)}"
-        self.consts[name] = value
+        self.consts[name] = core.plain_array(value)   # compiled code runs on plain ndarrays
         return name
 
     def new(self, v: Var) -> str:
@@ -252,9 +252,11 @@ def _emit_check(eqn, args, out_names, names: _Names, lines, indent):
 
 def _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers):
     """Drop large temporaries at their last use (equation ``i``), as eager Python would."""
+    if not reuse_buffers:
+        return
     dead = sorted({names(a) for a in eqn.inputs if isinstance(a, Var) and last.get(a) == i
-                   and a not in keep and a not in params and a.aval.size >= _REUSE_MIN_SIZE})
-    if dead and reuse_buffers:
+                   and a.aval.size >= _REUSE_MIN_SIZE and a not in keep and a not in params})
+    if dead:
         lines.append(f"{indent}del {', '.join(dead)}")
 
 
@@ -373,7 +375,8 @@ class CompiledFunction:
         self.fn = fn
         self.source = source
         self.jaxpr = jaxpr
-        self.consts = list(consts)
+        # constants captured at trace time as plain ndarrays (the code is faster on them)
+        self.consts = [core.plain_array(c) for c in consts]
 
 
 def compile_source(source: str, name: str = "fn", block_consts=None, modules=None):

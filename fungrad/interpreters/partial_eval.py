@@ -64,7 +64,7 @@ class StagingTracer(Tracer):
 
 class StagingTrace(Trace):
     """Records equations into a jaxpr (see the module docstring for ``fold_known``)."""
-    __slots__ = ("fold_known", "eqns", "invars", "const_vars", "const_vals", "name")
+    __slots__ = ("fold_known", "eqns", "invars", "const_vars", "const_vals", "name", "avals")
     kind = "staging"
 
     def __init__(self, parent, fold_known=False, name=None):
@@ -75,6 +75,9 @@ class StagingTrace(Trace):
         self.invars: list[Var] = []
         self.const_vars: dict[int, Var] = {}   # id(value) -> Var
         self.const_vals: list[Any] = []
+        # one ShapedArray per distinct aval of this jaxpr's variables (they are
+        # never mutated): long programs repeat a few shapes over and over
+        self.avals: dict = {}
 
     def new_arg(self, aval: ShapedArray, provenance=None) -> StagingTracer:
         var = Var(aval)
@@ -115,7 +118,8 @@ class StagingTrace(Trace):
         atoms = [self.to_atom(a) for a in args]
         out_aval = prim.abstract_eval(*[a.aval for a in atoms], **params)
         out_avals = out_aval if prim.multiple_results else [out_aval]
-        outvars = [Var(a) for a in out_avals]
+        avals = self.avals
+        outvars = [Var(avals.setdefault(a, a)) for a in out_avals]
         # the user's line, while jax_debug_nans/infs is on (finding it costs a
         # quarter of tracing time on CPython 3.11: reading f_back creates frame objects)
         source = core.current_source() if core._float_checks else None

@@ -57,7 +57,10 @@ def _is_literal(atom, value, filled=None) -> bool:
     """``atom`` is the scalar ``value``, or an array filled with it (a broadcast
     of such a literal, as symbolic zeros and ones become when instantiated)."""
     if isinstance(atom, Literal):
-        return np.ndim(atom.val) == 0 and atom.val == value
+        val = atom.val
+        if type(val) is float or type(val) is int:      # most literals: no NumPy call
+            return val == value
+        return np.ndim(val) == 0 and val == value
     return filled is not None and atom in filled and filled[atom] == value
 
 
@@ -77,6 +80,15 @@ def _forward(eqn: JaxprEqn, filled=None):
     return None
 
 
+def _with_inputs(eqn: JaxprEqn, inputs) -> JaxprEqn:
+    """``eqn`` reading ``inputs``: itself when they are its inputs (equations are
+    never mutated, so passes share them; a new one per equation per pass was a
+    fifth of the passes' time on long programs)."""
+    if inputs == eqn.inputs:      # (Var and Literal compare by identity: a C-level loop)
+        return eqn
+    return JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars, eqn.source)
+
+
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
     """Remove equations that are algebraic no-ops; rewire their users."""
     subst: dict = {}
@@ -85,8 +97,7 @@ def simplify(jaxpr: Jaxpr) -> Jaxpr:
     read = lambda a: subst.get(a, a) if isinstance(a, Var) else a
     filled: dict = {}     # var -> the scalar it is a broadcast of
     for eqn in jaxpr.eqns:
-        eqn = JaxprEqn(eqn.primitive, [read(a) for a in eqn.inputs], eqn.params, eqn.outvars,
-                       eqn.source)
+        eqn = _with_inputs(eqn, [read(a) for a in eqn.inputs])
         if eqn.primitive is array_ops.broadcast_in_dim_p and isinstance(eqn.inputs[0], Literal):
             filled[eqn.outvars[0]] = np.asarray(eqn.inputs[0].val).item()
         fwd = _forward(eqn, filled)
@@ -133,6 +144,8 @@ def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
     """Fold transposes into ``dot_general``: of an operand (the dimension numbers
     say which axes to contract, so no copy is needed) and of the result (swap
     the operands).  The dead transposes are left to ``dce``."""
+    if not any(e.primitive is array_ops.dot_general_p for e in jaxpr.eqns):
+        return jaxpr                        # nothing to fold into (elementwise programs)
     producer = {v: e for e in jaxpr.eqns for v in e.outvars}
     uses: dict = {}
     for e in jaxpr.eqns:
@@ -191,14 +204,21 @@ def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
                                       **eqn.params))
             subst[eqn.outvars[0]] = Literal(value, eqn.outvars[0].aval)
             continue
-        eqns.append(JaxprEqn(p, inputs, eqn.params, eqn.outvars, eqn.source))
+        eqns.append(_with_inputs(eqn, inputs))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
 
 
 def _key(atom):
     if isinstance(atom, Literal):
-        return ("lit", np.asarray(atom.val).dtype.str, np.asarray(atom.val).item())
+        val = atom.val
+        if type(val) is float:              # (the common literal, keyed without NumPy)
+            return ("lit", _F64_STR, val)
+        val = np.asarray(val)
+        return ("lit", val.dtype.str, val.item())
     return atom
+
+
+_F64_STR = np.dtype(np.float64).str
 
 
 def _order(key):
@@ -217,13 +237,18 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
         inputs = [read(a) for a in eqn.inputs]
         if eqn.primitive.remat or has_effects(eqn):   # never merged: recomputation
             # is the point of remat, and each effect (a print, a check) must happen
-            eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars, eqn.source))
+            eqns.append(_with_inputs(eqn, inputs))
             continue
         try:
             in_keys = tuple(map(_key, inputs))
             if eqn.primitive.commutative:
-                in_keys = tuple(sorted(in_keys, key=_order))
-            key = (eqn.primitive, in_keys, tuple(sorted(eqn.params.items())))
+                if len(in_keys) == 2 and type(in_keys[0]) is Var and type(in_keys[1]) is Var:
+                    if in_keys[1].id < in_keys[0].id:       # (_order's, for two variables)
+                        in_keys = in_keys[::-1]
+                else:
+                    in_keys = tuple(sorted(in_keys, key=_order))
+            params = tuple(sorted(eqn.params.items())) if eqn.params else ()
+            key = (eqn.primitive, in_keys, params)
             hash(key)
         except TypeError:      # unhashable params: never merged
             key = None
@@ -233,7 +258,7 @@ def cse(jaxpr: Jaxpr) -> Jaxpr:
             continue
         if key is not None:
             seen[key] = eqn.outvars
-        eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars, eqn.source))
+        eqns.append(_with_inputs(eqn, inputs))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
 
 
@@ -317,6 +342,8 @@ def inline_calls(closed: ClosedJaxpr, which=None) -> ClosedJaxpr:
     """Splice the jaxprs of inlinable call primitives (nested jit) into ``closed``;
     ``which(primitive)``, if given, further restricts the primitives spliced."""
     which = which or (lambda prim: True)
+    if not any(e.primitive.inline and which(e.primitive) for e in closed.jaxpr.eqns):
+        return closed                       # nothing to splice (most programs)
     constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
     eqns: list[JaxprEqn] = []
 

@@ -17,15 +17,16 @@ over the list backwards, accumulating the linear consts' cotangents.
 Memory: one set of residuals per iteration, alive during that call only.
 Rules of both: vmap masks finished lanes (each tape entry records which lanes
 were live); forward mode records residual tangents in the tape (so
-``jit(hessian(f))`` works); reverse mode over the transpose would need a tape
-of the tape and raises.
+``jit(hessian(f))`` works), and partial evaluation of that (``linearize`` of
+a derivative inside jit) keeps its primal outputs known (``PrimalPart``);
+reverse mode over the transpose would need a tape of the tape and raises.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from fungrad import core
-from fungrad.core import ClosedJaxpr, Primitive, ShapedArray, eval_jaxpr, get_aval
+from fungrad.core import ClosedJaxpr, Primitive, ShapedArray, bind_on, eval_jaxpr, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.partial_eval import partial_eval_jaxpr, select_inputs, trace_closed
@@ -96,11 +97,14 @@ def _while_lin_impl(*args, cond, known, lin, **params):
 
 def _while_lin_transpose(cts, *args, cond, known, lin, **params):
     cc, kb, kc, rest = _groups(args, params)
+    if any(ad.is_undefined_primal(x) for x in cc + kb + kc):
+        _reverse_over_linearized_tape()
     # a linear input known here is an instantiated zero tangent (see _while_jvp):
     # it gets a cotangent like the others, which is dropped
     num_res = len(lin.in_avals) - len(rest)
     lin_t = ad.transpose_jaxpr(lin, (False,) * num_res + (True,) * len(rest))
     cts = [ad.instantiate_zeros(c) for c in cts]
+    params = {k: v for k, v in params.items() if k != "primal_part"}   # (while_lin's)
     outs = while_lin_t_p.bind(*cc, *kb, *kc, *cts, cond=cond, known=known, lin_t=lin_t, **params)
     return [None] * (len(args) - len(rest)) + [ct if ad.is_undefined_primal(x) else None
                                                for ct, x in zip(outs, rest)]
@@ -125,6 +129,18 @@ def _reverse_over_reverse(*args, **params):
         "count exists only at run time. Use forward-over-reverse (jit(hessian(f)), or "
         "jvp of grad for Hessian-vector products), or take grad(grad(f)) outside jit, where "
         "fungrad differentiates while_loop as a scan of the counted length.")
+
+
+def _reverse_over_linearized_tape():
+    # the tangents of the replayed loop's own values (the tape's forward-mode
+    # derivative, which linearize stages) are linear only through the loop
+    raise TypeError(
+        "Reverse mode over linearize of a lax.while_loop inside jit (e.g. "
+        "jit(grad(lambda x: linearize(f, x)[1](t)))) is not supported: inside jit the "
+        "linearized loop is a run-time tape, and transposing its forward-mode derivative "
+        "would need a tape of the tape. Use jvp instead of linearize under the reverse-mode "
+        "transform (jvp(f, (x,), (t,)) gives the same tangent), or apply the reverse-mode "
+        "transform outside jit.")
 
 
 while_lin_p.def_impl(_while_lin_impl)
@@ -194,11 +210,14 @@ def _while_lin_jvp(primals, tangents, cond, known, lin, **params):
     cond_j, known_j, lin_j = cached("while_lin_jvp", (cond, known, lin), None, lambda: (
         *_jvp_tape(cond, known, len(kb), len(kc), num_res),
         _float_jvp(lin, [num_res, n_ub, n_uc], [n_uc])))
+    part = PrimalPart(len(cc), [kb, kc, rest[:n_ub], rest[n_ub:]], [lin.out_avals],
+                      dict(params, cond=cond, known=known, lin=lin))
     outs = while_lin_p.bind(
         *cc, *_with_float_tangents(kb, t_kb), *_with_float_tangents(kc, t_kc),
         *_with_float_tangents(rest[:n_ub], t_rest[:n_ub]),
         *_with_float_tangents(rest[n_ub:], t_rest[n_ub:]),
-        cond=cond_j, known=known_j, lin=lin_j, **_tape_jvp_params(known, params))
+        cond=cond_j, known=known_j, lin=lin_j, primal_part=part,
+        **_tape_jvp_params(known, params))
     return _split_tangent_outputs(outs, [n_uc], lin.out_avals)
 
 
@@ -210,15 +229,63 @@ def _while_lin_t_jvp(primals, tangents, cond, known, lin_t, **params):
     cond_j, known_j, lin_t_j = cached("while_lin_t_jvp", (cond, known, lin_t), None, lambda: (
         *_jvp_tape(cond, known, len(kb), len(kc), num_res),
         _float_jvp(lin_t, [num_res, n_ct], [n_ub, n_ct])))
+    part = PrimalPart(len(cc), [kb, kc, ct], [lin_t.out_avals[:n_ub], lin_t.out_avals[n_ub:]],
+                      dict(params, cond=cond, known=known, lin_t=lin_t))
     outs = while_lin_t_p.bind(
         *cc, *_with_float_tangents(kb, t_kb), *_with_float_tangents(kc, t_kc),
         *_with_float_tangents(ct, t_ct), cond=cond_j, known=known_j, lin_t=lin_t_j,
-        **_tape_jvp_params(known, params))
+        primal_part=part, **_tape_jvp_params(known, params))
     return _split_tangent_outputs(outs, [n_ub, n_ct], lin_t.out_avals)
+
+
+class PrimalPart:
+    """The ``primal_part`` param of a jvp'd tape primitive: which of its inputs
+    and outputs are those of the primal primitive it extends (each group of
+    values is followed by its float members' tangents), and that primitive's
+    params.  Partial evaluation with unknown tangents (``linearize`` of a
+    derivative inside jit) computes the primal outputs from the known primal
+    inputs on the parent trace, so they stay known values: staging the whole
+    equation would make them values of the linearization, which then leak
+    out of it as the primal results."""
+    __slots__ = ("inputs", "outputs", "params")
+
+    def __init__(self, n_leading: int, in_groups, out_groups, params: dict):
+        self.inputs = tuple(range(n_leading)) + tuple(
+            n_leading + i for i in _value_positions([[get_aval(x) for x in g]
+                                                     for g in in_groups]))
+        self.outputs = _value_positions(out_groups)
+        self.params = params
+
+    def __repr__(self):
+        return f"PrimalPart({len(self.inputs)} inputs, {len(self.outputs)} outputs)"
+
+
+def _value_positions(groups) -> tuple[int, ...]:
+    """Positions of the values (not their tangents) in the group-by-group layout."""
+    positions, i = [], 0
+    for avals in groups:
+        positions += range(i, i + len(avals))
+        i += len(avals) + _n_float(avals)
+    return tuple(positions)
+
+
+def _tape_partial_eval(prim):
+    def partial_eval(trace, args, **params):
+        part = params.get("primal_part")
+        if part is None or any(trace.owns(args[i]) for i in part.inputs):
+            return trace.stage(prim, list(args), params)
+        primal_outs = bind_on(trace.parent, prim, [args[i] for i in part.inputs], part.params)
+        outs = trace.stage(prim, list(args), params)     # (its primal outputs go unused)
+        for j, o in zip(part.outputs, primal_outs):
+            outs[j] = o
+        return outs
+    return partial_eval
 
 
 while_lin_p.jvp = _while_lin_jvp
 while_lin_t_p.jvp = _while_lin_t_jvp
+while_lin_p.partial_eval = _tape_partial_eval(while_lin_p)
+while_lin_t_p.partial_eval = _tape_partial_eval(while_lin_t_p)
 # (the transpose of a jvp'd tape would need a tape of the tape)
 while_lin_t_p.transpose = _reverse_over_reverse
 
