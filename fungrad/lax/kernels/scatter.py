@@ -11,7 +11,7 @@ in float64, so it is used for float64 and complex128 only: other dtypes keep
 """
 import numpy as np
 
-__all__ = ["add_at", "add_at_flat", "BINCOUNT_RATIO"]
+__all__ = ["add_at", "add_at_flat"]
 
 # updates per operand element from which bincount beats np.add.at (measured
 # on NumPy 2.x: equal near 1, bincount 5-7x faster at 10 and more)
