@@ -133,7 +133,7 @@ class ShapeDtypeStruct:
 def _abstractify(x) -> ShapedArray:
     if isinstance(x, ShapeDtypeStruct):
         return ShapedArray(x.shape, x.dtype)
-    return get_aval(_as_value(x, "argument")).strip_weak_type()
+    return get_aval(_as_value(x, "argument"))     # Python scalars stay weak, as in JAX
 
 
 def _stage(fun, args, kwargs, static_argnums=()):

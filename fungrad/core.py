@@ -796,6 +796,11 @@ def _set_float_checks(_):
         del Array.__array_ufunc__
 
 
+# code objects of Array's operators (fungrad.numpy installs them): a NumPy
+# ufunc they call is the user's operation, checked as the user's line
+OPERATOR_CODES: set = set()
+
+
 def _checked_array_ufunc(self, ufunc, method, *inputs, **kwargs):
     """NumPy's ufunc on ndarray views of the Arrays (so NumPy gives the result it
     gives without this hook), then the jax_debug_nans/infs check -- if the user's
@@ -804,7 +809,8 @@ def _checked_array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if any(isinstance(x, Tracer) for x in inputs):
         return NotImplemented          # (the tracer's own __array_ufunc__ takes it)
     frame = sys._getframe(1)
-    while frame.f_code.co_filename.startswith(_NUMPY_PREFIX):   # (ndarray.sum's Python part)
+    # (ndarray.sum's Python part, and Array's operators, which call NumPy's for the user)
+    while frame.f_code.co_filename.startswith(_NUMPY_PREFIX) or frame.f_code in OPERATOR_CODES:
         frame = frame.f_back
     name = frame.f_code.co_filename
     checked = not (name.startswith(_PKG_PREFIX) or name.startswith("<fungrad"))
