@@ -265,8 +265,9 @@ class Var:
         self.aval = aval
         self.id = next(_var_ids)
 
-    def __repr__(self):
-        return f"Var({self.id}:{self.aval.str_short()})"
+    def __repr__(self):      # JAX's form: Var(id=4):float64[5]
+        shape = ",".join(map(str, self.aval.shape))
+        return f"Var(id={self.id}):{self.aval.dtype.name}[{shape}]"
 
 
 class Literal:
@@ -277,8 +278,8 @@ class Literal:
         self.val = val
         self.aval = aval if aval is not None else get_aval(val)
 
-    def __repr__(self):
-        return f"Literal({self.val!r})"
+    def __repr__(self):      # JAX's form: Literal(2.0)
+        return f"Literal({self.val})"
 
 
 class JaxprEqn:
