@@ -194,9 +194,38 @@ def _stand_ins(value):
     return _stand_in(value)
 
 
+_DTYPES_CACHE: dict = {}     # (func, argument types) -> NumPy's result dtypes (bounded)
+
+
+def _type_key(value):
+    """A hashable key of what NumPy's result dtype may depend on (TypeError if none)."""
+    if isinstance(value, Tracer):
+        return ("traced", min(value.ndim, 1) and tuple(min(d, 1) for d in value.shape),
+                value.dtype, value.aval.weak_type)
+    if type(value) in (list, tuple):
+        return type(value), tuple(map(_type_key, value))
+    if isinstance(value, np.ndarray):
+        raise TypeError("arrays: not cached")
+    hash(value)
+    return type(value), value
+
+
 def _numpy_dtypes(func, args, kwargs):
     """The dtypes of NumPy's ``func`` on stand-ins of the arguments (a list, one
-    per array in its result), or None where NumPy cannot say."""
+    per array in its result), or None where NumPy cannot say; cached by the
+    arguments' types where they are hashable."""
+    try:
+        key = (func, _type_key(args), _type_key(tuple(sorted(kwargs.items()))), core._x64)
+    except TypeError:
+        return _numpy_dtypes_now(func, args, kwargs)
+    if key not in _DTYPES_CACHE:
+        if len(_DTYPES_CACHE) >= 4096:
+            _DTYPES_CACHE.clear()
+        _DTYPES_CACHE[key] = _numpy_dtypes_now(func, args, kwargs)
+    return _DTYPES_CACHE[key]
+
+
+def _numpy_dtypes_now(func, args, kwargs):
     if any(callable(a) for a in (*args, *kwargs.values())):
         return None        # (np.piecewise, apply_along_axis: no second run of user code)
     try:
