@@ -123,7 +123,8 @@ ARITHMETIC = [
        Arg("bcast", dtype=("int64", "int32", "bool"), make=_nonnegative_small),
        label="power_int", grad_order=0),
     _b("power", Arg(dtype=DT4C, avoid=(0.0,), margin=0.3), None, label="power_py_int",
-       fun=lambda x: fnp.power(x, 3), ref=lambda x: np.power(x, 3), prims=("integer_pow",)),
+       fun=lambda x: fnp.power(x, 3), prims=("integer_pow",),    # JAX: bool ** 3 is int32
+       ref=lambda x: np.power(x.astype(np.int32) if x.dtype == np.bool_ else x, 3)),
     _b("power", Arg(dtype=FLOATS, avoid=(0.0,), margin=0.3), None, label="power_py_negative",
        fun=lambda x: fnp.power(x, -2), ref=lambda x: np.power(x, -2)),
     _b("pow", Arg(dtype=FLOATS, low=0.3, high=3), Arg("bcast", dtype=FLOATS, low=-2, high=2)),
