@@ -100,8 +100,9 @@ def result_type(*args) -> np.dtype:
 
 # JAX's inexact counterparts (dtypes.to_inexact_dtype): bool and integers of
 # up to 32 bits -> float32, 64-bit integers -> float64, whatever jax_enable_x64
-_TO_INEXACT = {np.dtype(k): np.dtype(np.float64 if k in "QqLl" and np.dtype(k).itemsize == 8
-                                     else np.float32) for k in "?bBhHiIlLqQ"}
+_TO_INEXACT = {**{np.dtype(t): np.dtype(np.float32) for t in (
+                   np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32)},
+               np.dtype(np.int64): np.dtype(np.float64), np.dtype(np.uint64): np.dtype(np.float64)}
 
 
 def inexact_dtype(dtype, args=()) -> np.dtype:
