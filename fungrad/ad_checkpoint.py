@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from types import SimpleNamespace
 from typing import Callable
 
@@ -263,6 +264,23 @@ remat_p.emit_block = _remat_emit
 
 _TRACE_CACHE_SIZE = 256     # signatures kept per checkpointed function
 
+# The traces of a checkpointed function, per function (held weakly) and shared
+# by every checkpoint() of it, as JAX caches them: checkpoint(f, policy=a) and
+# checkpoint(f, policy=b) trace f once per signature, so a global f reads that
+# changed in between is not seen (JAX's autodiff_remat notebook shows it).
+_TRACES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _trace_cache(fun) -> dict:
+    """(tree, avals, statics) -> (ClosedJaxpr, out tree) for ``fun``, oldest first."""
+    try:
+        cache = _TRACES.get(fun)
+        if cache is None:
+            cache = _TRACES[fun] = {}
+        return cache
+    except TypeError:           # not weakly referenceable or not hashable: per wrapper
+        return {}
+
 
 def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=None,
                static_argnums: int | tuple = ()):
@@ -279,7 +297,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
                         "fungrad.checkpoint_policies.dots_saveable")
     statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
-    traced: dict = {}     # (tree, avals, statics) -> ClosedJaxpr, out tree (oldest first)
+    traced = _trace_cache(fun)
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):

@@ -141,7 +141,7 @@ def _abstractify(x) -> ShapedArray:
         return ShapedArray(x.shape, x.dtype, x.weak_type)
     if type(x) is ShapedArray:          # an abstract value stands for itself, as in JAX
         return x
-    return get_aval(_as_value(x, "argument")).strip_weak_type()
+    return get_aval(_as_value(x, "argument"))     # Python scalars stay weak, as in JAX
 
 
 def _stage(fun, args, kwargs, static_argnums=()):

@@ -281,8 +281,9 @@ class Var:
         self.aval = aval
         self.id = next(_var_ids)
 
-    def __repr__(self):
-        return f"Var({self.id}:{self.aval.str_short()})"
+    def __repr__(self):      # JAX's form: Var(id=4):float64[5]
+        shape = ",".join(map(str, self.aval.shape))
+        return f"Var(id={self.id}):{self.aval.dtype.name}[{shape}]"
 
 
 class Literal:
@@ -293,8 +294,8 @@ class Literal:
         self.val = val
         self.aval = aval if aval is not None else get_aval(val)
 
-    def __repr__(self):
-        return f"Literal({self.val!r})"
+    def __repr__(self):      # JAX's form: Literal(2.0)
+        return f"Literal({self.val})"
 
 
 #: what an equation reads: a variable or an inline constant (JAX's ``core.Atom``)
@@ -837,6 +838,11 @@ def _set_float_checks(_):
         del Array.__array_ufunc__
 
 
+# code objects of Array's operators (fungrad.numpy installs them): a NumPy
+# ufunc they call is the user's operation, checked as the user's line
+OPERATOR_CODES: set = set()
+
+
 def _checked_array_ufunc(self, ufunc, method, *inputs, **kwargs):
     """NumPy's ufunc on ndarray views of the Arrays (so NumPy gives the result it
     gives without this hook), then the jax_debug_nans/infs check -- if the user's
@@ -845,7 +851,8 @@ def _checked_array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if any(isinstance(x, Tracer) for x in inputs):
         return NotImplemented          # (the tracer's own __array_ufunc__ takes it)
     frame = sys._getframe(1)
-    while frame.f_code.co_filename.startswith(_NUMPY_PREFIX):   # (ndarray.sum's Python part)
+    # (ndarray.sum's Python part, and Array's operators, which call NumPy's for the user)
+    while frame.f_code.co_filename.startswith(_NUMPY_PREFIX) or frame.f_code in OPERATOR_CODES:
         frame = frame.f_back
     name = frame.f_code.co_filename
     checked = not (name.startswith(_PKG_PREFIX) or name.startswith("<fungrad"))

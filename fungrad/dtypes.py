@@ -1,5 +1,5 @@
 """``fungrad.dtypes`` (as ``jax.dtypes``): dtype helpers that follow fungrad's
-rules (NumPy 2 promotion, float64 defaults unless ``jax_enable_x64`` is off).
+rules (JAX's promotion lattice, float64 defaults unless ``jax_enable_x64`` is off).
 
 ``prng_key`` and ``extended`` are the abstract scalar types JAX uses for typed
 keys: ``issubdtype(random.key(0).dtype, prng_key)`` is True (the key dtype is
@@ -12,7 +12,7 @@ import numpy as np
 
 from fungrad import core
 from fungrad.core import float0, get_aval
-from fungrad.numpy._dtypes import TypePromotionError, is_weak
+from fungrad.numpy._lattice import TypePromotionError
 from fungrad.numpy._shape import result_type as _result_type
 
 __all__ = ["canonicalize_dtype", "float0", "issubdtype", "result_type", "finfo", "iinfo",
@@ -72,11 +72,9 @@ def issubdtype(a, b) -> bool:
 
 def result_type(*args, return_weak_type_flag: bool = False):
     """The dtype of an operation on ``args`` (arrays, tracers, dtypes, scalars),
-    by NumPy 2's rules (Python scalars are weak); 32-bit without x64."""
-    out = core.canonicalize_dtype(_result_type(*args))
-    if return_weak_type_flag:
-        return out, all(is_weak(a) for a in args)
-    return out
+    by JAX's promotion lattice (Python scalars are weak); with
+    ``return_weak_type_flag`` also whether the result is weakly typed."""
+    return _result_type(*args, return_weak_type_flag=return_weak_type_flag)
 
 
 def dtype(x, *, canonicalize: bool = False) -> np.dtype:

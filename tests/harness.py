@@ -26,6 +26,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Sequence
 
+import numpy as np
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,3 +105,58 @@ class Case:
     eps: float | None = None
     check: Callable | None = None
     np_fun: Callable | bool | None = None
+
+
+# ----------------------------------------------------------------------------
+# References in jax.numpy's dtypes
+# ----------------------------------------------------------------------------
+# JAX 0.10.2's inexact counterparts of bool and the integers
+# (jax._src.dtypes._dtype_to_inexact): what sin, true_divide, mean... make of them
+JAX_INEXACT = {np.dtype(k): np.dtype(v) for k, v in [
+    ("bool", "float32"), ("uint8", "float32"), ("int8", "float32"), ("uint16", "float32"),
+    ("int16", "float32"), ("uint32", "float32"), ("int32", "float32"),
+    ("uint64", "float64"), ("int64", "float64")]}
+
+
+def jax_promoted(ref: Callable) -> Callable:
+    """``ref`` (NumPy's function of arrays) computed in jax.numpy's dtypes: the
+    array operands first converted to their common dtype by JAX's lattice
+    (``fnp.result_type``, checked against JAX's own table cell by cell in
+    tests/test_promotion.py); then a result NumPy gives another dtype of the
+    same family takes JAX's: bool/integer operands made inexact give
+    ``JAX_INEXACT`` (NumPy: float16/float64), bools made integer give int32
+    (NumPy: int8), inexact operands keep their dtype (NumPy's float_power: float64)."""
+    import fungrad.numpy as fnp
+    from fungrad.tree_util import tree_map
+
+    def run(*args):
+        common = fnp.result_type(*args)
+        out = ref(*[a.astype(common) if isinstance(a, (np.ndarray, np.generic)) else a
+                     for a in args])
+        if common.kind in "biu" and any(o.dtype.kind in "fc" for o in _arrays(out)):
+            # computed again from JAX's inexact operands (NumPy's float16 loses digits)
+            inexact = JAX_INEXACT[common]
+            out = ref(*[a.astype(inexact) if isinstance(a, (np.ndarray, np.generic)) else a
+                         for a in args])
+            common = inexact
+
+        def jax_dtype(o):
+            o = np.asarray(o)
+            if o.dtype == common or o.dtype == np.bool_:
+                return o
+            if common.kind in "biu" and o.dtype.kind in "fc":
+                return o.astype(JAX_INEXACT[common] if o.dtype.kind == "f"
+                                else np.result_type(JAX_INEXACT[common], np.complex64))
+            if common == np.bool_ and o.dtype.kind in "iu":
+                return o.astype(np.int32)
+            if common.kind in "fc" and o.dtype.kind == common.kind:
+                return o.astype(common)
+            return o
+        return tree_map(jax_dtype, out)
+    run.__name__ = getattr(ref, "__name__", "ref")
+    return run
+
+
+def _arrays(out):
+    from fungrad.tree_util import tree_flatten
+    return [np.asarray(o) for o in tree_flatten(out)[0]]

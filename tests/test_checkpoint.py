@@ -175,6 +175,37 @@ def test_saved_residuals_follow_the_checkpoint_policy():
         "f64[5,4] from the argument W1", "f64[4] from the argument x", "f64[5] named 'pre'"]
 
 
+def test_a_function_is_traced_once_per_signature_across_checkpoint_wrappers():
+    # JAX caches checkpoint's trace per function, whatever the policy; its
+    # autodiff_remat notebook shows it: the policy example after predict is
+    # redefined reuses loss's first trace (no names in it), so JAX 0.10.2 saves
+    # only the arguments (recorded with real JAX: the five lines below)
+    impl, calls = {}, []
+
+    def loss(params, x, y):
+        calls.append(1)
+        return fnp.sum((impl["predict"](params, x) - y) ** 2)
+
+    def predict(params, x, named):
+        *Ws, Wlast = params
+        for i, W in enumerate(Ws):
+            x = fnp.sin(fnp.dot(W, x))
+            x = checkpoint_name(x, name=f"layer{i}_output") if named else x
+        return fnp.dot(Wlast, x)
+    params, x = [fnp.ones((4, 4))] * 3, fnp.ones(4)
+    impl["predict"] = lambda p, v: predict(p, v, named=False)
+    dots = checkpoint(loss, policy=P.checkpoint_dots_with_no_batch_dims)
+    assert _lines(dots, params, x, x)[-3:] == ["f64[4] output of dot_general"] * 3
+    impl["predict"] = lambda p, v: predict(p, v, named=True)
+    names = checkpoint(loss, policy=P.save_any_names_but_these("layer1_output"))
+    assert _lines(names, params, x, x) == [
+        "f64[4,4] from the argument params[0]", "f64[4,4] from the argument params[1]",
+        "f64[4,4] from the argument params[2]", "f64[4] from the argument x",
+        "f64[4] from the argument y"]
+    assert len(calls) == 1
+    np.testing.assert_allclose(grad(names)(params, x, x)[0], grad(dots)(params, x, x)[0])
+
+
 def test_saved_residuals_of_jit_pytrees_and_constants():
     lines = _lines(jit(_three_layers), _W1, _W2, _x)
     assert lines[:3] == ["f64[5,4] from the argument W1", "f64[6,5] from the argument W2",

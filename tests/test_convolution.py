@@ -371,11 +371,12 @@ def test_padtype_to_pads_gives_same_output_sizes():
         fungrad.lax.padtype_to_pads((5,), (3,), (1,), "FULL")
 
 
-def test_mixed_dtypes_promote_in_numpy_and_raise_in_lax():
+def test_mixed_dtypes_promote_in_fungrad_numpy_and_raise_in_lax():
     f32, f64 = np.ones(4, np.float32), np.ones(2)
-    assert convolve(f32, f64).dtype == np.float64          # NumPy's promotion
+    assert convolve(f32, f64).dtype == np.float64          # jax.numpy's promotion
     assert convolve(f32, np.ones(2, np.float32)).dtype == np.float32
-    assert correlate(np.ones(4, np.int32), np.ones(2, np.complex64)).dtype == np.complex128
+    # JAX's lattice (JAX 0.10.2 gives complex64; NumPy complex128)
+    assert correlate(np.ones(4, np.int32), np.ones(2, np.complex64)).dtype == np.complex64
     assert fungrad.scipy.signal.convolve2d(np.ones((3, 3), np.float32),
                                            np.ones((2, 2))).dtype == np.float64
     with pytest.raises(TypeError, match=r"same dtype.*float32 and float64.*convert_element_type"):

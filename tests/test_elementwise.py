@@ -402,7 +402,8 @@ class TestPromotion:
         assert fnp.multiply(np.arange(3), 2.5).dtype == np.float64
         assert fnp.add(np.arange(3, dtype=np.int8), 1).dtype == np.int8
         assert fnp.add(f32, np.ones(3)).dtype == np.float64
-        assert fnp.add(np.arange(3, dtype=np.int32), f32).dtype == np.float64
+        # JAX's lattice: every integer type is below every float type (NumPy: float64)
+        assert fnp.add(np.arange(3, dtype=np.int32), f32).dtype == np.float32
 
     def test_weak_scalars_under_transformations(self):
         f32 = np.ones(3, np.float32)
@@ -412,29 +413,34 @@ class TestPromotion:
         g = grad(lambda x: fnp.sin(x * 2.0))(np.float32(1.0))
         assert np.asarray(g).dtype == np.float32
 
-    @pytest.mark.parametrize("name,args", [
-        ("true_divide", (np.arange(3), np.arange(1, 4))),
-        ("sin", (np.arange(3, dtype=np.int8),)),
-        ("sqrt", (np.array([True, False]),)),
-        ("abs", (np.arange(-2, 2),)),
-        ("floor", (np.arange(3),)),
-        ("ceil", (np.array([True]),)),
-        ("power", (np.array([True]), np.array([True]))),
-        ("floor_divide", (np.array([True]), np.array([True]))),
-        ("square", (np.array([True]),)),
-        ("less", (np.arange(3), 1.5)),
-        ("ldexp", (np.float32(2.0), 3)),
-        ("arctan2", (np.arange(3, dtype=np.uint8), np.arange(3, dtype=np.int8))),
-        ("float_power", (np.arange(3, dtype=np.int8), 2)),
-        ("logical_and", (np.arange(3), 1.5)),
-        ("copysign", (np.arange(3, dtype=np.int16), -1)),
-        ("heaviside", (np.arange(-1, 2), 0.5)),
+    # the dtypes JAX 0.10.2 gives (x64 on), recorded with real JAX; where they
+    # differ from NumPy's, JAX makes small integers float32 (NumPy: float16)
+    # and bools int32 (NumPy: int8)
+    @pytest.mark.parametrize("name,args,jax_dtype", [
+        ("true_divide", (np.arange(3), np.arange(1, 4)), "float64"),
+        ("sin", (np.arange(3, dtype=np.int8),), "float32"),
+        ("sqrt", (np.array([True, False]),), "float32"),
+        ("abs", (np.arange(-2, 2),), "int64"),
+        ("floor", (np.arange(3),), "int64"),
+        ("ceil", (np.array([True]),), "bool"),
+        ("power", (np.array([True]), np.array([True])), "int32"),
+        ("floor_divide", (np.array([True]), np.array([True])), "int32"),
+        ("square", (np.array([True]),), "int32"),
+        ("less", (np.arange(3), 1.5), "bool"),
+        ("ldexp", (np.float32(2.0), 3), "float32"),
+        ("ldexp", (np.arange(3, dtype=np.int8), 3), "float32"),
+        ("arctan2", (np.arange(3, dtype=np.uint8), np.arange(3, dtype=np.int8)), "float32"),
+        ("float_power", (np.arange(3, dtype=np.int8), 2), "float32"),
+        ("logical_and", (np.arange(3), 1.5), "bool"),
+        ("copysign", (np.arange(3, dtype=np.int16), -1), "float32"),
+        ("heaviside", (np.arange(-1, 2), 0.5), "float64"),
     ])
-    def test_result_dtype_is_numpys(self, name, args):
+    def test_result_dtype_is_jaxs(self, name, args, jax_dtype):
         got = getattr(fnp, name)(*args)
         want = getattr(np, name)(*args)
-        assert np.asarray(got).dtype == np.asarray(want).dtype
-        np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64))
+        assert np.asarray(got).dtype == np.dtype(jax_dtype)
+        np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                                   rtol=1e-3)
 
     def test_comparisons_with_out_of_range_python_ints(self):
         x = np.array([0, 200, 255], np.uint8)

@@ -274,3 +274,13 @@ def test_building_a_jaxpr_with_jaxs_constructors_and_transforming_it():
     assert "sin" in str(jaxpr)
     with pytest.raises(TypeError, match="takes a ClosedJaxpr"):
         jex.jaxpr_as_fun(jaxpr)
+
+
+def test_var_and_literal_print_as_jax_s():
+    # JAX's custom-interpreters notebook prints them: Var(id=...):float64[5], Literal(2.0)
+    import re
+    jaxpr = fungrad.make_jaxpr(lambda x: fungrad.numpy.exp(x) + 2.0)(np.ones(5)).jaxpr
+    assert re.fullmatch(r"Var\(id=\d+\):float64\[5\]", repr(jaxpr.invars[0]))
+    assert repr(jaxpr.eqns[-1].invars[1]) == "Literal(2.0)"
+    assert re.fullmatch(r"Var\(id=\d+\):int32\[2,3\]",
+                        repr(jex.Var(ShapedArray((2, 3), np.int32))))

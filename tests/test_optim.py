@@ -118,8 +118,8 @@ def test_schedule_learning_rate_starts_at_step_zero():
     lr = optim.exponential_decay(0.1, transition_steps=1, decay_rate=0.5)
     got = _run(optim.sgd(lr), 3)
     want = _numpy_reference(lambda t, g, p, s: p - 0.1 * 0.5 ** t * g, 3)
-    for g, w in zip(got, want):
-        _assert_trees_close(g, w)
+    for g, w in zip(got, want):    # the schedule is float32, as optax's under JAX:
+        _assert_trees_close(g, w, rtol=1e-7)     # int32 count / int is float32
 
 
 def test_float32_params_stay_float32():

@@ -78,7 +78,7 @@ def check_same_dtypes(name: str, *avals) -> np.dtype:
         raise TypeError(f"lax.{name} requires arguments to have the same dtype, got "
                         f"{', '.join(a.dtype.name for a in avals)}. Convert with "
                         "lax.convert_element_type, or use fungrad.numpy which "
-                        "promotes dtypes as NumPy does.")
+                        "promotes dtypes as jax.numpy does.")
     return dtypes.pop()
 
 

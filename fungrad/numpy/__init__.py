@@ -1,7 +1,8 @@
 """``fungrad.numpy``: the ``jax.numpy`` API built on ``fungrad.lax``.
 
-Array semantics follow NumPy 2 (promotion with weak Python scalars,
-broadcasting, float64 default); results are read-only ``fungrad.Array``s.
+Dtype promotion is jax.numpy's (JAX's lattice, weak Python scalars); other
+array semantics are NumPy 2's (broadcasting, float64 default); results are
+read-only ``fungrad.Array``s.
 Each submodule's ``__all__`` is re-exported here.
 """
 import numpy as _np

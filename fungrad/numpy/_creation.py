@@ -31,8 +31,9 @@ import numpy as np
 
 from fungrad import core, lax
 from fungrad.core import ShapedArray, Tracer, get_aval
-from fungrad.numpy._dtypes import asarray_operand, dtype_of, user_dtype, x32_default
-from fungrad.numpy._shape import (_astype, _axis, _concrete, _dtype_arg, _out, _shape_tuple,
+from fungrad.numpy._dtypes import (asarray_operand, dtype_of, inexact_dtype, result_type,
+                                    user_dtype)
+from fungrad.numpy._shape import (_astype, _axis, _concrete, _out, _shape_tuple,
                                   _slice_axis, _static_int, broadcast_arrays,
                                   broadcast_to, concatenate, diagonal, moveaxis,
                                   ravel, reshape)
@@ -272,8 +273,8 @@ def arange(start, /, stop=None, step=None, dtype=None, *, device=None, like=None
 
 
 def _linspace_dtype(start, stop) -> np.dtype:
-    """NumPy's linspace dtype: promote (Python scalars weak), then ensure inexact."""
-    return x32_default(np.result_type(_dtype_arg(start), _dtype_arg(stop), 0.0), (start, stop))
+    """JAX's linspace dtype: promote (Python scalars weak), then ensure inexact."""
+    return inexact_dtype(result_type(start, stop), (start, stop))
 
 
 def _linspace_body(start, stop, num: int, endpoint: bool, dt):

@@ -8,6 +8,10 @@ tracer, and the tracer calls the ``fungrad.numpy`` function of the same name
 ``np.add.reduce`` -> ``fnp.sum``...).  ``dispatched_functions()`` lists them;
 ``docs/numpy_dispatch.md`` is generated from it.
 
+A NumPy ufunc keeps NumPy's dtype promotion on tracers (its inputs are
+converted to the dtypes of NumPy's own loop first, so ``np.add(f32, i64)`` is
+float64 as NumPy's, where ``fnp.add`` is JAX's float32).
+
 Concrete fungrad ``Array``s do not take part (they keep NumPy's own
 ndarray behaviour); in a mixed call such as ``np.add(array, tracer)`` NumPy
 gives the call to the only override there is, the tracer's.  What cannot be
@@ -18,13 +22,17 @@ fungrad counterpart, ``out=`` (fungrad arrays are immutable) and
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import numpy as np
 
 import fungrad.numpy as fnp
 from fungrad import core
 from fungrad.core import Tracer
+from fungrad.numpy._dtypes import dtype_of, x32_default
+from fungrad.tree_util import tree_flatten, tree_unflatten
 from fungrad.numpy._ufunc_api import reduceat_by_slices
+from fungrad.numpy._ufunc_dtypes import _numpy_loop_dtypes
 
 # the NumPy namespaces whose functions dispatch, with their fungrad counterparts
 _NAMESPACES = (("numpy", np, fnp), ("numpy.linalg", np.linalg, fnp.linalg),
@@ -159,9 +167,92 @@ def array_function(self, func, types, args, kwargs):
         if kwargs["out"] is not None:
             raise _no_out(_NAMES[func])
         kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+    want = _numpy_dtypes(func, args, kwargs)
     if kwargs:
         args, kwargs = _positional(func, target, args, kwargs)
-    return _numpy_result(func, target(*args, **kwargs))
+    return _numpy_result(func, _as_dtypes(target(*args, **kwargs), want))
+
+
+# NumPy's own functions keep NumPy's dtypes on tracers (np.mean of int32 is
+# float64, np.concatenate of float32 and int64 float64), where fungrad.numpy's
+# are JAX's: NumPy runs the call once on small stand-ins of the traced
+# arguments (their dtypes, every axis of length 1), and fungrad's result is
+# converted to the dtypes NumPy gives.  Where the stand-ins do not fit the call
+# (a reshape to a given shape, an index out of their range), fungrad's dtypes stay.
+
+def _stand_in(x):
+    if not isinstance(x, Tracer):
+        return x
+    if x.aval.weak_type:
+        return {"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1.0 + 0j}[x.dtype.kind]
+    return np.ones(tuple(min(d, 1) for d in x.shape), x.dtype)
+
+
+def _stand_ins(value):
+    if type(value) in (list, tuple):
+        return type(value)(_stand_ins(v) for v in value)
+    return _stand_in(value)
+
+
+_DTYPES_CACHE: dict = {}     # (func, argument types) -> NumPy's result dtypes (bounded)
+
+
+def _type_key(value):
+    """A hashable key of what NumPy's result dtype may depend on (TypeError if none)."""
+    if isinstance(value, Tracer):
+        return ("traced", min(value.ndim, 1) and tuple(min(d, 1) for d in value.shape),
+                value.dtype, value.aval.weak_type)
+    if type(value) in (list, tuple):
+        return type(value), tuple(map(_type_key, value))
+    if isinstance(value, np.ndarray):
+        raise TypeError("arrays: not cached")
+    hash(value)
+    return type(value), value
+
+
+def _numpy_dtypes(func, args, kwargs):
+    """The dtypes of NumPy's ``func`` on stand-ins of the arguments (a list, one
+    per array in its result), or None where NumPy cannot say; cached by the
+    arguments' types where they are hashable."""
+    try:
+        key = (func, _type_key(args), _type_key(tuple(sorted(kwargs.items()))), core._x64)
+    except TypeError:
+        return _numpy_dtypes_now(func, args, kwargs)
+    if key not in _DTYPES_CACHE:
+        if len(_DTYPES_CACHE) >= 4096:
+            _DTYPES_CACHE.clear()
+        _DTYPES_CACHE[key] = _numpy_dtypes_now(func, args, kwargs)
+    return _DTYPES_CACHE[key]
+
+
+def _numpy_dtypes_now(func, args, kwargs):
+    if any(callable(a) for a in (*args, *kwargs.values())):
+        return None        # (np.piecewise, apply_along_axis: no second run of user code)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = func(*_stand_ins(args), **{k: _stand_ins(v) for k, v in kwargs.items()})
+    except Exception:      # the stand-ins do not fit this call: keep fungrad's dtypes
+        return None
+    leaves = tree_flatten(out)[0]
+    if not all(isinstance(leaf, (np.ndarray, np.generic)) for leaf in leaves):
+        return None
+    dtypes = [leaf.dtype for leaf in leaves]
+    return dtypes if core._x64 else [x32_default(d, args) for d in dtypes]
+
+
+def _as_dtypes(out, dtypes):
+    if dtypes is None:
+        return out
+    leaves, tree = tree_flatten(out)
+    if len(leaves) != len(dtypes) or not all(isinstance(leaf, (Tracer, np.ndarray))
+                                             for leaf in leaves):
+        return out
+    # only within a kind or upwards (float32 -> float64, int32 -> float64): never
+    # complex -> real, whose NumPy dtype may depend on the values (eigvals, roots)
+    return tree_unflatten(tree, [fnp.astype(leaf, d) if dtype_of(leaf) != d and d.kind in "biufc"
+                                 and np.can_cast(dtype_of(leaf), d, "same_kind") else leaf
+                                 for leaf, d in zip(leaves, dtypes)])
 
 
 def _numpy_result(func, out):
@@ -241,10 +332,27 @@ def _call(ufunc, fn, inputs, kwargs):
                             f"traced values; call fungrad.numpy.{ufunc.__name__} without it.")
     if dtype is not None:
         inputs = _cast_for_loop(ufunc, inputs, dtype)
-    out = fn(*inputs, **kwargs)
-    if dtype is not None and ufunc.nout == 1 and out.dtype != np.dtype(dtype):
-        out = fnp.astype(out, dtype)
-    return out
+        out = fn(*inputs, **kwargs)
+        if ufunc.nout == 1 and out.dtype != np.dtype(dtype):
+            out = fnp.astype(out, dtype)
+        return out
+    return _with_numpy_dtypes(ufunc, fn, inputs, kwargs)
+
+
+def _with_numpy_dtypes(ufunc, fn, inputs, kwargs):
+    """``fn(*inputs)`` in the dtypes of NumPy's own loop for ``ufunc``: a NumPy
+    ufunc keeps NumPy's promotion on tracers (``np.add(f32, i64)`` is float64,
+    ``np.sin(int8)`` float16), where fungrad.numpy's function is JAX's."""
+    try:
+        loop = _numpy_loop_dtypes(ufunc, inputs)
+    except TypeError:
+        return fn(*inputs, **kwargs)          # fungrad.numpy's error for what NumPy refuses
+    ins = [x if dtype_of(x) == d else fnp.astype(x, d) for x, d in zip(inputs, loop)]
+    out = fn(*ins, **kwargs)
+    outs = loop[ufunc.nin:]
+    if ufunc.nout == 1:
+        return out if out.dtype == outs[0] else fnp.astype(out, outs[0])
+    return type(out)(o if o.dtype == d else fnp.astype(o, d) for o, d in zip(out, outs))
 
 
 def _cast_for_loop(ufunc, inputs, dtype):

@@ -1,10 +1,10 @@
-"""NumPy 2 dtype promotion for fungrad.numpy (NEP 50: Python scalars are weak).
+"""JAX's dtype promotion for fungrad.numpy (``_lattice.py`` is the rule).
 
 ``promote(name, *args)`` turns every argument into an operand of the common
-result dtype NumPy would pick: arrays and tracers keep their dtype in the
-decision, Python scalars only contribute their *kind* (so ``f32_array * 2.0``
-stays float32, ``int_array * 2.5`` becomes float64), exactly as
-``np.result_type`` does for them.
+result dtype JAX would pick: arrays and tracers keep their dtype in the
+decision, weakly typed values (Python scalars, tracers jit made from them)
+only their kind, so ``f32_array * 2.0`` stays float32, ``int_array * 2.5``
+becomes float64 and ``f32_array + int64_array`` is float32.
 """
 from __future__ import annotations
 
@@ -14,13 +14,9 @@ import numpy as np
 
 from fungrad import _config, core
 from fungrad.core import Tracer, get_aval
+from fungrad.numpy._lattice import TypePromotionError, lattice_result_type  # noqa: F401
 
 _PY_SCALARS = (bool, int, float, complex)
-
-
-class TypePromotionError(ValueError):
-    """An implicit dtype promotion that ``jax_numpy_dtype_promotion="strict"`` forbids
-    (also ``fungrad.dtypes.TypePromotionError``)."""
 
 
 def is_weak(x) -> bool:
@@ -29,20 +25,8 @@ def is_weak(x) -> bool:
     return type(x) in _PY_SCALARS or (isinstance(x, Tracer) and x.aval.weak_type)
 
 
-def weak_python_type(x) -> type:
-    """The Python scalar type a weakly typed value stands for (for np.result_type
-    and ufunc.resolve_dtypes, which take Python types as weak)."""
-    if isinstance(x, Tracer):
-        return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[x.aval.dtype.kind]
-    return type(x)
-
-
 def dtype_of(x) -> np.dtype:
     return get_aval(x).dtype
-
-
-# a Python scalar of the same kind stands in for a weakly typed tracer
-_WEAK_STANDIN = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
 
 
 # ----------------------------------------------------------------------------
@@ -73,20 +57,12 @@ def _check_ranks(name, args):
                          "fnp.expand_dims) or allow rank promotion.")
 
 
-# a weakly typed value may take any dtype of these kinds in strict mode (JAX's lattice)
-_WEAK_TARGETS = {"b": "b", "i": "iufc", "u": "iufc", "f": "fc", "c": "c"}
-
-
 def _check_strict(name, args):
-    strong = {dtype_of(a) for a in args if not is_weak(a)}
-    weak = {dtype_of(a).kind for a in args if is_weak(a)}
-    if len(strong) > 1 or (strong and any(
-            next(iter(strong)).kind not in _WEAK_TARGETS[k] for k in weak)):
+    try:
+        lattice_result_type([(dtype_of(a), is_weak(a)) for a in args])
+    except TypePromotionError as err:
         shown = tuple(str(dtype_of(a)) + (" (weak)" if is_weak(a) else "") for a in args)
-        raise TypePromotionError(
-            f"{name}: input dtypes {shown} have no available implicit dtype promotion path "
-            "when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
-            "desired output type (x.astype(...)), or set jax_numpy_dtype_promotion=standard.")
+        raise TypePromotionError(f"{name}: input dtypes {shown}: {err}") from None
 
 
 def x32_default(dtype, args) -> np.dtype:
@@ -110,11 +86,38 @@ def user_dtype(dtype) -> np.dtype:
     return np.dtype(dtype)
 
 
+def weak_result_type(*args) -> tuple:
+    """``(dtype, weak)`` JAX gives an operation on ``args`` (arrays, tracers,
+    scalars); with x64 off a 64-bit dtype only where a strong input has one."""
+    dtype, weak = lattice_result_type([(dtype_of(a), is_weak(a)) for a in args])
+    return x32_default(dtype, args), weak
+
+
 def result_type(*args) -> np.dtype:
-    """The dtype NumPy 2 gives an operation on ``args`` (arrays, tracers, scalars)."""
-    parts = [(_WEAK_STANDIN[a.aval.dtype.kind] if isinstance(a, Tracer) else a)
-             if is_weak(a) else dtype_of(a) for a in args]
-    return x32_default(np.result_type(*parts), args)
+    """The dtype JAX gives an operation on ``args`` (arrays, tracers, scalars)."""
+    return weak_result_type(*args)[0]
+
+
+# JAX's inexact counterparts (dtypes.to_inexact_dtype): bool and integers of
+# up to 32 bits -> float32, 64-bit integers -> float64, whatever jax_enable_x64
+_TO_INEXACT = {**{np.dtype(t): np.dtype(np.float32) for t in (
+                   np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32)},
+               np.dtype(np.int64): np.dtype(np.float64), np.dtype(np.uint64): np.dtype(np.float64)}
+
+
+def inexact_dtype(dtype, args=()) -> np.dtype:
+    """``dtype``, or for bool/integers its inexact counterpart by JAX's rule
+    for sin, true_divide, mean ...: ``sin(int8)`` and ``int32 / int32`` are
+    float32, ``int64 / int64`` float64 (float32 without x64)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return dtype
+    return x32_default(_TO_INEXACT[dtype], args)
+
+
+def numeric_dtype(dtype) -> np.dtype:
+    """``dtype``, or int32 for bool (JAX's rule for power, floor_divide, square of bools)."""
+    return np.dtype(np.int32) if dtype == np.bool_ else dtype
 
 
 def asarray_operand(x, dtype=None):
@@ -139,10 +142,10 @@ _ARRAYS = (np.ndarray, Tracer)
 
 
 def promote(name: str, *args, to_float: bool = False):
-    """Operands of ``args`` converted to their common NumPy result dtype.
+    """Operands of ``args`` converted to their common (JAX) result dtype.
 
-    ``to_float`` additionally promotes integer/bool results to float64, as the
-    transcendental ufuncs (sin, exp, ...) do in NumPy.
+    ``to_float`` additionally promotes integer/bool results to the default
+    float dtype, as JAX's transcendental functions (sin, exp, ...) do.
     """
     # Fast path (most calls): arrays that already share one suitable dtype.
     first = args[0]
@@ -154,7 +157,7 @@ def promote(name: str, *args, to_float: bool = False):
     check_promotion(name, args, ranks=False)
     dtype = result_type(*args)
     if to_float and not np.issubdtype(dtype, np.inexact):
-        dtype = x32_default(np.promote_types(dtype, np.float16), args)  # int32 -> f64, as NumPy
+        dtype = inexact_dtype(dtype, args)
     from fungrad import lax
     out = []
     for a in args:

@@ -82,6 +82,13 @@ _OPERATORS.update({"__lt__": ("less", False), "__le__": ("less_equal", False),
                    "__abs__": ("abs", None), "__invert__": ("invert", None)})
 
 
+# Array's operators that JAX's promotion changes (comparisons and unary ones
+# give NumPy's dtypes already; matmul is _array_matmul)
+_ARRAY_PROMOTING = {"add", "subtract", "multiply", "true_divide", "floor_divide", "remainder",
+                    "power", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+                    "right_shift"}
+
+
 def _operator(dunder, fname, swap):
     fn = getattr(fnp, fname)
     # operators never pass NumPy's out=/where=: call under the keyword guard
@@ -99,18 +106,12 @@ def _operator(dunder, fname, swap):
     return op
 
 
-def _tracer_pow(x, y):
-    # ndarray's ** sends a Python exponent 2 to np.square (NumPy's fast scalar
-    # power), which differs from np.power only for bool: square(bool) is int8.
-    # Tracers follow the operator, so jit/vmap/grad give eager's dtype.
-    if type(y) is int and y == 2 and x.dtype == core.np.bool_:
-        return fnp.square(x)
-    return fnp.power(x, y)
-
-
 def _array_matmul(x, y):
-    # NumPy's operator, with fungrad.numpy's error (both shapes, the contracted
-    # axes) instead of the gufunc signature NumPy reports on a shape mismatch
+    # NumPy's operator for operands of one dtype, with fungrad.numpy's error
+    # (both shapes, the contracted axes) instead of the gufunc signature NumPy
+    # reports on a shape mismatch; mixed dtypes promote as JAX (fnp.matmul)
+    if not _same_dtype_arrays(x, y):
+        return fnp.matmul(x, y)
     try:
         return core.np.ndarray.__matmul__(x, y)
     except ValueError:
@@ -119,11 +120,65 @@ def _array_matmul(x, y):
 
 
 def _array_rmatmul(x, y):
+    if not _same_dtype_arrays(x, y):
+        return fnp.matmul(y, x)
     try:
         return core.np.ndarray.__rmatmul__(x, y)
     except ValueError:
         _explain_matmul(y, x)
         raise
+
+
+def _same_dtype_arrays(x, y) -> bool:
+    return type(y) in _NDARRAYS and y.dtype == x.dtype
+
+
+# ----------------------------------------------------------------------------
+# Arithmetic operators of eager Arrays: JAX's promotion (f32 + i64 is f32)
+# ----------------------------------------------------------------------------
+_NDARRAYS = (core.np.ndarray, core.Array)
+_fast_ops_allowed = [True]   # no promotion checks, no NaN/inf checks
+
+
+def _set_fast_ops(_=None):
+    from fungrad import _config
+    _fast_ops_allowed[0] = (_config.numpy_rank_promotion.value == "allow"
+                            and _config.numpy_dtype_promotion.value != "strict")
+
+
+def _array_operator(dunder, fname, swap):
+    """``Array.<dunder>``: NumPy's own operator where its result is JAX's (one
+    dtype NumPy's loop takes as it is, or a Python int/float with a numeric
+    array, which NEP 50 keeps weak), else the fungrad.numpy function, which
+    promotes as JAX does."""
+    fn = getattr(fnp, fname)
+    fn = getattr(fn, "__wrapped__", fn)
+    ufunc = getattr(core.np, fname)
+    native = getattr(core.np.ndarray, dunder)
+    from fungrad.numpy._ufunc_dtypes import _native_loop
+    # dtype -> (NumPy's operator is JAX's with the same dtype, with a Python int,
+    # with a Python float)
+    fast: dict = {}
+
+    def fast_cases(dtype):
+        same = _native_loop(ufunc, dtype, 2)
+        cases = (same, same and dtype.kind in "iufc", same and dtype.kind in "fc")
+        fast[dtype] = cases
+        return cases
+
+    def op(self, other):
+        if _fast_ops_allowed[0]:   # (NumPy's operator is checked for NaN/inf by its hook)
+            t = type(other)
+            cases = fast.get(self.dtype) or fast_cases(self.dtype)
+            if t in _NDARRAYS or isinstance(other, core.np.generic):
+                if cases[0] and other.dtype == self.dtype:
+                    return native(self, other)
+            elif (t is int and cases[1]) or (t is float and cases[2]):
+                return native(self, other)
+        return fn(other, self) if swap else fn(self, other)
+    op.__name__ = dunder
+    core.OPERATOR_CODES.add(op.__code__)
+    return op
 
 
 def _explain_matmul(x, y):
@@ -155,13 +210,20 @@ def install():
     ``.at`` and traced-index indexing."""
     for dunder, (fname, swap) in _OPERATORS.items():
         setattr(Tracer, dunder, _operator(dunder, fname, swap))
-    Tracer.__pow__ = _tracer_pow
     Tracer.__getattr__ = _tracer_getattr
     Tracer.__getitem__ = _getitem
     core.Array.at = property(_at_helper)
     core.Array.__getitem__ = _array_getitem
+    for dunder, (fname, swap) in _OPERATORS.items():
+        if fname in _ARRAY_PROMOTING:
+            setattr(core.Array, dunder, _array_operator(dunder, fname, swap))
+    from fungrad import _config
+    _config.numpy_rank_promotion.hooks.append(_set_fast_ops)
+    _config.numpy_dtype_promotion.hooks.append(_set_fast_ops)
+    _set_fast_ops()
     core.Array.__matmul__ = _array_matmul
     core.Array.__rmatmul__ = _array_rmatmul
+    core.OPERATOR_CODES.update((_array_matmul.__code__, _array_rmatmul.__code__))
     for name in ("sum", "mean", "prod", "max", "min", "any", "all", "var", "std"):
         setattr(core.Array, name, _numpy_reduction(name))
     # Python's round(x): an array, as jax.Array's (ndarray has no __round__)

@@ -1,10 +1,12 @@
 """Reductions, statistics and cumulative functions with NumPy 2's signatures,
 dtypes and edge cases, built on ``fungrad.lax``.
 
-NumPy's dtype rules are kept: ``sum``/``prod``/``cumsum`` of bool and small
-integers accumulate in int64 (uint64 for unsigned), ``mean``/``var``/``std``/
-``median`` of integers give float64 and of float16 give float16 (accumulated
-in float32), ``argmax`` gives int64, ``all``/``any`` give bool.  ``axis`` is
+JAX's dtype rules: ``sum``/``prod`` of bool and small integers accumulate in
+the default int (int64, or int32 without x64; unsigned ones in uint64/uint32),
+``cumsum``/``cumprod`` keep the dtype (bool counts as the default int),
+``mean``/``var``/``std``/``median`` of integers up to 32 bits give float32, of
+64-bit ones float64, of float16 float16 (accumulated in float32), ``argmax``
+gives the default int, ``all``/``any`` give bool.  ``axis`` is
 None, an int or a tuple (negative counts from the end); an axis out of range
 raises NumPy's ``AxisError``.  ``out=`` is rejected: fungrad arrays are
 immutable.
@@ -17,7 +19,7 @@ import numpy as np
 
 from fungrad import core, lax
 from fungrad.core import Tracer, get_aval
-from fungrad.numpy._dtypes import asarray_operand, result_type, x32_default
+from fungrad.numpy._dtypes import asarray_operand, inexact_dtype, result_type
 
 __all__ = ["sum", "mean", "var", "std", "prod", "max", "min", "amax", "amin", "argmax",
            "argmin", "all", "any", "nansum", "nanmean", "nanmax", "nanmin", "nanprod",
@@ -116,11 +118,19 @@ def _accumulator_dtype(x_dtype, dtype, promote_integers=True):
     return x_dtype
 
 
-def _float_dtype(x_dtype, dtype=None):
-    """Result dtype of mean/var/median: integers and bools give float64."""
+def _cumulative_dtype(x_dtype, dtype):
+    """JAX's dtype for cumsum/cumprod: the input's, bools counted as the default int."""
     if dtype is not None:
         return np.dtype(dtype)
-    return x_dtype if x_dtype.kind in "fc" else core.default_float_dtype()
+    return core.default_int_dtype() if x_dtype == np.bool_ else x_dtype
+
+
+def _float_dtype(x_dtype, dtype=None):
+    """Result dtype of mean/var/median: JAX's inexact counterpart (bools and
+    integers up to 32 bits give float32, 64-bit integers float64)."""
+    if dtype is not None:
+        return np.dtype(dtype)
+    return inexact_dtype(x_dtype)
 
 
 def _real_dtype(dtype):
@@ -384,10 +394,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         scl = _full(get_aval(avg).shape, _reduced_size(x, axes), get_aval(avg).dtype)
         return avg, scl
     w = asarray_operand(weights)
-    x_dtype = get_aval(x).dtype
     dt = result_type(x, w)
-    if x_dtype.kind in "biu":    # integer data: a float average (the default float dtype)
-        dt = x32_default(np.promote_types(dt, core.default_float_dtype()), (x, w))
+    dt = inexact_dtype(dt, (x, w))     # integer data: a float average, as JAX
     axes = _normalize_axes("average", axis, x.ndim)
     w = _cast(_weights_like(w, x, axis, axes), dt)
     scl = sum(w, axes, keepdims=keepdims)
@@ -586,11 +594,9 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
         raise ValueError(f"{name}: method {method!r} is not supported; use one of "
                          f"{', '.join(_QUANTILE_METHODS)}")
     x = asarray_operand(a)
-    discrete = method in ("lower", "higher", "nearest")
-    res_dtype = get_aval(x).dtype if discrete else result_type(x, q)
+    # JAX's dtype, for every method: x's inexact counterpart (q does not promote)
+    res_dtype = inexact_dtype(get_aval(x).dtype)
     q = asarray_operand(q)
-    if res_dtype.kind not in "fc" and not discrete:
-        res_dtype = np.dtype(np.float64)
     axes = _normalize_axes(name, axis, x.ndim)
     rest = tuple(n for i, n in enumerate(x.shape) if i not in axes)
     q_shape = get_aval(q).shape
@@ -704,7 +710,7 @@ def _cumulative(name, lax_fn, a, axis, dtype, out, fill_nan=None):
     x = asarray_operand(a)
     if fill_nan is not None:
         x = _replace_nans(x, fill_nan)
-    x = _cast(x, _accumulator_dtype(get_aval(x).dtype, dtype))
+    x = _cast(x, _cumulative_dtype(get_aval(x).dtype, dtype))
     if axis is None or x.ndim == 0:   # NumPy treats a 0-d array as 1-d here
         x, ax = lax.reshape(x, (x.size,)), 0
     else:
@@ -741,6 +747,7 @@ def _cumulative_v2(name, lax_fn, identity, x, axis, dtype, out, include_initial)
         if x.ndim > 1:
             raise ValueError(f"{name}: axis must be specified for multi-dimensional arrays")
         axis = 0
+    dtype = _accumulator_dtype(get_aval(x).dtype, dtype)   # (widens, unlike cumsum: JAX's)
     r = _cumulative(name, lax_fn, x, axis, dtype, out)
     if not include_initial:
         return r

@@ -26,7 +26,10 @@ import numpy as np
 
 from fungrad import core, lax
 from fungrad.core import Tracer
+from fungrad.numpy import _lattice
 from fungrad.numpy._dtypes import asarray_operand, dtype_of
+from fungrad.numpy._dtypes import result_type as _ops_result_type
+from fungrad.numpy._lattice import lattice_result_type
 
 __all__ = [
     # queries and dtype helpers
@@ -213,23 +216,44 @@ def size(a, axis=None) -> int:
     return int(np.prod([s[i] for i in axes], dtype=np.int64))
 
 
-def _dtype_arg(x):
-    """What np.result_type should see for ``x``: tracers by dtype (weak ones as
-    a Python scalar of their kind), everything else unchanged."""
+def _typed_arg(x) -> tuple:
+    """``(dtype, weak)`` of a ``result_type`` argument, as JAX reads it: the
+    types ``int``/``float``/``complex`` and Python scalars are weak; dtype
+    specifiers, NumPy arrays and scalars are canonicalised (32-bit without
+    x64); fungrad Arrays and tracers keep their dtype; None is the default float."""
     if isinstance(x, Tracer):
-        if x.weak_type:
-            return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[x.dtype.kind]
-        return x.dtype
-    return x
+        return x.dtype, x.weak_type
+    if x is None:
+        return core.default_float_dtype(), False
+    if x is int or x is float or x is complex:
+        return core.canonicalize_dtype(x), True
+    if type(x) in (bool, int, float, complex):
+        return core.scalar_dtype(x), type(x) is not bool
+    if type(x) is core.Array:
+        return x.dtype, False
+    if isinstance(x, (np.ndarray, np.generic)):
+        return core.canonicalize_dtype(x.dtype), False
+    try:
+        return core.canonicalize_dtype(np.dtype(x)), False
+    except TypeError:
+        return core.canonicalize_dtype(np.asarray(x).dtype), False
 
 
-def result_type(*arrays_and_dtypes) -> np.dtype:
-    """NumPy 2's result dtype for arrays, tracers, dtypes and Python scalars."""
-    return np.result_type(*[_dtype_arg(a) for a in arrays_and_dtypes])
+def result_type(*arrays_and_dtypes, return_weak_type_flag: bool = False):
+    """JAX's result dtype for arrays, tracers, dtypes and Python scalars (its
+    promotion lattice: ``float32`` and ``int64`` give ``float32``; Python
+    scalars are weak; see ``_lattice.py``)."""
+    if not arrays_and_dtypes:
+        raise ValueError("result_type: at least one array or dtype is required")
+    dtype, weak = lattice_result_type([_typed_arg(a) for a in arrays_and_dtypes])
+    return (dtype, weak) if return_weak_type_flag else dtype
 
 
 def promote_types(type1, type2) -> np.dtype:
-    return np.promote_types(type1, type2)
+    """JAX's ``promote_types``: the join of two dtypes on its lattice
+    (``int8`` and ``uint64`` give ``float64``); ``int``/``float``/``complex``
+    count as weak (``promote_types('uint8', int)`` is ``uint8``)."""
+    return _lattice.promote_types(type1, type2)
 
 
 def can_cast(from_, /, to, casting="safe") -> bool:
@@ -564,7 +588,7 @@ def _as_sequence(arrays, name: str) -> list:
 
 def _common_dtype(name: str, ops, dtype, casting: str):
     if dtype is None:
-        return np.result_type(*[x.dtype for x in ops])
+        return _ops_result_type(*ops)
     dtype = np.dtype(dtype)
     for i, x in enumerate(ops):
         if not np.can_cast(x.dtype, dtype, casting=casting):

@@ -1,10 +1,11 @@
-"""Elementwise math with NumPy's names, dtype promotion and broadcasting.
+"""Elementwise math with NumPy's names and broadcasting and jax.numpy's dtypes.
 
-Every function here gives the dtype NumPy 2 gives: the operands are converted
-to the dtypes of the inner loop NumPy itself would pick for the ufunc of the
-same name (``ufunc.resolve_dtypes``, which applies NEP 50: Python scalars are
-weak, ``int / int`` is float64, ``sin(int8)`` is float16, ``abs(int)`` stays
-int...), then the lax primitives run on them.  Combinations NumPy rejects
+Every function here gives the dtype jax.numpy gives: the operands are
+converted to their common dtype by JAX's promotion lattice (``_lattice.py``:
+Python scalars are weak, ``float32 + int64`` is float32), made inexact where
+the function needs it as JAX does (``sin(int8)`` and ``int32 / int32`` are
+float32, ``int64 / int64`` float64), then the lax primitives run on them
+(``_ufunc_dtypes.py`` decides the dtypes).  Combinations NumPy rejects
 (``subtract`` of booleans, ``bitwise_and`` of floats) raise its TypeError.
 
 NumPy's ``out=`` and ``where=`` keywords are rejected with an explanation:
@@ -22,11 +23,15 @@ import math
 import numpy as np
 
 from fungrad import core, lax
-from fungrad.core import Array, Tracer, get_aval
+from fungrad.core import get_aval
 from fungrad.lax import elementwise as _ew
-from fungrad import _config
-from fungrad.numpy._dtypes import (is_weak, weak_python_type, dtype_of, asarray_operand,
-                                    result_type, check_promotion, x32_default)
+from fungrad.numpy._dtypes import (is_weak, dtype_of, asarray_operand,
+                                    result_type, check_promotion, x32_default,
+                                    inexact_dtype, numeric_dtype)
+from fungrad.numpy import _ufunc_dtypes
+from fungrad.numpy._ufunc_dtypes import (
+    _args, _cast, _const, _dtype, _eager, _full_broadcast, _full_like, _is_complex, _is_float,
+    _loop_dtypes, _named, _to_bool, _ufunc)
 
 __all__ = [
     # arithmetic
@@ -58,230 +63,6 @@ __all__ = [
     # closeness
     "isclose", "allclose", "array_equal", "array_equiv",
 ]
-
-# ----------------------------------------------------------------------------
-# NumPy's dtype resolution and the ufunc keyword guard
-# ----------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=4096)
-def _resolve(ufunc, signature):
-    return ufunc.resolve_dtypes(signature)
-
-
-_ARRAY_TYPES = (np.ndarray, Array)
-_WEAK_SCALARS = (int, float, complex)
-
-
-def _signature_entry(x):
-    """What ``resolve_dtypes`` needs: a dtype, or the Python type of a weak scalar
-    (also of a tracer that jit made from a Python scalar)."""
-    kind = type(x)
-    if kind in _ARRAY_TYPES:            # the common case first: it is on every call
-        return x.dtype
-    if kind in _WEAK_SCALARS:
-        return kind
-    if is_weak(x):
-        weak = weak_python_type(x)
-        return np.dtype(np.bool_) if weak is bool else weak
-    return dtype_of(x)
-
-
-def _loop_dtypes(ufunc, args):
-    """The dtypes of the inner loop NumPy runs for ``ufunc(*args)``: inputs, then outputs."""
-    signature = tuple(map(_signature_entry, args))
-    if all(isinstance(entry, type) for entry in signature):
-        # only Python scalars: NumPy converts them to its default dtypes first
-        signature = tuple(dtype_of(a) for a in args)
-    try:
-        loop = _resolve(ufunc, signature + (None,) * ufunc.nout)
-    except TypeError as err:
-        kinds = ", ".join(getattr(s, "name", getattr(s, "__name__", str(s))) for s in signature)
-        raise TypeError(f"fungrad.numpy.{ufunc.__name__} is not defined for inputs of "
-                        f"type ({kinds}), as in NumPy: {err}") from None
-    if core._x64:
-        return loop
-    return tuple(x32_default(d, args) for d in loop)   # jax_enable_x64 off: 32-bit defaults
-
-
-def _cast(x, dtype):
-    """``x`` as an operand of ``dtype`` (Python scalars become 0-d arrays)."""
-    kind = type(x)
-    if kind in _ARRAY_TYPES and x.dtype == dtype:
-        return x
-    if kind in (bool, int, float, complex):
-        return np.asarray(x, dtype=dtype)
-    x = asarray_operand(x)
-    return x if dtype_of(x) == dtype else lax.convert_element_type(x, dtype)
-
-
-_NATIVE_LOOPS: dict = {}     # (ufunc, dtype, nargs) -> NumPy's loop takes dtype as is
-
-
-def _native_loop(ufunc, dtype, nargs) -> bool:
-    key = (ufunc, dtype, nargs)
-    hit = _NATIVE_LOOPS.get(key)
-    if hit is None:
-        try:
-            loop = _resolve(ufunc, (dtype,) * nargs + (None,) * ufunc.nout)
-            hit = all(d == dtype for d in loop[:nargs])
-        except TypeError:
-            hit = False
-        _NATIVE_LOOPS[key] = hit
-    return hit
-
-
-_EVAL = core.EVAL_TRACE
-_SCALAR_TYPES = (float, int)
-
-# jax_numpy_rank_promotion != "allow" or jax_numpy_dtype_promotion == "strict":
-# the fast paths below step aside so that _args checks every call
-_promotion_checks = False
-
-
-def _set_promotion_checks(_):
-    global _promotion_checks
-    _promotion_checks = (_config.numpy_rank_promotion.value != "allow"
-                         or _config.numpy_dtype_promotion.value == "strict")
-
-
-_config.numpy_rank_promotion.hooks.append(_set_promotion_checks)
-_config.numpy_dtype_promotion.hooks.append(_set_promotion_checks)
-_set_promotion_checks(None)
-
-
-def _eager(ufunc, args):
-    """NumPy's own ufunc, when nothing is being traced and NumPy's loop takes the
-    arguments as they are (arrays of one dtype, or Python floats/ints of one
-    type); else None.  This is what binding the primitive would do (its impl is
-    the same ufunc), minus the dispatch: eager calls on small arrays cost little
-    more than NumPy's."""
-    if core._tls.trace is not _EVAL or _promotion_checks or core._float_checks:
-        return None       # (promotion and NaN/inf checks happen on the way through bind)
-    first = args[0]
-    kind = type(first)
-    if kind is np.ndarray or kind is Array:
-        dtype = first.dtype
-        if len(args) == 1:
-            vals = (first.view(np.ndarray),) if kind is Array else args
-        else:
-            for a in args:
-                if type(a) not in _ARRAY_TYPES or a.dtype != dtype:
-                    return None
-            vals = [a.view(np.ndarray) if type(a) is Array else a for a in args]
-        native = _NATIVE_LOOPS.get((ufunc, dtype, len(args)))
-        if native is None:
-            native = _native_loop(ufunc, dtype, len(args))
-        if not native:
-            return None
-        out = ufunc(*vals)
-    elif kind in _SCALAR_TYPES and all(type(a) is kind for a in args) and core._x64:
-        out = ufunc(*args)        # (NumPy's 64-bit defaults: not without jax_enable_x64)
-    else:
-        return None
-    if type(out) is not np.ndarray:
-        out = np.asarray(out)
-    out = out.view(Array)
-    out.setflags(write=False)
-    return out
-
-
-def _args(ufunc, *args):
-    """``args`` converted to the input dtypes of NumPy's loop for ``ufunc``."""
-    if _promotion_checks and len(args) > 1:
-        check_promotion(ufunc.__name__, args)
-    # Fast paths (they are on every traced operation): arrays or strongly typed
-    # tracers of one dtype the loop takes as is; and such a value with a Python
-    # int/float, which NumPy (NEP 50, weak scalars) casts to the array's float dtype.
-    dtype, scalars = None, False
-    for a in args:
-        t = type(a)
-        if t in _ARRAY_TYPES:
-            d = a.dtype
-        elif t is float or t is int:
-            scalars = True
-            continue
-        elif isinstance(a, Tracer):
-            aval = a.aval
-            if aval.weak_type:
-                break
-            d = aval.dtype
-        else:
-            break
-        if dtype is None:
-            dtype = d
-        elif d != dtype:
-            break
-    else:
-        if dtype is not None and (not scalars or dtype.kind in "fc") and \
-                _native_loop(ufunc, dtype, len(args)):
-            if not scalars:
-                return args
-            return [np.asarray(a, dtype) if type(a) is float or type(a) is int else a
-                    for a in args]
-    dtypes = _loop_dtypes(ufunc, args)
-    return [_cast(a, d) for a, d in zip(args, dtypes)]
-
-
-def _ufunc(fn):
-    """Reject NumPy's ``out=``/``where=`` keywords with the reason and the fix."""
-    name = fn.__name__
-
-    @functools.wraps(fn)
-    def wrapper(*args, out=None, where=True, **kwargs):
-        if out is not None:
-            raise TypeError(
-                f"fungrad.numpy.{name}: out= is not supported because fungrad arrays are "
-                f"immutable. Use the return value instead (y = fnp.{name}(...)); to update "
-                "part of an array use x.at[idx].set(value).")
-        if where is not True:
-            raise TypeError(
-                f"fungrad.numpy.{name}: where= is not supported (it leaves the masked "
-                "entries of out= untouched, and there is no out=). Compute everywhere and "
-                f"select: fnp.where(mask, fnp.{name}(...), fallback).")
-        return fn(*args, **kwargs)
-    return wrapper
-
-
-def _named(name, doc):
-    """Name a function made by a factory, then guard its keywords like ``_ufunc``."""
-    def decorate(fn):
-        fn.__name__ = fn.__qualname__ = name
-        fn.__doc__ = doc
-        return _ufunc(fn)
-    return decorate
-
-
-def _const(value, dtype):
-    return np.asarray(value, dtype=dtype)
-
-
-def _dtype(x):
-    return get_aval(x).dtype
-
-
-def _is_float(dtype):
-    return np.dtype(dtype).kind == "f"
-
-
-def _is_complex(dtype):
-    return np.dtype(dtype).kind == "c"
-
-
-def _full_like(x, value, dtype):
-    return lax.full(get_aval(x).shape, value, dtype)
-
-
-def _full_broadcast(args, value, dtype):
-    """``value`` filling the broadcast shape of ``args``."""
-    return lax.full(np.broadcast_shapes(*(get_aval(a).shape for a in args)), value, dtype)
-
-
-def _to_bool(x):
-    """Truth value of each element (nonzero; NaN counts as true, as in NumPy)."""
-    x = asarray_operand(x)
-    if _dtype(x) == np.bool_:
-        return x
-    return lax.ne(x, _const(0, _dtype(x)))
 
 
 # ----------------------------------------------------------------------------
@@ -429,10 +210,10 @@ def _exponent_bits(y, dtype):
 def power(x, y, /):
     """``x ** y``; a Python-int exponent uses exact repeated multiplication
     (``lax.integer_pow``), as ``jax.numpy.power``."""
+    if type(y) is int:     # JAX: x alone decides (bool -> int32), the exponent is static
+        return lax.integer_pow(_cast(x, numeric_dtype(result_type(x))), y)
     dtypes = _loop_dtypes(np.power, (x, y))
     out = np.dtype(dtypes[2])
-    if isinstance(y, int) and not isinstance(y, bool):
-        return lax.integer_pow(_cast(x, out), y)
     x, y = _cast(x, dtypes[0]), _cast(y, dtypes[1])
     if np.issubdtype(out, np.inexact):
         return lax.pow(x, y)
@@ -444,7 +225,13 @@ pow = power  # noqa: A001 (NumPy 2's alias)
 
 @_ufunc
 def float_power(x, y, /):
-    return lax.pow(*_args(np.float_power, x, y))
+    """``x ** y`` in the operands' inexact dtype (int8: float32, as JAX)."""
+    return lax.pow(*_args(np.power, *_inexact_operands(x, y)))
+
+
+def _inexact_operands(*args):
+    dtype = inexact_dtype(result_type(*args), args)
+    return [_cast(a, dtype) for a in args]
 
 
 @_ufunc
@@ -518,6 +305,10 @@ trunc = _rounding(np.trunc, _trunc)
 
 @_ufunc
 def rint(x, /):
+    """Round to the nearest integer, ties to even; integers and bools become the
+    default float (JAX's: float64, not NumPy's float16 for int8)."""
+    if dtype_of(x).kind not in "fc":
+        x = _cast(x, x32_default(core.default_float_dtype(), (x,)))
     return lax.round(*_args(np.rint, x), rounding_method=lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
@@ -727,7 +518,7 @@ def _sinc_taylor(z):
 def sinc(x, /):
     """sin(pi x) / (pi x), 1 at 0; all derivatives are right at 0 too."""
     x = asarray_operand(x)
-    dtype = result_type(x, 1.0)
+    dtype = inexact_dtype(result_type(x), (x,))
     x = _cast(x, dtype)
     real_dtype = np.finfo(dtype).dtype          # |x| of a complex x is real
     near_zero = lax.lt(lax.abs(x), _const(1e-3 if real_dtype == np.float64 else 1e-2, real_dtype))
@@ -821,7 +612,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if size is not None or fill_value is not None:
         raise TypeError("fungrad.numpy.where: size= and fill_value= apply only to the "
                         "one-argument form.")
-    if _promotion_checks:
+    if _ufunc_dtypes._promotion_checks:
         check_promotion("where", (condition, x, y), dtypes=False)
         check_promotion("where", (x, y), ranks=False)
     dtype = result_type(x, y)
@@ -1027,8 +818,12 @@ def _times_power_of_two(x, exponent):
 
 @_ufunc
 def ldexp(x1, x2, /):
-    """x1 * 2**x2 (x2 an integer)."""
-    x1, x2 = _args(np.ldexp, x1, x2)
+    """x1 * 2**x2 (x2 an integer); x1 becomes inexact alone, as in JAX
+    (``ldexp(int8, 3)`` is float32)."""
+    if dtype_of(x2).kind not in "biu":
+        raise TypeError(f"fungrad.numpy.ldexp: x2 must have an integer dtype, got "
+                        f"{dtype_of(x2)}; round it first (fnp.round(x2).astype(int)).")
+    x1 = _cast(x1, inexact_dtype(result_type(x1), (x1,)))
     return _times_power_of_two(x1, lax.convert_element_type(x2, _dtype(x1)))
 
 
@@ -1130,8 +925,9 @@ def angle(z, deg=False):
     dtype = _dtype(z)
     if _is_complex(dtype):
         out = lax.atan2(lax.imag(z), lax.real(z))
-    else:
-        _, z = _args(np.arctan2, 0, z)         # NumPy: arctan2(0, z)
+    else:      # JAX: bools and integers give the default float (NumPy: arctan2(0, z))
+        z = _cast(z, dtype if dtype.kind == "f" else
+                  x32_default(core.default_float_dtype(), (z,)))
         out = lax.atan2(_full_like(z, 0, _dtype(z)), z)
     return lax.mul(out, _const(180 / math.pi, _dtype(out))) if deg else out
 

@@ -3,14 +3,15 @@
 Each function is compared with its NumPy namesake on several dtypes
 (float64, float32, int64, bool where NumPy accepts them); binary functions
 draw each operand's dtype independently, so mixed-dtype promotion is covered
-too.  The generic runner differentiates only floating-point operands, so
+too, with NumPy's values in JAX's dtypes (``jax_promoted``: ``int64 +
+float32`` is float32, ``sin(int8)`` float32).  The generic runner differentiates only floating-point operands, so
 integer and boolean draws check values and dtypes only.  Inputs keep away
 from kinks; JAX's values at kinks are in tests/test_elementwise.py.
 """
 import numpy as np
 
 import fungrad.numpy as fnp
-from tests.harness import Arg, Case
+from tests.harness import Arg, Case, jax_promoted
 
 DT4 = ("float64", "float32", "int64", "bool")
 DT4C = DT4 + ("complex128",)      # where NumPy (and JAX) take complex numbers too
@@ -70,16 +71,16 @@ def _shift_amounts(rng, shape, dtype):
 
 
 def _u(name, arg, ref=None, fun=None, label=None, **kw):
-    """A one-argument case comparing fnp.<name> with np.<name>."""
-    return Case(f"fnp.{label or name}", fun or getattr(fnp, name), ref or getattr(np, name),
-                [arg], **kw)
+    """A one-argument case comparing fnp.<name> with np.<name> (in JAX's dtypes)."""
+    return Case(f"fnp.{label or name}", fun or getattr(fnp, name),
+                ref or jax_promoted(getattr(np, name)), [arg], **kw)
 
 
 def _b(name, x, y, ref=None, fun=None, label=None, **kw):
     """A case comparing fnp.<name> with np.<name> (``y`` None: one argument, the
     other closed over in ``fun``/``ref``)."""
-    return Case(f"fnp.{label or name}", fun or getattr(fnp, name), ref or getattr(np, name),
-                [x] if y is None else [x, y], **kw)
+    return Case(f"fnp.{label or name}", fun or getattr(fnp, name),
+                ref or jax_promoted(getattr(np, name)), [x] if y is None else [x, y], **kw)
 
 
 # ----------------------------------------------------------------------------
@@ -122,7 +123,8 @@ ARITHMETIC = [
        Arg("bcast", dtype=("int64", "int32", "bool"), make=_nonnegative_small),
        label="power_int", grad_order=0),
     _b("power", Arg(dtype=DT4C, avoid=(0.0,), margin=0.3), None, label="power_py_int",
-       fun=lambda x: fnp.power(x, 3), ref=lambda x: np.power(x, 3), prims=("integer_pow",)),
+       fun=lambda x: fnp.power(x, 3), prims=("integer_pow",),    # JAX: bool ** 3 is int32
+       ref=lambda x: np.power(x.astype(np.int32) if x.dtype == np.bool_ else x, 3)),
     _b("power", Arg(dtype=FLOATS, avoid=(0.0,), margin=0.3), None, label="power_py_negative",
        fun=lambda x: fnp.power(x, -2), ref=lambda x: np.power(x, -2)),
     _b("pow", Arg(dtype=FLOATS, low=0.3, high=3), Arg("bcast", dtype=FLOATS, low=-2, high=2)),
@@ -151,8 +153,10 @@ ROUNDING = [
     _u("ceil", Arg(dtype=DT4, avoid=INTEGER_POINTS), prims=("ceil",)),
     _u("trunc", Arg(dtype=DT4, avoid=INTEGER_POINTS)),
     _u("fix", Arg(dtype=DT4, avoid=INTEGER_POINTS)),
-    _u("rint", Arg(dtype=DT4, avoid=HALF_POINTS), prims=("round",)),
-    _u("round", Arg(dtype=DT4, avoid=HALF_POINTS)),
+    # JAX: rint of bools and integers is the default float (float64)
+    _u("rint", Arg(dtype=DT4, avoid=HALF_POINTS), prims=("round",),
+       ref=lambda x: np.rint(x.astype(np.float64) if x.dtype.kind in "biu" else x)),
+    _u("round", Arg(dtype=DT4, avoid=HALF_POINTS), ref=np.round),   # (JAX refuses bool)
     _u("around", Arg(dtype=NUMERIC, avoid=HALF_POINTS), ref=np.round),
     _u("round", Arg(dtype=NUMERIC, low=-99, high=99), label="round_decimals_2",
        fun=lambda x: fnp.round(x, 2), ref=lambda x: np.round(x, 2), grad_order=0),
@@ -210,6 +214,7 @@ TRANSCENDENTAL = [
 # Extrema and selection
 # ----------------------------------------------------------------------------
 
+@jax_promoted
 def _clip_ref(x, lo, hi):
     return np.clip(x, lo, hi)
 
@@ -305,7 +310,8 @@ CLASSIFY = [
     _b("heaviside", Arg(dtype=FLOATS, make=_with_specials), Arg("bcast", dtype=FLOATS),
        label="heaviside_specials", grad_order=0),
     _b("nextafter", Arg(dtype=DT4), Arg("bcast", dtype=DT4)),
-    _b("ldexp", Arg(dtype=FLOATS), Arg("bcast", dtype=("int64", "int32"), low=-5, high=5)),
+    _b("ldexp", Arg(dtype=FLOATS), Arg("bcast", dtype=("int64", "int32"), low=-5, high=5),
+       ref=np.ldexp),      # (mixed kinds: the float operand keeps its dtype, as in JAX)
     _u("frexp", Arg(dtype=NUMERIC, make=_between_powers_of_two)),
     _u("frexp", Arg(dtype=FLOATS, make=_with_specials), label="frexp_specials", grad_order=0),
     _u("frexp", Arg((6,), make=lambda rng, shape, dtype: np.array(
@@ -342,7 +348,9 @@ OTHER = [
     _u("imag", Arg(dtype=DT4 + ("complex128",))),
     _u("conj", Arg(dtype=DT4 + ("complex128",))),
     _u("conjugate", Arg(dtype=DT4)),
-    _u("angle", Arg(dtype=DT4 + ("complex128",), avoid=(0.0,))),
+    # JAX: angle of bools and integers is the default float (float64)
+    _u("angle", Arg(dtype=DT4 + ("complex128",), avoid=(0.0,)),
+       ref=lambda x: np.angle(x.astype(np.float64) if x.dtype.kind in "biu" else x)),
     _u("angle", Arg(dtype=("int64", "complex128"), avoid=(0.0,)), label="angle_deg",
        fun=lambda z: fnp.angle(z, deg=True), ref=lambda z: np.angle(z, deg=True), grad_order=0),
     Case("fnp.isclose", _isclose_pair_fun(fnp.isclose), _isclose_pair_ref(np.isclose),

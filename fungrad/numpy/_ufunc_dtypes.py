@@ -1,0 +1,261 @@
+"""The machinery of fungrad.numpy's elementwise functions (``_ufuncs.py``):
+which dtypes an operation runs in (JAX's, ``_loop_dtypes``; NumPy's own loop
+for NumPy's ufuncs on tracers, ``_numpy_loop_dtypes``), the fast paths that
+skip binding when NumPy's own ufunc gives the same result (``_eager``,
+``_args``), the guard against NumPy's ``out=``/``where=`` keywords, and small
+helpers the functions share.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from fungrad import _config, core, lax
+from fungrad.core import Array, Tracer, get_aval
+from fungrad.numpy._dtypes import (asarray_operand, check_promotion, dtype_of, inexact_dtype,
+                                    is_weak, numeric_dtype, result_type, x32_default)
+
+# ----------------------------------------------------------------------------
+# NumPy's dtype resolution and the ufunc keyword guard
+# ----------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=4096)
+def _resolve(ufunc, signature):
+    return ufunc.resolve_dtypes(signature)
+
+
+_ARRAY_TYPES = (np.ndarray, Array)
+
+
+def _loop_dtypes(ufunc, args):
+    """The dtypes of the inner loop for ``ufunc(*args)``, inputs then outputs: the
+    operands' common dtype by JAX's lattice, if NumPy has a loop that takes it
+    as it is; where NumPy's loop would convert it, JAX's conversion instead:
+    integers to float32/float64 (``sin(int8)`` is float32, not NumPy's
+    float16), bools to int32 (``square(bool)``, not NumPy's int8)."""
+    dtype = result_type(*args)
+    try:
+        loop = _resolve(ufunc, (dtype,) * ufunc.nin + (None,) * ufunc.nout)
+    except TypeError:
+        return _numpy_loop_dtypes(ufunc, args)      # mixed signatures (ldexp) or none
+    ins = loop[:ufunc.nin]
+    if any(d != dtype for d in ins):
+        if dtype.kind not in "fc" and all(d.kind in "fc" for d in ins):
+            loop = _resolve(ufunc, (inexact_dtype(dtype, args),) * ufunc.nin
+                            + (None,) * ufunc.nout)
+        elif dtype == np.bool_ and all(d.kind in "iu" for d in ins):
+            loop = _resolve(ufunc, (numeric_dtype(dtype),) * ufunc.nin + (None,) * ufunc.nout)
+    if core._x64:
+        return loop
+    return tuple(x32_default(d, args) for d in loop)   # jax_enable_x64 off: 32-bit defaults
+
+
+def _signature_entry(x):
+    """What NumPy's ``resolve_dtypes`` needs: a dtype, or the Python type of a
+    weakly typed value (a Python scalar, or a tracer jit made from one)."""
+    if type(x) in _ARRAY_TYPES:
+        return x.dtype
+    if is_weak(x):
+        kind = dtype_of(x).kind
+        return np.dtype(np.bool_) if kind == "b" else {"i": int, "u": int, "f": float,
+                                                      "c": complex}[kind]
+    return dtype_of(x)
+
+
+def _numpy_loop_dtypes(ufunc, args):
+    """NumPy's own loop for ``ufunc(*args)`` (for ufuncs whose inputs differ in
+    kind, such as ``ldexp(float, int)``), or its TypeError, naming the types."""
+    signature = tuple(map(_signature_entry, args))
+    if all(isinstance(entry, type) for entry in signature):
+        signature = tuple(dtype_of(a) for a in args)   # NumPy's defaults for scalars
+    try:
+        loop = _resolve(ufunc, signature + (None,) * ufunc.nout)
+    except TypeError as err:
+        kinds = ", ".join(getattr(s, "name", getattr(s, "__name__", str(s))) for s in signature)
+        raise TypeError(f"fungrad.numpy.{ufunc.__name__} is not defined for inputs of "
+                        f"type ({kinds}), as in NumPy: {err}") from None
+    if core._x64:
+        return loop
+    return tuple(x32_default(d, args) for d in loop)
+
+
+def _cast(x, dtype):
+    """``x`` as an operand of ``dtype`` (Python scalars become 0-d arrays)."""
+    kind = type(x)
+    if kind in _ARRAY_TYPES and x.dtype == dtype:
+        return x
+    if kind in (bool, int, float, complex):
+        return np.asarray(x, dtype=dtype)
+    x = asarray_operand(x)
+    return x if dtype_of(x) == dtype else lax.convert_element_type(x, dtype)
+
+
+_NATIVE_LOOPS: dict = {}     # (ufunc, dtype, nargs) -> NumPy's loop takes dtype as is
+
+
+def _native_loop(ufunc, dtype, nargs) -> bool:
+    key = (ufunc, dtype, nargs)
+    hit = _NATIVE_LOOPS.get(key)
+    if hit is None:
+        try:
+            loop = _resolve(ufunc, (dtype,) * nargs + (None,) * ufunc.nout)
+            hit = all(d == dtype for d in loop[:nargs])
+        except TypeError:
+            hit = False
+        _NATIVE_LOOPS[key] = hit
+    return hit
+
+
+_EVAL = core.EVAL_TRACE
+_SCALAR_TYPES = (float, int)
+
+# jax_numpy_rank_promotion != "allow" or jax_numpy_dtype_promotion == "strict":
+# the fast paths below step aside so that _args checks every call
+_promotion_checks = False
+
+
+def _set_promotion_checks(_):
+    global _promotion_checks
+    _promotion_checks = (_config.numpy_rank_promotion.value != "allow"
+                         or _config.numpy_dtype_promotion.value == "strict")
+
+
+_config.numpy_rank_promotion.hooks.append(_set_promotion_checks)
+_config.numpy_dtype_promotion.hooks.append(_set_promotion_checks)
+_set_promotion_checks(None)
+
+
+def _eager(ufunc, args):
+    """NumPy's own ufunc, when nothing is being traced and NumPy's loop takes the
+    arguments as they are (arrays of one dtype, or Python floats/ints of one
+    type); else None.  This is what binding the primitive would do (its impl is
+    the same ufunc), minus the dispatch: eager calls on small arrays cost little
+    more than NumPy's."""
+    if core._tls.trace is not _EVAL or _promotion_checks or core._float_checks:
+        return None       # (promotion and NaN/inf checks happen on the way through bind)
+    first = args[0]
+    kind = type(first)
+    if kind is np.ndarray or kind is Array:
+        dtype = first.dtype
+        if len(args) == 1:
+            vals = (first.view(np.ndarray),) if kind is Array else args
+        else:
+            for a in args:
+                if type(a) not in _ARRAY_TYPES or a.dtype != dtype:
+                    return None
+            vals = [a.view(np.ndarray) if type(a) is Array else a for a in args]
+        native = _NATIVE_LOOPS.get((ufunc, dtype, len(args)))
+        if native is None:
+            native = _native_loop(ufunc, dtype, len(args))
+        if not native:
+            return None
+        out = ufunc(*vals)
+    elif kind in _SCALAR_TYPES and all(type(a) is kind for a in args) and core._x64:
+        out = ufunc(*args)        # (NumPy's 64-bit defaults: not without jax_enable_x64)
+    else:
+        return None
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+    out = out.view(Array)
+    out.setflags(write=False)
+    return out
+
+
+def _args(ufunc, *args):
+    """``args`` converted to the input dtypes of NumPy's loop for ``ufunc``."""
+    if _promotion_checks and len(args) > 1:
+        check_promotion(ufunc.__name__, args)
+    # Fast paths (they are on every traced operation): arrays or strongly typed
+    # tracers of one dtype the loop takes as is; and such a value with a Python
+    # int/float, which NumPy (NEP 50, weak scalars) casts to the array's float dtype.
+    dtype, scalars = None, False
+    for a in args:
+        t = type(a)
+        if t in _ARRAY_TYPES:
+            d = a.dtype
+        elif t is float or t is int:
+            scalars = True
+            continue
+        elif isinstance(a, Tracer):
+            aval = a.aval
+            if aval.weak_type:
+                break
+            d = aval.dtype
+        else:
+            break
+        if dtype is None:
+            dtype = d
+        elif d != dtype:
+            break
+    else:
+        if dtype is not None and (not scalars or dtype.kind in "fc") and \
+                _native_loop(ufunc, dtype, len(args)):
+            if not scalars:
+                return args
+            return [np.asarray(a, dtype) if type(a) is float or type(a) is int else a
+                    for a in args]
+    dtypes = _loop_dtypes(ufunc, args)
+    return [_cast(a, d) for a, d in zip(args, dtypes)]
+
+
+def _ufunc(fn):
+    """Reject NumPy's ``out=``/``where=`` keywords with the reason and the fix."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, where=True, **kwargs):
+        if out is not None:
+            raise TypeError(
+                f"fungrad.numpy.{name}: out= is not supported because fungrad arrays are "
+                f"immutable. Use the return value instead (y = fnp.{name}(...)); to update "
+                "part of an array use x.at[idx].set(value).")
+        if where is not True:
+            raise TypeError(
+                f"fungrad.numpy.{name}: where= is not supported (it leaves the masked "
+                "entries of out= untouched, and there is no out=). Compute everywhere and "
+                f"select: fnp.where(mask, fnp.{name}(...), fallback).")
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def _named(name, doc):
+    """Name a function made by a factory, then guard its keywords like ``_ufunc``."""
+    def decorate(fn):
+        fn.__name__ = fn.__qualname__ = name
+        fn.__doc__ = doc
+        return _ufunc(fn)
+    return decorate
+
+
+def _const(value, dtype):
+    return np.asarray(value, dtype=dtype)
+
+
+def _dtype(x):
+    return get_aval(x).dtype
+
+
+def _is_float(dtype):
+    return np.dtype(dtype).kind == "f"
+
+
+def _is_complex(dtype):
+    return np.dtype(dtype).kind == "c"
+
+
+def _full_like(x, value, dtype):
+    return lax.full(get_aval(x).shape, value, dtype)
+
+
+def _full_broadcast(args, value, dtype):
+    """``value`` filling the broadcast shape of ``args``."""
+    return lax.full(np.broadcast_shapes(*(get_aval(a).shape for a in args)), value, dtype)
+
+
+def _to_bool(x):
+    """Truth value of each element (nonzero; NaN counts as true, as in NumPy)."""
+    x = asarray_operand(x)
+    if _dtype(x) == np.bool_:
+        return x
+    return lax.ne(x, _const(0, _dtype(x)))
