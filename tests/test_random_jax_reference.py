@@ -143,3 +143,16 @@ def test_matches_jax_under_jit_and_vmap(case, config_as):
     batched = np.asarray(fungrad.vmap(f)(keys))
     check_against(case, batched[0])
     check_against(twin, batched[1])
+
+
+@pytest.mark.parametrize("entry", REFERENCE["seeds"],
+                         ids=lambda e: f"{'x64' if e['x64'] else 'x32'}-{e['seed']}")
+def test_seeds_of_every_size_make_jax_keys(entry, config_as):
+    config_as(entry["x64"], True)
+    seed = int(entry["seed"])
+    if isinstance(entry["key"], str):
+        with pytest.raises(getattr(builtins, entry["key"])):
+            random.PRNGKey(seed)
+        return
+    np.testing.assert_array_equal(random.PRNGKey(seed), np.array(entry["key"], np.uint32))
+    np.testing.assert_array_equal(random.key_data(random.key(seed)), entry["key"])
