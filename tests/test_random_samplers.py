@@ -76,7 +76,7 @@ def test_geometric_chi_square_and_support(p):
 def test_multinomial_counts_sum_to_n_with_binomial_marginals():
     p = np.array([0.1, 0.25, 0.05, 0.6])
     n = 30.0
-    x = np.asarray(random.multinomial(random.PRNGKey(53), n, p, shape=(N,)))
+    x = np.asarray(random.multinomial(random.PRNGKey(53), n, p, shape=(N, 4)))
     assert x.shape == (N, 4) and x.dtype == np.float64
     np.testing.assert_array_equal(x.sum(-1), n)
     assert np.all(x == np.floor(x)) and x.min() >= 0
@@ -93,8 +93,9 @@ def test_multinomial_shapes_and_batched_parameters():
     key = random.PRNGKey(54)
     p = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
     assert random.multinomial(key, 5, p).shape == (2, 3)
-    assert random.multinomial(key, np.array([5.0, 7.0]), p, shape=(4, 2)).shape == (4, 2, 3)
-    x = np.asarray(random.multinomial(key, np.array([5.0, 7.0]), p, shape=(200, 2)))
+    # shape is the result's, outcomes last (JAX's)
+    assert random.multinomial(key, np.array([5.0, 7.0]), p, shape=(4, 2, 3)).shape == (4, 2, 3)
+    x = np.asarray(random.multinomial(key, np.array([5.0, 7.0]), p, shape=(200, 2, 3)))
     np.testing.assert_array_equal(x.sum(-1), np.broadcast_to([5.0, 7.0], (200, 2)))
     assert np.all(x[:, 0, 2] == 0)                    # an outcome of probability 0 never occurs
     assert random.multinomial(key, 3, [0.5, 0.5], dtype=np.float32).dtype == np.float32
@@ -252,7 +253,7 @@ NEW_SAMPLERS = {
     "wald": lambda k: random.wald(k, fnp.array([0.5, 4.0])),
     "weibull_min": lambda k: random.weibull_min(k, 1.0, fnp.array([0.5, 2.0])),
     "orthogonal": lambda k: random.orthogonal(k, 3),
-    "multinomial": lambda k: random.multinomial(k, 12.0, fnp.array([0.2, 0.3, 0.5]), shape=(2,)),
+    "multinomial": lambda k: random.multinomial(k, 12.0, fnp.array([0.2, 0.3, 0.5]), shape=(2, 3)),
 }
 
 

@@ -1,22 +1,17 @@
 """Distributions built on the basic samplers and the gamma family."""
-import math
-from operator import index as _as_index
-
 import numpy as np
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
-from fungrad.lax import prng
 from fungrad.core import Tracer, canonicalize_dtype, get_aval
-from fungrad.custom_derivatives import custom_jvp
 
 __all__ = ['cauchy', 'chisquare', 'f', 't', 'generalized_normal', 'ball', 'geometric', 'lognormal', 'maxwell', 'double_sided_maxwell', 'pareto', 'rayleigh', 'triangular', 'wald', 'weibull_min', 'orthogonal', 'multinomial']
 from fungrad.random._keys import *  # noqa: F403
 from fungrad.random._keys import _check_key, _shape_tuple, _is_integer_scalar
 from fungrad.random._samplers import *  # noqa: F403
-from fungrad.random._samplers import _float_dtype, _param_shape, _check_broadcastable, _DtypeError
+from fungrad.random._samplers import _float_dtype, _param_shape, _DtypeError
 from fungrad.random._gamma import *  # noqa: F403
-from fungrad.random._gamma import _float_param, _log_gamma_sample
+from fungrad.random._gamma import _float_param, _gamma_sample
 
 # ----------------------------------------------------------------------------
 # distributions built on the ones above (JAX's constructions, so that samples
@@ -42,7 +37,7 @@ def chisquare(key, df, shape=None, dtype=np.float64):
     key = _check_key(key, "chisquare")
     dtype, (df,) = _float_params("chisquare", dtype, df)
     shape = _param_shape("chisquare", shape, df)
-    return 2.0 * fnp.exp(_log_gamma_sample(key, df / 2.0, shape, dtype))
+    return fnp.exp(_gamma_sample(key, df / 2.0, shape, dtype, log_space=True)) * 2.0
 
 
 def f(key, dfnum, dfden, shape=None, dtype=np.float64):
@@ -63,7 +58,7 @@ def t(key, df, shape=None, dtype=np.float64):
     normal_key, gamma_key = split(key)
     z = normal(normal_key, shape, dtype)
     half_df = df / 2.0
-    return z * fnp.sqrt(half_df / fnp.exp(_log_gamma_sample(gamma_key, half_df, shape, dtype)))
+    return z * fnp.sqrt(half_df / _gamma_sample(gamma_key, half_df, shape, dtype, log_space=False))
 
 
 def _broadcast_with(caller, shape, *params):
@@ -84,7 +79,7 @@ def generalized_normal(key, p, shape=(), dtype=np.float64):
     dtype, (p,) = _float_params("generalized_normal", dtype, p)
     shape = _broadcast_with("generalized_normal", shape, p)
     gamma_key, sign_key = split(key)
-    g = fnp.exp(_log_gamma_sample(gamma_key, 1.0 / p, shape, dtype))
+    g = _gamma_sample(gamma_key, 1.0 / p, shape, dtype, log_space=False)
     return rademacher(sign_key, shape, dtype) * g ** (1.0 / p)
 
 
@@ -223,36 +218,39 @@ def orthogonal(key, n, shape=(), dtype=np.float64, m=None):
     return q if n >= m else fnp.swapaxes(q, -1, -2)
 
 
-def multinomial(key, n, p, *, shape=None, dtype=np.float64, unroll=1):
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     """Multinomial(n, p) counts (as floats, like JAX), outcomes along the last
-    axis: binomial draws for each outcome in turn, conditioned on the trials the
-    previous outcomes left (a ``lax.scan`` over the outcomes).
-
-    ``shape`` is the batch shape (default ``p.shape[:-1]``); the result has shape
-    ``shape + (p.shape[-1],)``. ``unroll`` is accepted (scan's ``unroll``)."""
+    axis, by JAX's construction: a ``lax.scan`` over the outcomes, each a
+    binomial of the trials the previous ones left, with the keys of
+    ``split(key, outcomes)``. ``shape`` is the result's shape, as JAX's (default
+    ``p.shape``; it must broadcast with p.shape, n broadcasts to shape[:-1])."""
     key = _check_key(key, "multinomial")
     dtype = _float_dtype(dtype, "multinomial")
-    p = lax.stop_gradient(_float_param(p, np.float64))
-    n = lax.stop_gradient(_float_param(n, np.float64))
+    p, n = fnp.asarray(p), fnp.asarray(n)
+    inexact = fnp.result_type(p, n, canonicalize_dtype(np.float64))
+    p = lax.stop_gradient(lax.convert_element_type(p, inexact))
+    n = lax.stop_gradient(lax.convert_element_type(n, inexact))
     if p.ndim < 1:
         raise ValueError("fungrad.random.multinomial: `p` must have at least one dimension "
                          "(the outcomes), got a scalar; pass e.g. [0.2, 0.8].")
-    batch = tuple(np.broadcast_shapes(tuple(p.shape[:-1]), tuple(n.shape)))
-    shape = batch if shape is None else _shape_tuple(shape, "multinomial", "shape")
-    _check_broadcastable("multinomial", shape, fnp.zeros(batch))
-    k = p.shape[-1]
-    p_first = fnp.moveaxis(fnp.broadcast_to(p, (*shape, k)), -1, 0)
-    p_left = fnp.cumsum(p_first[::-1], axis=0)[::-1]      # mass of this outcome and later ones
+    shape = tuple(p.shape) if shape is None else _shape_tuple(shape, "multinomial", "shape")
+    try:
+        n = fnp.broadcast_to(n, shape[:-1])
+        p = fnp.broadcast_to(p, shape)
+    except ValueError:
+        raise ValueError(f"fungrad.random.multinomial: p of shape {tuple(p.shape)} and n of "
+                         f"shape {tuple(n.shape)} do not broadcast to shape={shape} (the "
+                         f"result's shape, outcomes last).") from None
 
-    def draw(trials_left, inputs):
-        outcome_key, p_i, mass_left = inputs
-        ratio = fnp.clip(fnp.where(mass_left > 0, p_i / fnp.where(mass_left > 0, mass_left, 1.0),
-                                   0.0), 0.0, 1.0)
-        count = binomial(outcome_key, trials_left, ratio, shape, np.float64)
-        return trials_left - count, count
+    def draw(remainder, ratio_key):
+        ratio, outcome_key = ratio_key
+        count = binomial(outcome_key, remainder, fnp.clip(ratio, 0, 1), dtype=remainder.dtype)
+        return remainder - count, count
 
-    _, counts = lax.scan(draw, fnp.broadcast_to(n, shape), (split(key, k), p_first, p_left),
-                         unroll=unroll)
+    p = fnp.moveaxis(p, -1, 0)
+    remaining = fnp.flip(fnp.cumsum(fnp.flip(p, 0), axis=0), 0)
+    ratios = p / fnp.where(remaining == 0, 1, remaining)
+    _, counts = lax.scan(draw, n, (ratios, split(key, ratios.shape[0])), unroll=unroll)
     return lax.convert_element_type(fnp.moveaxis(counts, 0, -1), dtype)
 
 

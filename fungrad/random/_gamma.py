@@ -1,119 +1,30 @@
 """The gamma family (gamma, loggamma, beta, dirichlet), poisson and binomial."""
 import math
-from operator import index as _as_index
 
 import numpy as np
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
 from fungrad.lax import prng
-from fungrad.core import Tracer, canonicalize_dtype, get_aval
+from fungrad.core import canonicalize_dtype, get_aval
 from fungrad.custom_derivatives import custom_jvp
 
 __all__ = ['loggamma', 'gamma', 'beta', 'dirichlet', 'poisson', 'binomial']
 from fungrad.random._keys import *  # noqa: F403
-from fungrad.random._keys import _check_key, _shape_tuple
+from fungrad.random._keys import _check_key, _shape_tuple, _split_raw, _random_bits
 from fungrad.random._samplers import *  # noqa: F403
-from fungrad.random._samplers import _float_dtype, _param_shape, _check_broadcastable, _DtypeError
+from fungrad.random._samplers import _float_dtype, _param_shape, _check_broadcastable
 
 # ----------------------------------------------------------------------------
 # gamma family: gamma, loggamma, beta, dirichlet
 # ----------------------------------------------------------------------------
-# All rejection samplers below share one pattern: a ``lax.while_loop`` over the
-# whole array. Each round derives a fresh key with ``fold_in(key, round)``,
-# proposes a value for every entry, and keeps the proposal only for entries
-# that accept it for the first time; the loop stops when every entry has
-# accepted. Under ``vmap`` the loop runs while any lane is live, and lanes that
-# finished keep their values, so a batch of keys gives what a Python loop gives.
-
-def _rejection_loop(key, shape, dtype, propose, value_dtype):
-    """Run ``propose(round_key) -> (value, accept)`` until every entry accepted.
-
-    Returns the first accepted value of every entry (an array of ``shape``).
-    """
-    def body(carry):
-        round_index, values, done = carry
-        proposal, accept = propose(fold_in(key, round_index))
-        values = fnp.where(accept & fnp.logical_not(done), proposal, values)
-        return round_index + np.uint32(1), values, done | accept
-
-    init = (np.uint32(0), fnp.zeros(shape, value_dtype), fnp.zeros(shape, np.bool_))
-    _, values, _ = lax.while_loop(lambda c: fnp.logical_not(fnp.all(c[2])), body, init)
-    return values
-
-
-def _two_uniforms(round_key, shape, dtype):
-    first, second = split(round_key)
-    return uniform(first, shape, dtype), uniform(second, shape, dtype)
-
-
-def _marsaglia_tsang_log(key, alpha, shape, dtype):
-    """log of Gamma(alpha, 1) samples for alpha >= 1 (Marsaglia & Tsang 2000).
-
-    Proposal ``d * (1 + c z)**3`` with z normal, d = alpha - 1/3, c = 1/sqrt(9d);
-    accepted when ``log u < z**2/2 + d - d v + d log v``: exact, and the
-    acceptance rate is above 95% for every alpha >= 1.
-    """
-    d = alpha - 1.0 / 3.0
-    c = 1.0 / fnp.sqrt(9.0 * d)
-
-    def propose(round_key):
-        normal_key, uniform_key = split(round_key)
-        z = normal(normal_key, shape, dtype)
-        log_u = fnp.log(uniform(uniform_key, shape, dtype, minval=np.finfo(dtype).tiny))
-        v = (1.0 + c * z) ** 3
-        positive = v > 0
-        safe_v = fnp.where(positive, v, 1.0)   # log of a rejected v <= 0 is never used
-        log_v = fnp.log(safe_v)
-        accept = positive & (log_u < 0.5 * z * z + d - d * safe_v + d * log_v)
-        return fnp.log(d) + log_v, accept
-
-    return _rejection_loop(key, shape, dtype, propose, dtype)
-
+# Every sampler in this module is JAX's algorithm with JAX's key splitting, so
+# it draws JAX's numbers: a ``lax.while_loop`` over the whole array whose
+# rounds split the key as JAX's do, run while any entry is live (JAX's own
+# loops over the array, or its per-entry loops with finished entries held still).
 
 def _float_param(value, dtype):
     return lax.convert_element_type(fnp.asarray(value), dtype)
-
-
-def _log_gamma_sample(key, a, shape, dtype):
-    """log of Gamma(a, 1) samples; nan where a <= 0 or a is nan, inf where a = inf.
-
-    For a < 1 the sampler draws Gamma(a + 1) and multiplies by U**(1/a)
-    (Marsaglia & Tsang's boost), in log space so that tiny a does not
-    underflow to 0. The derivative in ``a`` is attached by ``_implicit_gamma_grad``.
-    """
-    a = fnp.broadcast_to(a, shape)
-    valid = (a > 0) & fnp.isfinite(a)
-    safe_a = lax.stop_gradient(fnp.where(valid, a, 1.0))   # rejection is not differentiated
-    boosted = safe_a < 1
-    gamma_key, boost_key = split(key)
-    log_x = _marsaglia_tsang_log(gamma_key, fnp.where(boosted, safe_a + 1.0, safe_a), shape, dtype)
-    log_u = fnp.log(uniform(boost_key, shape, dtype, minval=np.finfo(dtype).tiny))
-    log_x = fnp.where(boosted, log_x + log_u / safe_a, log_x)
-    log_x = _implicit_gamma_grad(fnp.where(valid, a, 1.0), log_x)
-    return fnp.where(valid, log_x, fnp.where(a == np.inf, np.inf, np.nan).astype(dtype))
-
-
-def _dlog_sample_dalpha(alpha, log_x):
-    """d log(x) / d alpha at a Gamma(alpha) sample x, by implicit differentiation
-    of P(alpha, x) = u: dx/dalpha = -(dP/dalpha) / pdf(x) (``lax.random_gamma_grad``,
-    accurate to ~1e-14), divided by x."""
-    x = fnp.exp(log_x)
-    return lax.random_gamma_grad(alpha, x) / x
-
-
-@custom_jvp
-def _implicit_gamma_grad(alpha, log_x):
-    """Identity on the log-sample ``log_x``; its JVP in ``alpha`` is the implicit
-    reparameterisation gradient (Figurnov et al. 2018), as JAX's gamma has."""
-    return log_x
-
-
-@_implicit_gamma_grad.defjvp
-def _implicit_gamma_grad_jvp(primals, tangents):
-    alpha, log_x = primals
-    d_alpha, d_log_x = tangents
-    return log_x, d_log_x + d_alpha * _dlog_sample_dalpha(alpha, log_x)
 
 
 def _gamma_setup(key, a, shape, dtype, caller):
@@ -123,43 +34,41 @@ def _gamma_setup(key, a, shape, dtype, caller):
     return key, a, _param_shape(caller, shape, a), dtype
 
 
-def loggamma(key, a, shape=None, dtype=np.float64):
-    """log of Gamma(a, 1) samples, accurate for tiny ``a`` where ``gamma`` underflows.
-
-    ``shape`` defaults to ``a.shape``; ``a <= 0`` (or nan) gives nan.
-    Differentiable in ``a`` (implicit reparameterisation, as JAX).
-    """
-    key, a, shape, dtype = _gamma_setup(key, a, shape, dtype, "loggamma")
-    return _log_gamma_sample(key, a, shape, dtype)
-
-
-def gamma(key, a, shape=None, dtype=np.float64):
-    """Gamma(a, 1) samples (Marsaglia–Tsang rejection; boosted for a < 1).
-
-    ``shape`` defaults to ``a.shape``; ``a <= 0`` (or nan) gives nan.
-    Differentiable in ``a`` (implicit reparameterisation, as JAX).
-    """
+def gamma(key, a, shape=None, dtype=None):
+    """Gamma(a, 1) samples by JAX's algorithm and stream (Marsaglia-Tsang, one
+    key per sample; boosted for a < 1). ``shape`` defaults to ``a.shape``;
+    invalid ``a`` gives what JAX's loop gives (nan for a < -1 or nan, 0 for 0).
+    Differentiable in ``a`` (implicit reparameterisation, as JAX)."""
     key, a, shape, dtype = _gamma_setup(key, a, shape, dtype, "gamma")
-    return fnp.exp(_log_gamma_sample(key, a, shape, dtype))
+    return _gamma_sample(key, a, shape, dtype, log_space=False)
 
 
-def beta(key, a, b, shape=None, dtype=np.float64):
-    """Beta(a, b) samples as X / (X + Y), X ~ Gamma(a), Y ~ Gamma(b) (in log space).
+def loggamma(key, a, shape=None, dtype=None):
+    """log of Gamma(a, 1) samples, accurate for tiny ``a`` where ``gamma``
+    underflows (JAX's algorithm and stream; ``shape`` defaults to ``a.shape``).
+    Differentiable in ``a`` (implicit reparameterisation, as JAX)."""
+    key, a, shape, dtype = _gamma_setup(key, a, shape, dtype, "loggamma")
+    return _gamma_sample(key, a, shape, dtype, log_space=True)
 
-    ``shape`` defaults to the broadcast shape of ``a`` and ``b``; a or b <= 0 gives nan.
-    """
+
+def beta(key, a, b, shape=None, dtype=None):
+    """Beta(a, b) samples as JAX draws them: X / (X + Y) from the logs of
+    Gamma(a) and Gamma(b) samples (of the two halves of a split key), scaled
+    by the larger. ``shape`` defaults to the broadcast shape of ``a`` and ``b``."""
     key = _check_key(key, "beta")
     dtype = _float_dtype(dtype, "beta")
     a, b = _float_param(a, dtype), _float_param(b, dtype)
     shape = _param_shape("beta", shape, a, b)
     a_key, b_key = split(key)
-    log_x = _log_gamma_sample(a_key, a, shape, dtype)
-    log_y = _log_gamma_sample(b_key, b, shape, dtype)
-    return fnp.exp(log_x - fnp.logaddexp(log_x, log_y))
+    log_x = _gamma_sample(a_key, a, shape, dtype, log_space=True)
+    log_y = _gamma_sample(b_key, b, shape, dtype, log_space=True)
+    log_max = lax.max(log_x, log_y)
+    x, y = fnp.exp(log_x - log_max), fnp.exp(log_y - log_max)
+    return x / (x + y)
 
 
-def dirichlet(key, alpha, shape=None, dtype=np.float64):
-    """Dirichlet(alpha) samples: normalised Gamma(alpha_i) draws (in log space).
+def dirichlet(key, alpha, shape=None, dtype=None):
+    """Dirichlet(alpha) samples: JAX's softmax of loggamma(alpha) draws.
 
     ``alpha`` has shape ``(..., k)``; ``shape`` is the batch shape (default
     ``alpha.shape[:-1]``) and the result has shape ``shape + (k,)``.
@@ -173,163 +82,291 @@ def dirichlet(key, alpha, shape=None, dtype=np.float64):
     batch = tuple(alpha.shape[:-1])
     shape = batch if shape is None else _shape_tuple(shape, "dirichlet", "shape")
     _check_broadcastable("dirichlet", shape, fnp.zeros(batch))
-    log_g = _log_gamma_sample(key, alpha, (*shape, alpha.shape[-1]), dtype)
+    log_g = _gamma_sample(key, alpha, (*shape, alpha.shape[-1]), dtype, log_space=True)
     # Normalising in log space keeps tiny-alpha draws from becoming 0 / 0.
     shifted = log_g - lax.stop_gradient(fnp.max(log_g, axis=-1, keepdims=True))
     weights = fnp.exp(shifted)
     return weights / fnp.sum(weights, axis=-1, keepdims=True)
 
 
+def _gamma_sample(key, a, shape, dtype, log_space):
+    """JAX's random_gamma: Gamma(a, 1) samples (their logs with ``log_space``) of
+    ``shape``, one key of ``split(key, size)`` per sample, each drawn by JAX's
+    scalar Marsaglia-Tsang loop (``_marsaglia_tsang``), with JAX's implicit
+    reparameterisation derivative in ``a``."""
+    a = fnp.broadcast_to(a, shape)
+    size = math.prod(shape)
+    keys = _split_raw(key, (size,))
+    alphas = fnp.reshape(lax.stop_gradient(a), (size,))
+    samples = fnp.reshape(_marsaglia_tsang(keys, alphas, dtype, log_space), shape)
+    return (_implicit_log_gamma_grad if log_space else _implicit_gamma_grad)(a, samples)
+
+
+def _marsaglia_tsang(keys, alpha, dtype, log_space):
+    """JAX's ``_gamma_one`` for every (key, alpha) pair at once: per entry, rounds
+    of ``key, x_key, u_key = split(key, 3)``, normals ``x`` (each from
+    ``x_key, sub = split(x_key)``) until ``v = 1 + c x > 0``, then a uniform,
+    until Marsaglia and Tsang's test accepts ``d v**3``; alpha < 1 is boosted
+    with ``u**(1/alpha)`` of the first split's second key. Entries loop
+    independently (a finished entry keeps its state), so each gets exactly
+    what JAX's loop gives it alone."""
+    one, zero = np.asarray(1, dtype), np.asarray(0, dtype)
+    boost = alpha >= one
+    alpha_boosted = fnp.where(boost, alpha, alpha + one)
+    d = alpha_boosted - np.asarray(1 / 3, dtype)
+    c = np.asarray(1 / 3, dtype) / fnp.sqrt(d)
+    first = _split_raw(keys, (2,))
+    key, boost_key = first[:, 0], first[:, 1]
+
+    def rejected(X, V, U):
+        squeeze = U >= one - np.asarray(0.0331, dtype) * (X * X)
+        return squeeze & (fnp.log(U) >= X * np.asarray(0.5, dtype)
+                          + d * ((one - V) + fnp.log(V)))
+
+    def propose(state):
+        key, X, V, U, live = state
+        split3 = _split_raw(key, (3,))
+        x, v = _positive_v(split3[:, 1], c, dtype, live)
+        U_new = _random_bits(split3[:, 2], dtype, (), "unit")
+        key = fnp.where(live[:, None], split3[:, 0], key)
+        X, V, U = (fnp.where(live, new, old)
+                   for new, old in ((x * x, X), (v * v * v, V), (U_new, U)))
+        return key, X, V, U, live & rejected(X, V, U)
+
+    shape = get_aval(alpha).shape
+    init = (key, fnp.zeros(shape, dtype), fnp.ones(shape, dtype), fnp.full(shape, 2, dtype),
+            fnp.ones(shape, np.bool_))
+    _, _, V, _, _ = lax.while_loop(lambda s: fnp.any(s[4]), propose, init)
+    if log_space:
+        log_u = -(-fnp.log1p(-_random_bits(boost_key, dtype, (), "unit")))
+        log_boost = fnp.where(boost | (log_u == zero), zero, log_u * (one / alpha))
+        return (fnp.log(d) + fnp.log(V)) + log_boost
+    u = one - _random_bits(boost_key, dtype, (), "unit")
+    return (d * V) * fnp.where(boost, one, u ** (one / alpha))
+
+
+def _positive_v(x_key, c, dtype, live):
+    """JAX's inner loop: normals x from ``x_key, sub = split(x_key)`` until
+    ``v = 1 + x c > 0`` (one rounding: XLA fuses it), for the ``live`` entries."""
+    one = np.asarray(1, dtype)
+
+    def draw(state):
+        x_key, x, v, todo = state
+        pair = _split_raw(x_key, (2,))
+        x_new = _random_bits(pair[:, 1], dtype, (), "normal")
+        v_new = prng.random_fma(x_new, c, fnp.broadcast_to(one, get_aval(c).shape))
+        x_key = fnp.where(todo[:, None], pair[:, 0], x_key)
+        x, v = fnp.where(todo, x_new, x), fnp.where(todo, v_new, v)
+        return x_key, x, v, todo & (v <= 0)
+
+    shape = get_aval(c).shape
+    init = (x_key, fnp.zeros(shape, dtype), fnp.full(shape, -1, dtype), live)
+    _, x, v, _ = lax.while_loop(lambda s: fnp.any(s[3]), draw, init)
+    return x, v
+
+
+@custom_jvp
+def _implicit_gamma_grad(alpha, x):
+    """Identity on the sample ``x``; its JVP in ``alpha`` is JAX's implicit
+    reparameterisation gradient, ``random_gamma_grad(alpha, x)``."""
+    return x
+
+
+@_implicit_gamma_grad.defjvp
+def _implicit_gamma_grad_jvp(primals, tangents):
+    alpha, x = primals
+    d_alpha, d_x = tangents
+    return x, d_x + d_alpha * lax.random_gamma_grad(alpha, x)
+
+
+@custom_jvp
+def _implicit_log_gamma_grad(alpha, log_x):
+    """Identity on the log-sample; JVP in ``alpha`` as JAX's loggamma's."""
+    return log_x
+
+
+@_implicit_log_gamma_grad.defjvp
+def _implicit_log_gamma_grad_jvp(primals, tangents):
+    alpha, log_x = primals
+    d_alpha, d_log_x = tangents
+    x = fnp.exp(log_x)
+    x = fnp.where(x == 0, np.finfo(get_aval(x).dtype).tiny, x)
+    return log_x, d_log_x + d_alpha * lax.random_gamma_grad(alpha, x) / x
+
+
 # ----------------------------------------------------------------------------
-# poisson and binomial (exact; counts are computed as floats, then converted)
+# poisson and binomial (JAX's: counts are computed as floats, then converted)
 # ----------------------------------------------------------------------------
+
+def poisson(key, lam, shape=None, dtype=None):
+    """Poisson(lam) counts by JAX's algorithms and stream, in float32 as JAX:
+    Knuth's product of uniforms for lam < 10, transformed rejection above, both
+    from the same key. ``shape`` defaults to ``lam.shape``; lam = 0 gives 0,
+    a negative or nan lam -1, as JAX's loops do."""
+    key = _check_key(key, "poisson")
+    dtype = canonicalize_dtype(np.int64 if dtype is None else dtype)   # int32 without x64
+    if dtype.kind not in "iu":
+        raise TypeError(f"fungrad.random.poisson: `dtype` must be an integer type, got "
+                        f"{dtype}; e.g. dtype=numpy.int64.")
+    lam = lax.stop_gradient(fnp.asarray(lam))
+    shape = _param_shape("poisson", shape, lam)
+    lam = lax.convert_element_type(fnp.broadcast_to(lam, shape), np.float32)
+    use_knuth = fnp.isnan(lam) | (lam < 10)
+    knuth = _knuth_poisson(key, fnp.where(use_knuth, lam, 0.0), shape, dtype)
+    rejection = _rejection_poisson(key, fnp.where(use_knuth, 100000.0, lam), shape, dtype)
+    result = fnp.where(use_knuth, knuth, rejection)
+    return fnp.where(lam == 0, fnp.zeros_like(result), result)
+
 
 def _knuth_poisson(key, lam, shape, dtype):
-    """Poisson(lam) by Knuth's product of uniforms: the count of factors before
-    the running product drops below exp(-lam) (in log space). Rounds ~ lam, so
-    this is used for lam < 10 only."""
+    """JAX's Knuth sampler (used for lam < 10): one float32 uniform per entry
+    and round, from ``key, subkey = split(key)``, while any entry's running
+    log-product is above -lam; the count is the rounds it stayed above, less 1."""
     def body(carry):
-        round_index, count, log_product, done = carry
-        u = uniform(fold_in(key, round_index), shape, dtype)
-        log_product = log_product + fnp.log(u)
-        done_now = done | (log_product < -lam)
-        return round_index + np.uint32(1), fnp.where(done_now, count, count + 1), log_product, done_now
+        key, count, log_product = carry
+        pair = _split_raw(key, (2,))
+        count = fnp.where(log_product > -lam, count + 1, count)
+        u = _random_bits(pair[1], np.dtype(np.float32), shape, "unit")
+        return pair[0], count, log_product + fnp.log(u)
 
-    init = (np.uint32(0), fnp.zeros(shape, dtype), fnp.zeros(shape, dtype), fnp.zeros(shape, np.bool_))
-    _, count, _, _ = lax.while_loop(lambda c: fnp.logical_not(fnp.all(c[3])), body, init)
-    return count
+    init = (key, fnp.zeros(shape, dtype), fnp.zeros(shape, np.float32))
+    _, count, _ = lax.while_loop(lambda c: fnp.any(c[2] > -lam), body, init)
+    return count - 1
 
 
-def _ptrs_poisson(key, lam, shape, dtype):
-    """Poisson(lam) for lam >= 10 by Hörmann's transformed rejection with squeeze
-    (PTRS, Hörmann 1993, as NumPy uses): exact, ~1.1 proposals per sample."""
+def _rejection_poisson(key, lam, shape, dtype):
+    """JAX's transformed rejection (Hörmann's PTRS, used for lam >= 10) in float32:
+    rounds of ``key, k0, k1 = split(key, 3)`` and a uniform from each, while any
+    entry has never accepted; an entry takes the value of every round that
+    accepts (as JAX's select does)."""
     log_lam = fnp.log(lam)
     b = 0.931 + 2.53 * fnp.sqrt(lam)
     a = -0.059 + 0.02483 * b
     inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
     v_r = 0.9277 - 3.6224 / (b - 2)
 
-    def propose(round_key):
-        u, v = _two_uniforms(round_key, shape, dtype)
-        u = u - 0.5
-        us = 0.5 - fnp.abs(u)
-        k = fnp.floor((2 * a / us + b) * u + lam + 0.43)
-        squeeze = (us >= 0.07) & (v <= v_r)
-        reject = (k < 0) | ((us < 0.013) & (v > us))
-        safe_k = fnp.where(k < 0, 0.0, k)
-        log_ratio = fnp.log(v * inv_alpha / (a / (us * us) + b))
-        exact = log_ratio <= -lam + safe_k * log_lam - lax.lgamma(safe_k + 1)
-        return k, squeeze | (fnp.logical_not(reject) & exact)
-
-    return _rejection_loop(key, shape, dtype, propose, dtype)
-
-
-# Below this mean the counting methods (Knuth, waiting times) are used; above,
-# transformed rejection (their round counts grow with the mean, its do not).
-_SMALL_MEAN = 10.0
-
-
-def poisson(key, lam, shape=None, dtype=np.int64):
-    """Poisson(lam) counts: Knuth's method for lam < 10, PTRS rejection above.
-
-    ``shape`` defaults to ``lam.shape``. Invalid ``lam`` (negative, nan or
-    inf) gives -1 (an integer result cannot hold nan).
-    """
-    key = _check_key(key, "poisson")
-    dtype = canonicalize_dtype(dtype)     # int32 when jax_enable_x64 is off
-    if dtype.kind not in "iu":
-        raise TypeError(f"fungrad.random.poisson: `dtype` must be an integer type, got "
-                        f"{dtype}; e.g. dtype=numpy.int64.")
-    lam = lax.stop_gradient(_float_param(lam, np.float64))
-    shape = _param_shape("poisson", shape, lam)
-    lam = fnp.broadcast_to(lam, shape)
-    valid = (lam >= 0) & fnp.isfinite(lam)
-    small = lam < _SMALL_MEAN
-    knuth_key, ptrs_key = split(key)
-    # Entries handled by the other method get a parameter that finishes at once.
-    counts = fnp.where(small,
-                       _knuth_poisson(knuth_key, fnp.where(small & valid, lam, 0.0), shape, np.float64),
-                       _ptrs_poisson(ptrs_key, fnp.where(small | ~valid, 1e3, lam), shape, np.float64))
-    counts = fnp.where(valid, counts, -1.0)
-    return lax.convert_element_type(counts, dtype)
-
-
-def _waiting_time_binomial(key, n, p, shape, dtype):
-    """Binomial(n, p) by inversion through geometric waiting times: count the
-    successes whose Geometric(p) trial gaps still fit into n trials.
-    Rounds ~ n p, so this is used for n p < 10 only (p > 0)."""
-    log_q = fnp.log1p(-p)
-
     def body(carry):
-        round_index, count, trials, done = carry
-        u = 1.0 - uniform(fold_in(key, round_index), shape, dtype)   # on (0, 1]
-        trials = trials + fnp.floor(fnp.log(u) / log_q) + 1
-        done_now = done | (trials > n)
-        return round_index + np.uint32(1), fnp.where(done_now, count, count + 1), trials, done_now
+        key, k_out, accepted = carry
+        keys = _split_raw(key, (3,))
+        u = _random_bits(keys[1], np.dtype(np.float32), shape, "unit") - 0.5
+        v = _random_bits(keys[2], np.dtype(np.float32), shape, "unit")
+        u_shifted = 0.5 - fnp.abs(u)
+        k = fnp.floor((2 * a / u_shifted + b) * u + lam + 0.43)
+        s = fnp.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        t = -lam + k * log_lam - lax.lgamma(k + 1)
+        accept1 = (u_shifted >= 0.07) & (v <= v_r)
+        reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
+        accept = accept1 | (~reject & (s <= t))
+        return keys[0], fnp.where(accept, k, k_out), accepted | accept
 
-    init = (np.uint32(0), fnp.zeros(shape, dtype), fnp.zeros(shape, dtype), fnp.zeros(shape, np.bool_))
-    _, count, _, _ = lax.while_loop(lambda c: fnp.logical_not(fnp.all(c[3])), body, init)
-    return count
-
-
-def _btrs_binomial(key, n, p, shape, dtype):
-    """Binomial(n, p) for n p >= 10 and p <= 1/2 by Hörmann's BTRS (transformed
-    rejection with squeeze, 1993); the final test compares with the exact
-    log-pmf ratio to the mode, so the samples are exact."""
-    spq = fnp.sqrt(n * p * (1 - p))
-    b = 1.15 + 2.53 * spq
-    a = -0.0873 + 0.0248 * b + 0.01 * p
-    c = n * p + 0.5
-    v_r = 0.92 - 4.2 / b
-    alpha = (2.83 + 5.1 / b) * spq
-    log_odds = fnp.log(p) - fnp.log1p(-p)
-    mode = fnp.floor((n + 1) * p)
-    log_mode_terms = lax.lgamma(mode + 1) + lax.lgamma(n - mode + 1)
-
-    def propose(round_key):
-        u, v = _two_uniforms(round_key, shape, dtype)
-        u = u - 0.5
-        us = 0.5 - fnp.abs(u)
-        k = fnp.floor((2 * a / us + b) * u + c)
-        in_range = (k >= 0) & (k <= n)
-        safe_k = fnp.clip(k, 0, n)
-        squeeze = (us >= 0.07) & (v <= v_r)
-        log_v = fnp.log(v * alpha / (a / (us * us) + b))
-        exact = log_v <= (log_mode_terms - lax.lgamma(safe_k + 1) - lax.lgamma(n - safe_k + 1)
-                          + (safe_k - mode) * log_odds)
-        return k, in_range & (squeeze | exact)
-
-    return _rejection_loop(key, shape, dtype, propose, dtype)
+    init = (key, fnp.full(shape, -1, np.float32), fnp.zeros(shape, np.bool_))
+    _, k, _ = lax.while_loop(lambda c: fnp.any(~c[2]), body, init)
+    return lax.convert_element_type(k, dtype)
 
 
-def binomial(key, n, p, shape=None, dtype=np.float64):
-    """Binomial(n, p) counts (as floats, like JAX): waiting-time inversion when
-    n min(p, 1-p) < 10, BTRS rejection otherwise; p > 1/2 samples n - Bin(n, 1-p).
-
-    ``shape`` defaults to the broadcast shape of ``n`` and ``p``. Invalid
-    parameters (n negative or not a whole number, p outside [0, 1], nan) give nan.
-    """
+def binomial(key, n, p, shape=None, dtype=None):
+    """Binomial(n, p) counts (as floats, like JAX) by JAX's algorithms and stream:
+    inversion when n min(p, 1-p) <= 10, BTRS otherwise (both from the same
+    key); p > 1/2 samples n - Bin(n, 1-p). ``shape`` defaults to the broadcast
+    shape of ``n`` and ``p``; n is floored; n < 0, nan or p outside [0, 1] give
+    nan, n = inf gives inf, as JAX."""
     key = _check_key(key, "binomial")
     dtype = _float_dtype(dtype, "binomial")
-    n = lax.stop_gradient(_float_param(n, np.float64))
-    p = lax.stop_gradient(_float_param(p, np.float64))
+    p = lax.stop_gradient(fnp.asarray(p))
+    if not np.issubdtype(p.dtype, np.inexact):
+        p = lax.convert_element_type(p, canonicalize_dtype(np.float64))
+    n = lax.stop_gradient(lax.convert_element_type(fnp.asarray(n), p.dtype))
     shape = _param_shape("binomial", shape, n, p)
-    n, p = fnp.broadcast_to(n, shape), fnp.broadcast_to(p, shape)
-    valid = (n >= 0) & fnp.isfinite(n) & (fnp.floor(n) == n) & (p >= 0) & (p <= 1)
-    flipped = p > 0.5
-    q = fnp.where(flipped, 1 - p, p)                       # q <= 1/2
-    trivial = (q == 0) | ~valid                            # always 0 successes (or nan below)
-    small = n * q < _SMALL_MEAN
-    small_key, btrs_key = split(key)
-    # Entries handled elsewhere get parameters that finish in the first round.
-    counts = fnp.where(
-        small,
-        _waiting_time_binomial(small_key, fnp.where(small & ~trivial, n, 0.0),
-                               fnp.where(small & ~trivial, q, 0.5), shape, np.float64),
-        _btrs_binomial(btrs_key, fnp.where(small | trivial, 100.0, n),
-                       fnp.where(small | trivial, 0.5, q), shape, np.float64))
-    counts = fnp.where(trivial, 0.0, counts)
-    counts = fnp.where(flipped, n - counts, counts)
-    return lax.convert_element_type(fnp.where(valid, counts, np.nan), dtype)
+    count, prob = fnp.broadcast_to(n, shape), fnp.broadcast_to(p, shape)
+    p_lt_half = prob < 0.5
+    q = fnp.where(p_lt_half, prob, 1.0 - prob)
+    count_nan_or_neg = fnp.isnan(count) | (count < 0.0)
+    count_inf = fnp.isinf(count)
+    q_is_nan, q_l_0 = fnp.isnan(q), q < 0.0
+    q = fnp.where(q_is_nan | q_l_0, 0.01, q)
+    use_inversion = count_nan_or_neg | (count * q <= 10.0)
+    count = fnp.floor(count)
+    samples = fnp.where(
+        use_inversion,
+        _binomial_inversion(key, fnp.where(use_inversion, count, 0.0), q, shape),
+        _btrs(key, fnp.where(use_inversion, 10000.0, count), fnp.where(use_inversion, 0.5, q),
+              shape))
+    samples = lax.convert_element_type(samples, dtype)
+    invalid = q_l_0 | q_is_nan | count_nan_or_neg
+    samples = fnp.where(invalid, np.asarray(np.nan, dtype), samples)
+    samples = fnp.where(count_inf & ~invalid, np.asarray(np.inf, dtype), samples)
+    keep = p_lt_half | count_nan_or_neg | q_is_nan | count_inf
+    return fnp.where(keep, samples, lax.convert_element_type(count, dtype) - samples)
 
 
+def _binomial_inversion(key, count, prob, shape):
+    """JAX's inversion by geometric waiting times (count * p <= 10): rounds of
+    ``subkey, key = split(key)`` while any entry's trials still fit in count."""
+    log1minusprob = fnp.log1p(-prob)
+
+    def body(carry):
+        key, num_geom, geom_sum = carry
+        pair = _split_raw(key, (2,))
+        num_geom = fnp.where(geom_sum <= count, num_geom + 1, num_geom)
+        u = _random_bits(pair[0], get_aval(prob).dtype, shape, "unit")
+        geom = fnp.ceil(fnp.log(u) / log1minusprob)
+        return pair[1], num_geom, geom_sum + geom
+
+    zeros = fnp.zeros(shape, get_aval(prob).dtype)
+    _, k, _ = lax.while_loop(lambda c: fnp.any(c[2] <= count), body, (key, zeros, zeros))
+    return k - 1
+
+
+def _btrs(key, count, prob, shape):
+    """JAX's BTRS (Hörmann's transformed rejection with squeeze) for count * p > 10;
+    an entry takes the value of every round that accepts, as JAX's select does."""
+    dtype = get_aval(prob).dtype
+    stddev = fnp.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = prob / (1 - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = fnp.floor((count + 1) * prob)
+
+    def body(carry):
+        key, k_out, accepted = carry
+        keys = _split_raw(key, (3,))
+        u = _random_bits(keys[1], dtype, shape, "unit") - 0.5
+        v = _random_bits(keys[2], dtype, shape, "unit")
+        us = 0.5 - fnp.abs(u)
+        accept1 = (us >= 0.07) & (v <= v_r)
+        k = fnp.floor((2 * a / us + b) * u + c)
+        reject = (k < 0) | (k > count)
+        v = fnp.log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * fnp.log((m + 1) / (r * (count - m + 1)))
+              + (count + 1) * fnp.log((count - m + 1) / (count - k + 1))
+              + (k + 0.5) * fnp.log(r * (count - k + 1) / (k + 1))
+              + _stirling_approx_tail(m) + _stirling_approx_tail(count - m)
+              - _stirling_approx_tail(k) - _stirling_approx_tail(count - k))
+        accept = accept1 | (~reject & (v <= ub))
+        return keys[0], fnp.where(accept, k, k_out), accepted | accept
+
+    init = (key, fnp.full(shape, -1, dtype), fnp.zeros(shape, np.bool_))
+    with np.errstate(all="ignore"):      # entries far outside [0, count] are rejected
+        _, k, _ = lax.while_loop(lambda cr: fnp.any(~cr[2]), body, init)
+    return k
+
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                  0.0118967099458917, 0.010411265261972, 0.00925546218271273,
+                  0.00833056343336287)
+
+
+def _stirling_approx_tail(k):
+    """JAX's tail of Stirling's series for log k!: a table below 10, else the
+    series' first terms (evaluated, as JAX does, at k clamped to 9)."""
+    dtype = get_aval(k).dtype
+    table = fnp.asarray(np.array(_STIRLING_TAIL, dtype))
+    clamped = lax.clamp(np.asarray(0, dtype), k, np.asarray(9, dtype))
+    kp1sq = (clamped + 1) * (clamped + 1)
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (clamped + 1)
+    tail = fnp.take(table, lax.convert_element_type(fnp.floor(clamped), np.int32))
+    return fnp.where(k <= 9, tail, approx)

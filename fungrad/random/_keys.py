@@ -9,7 +9,6 @@ import fungrad.lax as lax
 import fungrad.numpy as fnp
 from fungrad.lax import prng
 from fungrad.core import Tracer, canonicalize_dtype, get_aval
-from fungrad.custom_derivatives import custom_jvp
 from fungrad._config import config
 from fungrad.random._key_array import KeyArray, THREEFRY_KEY_DTYPE, IMPLEMENTATIONS
 

@@ -9,7 +9,6 @@ import fungrad.lax as lax
 import fungrad.numpy as fnp
 from fungrad.lax import prng
 from fungrad.core import Tracer, canonicalize_dtype, get_aval
-from fungrad.custom_derivatives import custom_jvp
 
 __all__ = ['uniform', 'normal', 'truncated_normal', 'gumbel', 'exponential', 'laplace', 'logistic', 'multivariate_normal', 'bernoulli', 'rademacher', 'randint', 'categorical', 'permutation', 'choice']
 from fungrad.random._keys import *  # noqa: F403
