@@ -106,6 +106,29 @@ def_lowering(reduce_sum_p,
 reduce_sum_p.forwards_when = lambda params: not params["axes"]
 
 
+def _reduce_numba(fn, nonempty=False):
+    """A reduction numba compiles: ``np.<fn>`` over all axes, or over the given
+    axes one at a time (sum only), of floating arrays (numba sums small ints in int64)."""
+    def rule(args, in_avals, out_avals, axes, **_):
+        aval = in_avals[0]
+        if aval.dtype.kind != "f" or (nonempty and aval.size == 0):
+            return None
+        if aval.shape == () or not axes:
+            return args[0]
+        if len(axes) == aval.ndim:
+            return f"np.{fn}({args[0]})"
+        if nonempty:
+            return None
+        expr = args[0]
+        for axis in sorted(axes, reverse=True):
+            expr = f"np.{fn}({expr}, axis={int(axis)})"
+        return expr
+    return rule
+
+
+reduce_sum_p.numba_lowering = _reduce_numba("sum")
+
+
 def reduce_sum(operand, axes):
     operand = as_operand(operand)
     axes = canonical_axes("reduce_sum", axes, get_aval(operand).ndim)
@@ -176,6 +199,7 @@ reduce_max_p.def_abstract_eval(_reduce_shape("reduce_max"))
 _chooser_jvp(reduce_max_p)
 batching.reducer_batcher(reduce_max_p)
 def_lowering(reduce_max_p, _chooser_lowering("max", _max_identity))
+reduce_max_p.numba_lowering = _reduce_numba("max", nonempty=True)
 
 reduce_min_p = Primitive("reduce_min")
 reduce_min_p.keeps_finite = True
@@ -184,6 +208,7 @@ reduce_min_p.def_abstract_eval(_reduce_shape("reduce_min"))
 _chooser_jvp(reduce_min_p)
 batching.reducer_batcher(reduce_min_p)
 def_lowering(reduce_min_p, _chooser_lowering("min", _min_identity))
+reduce_min_p.numba_lowering = _reduce_numba("min", nonempty=True)
 
 
 def reduce_max(operand, axes):
