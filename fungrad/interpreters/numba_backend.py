@@ -84,6 +84,16 @@ UFUNC_KINDS = {
 MIN_SEGMENT = 2
 
 
+class _StableNames(_Names):
+    """Names that stay once given: an equation is emitted as numba source first,
+    and again as NumPy code if that fails, after later equations (in compiled
+    runs) may have used the names of its results."""
+
+    def new(self, v) -> str:
+        name = self.names.get(v)
+        return name if name is not None else super().new(v)
+
+
 def _compilable_aval(aval) -> bool:
     dtype = getattr(aval, "dtype", None)
     return (isinstance(dtype, np.dtype) and dtype.kind in "biuf" and dtype.isnative
@@ -263,12 +273,13 @@ class _Program:
         self.segments: list[tuple[str, str, str]] = []   # (name, numba source, numpy twin)
         self.consts: dict = {}
         self.modules: dict = {}
+        self.primitives: set = set()     # names of the primitives the segments compile
 
 
 def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
     """Cut ``closed`` (optimised) into compiled segments and NumPy runs."""
     jaxpr = closed.jaxpr
-    names = _Names()
+    names = _StableNames()
     params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
     runs = _runs(jaxpr, names)
     ins, outs = _interface(runs, jaxpr.outvars)
@@ -285,6 +296,7 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
         ret = f"    return {_tuple_source([names(v) for v in outs[k]])}"
         source = "\n".join([f"def {seg}({', '.join(seg_params)}):"] + run.lines + [ret]) + "\n"
         twin = _numpy_twin(seg, run, ins[k], outs[k], names, prog)
+        prog.primitives.update(_primitive_names(run.eqns))
         prog.segments.append((seg, source, twin))
         args = [_scalar_in(names, v) for v in ins[k]] + list(run.consts)
         target = _tuple_source([names(v) for v in outs[k]])
@@ -300,6 +312,19 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
 
 def _out_atom(names, v) -> str:
     return names(v)
+
+
+def _primitive_names(eqns) -> set:
+    """The primitives of ``eqns`` and of the jaxprs inside them."""
+    found = set()
+    for eqn in eqns:
+        found.add(eqn.primitive.name)
+        for value in eqn.params.values():
+            subs = value if isinstance(value, tuple) else (value,)
+            for sub in subs:
+                if isinstance(sub, ClosedJaxpr):
+                    found |= _primitive_names(sub.jaxpr.eqns)
+    return found
 
 
 def _emit_numpy(eqns, names, lines, indent="    "):
@@ -341,11 +366,11 @@ class NumbaCompiled:
 class _Segment:
     """A compiled segment in the driver's namespace: the numba function, or,
     if numba cannot compile it (or it fails on its first call), its NumPy twin."""
-    __slots__ = ("name", "label", "numba_fn", "twin", "call", "numba_error")
+    __slots__ = ("name", "label", "numba_fn", "twin", "call", "numba_error", "after")
 
-    def __init__(self, name, label, numba_fn, twin, numba_error):
+    def __init__(self, name, label, numba_fn, twin, numba_error, after):
         self.name, self.label, self.numba_fn, self.twin = name, label, numba_fn, twin
-        self.numba_error = numba_error
+        self.numba_error, self.after = numba_error, after
         self.call = self._first
 
     def __call__(self, *args):
@@ -354,9 +379,17 @@ class _Segment:
     def _first(self, *args):
         try:
             out = self.numba_fn(*args)
-        except Exception as err:      # (compiling; nothing has run yet)
-            return self._give_up(err, args)
+        except Exception as err:      # (loading or compiling; nothing has run yet)
+            retry = self.after(False, self.name)   # a bad disk cache entry: compile anew
+            if retry is None:
+                return self._give_up(err, args)
+            self.numba_fn = retry
+            try:
+                out = self.numba_fn(*args)
+            except Exception as err:
+                return self._give_up(err, args)
         self.call = self._compiled
+        self.after(True, self.name)        # (the disk cache records what numba wrote)
         return out
 
     def _compiled(self, *args):
@@ -390,15 +423,16 @@ def _compile(closed: ClosedJaxpr, label: str) -> NumbaCompiled:
             log.warning("jit(%s): nothing in it compiles with numba; it runs on NumPy", label)
         comp = compile_scalar_or_numpy(closed, name)
         return NumbaCompiled(comp.fn, comp.source, comp.jaxpr, comp.consts, "NumPy")
-    numba_fns, numba_error = numba_cache.compile_segments(
-        [src for _, src, _ in prog.segments], [seg for seg, _, _ in prog.segments])
+    numba_fns, numba_error, on_compiled = numba_cache.compile_segments(
+        [src for _, src, _ in prog.segments], [seg for seg, _, _ in prog.segments],
+        prog.primitives)
     twins = "".join(twin + "\n" for _, _, twin in prog.segments)
     driver = "\n".join(prog.driver) + "\n"
     fn = compile_source(twins + driver, name, dict(prog.consts), prog.modules)
     namespace = fn.__globals__
     for (seg, _, _), numba_fn in zip(prog.segments, numba_fns):
         namespace[seg] = _Segment(seg, f"jit({label})", numba_fn, namespace[f"{seg}_numpy"],
-                                  numba_error)
+                                  numba_error, on_compiled)
     source = "".join(f"@numba.njit\n{src}\n" for _, src, _ in prog.segments) + driver
     return NumbaCompiled(fn, source, closed.jaxpr, closed.consts, "numba",
                          [namespace[seg] for seg, _, _ in prog.segments])

@@ -1186,6 +1186,9 @@ def select(pred, on_true, on_false):
 clamp_p = _nary("clamp", None, ANY, num_args=3,
                 lowering=lambda a: call(np.minimum, call(np.maximum, a[1], a[0]), a[2]))
 clamp_p.keeps_finite = True
+clamp_p.numba_lowering = lambda a, in_avals, out_avals: (
+    f"np.minimum(np.maximum({a[1]}, {a[0]}), {a[2]})"
+    if all(v.dtype.kind in "iuf" for v in in_avals) else None)
 
 
 def _and(a, b):

@@ -282,8 +282,20 @@ def _bitwise_reducer(name, ufunc):
     return p
 
 
+def _bool_reduce_numba(fn):
+    """np.all / np.any of a boolean array over all its axes (numba compiles it)."""
+    def rule(args, in_avals, out_avals, axes):
+        aval = in_avals[0]
+        if aval.dtype.kind != "b" or (aval.shape and len(axes) != aval.ndim):
+            return None
+        return f"np.{fn}({args[0]})" if aval.shape else args[0]
+    return rule
+
+
 reduce_and_p = _bitwise_reducer("reduce_and", np.bitwise_and)
 reduce_or_p = _bitwise_reducer("reduce_or", np.bitwise_or)
+reduce_and_p.numba_lowering = _bool_reduce_numba("all")
+reduce_or_p.numba_lowering = _bool_reduce_numba("any")
 reduce_xor_p = _bitwise_reducer("reduce_xor", np.bitwise_xor)
 
 
