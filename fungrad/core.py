@@ -517,6 +517,9 @@ class Primitive:
         # control flow's block emitter for a numba_backend.NumbaBlock
         self.numba_lowering: Callable | None = None
         self.numba_block = None
+        # its numba_lowering is elementwise (operands of the output's shape or
+        # scalars): it may join a fused loop, called on scalar avals there
+        self.numba_elementwise = False
         # has a side effect (debug callbacks, checks): dce keeps it, cse never merges it
         self.effectful = False
         # algebraic facts the optimisation passes read (interpreters/passes.py)

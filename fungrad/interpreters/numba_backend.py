@@ -131,8 +131,7 @@ class NumbaBlock:
         for v, n in zip(jaxpr.invars, in_names):
             self.names.names[v] = n
         inner = NumbaBlock(self.names, self.lines, self.indent + extra_indent, self.consts)
-        for eqn in jaxpr.eqns:
-            emit_eqn(inner, eqn)
+        emit_eqns(inner, jaxpr.eqns, jaxpr.outvars)
         if not jaxpr.eqns:
             inner.line("pass")
         return [inner.atom(v) for v in jaxpr.outvars]
@@ -158,11 +157,12 @@ def _ufunc_source(eqn, args) -> str:
         raise NotCompilable(f"{eqn.primitive.name} on {[a.aval.dtype for a in eqn.inputs]}")
     if not all(type(a) is str for a in expr.args):
         raise NotCompilable(f"{eqn.primitive.name}: a non-operand argument")
-    return render(expr, operator_form=True)
+    # (numba computes + - * of small integer scalars in int64: the ufunc keeps the dtype)
+    wide = all(a.aval.dtype in _PYTHON_DTYPES for a in eqn.inputs)
+    return render(expr, operator_form=wide)
 
 
-def emit_eqn(block: NumbaBlock, eqn) -> None:
-    """Append the numba source of ``eqn`` (NotCompilable if there is none)."""
+def _check_eqn(eqn) -> None:
     prim = eqn.primitive
     if prim.effectful:
         raise NotCompilable(f"{prim.name} has side effects")
@@ -170,22 +170,127 @@ def emit_eqn(block: NumbaBlock, eqn) -> None:
         raise NotCompilable(f"{prim.name}: a value of a dtype numba does not compile")
     if eqn.params:
         _check_params(prim, eqn.params)
+
+
+def _source(eqn, args, in_avals, out_avals) -> str:
+    """The right-hand side numba compiles for ``eqn`` (NotCompilable if none);
+    with shape () avals, its form on scalars (inside a fused loop)."""
+    prim = eqn.primitive
+    if prim.numba_lowering is not None:
+        text = prim.numba_lowering(args, in_avals, out_avals, **eqn.params)
+        if text is None:
+            raise NotCompilable(f"{prim.name} with these params or dtypes")
+        return text
+    if prim.multiple_results or prim.emit_block is not None:
+        raise NotCompilable(f"{prim.name} has no compiled lowering")
+    return _ufunc_source(eqn, args)
+
+
+def emit_eqn(block: NumbaBlock, eqn) -> None:
+    """Append the numba source of ``eqn`` (NotCompilable if there is none)."""
+    _check_eqn(eqn)
+    prim = eqn.primitive
     args = [block.atom(a) for a in eqn.inputs]
     outs = [block.names.new(v) for v in eqn.outvars]
     if prim.numba_block is not None:
         prim.numba_block(block, eqn, args, outs)
         return
-    if prim.numba_lowering is not None:
-        text = prim.numba_lowering(args, [a.aval for a in eqn.inputs],
-                                   [v.aval for v in eqn.outvars], **eqn.params)
-        if text is None:
-            raise NotCompilable(f"{prim.name} with these params or dtypes")
-    elif prim.multiple_results or prim.emit_block is not None:
-        raise NotCompilable(f"{prim.name} has no compiled lowering")
-    else:
-        text = _ufunc_source(eqn, args)
+    text = _source(eqn, args, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars])
     target = ", ".join(outs) + ("," if prim.multiple_results and len(outs) == 1 else "")
     block.line(f"{target} = {text}")
+
+
+# ----------------------------------------------------------------------------
+# Fusion: runs of elementwise equations of one shape as one loop
+# ----------------------------------------------------------------------------
+
+def _elementwise_shape(eqn):
+    """The shape of an elementwise equation's output, if it can join a fused
+    loop (every array operand of that shape), else None."""
+    prim = eqn.primitive
+    if prim.multiple_results or prim.numba_block is not None:
+        return None
+    if not (prim.numba_elementwise or (prim.numba_lowering is None and prim.lowering)):
+        return None
+    shape = eqn.outvars[0].aval.shape
+    if shape == () or any(a.aval.shape not in ((), shape) for a in eqn.inputs):
+        return None
+    return shape
+
+
+def emit_eqns(block: NumbaBlock, eqns, live_after) -> None:
+    """Emit ``eqns``; consecutive elementwise equations of one output shape go
+    into one loop over the elements (``_emit_fused``); ``live_after`` are the
+    variables read after them (later code, outputs)."""
+    eqns = list(eqns)
+    reads_after = [set() for _ in eqns]
+    later = {v for v in live_after if isinstance(v, Var)}
+    for k in range(len(eqns) - 1, -1, -1):
+        reads_after[k] = set(later)
+        later.update(a for a in eqns[k].inputs if isinstance(a, Var))
+    k = 0
+    while k < len(eqns):
+        shape = _elementwise_shape(eqns[k])
+        end = k
+        while end < len(eqns) and shape is not None and _elementwise_shape(eqns[end]) == shape:
+            end += 1
+        if end - k >= 1 and shape is not None:
+            group = eqns[k:end]
+            for eqn in group:
+                _check_eqn(eqn)
+            _emit_fused(block, group, shape, reads_after[end - 1])
+            k = end
+        else:
+            emit_eqn(block, eqns[k])
+            k += 1
+
+
+def _emit_fused(block: NumbaBlock, group, shape, live_after) -> None:
+    """One loop over the elements of ``shape``: each array read is indexed
+    through a flat view, each value is a scalar local, each result read
+    after the loop is written into a new array (one pass, no temporaries)."""
+    from fungrad.core import ShapedArray
+    names = block.names
+    defined = {v for eqn in group for v in eqn.outvars}
+    size = int(np.prod(shape, dtype=np.int64))
+    i = names.new(Var(ShapedArray((), np.int64)))
+    inputs = {}
+    for eqn in group:
+        for a in eqn.inputs:
+            if isinstance(a, Var) and a not in defined and a.aval.shape == shape:
+                inputs[a] = None
+    for eqn in group:
+        for v in eqn.outvars:
+            names.new(v)
+    outputs = [v for eqn in group for v in eqn.outvars if v in live_after]
+
+    def local(v, suffix):       # (a name: x_f, x_s; for an expression such as a[i], a new one)
+        name = names(v)
+        return f"{name}{suffix}" if name.isidentifier() else names.new(Var(v.aval))
+    flat = {v: local(v, "_f") for v in list(inputs) + outputs}
+    scalar = {v: local(v, "_s") for v in list(inputs) + [w for e in group for w in e.outvars]}
+    for a in inputs:
+        block.line(f"{flat[a]} = np.ascontiguousarray({names(a)}).ravel()")
+    for v in outputs:
+        block.line(f"{flat[v]} = np.empty({size}, {_type(v.aval.dtype)})")
+    block.line(f"for {i} in range({size}):")
+    for a in inputs:
+        block.line(f"{scalar[a]} = {flat[a]}[{i}]", "    ")
+    for eqn in group:
+        args = [scalar[a] if isinstance(a, Var) and a in scalar else block.atom(a)
+                for a in eqn.inputs]
+        in_avals = [ShapedArray((), a.aval.dtype) for a in eqn.inputs]
+        out = eqn.outvars[0]
+        text = _source(eqn, args, in_avals, [ShapedArray((), out.aval.dtype)])
+        block.line(f"{scalar[out]} = {text}", "    ")
+    for v in outputs:
+        block.line(f"{flat[v]}[{i}] = {scalar[v]}", "    ")
+    for v in outputs:
+        block.line(f"{names(v)} = {flat[v]}.reshape({tuple(int(d) for d in shape)!r})")
+
+
+def _type(dtype) -> str:
+    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
 
 
 def compiles(eqn) -> bool:
@@ -228,14 +333,22 @@ def _runs(jaxpr: Jaxpr, names: _Names) -> list:
             runs.append(_Run(ok))
         run = runs[-1]
         run.eqns.append(eqn)
-        if ok:
-            run.lines += lines
-            run.consts.update(consts)
-            run.has_block |= eqn.primitive.numba_block is not None
+        run.has_block |= ok and eqn.primitive.numba_block is not None
     for run in runs:     # too small to be worth a call: NumPy
         if run.compiled and not run.has_block and len(run.eqns) < MIN_SEGMENT:
             run.compiled = False
     return runs
+
+
+def _emit_run(run: _Run, names, live_after) -> None:
+    """The numba lines of a compiled run (fused), or it becomes a NumPy run."""
+    lines, consts = [], {}
+    try:
+        emit_eqns(NumbaBlock(names, lines, "    ", consts), run.eqns, live_after)
+    except NotCompilable:
+        run.compiled = False
+        return
+    run.lines, run.consts = lines, consts
 
 
 def _interface(runs, outvars):
@@ -256,6 +369,9 @@ def _interface(runs, outvars):
         outs[k] = [v for eqn in runs[k].eqns for v in eqn.outvars if v in needed]
         needed.update(dict.fromkeys(ins[k]))
     return ins, outs
+
+
+_PYTHON_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
 
 
 def _scalar_in(names, v) -> str:
@@ -283,6 +399,9 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
     params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
     runs = _runs(jaxpr, names)
     ins, outs = _interface(runs, jaxpr.outvars)
+    for run, run_outs in zip(runs, outs):
+        if run.compiled:
+            _emit_run(run, names, set(run_outs))
     prog = _Program()
     prog.consts = names.consts        # (one table: the names _b0, _b1, ... stay unique)
     prog.driver.append(f"def {name}({', '.join(params)}):")
@@ -302,8 +421,11 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
         target = _tuple_source([names(v) for v in outs[k]])
         prog.driver.append(f"    {target} = {seg}({', '.join(args)})  # compiled by numba"
                            if outs[k] else f"    {seg}({', '.join(args)})")
+        read_later = {v for later in ins[k + 1:] for v in later}
         for v in outs[k]:
-            if v.aval.shape == ():          # numba returns Python scalars
+            # numba returns Python scalars: NumPy scalars of their dtype again,
+            # unless only returned and of a dtype jit's output wrapping keeps
+            if v.aval.shape == () and (v in read_later or v.aval.dtype not in _PYTHON_DTYPES):
                 prog.driver.append(f"    {names(v)} = np.{v.aval.dtype.name}({names(v)})")
     prog.driver.append(f"    return {_tuple_source([_out_atom(names, v) for v in jaxpr.outvars])}")
     prog.modules.update(names.modules)
@@ -366,11 +488,12 @@ class NumbaCompiled:
 class _Segment:
     """A compiled segment in the driver's namespace: the numba function, or,
     if numba cannot compile it (or it fails on its first call), its NumPy twin."""
-    __slots__ = ("name", "label", "numba_fn", "twin", "call", "numba_error", "after")
+    __slots__ = ("name", "label", "numba_fn", "twin", "call", "numba_error", "after",
+                 "namespace")
 
-    def __init__(self, name, label, numba_fn, twin, numba_error, after):
+    def __init__(self, name, label, numba_fn, twin, numba_error, after, namespace):
         self.name, self.label, self.numba_fn, self.twin = name, label, numba_fn, twin
-        self.numba_error, self.after = numba_error, after
+        self.numba_error, self.after, self.namespace = numba_error, after, namespace
         self.call = self._first
 
     def __call__(self, *args):
@@ -388,22 +511,27 @@ class _Segment:
                 out = self.numba_fn(*args)
             except Exception as err:
                 return self._give_up(err, args)
-        self.call = self._compiled
+        self.call = self._compiled()
+        self.namespace[self.name] = self.call    # (the driver calls it directly from now on)
         self.after(True, self.name)        # (the disk cache records what numba wrote)
         return out
 
-    def _compiled(self, *args):
-        try:
-            return self.numba_fn(*args)
-        except self.numba_error as err:     # compiling for new argument layouts
-            return self._give_up(err, args)
+    def _compiled(self):
+        numba_fn, numba_error, give_up = self.numba_fn, self.numba_error, self._give_up
+
+        def call(*args):
+            try:
+                return numba_fn(*args)
+            except numba_error as err:     # compiling for new argument layouts
+                return give_up(err, args)
+        return call
 
     def _give_up(self, err, args):
         from fungrad import _config
         if _config.log_compiles.value:
             log.warning("%s: numba could not compile %s (%s: %s); it runs on NumPy",
                         self.label, self.name, type(err).__name__, str(err).split("\n")[0])
-        self.call = self.twin
+        self.call = self.namespace[self.name] = self.twin
         return self.twin(*args)
 
 
@@ -432,7 +560,7 @@ def _compile(closed: ClosedJaxpr, label: str) -> NumbaCompiled:
     namespace = fn.__globals__
     for (seg, _, _), numba_fn in zip(prog.segments, numba_fns):
         namespace[seg] = _Segment(seg, f"jit({label})", numba_fn, namespace[f"{seg}_numpy"],
-                                  numba_error, on_compiled)
+                                  numba_error, on_compiled, namespace)
     source = "".join(f"@numba.njit\n{src}\n" for _, src, _ in prog.segments) + driver
     return NumbaCompiled(fn, source, closed.jaxpr, closed.consts, "numba",
                          [namespace[seg] for seg, _, _ in prog.segments])

@@ -395,6 +395,7 @@ def_lowering(integer_pow_p,
 integer_pow_p.numba_lowering = lambda a, in_avals, out_avals, y: (
     None if in_avals[0].dtype.kind != "f" else f"({a[0]} * {a[0]})" if y == 2 else
     f"np.power({a[0]}, {numba_type(in_avals[0].dtype)}({int(y)}))")
+integer_pow_p.numba_elementwise = True
 
 sqrt_p = _unary("sqrt", np.sqrt, INEXACT)
 defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)))
@@ -403,6 +404,7 @@ rsqrt_p = _unary("rsqrt", None, INEXACT, lowering=lambda a: Source(f"1 / np.sqrt
 rsqrt_p.numba_lowering = lambda a, in_avals, out_avals: (
     f"{numba_type(in_avals[0].dtype)}(1) / np.sqrt({a[0]})" if in_avals[0].dtype.kind == "f"
     else None)
+rsqrt_p.numba_elementwise = True
 defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))))
 
 cbrt_p = _unary("cbrt", np.cbrt, FLOAT)
@@ -858,6 +860,7 @@ def_lowering(pow_p, lambda a: Source(
 pow_p.numba_lowering = lambda a, in_avals, out_avals: (
     f"np.power({a[0]}, {a[1]})" if in_avals[0].dtype.kind == "f"
     and in_avals[1].dtype == in_avals[0].dtype else None)
+pow_p.numba_elementwise = True
 
 
 def pow(x, y):  # noqa: A001 (JAX's name)
@@ -1169,6 +1172,7 @@ def _select_n_numba(args, in_avals, out_avals):
 
 
 select_n_p.numba_lowering = _select_n_numba
+select_n_p.numba_elementwise = True
 
 
 def select_n(which, *cases):
@@ -1189,6 +1193,7 @@ clamp_p.keeps_finite = True
 clamp_p.numba_lowering = lambda a, in_avals, out_avals: (
     f"np.minimum(np.maximum({a[1]}, {a[0]}), {a[2]})"
     if all(v.dtype.kind in "iuf" for v in in_avals) else None)
+clamp_p.numba_elementwise = True
 
 
 def _and(a, b):
@@ -1265,6 +1270,7 @@ def _convert_numba(args, in_avals, out_avals, new_dtype):
 
 
 convert_element_type_p.numba_lowering = _convert_numba
+convert_element_type_p.numba_elementwise = True
 
 
 def convert_element_type(operand, new_dtype):
@@ -1375,6 +1381,7 @@ stop_gradient_p = _unary("stop_gradient", lambda x: x, ANY, lowering=lambda a: S
 defjvp_zero(stop_gradient_p)
 stop_gradient_p.keeps_finite = True
 stop_gradient_p.numba_lowering = lambda a, in_avals, out_avals: a[0]
+stop_gradient_p.numba_elementwise = True
 
 
 def stop_gradient(x):

@@ -84,6 +84,8 @@ def_lowering(broadcast_in_dim_p, lambda a, shape, broadcast_dimensions: call(
 
 def _broadcast_in_dim_numba(args, in_avals, out_avals, shape, broadcast_dimensions):
     (x,), (aval,) = args, in_avals
+    if out_avals[0].shape == ():          # (a scalar, in a fused loop)
+        return x
     if aval.shape == ():
         return f"np.full({value_source(tuple(shape))}, {x}, {numba_type(aval.dtype)})"
     expanded = [1] * len(shape)
@@ -104,6 +106,7 @@ def _numba_reshape(x, aval, shape) -> str:
 
 
 broadcast_in_dim_p.numba_lowering = _broadcast_in_dim_numba
+broadcast_in_dim_p.numba_elementwise = True    # (of a scalar: joins a fused loop)
 
 
 def _new_axes(shape, broadcast_dimensions):
