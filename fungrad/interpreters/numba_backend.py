@@ -25,8 +25,13 @@ What compiles is data on each primitive (next to its other rules):
 
 Inside a segment a value of shape ``()`` is a numba scalar (the driver passes
 ``x[()]`` and turns scalar results back into NumPy scalars of their dtype).
-Elementwise runs are separate lines of array expressions, which numba's
-array-expression pass fuses into single loops.  A segment numba cannot
+Consecutive elementwise equations of one output shape (ufuncs, and rules
+marked ``numba_elementwise``, called with scalar avals there) become one
+loop over the elements with scalar locals: one pass over memory, and one
+small loop for LLVM instead of one compiled kernel per array expression.
+Loops, reductions, dots and reshapes are array code between such loops.
+A run of fewer than ``MIN_SEGMENT`` equations without a loop stays NumPy
+(a numba call costs more than it saves).  A segment numba cannot
 compile (or that fails on its first call) runs its NumPy twin instead, with
 one warning under ``jax_log_compiles``: never a wrong answer and never an
 exception the user did not cause.  Compiled code is cached on disk
@@ -47,7 +52,7 @@ from fungrad.interpreters.codegen import (_Names, _check_names, _check_params, _
 from fungrad.interpreters.lowering import Call, render
 from fungrad.interpreters.passes import optimize
 
-__all__ = ["compiled", "NumbaCompiled", "NumbaBlock", "UFUNC_KINDS", "compiles"]
+__all__ = ["compiled", "lower", "NumbaCompiled", "NumbaBlock", "UFUNC_KINDS", "MIN_SEGMENT"]
 
 log = logging.getLogger("fungrad.jit")
 
@@ -293,19 +298,6 @@ def _type(dtype) -> str:
     return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
 
 
-def compiles(eqn) -> bool:
-    """Whether the compiled backend lowers ``eqn`` (documentation and tests)."""
-    names = _Names()
-    for a in eqn.inputs:
-        if isinstance(a, Var):
-            names.new(a)
-    try:
-        emit_eqn(NumbaBlock(names, [], "", {}), eqn)
-    except NotCompilable:
-        return False
-    return True
-
-
 # ----------------------------------------------------------------------------
 # Segments and the driver
 # ----------------------------------------------------------------------------
@@ -427,13 +419,9 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
             # unless only returned and of a dtype jit's output wrapping keeps
             if v.aval.shape == () and (v in read_later or v.aval.dtype not in _PYTHON_DTYPES):
                 prog.driver.append(f"    {names(v)} = np.{v.aval.dtype.name}({names(v)})")
-    prog.driver.append(f"    return {_tuple_source([_out_atom(names, v) for v in jaxpr.outvars])}")
+    prog.driver.append(f"    return {_tuple_source([names(v) for v in jaxpr.outvars])}")
     prog.modules.update(names.modules)
     return prog
-
-
-def _out_atom(names, v) -> str:
-    return names(v)
 
 
 def _primitive_names(eqns) -> set:

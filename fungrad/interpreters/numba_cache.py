@@ -94,10 +94,14 @@ def _in_memory(text, names):
 
 
 def _versions() -> str:
+    import importlib.metadata
     import numba
-    import fungrad
+    try:
+        fungrad_version = importlib.metadata.version("fungrad")
+    except importlib.metadata.PackageNotFoundError:     # (run from a source tree)
+        fungrad_version = "unknown"
     return (f"format {FORMAT}; numba {numba.__version__}; numpy {np.__version__}; "
-            f"fungrad {getattr(fungrad, '__version__', '?')}; python {sys.version}")
+            f"fungrad {fungrad_version}; python {sys.version}")
 
 
 def _key(text: str, primitives) -> str:
