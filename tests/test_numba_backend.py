@@ -204,6 +204,19 @@ def test_scan_fori_while_cond_compile_natively():
     _close(numba_jit(f)(x), fungrad.jit(f)(x), "loops")
 
 
+def test_cumsum_pad_and_concatenate_compile():
+    def f(x):
+        y = lax.cumsum(x * 2.0, axis=1) + lax.cumsum(x, axis=0, reverse=True)
+        z = lax.pad(fnp.sin(x), 0.5, ((1, 2, 0), (0, 1, 0)))
+        return fnp.concatenate([y, fnp.cos(x)], axis=0), z * 3.0
+    for dtype in (np.float64, np.float32):
+        x = np.random.default_rng(2).normal(size=(3, 4)).astype(dtype)
+        src = numba_jit(f).lower(x).source()
+        assert "# NumPy" not in src and "@numba.njit" in src
+        for got, want in zip(numba_jit(f)(x), fungrad.jit(f)(x)):
+            _close(got, want, f"cumsum/pad/concatenate {dtype.__name__}")
+
+
 def test_grad_vmap_jvp_and_nested_jit():
     w, xs = np.linspace(-0.5, 0.5, 3), np.random.default_rng(1).normal(size=(6, 3))
     g = fungrad.grad(_loss)

@@ -459,6 +459,35 @@ cumsum_p = _cumulative("cumsum", lambda x, axis: np.cumsum(x, axis, dtype=x.dtyp
                        "np.cumsum({x}, axis={axis}, dtype={x}.dtype)")
 deflinear(cumsum_p, lambda ct, x, axis, reverse: [cumsum(ct, axis, not reverse)])
 
+
+def _cumsum_numba(block, eqn, args, out_names):
+    """A running sum along ``axis`` as a loop (in NumPy's order, so equal to
+    np.cumsum): the axis moved last, rows of the flattened rest summed."""
+    from fungrad.interpreters.numba_backend import NotCompilable
+    from fungrad.core import Var
+    aval, axis, reverse = eqn.inputs[0].aval, eqn.params["axis"], eqn.params["reverse"]
+    if aval.dtype.kind != "f" or aval.shape == ():
+        raise NotCompilable("cumsum of a scalar or of integers")
+    perm = tuple(d for d in range(aval.ndim) if d != axis) + (axis,)
+    inverse = tuple(int(i) for i in np.argsort(perm))
+    n = int(aval.shape[axis])
+    moved = tuple(int(aval.shape[d]) for d in perm)
+    m = int(np.prod(moved[:-1], dtype=np.int64))
+    t, o, r, k, acc = (block.names.new(Var(ShapedArray((), np.int64))) for _ in range(5))
+    (x,), (out,) = args, out_names
+    block.line(f"{t} = np.ascontiguousarray({x}.transpose({perm!r})).reshape(({m}, {n}))")
+    block.line(f"{o} = np.empty(({m}, {n}), np.{aval.dtype.name})")
+    block.line(f"for {r} in range({m}):")
+    block.line(f"{acc} = np.{aval.dtype.name}(0)", "    ")
+    block.line(f"for {k} in " + (f"range({n} - 1, -1, -1):" if reverse else f"range({n}):"),
+               "    ")
+    block.line(f"{acc} = np.add({acc}, {t}[{r}, {k}])", "        ")  # (keeps float32)
+    block.line(f"{o}[{r}, {k}] = {acc}", "        ")
+    block.line(f"{out} = np.ascontiguousarray({o}.reshape({moved!r}).transpose({inverse!r}))")
+
+
+cumsum_p.numba_block = _cumsum_numba
+
 cumprod_p = _cumulative("cumprod", lambda x, axis: np.cumprod(x, axis, dtype=x.dtype),
                         "np.cumprod({x}, axis={axis}, dtype={x}.dtype)")
 _scan_jvp(cumprod_p, lambda: _lax().mul, 1)

@@ -594,6 +594,23 @@ pad_p.batch = _pad_batch
 def_lowering(pad_p, _pad_lowering)
 
 
+def _pad_numba(block, eqn, args, out_names):
+    """A buffer of the padding value with the operand placed in it, for padding
+    without interior or negative amounts (a numba_block: two statements)."""
+    from fungrad.interpreters.numba_backend import NotCompilable
+    (x, v), (out,), config = args, out_names, eqn.params["padding_config"]
+    aval, out_aval = eqn.inputs[0].aval, eqn.outvars[0].aval
+    if aval.shape == () or any(lo < 0 or hi < 0 or it for lo, hi, it in config):
+        raise NotCompilable("pad with interior or negative padding")
+    shape = tuple(int(d) for d in out_aval.shape)
+    block.line(f"{out} = np.full({shape!r}, {v}, {numba_type(out_aval.dtype)})")
+    place = ", ".join(f"{int(lo)}:{int(lo) + int(n)}" for (lo, _, _), n in zip(config, aval.shape))
+    block.line(f"{out}[{place}] = {x}")
+
+
+pad_p.numba_block = _pad_numba
+
+
 def pad(operand, padding_value, padding_config):
     """Pad ``operand`` with ``padding_value`` (``jax.lax.pad``): one
     ``(low, high, interior)`` triple per dimension; negative low/high crop."""
@@ -653,6 +670,9 @@ deflinear(concatenate_p, _concatenate_transpose)
 concatenate_p.batch = _concatenate_batch
 def_lowering(concatenate_p, lambda args, dimension:
              Source(f"np.concatenate([{', '.join(args)}], axis={dimension})"))
+concatenate_p.numba_lowering = lambda args, in_avals, out_avals, dimension: (
+    f"np.concatenate(({', '.join(args)},), axis={int(dimension)})"
+    if in_avals[0].shape != () and len({a.dtype for a in in_avals}) == 1 else None)
 
 
 def concatenate(operands, dimension):
