@@ -217,6 +217,14 @@ def test_cumsum_pad_and_concatenate_compile():
             _close(got, want, f"cumsum/pad/concatenate {dtype.__name__}")
 
 
+def test_long_programs_are_cut_into_segments(monkeypatch):
+    monkeypatch.setattr(numba_backend, "MAX_SEGMENT", 3)
+    f = lambda x: fnp.sum(fnp.sin(fnp.reshape(fnp.exp(x) * x, (2, 3))) @ x.reshape(3, 2))
+    x = np.linspace(0, 1, 6)
+    assert numba_jit(f).lower(x).source().count("@numba.njit") >= 2
+    _close(numba_jit(f)(x), fungrad.jit(f)(x), "cut into segments")
+
+
 def test_grad_vmap_jvp_and_nested_jit():
     w, xs = np.linspace(-0.5, 0.5, 3), np.random.default_rng(1).normal(size=(6, 3))
     g = fungrad.grad(_loss)

@@ -87,6 +87,9 @@ UFUNC_KINDS = {
 # a segment is compiled when it has a loop or branch, or at least this many
 # equations: a numba call costs more than one small NumPy call saves
 MIN_SEGMENT = 2
+# at most this many top-level equations per segment: numba's type inference
+# and LLVM's optimiser grow faster than linearly with a function's length
+MAX_SEGMENT = 200
 
 
 class _StableNames(_Names):
@@ -321,7 +324,7 @@ def _runs(jaxpr: Jaxpr, names: _Names) -> list:
             ok = True
         except NotCompilable:
             ok = False
-        if not runs or runs[-1].compiled != ok:
+        if not runs or runs[-1].compiled != ok or (ok and len(runs[-1].eqns) >= MAX_SEGMENT):
             runs.append(_Run(ok))
         run = runs[-1]
         run.eqns.append(eqn)
