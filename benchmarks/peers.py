@@ -383,3 +383,19 @@ def random_normal_impls(shape) -> dict:
         impls["torch (torch.randn)"] = lambda: torch.randn(
             shape, dtype=torch.float64, generator=generator).numpy()
     return impls
+
+
+# ----------------------------------------------------------------------------
+# HMC: leapfrog steps inside a fori_loop
+# ----------------------------------------------------------------------------
+
+def hmc_impls(hmc_of, X, y, w, p, expected) -> dict:
+    """``hmc_of(m, grad, fori_loop, X, y)`` is the sampler's trajectory written
+    against a NumPy-like module; JAX compiles the whole loop."""
+    impls = {}
+    if jax_modules():
+        jax, jnp = jax_modules()
+        run = jax.jit(hmc_of(jnp, jax.grad, jax.lax.fori_loop, jnp.asarray(X), jnp.asarray(y)))
+        impls["jax jit"] = verified("jax jit", _jax_thunk(jax, run, jnp.asarray(w),
+                                                          jnp.asarray(p)), expected)
+    return impls

@@ -12,6 +12,8 @@ PyTorch is installed separately with exactly ``pip install torch==2.13.0``).
 """
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 
 import fungrad
@@ -31,6 +33,23 @@ def as_fungrad(tree):
     """``tree`` with its NumPy arrays as fungrad Arrays (what users pass)."""
     return fungrad.tree_util.tree_map(
         lambda v: fnp.asarray(v) if isinstance(v, np.ndarray) else v, tree)
+
+
+# the compiled backend's column (jit(..., backend="numba")) when numba is installed
+NUMBA = importlib.util.find_spec("numba") is not None
+NUMBA_COLUMN = "fungrad jit (numba)"
+
+
+def numba_impl(impls: dict, fn, *args, expected=None):
+    """Add the compiled backend's column: ``jit(fn, backend="numba")(*args)``,
+    checked against ``expected`` (default: the baseline's result)."""
+    if not NUMBA:
+        return
+    jitted = fungrad.jit(fn, backend="numba")
+    thunk = lambda: jitted(*args)
+    if expected is None:
+        expected = next(iter(impls.values()))()
+    impls[NUMBA_COLUMN] = peers.verified(NUMBA_COLUMN, thunk, expected)
 
 
 # ----------------------------------------------------------------------------
@@ -75,6 +94,7 @@ def make_seed_grad():
     impls = {"numpy": lambda: _seed_value_and_grad_numpy(0.7),
              "fungrad": (lambda g=fungrad.value_and_grad(seed(fnp)): g(0.7)),
              "fungrad jit": (lambda g=fungrad.jit(fungrad.value_and_grad(seed(fnp))): g(0.7))}
+    numba_impl(impls, fungrad.value_and_grad(seed(fnp)), 0.7)
     if autograd:
         impls["autograd"] = (lambda g=autograd.value_and_grad(seed(anp)): g(0.7))
     impls.update(peers.value_and_grad_impls(seed, 0.7, _seed_value_and_grad_numpy(0.7)))
@@ -110,6 +130,7 @@ def make_chain_grad():
              "fungrad": (lambda g=fungrad.value_and_grad(lambda v: _chain(fnp, v)): g(xf)),
              "fungrad jit": lambda: jitted(xf),
              "fungrad jit (ndarray input)": lambda: jitted(x)}
+    numba_impl(impls, fungrad.value_and_grad(lambda v: _chain(fnp, v)), xf)
     if autograd:
         impls["autograd"] = (lambda g=autograd.value_and_grad(lambda v: _chain(anp, v)): g(x))
     impls.update(peers.value_and_grad_impls(lambda m: (lambda v: _chain(m, v)), x,
@@ -271,6 +292,11 @@ def make_arm_jacobian():
         "fungrad jit(jacfwd)": (lambda j=fungrad.jit(fungrad.jacfwd(f)): j(tf)),
         "fungrad jit(jacrev)": (lambda j=fungrad.jit(fungrad.jacrev(f)): j(tf)),
     }
+    if NUMBA:
+        for name, jac in (("jacfwd", fungrad.jacfwd(f)), ("jacrev", fungrad.jacrev(f))):
+            jitted = fungrad.jit(jac, backend="numba")
+            impls[f"fungrad jit({name}) (numba)"] = peers.verified(
+                name, lambda j=jitted: j(theta), arm_jacobian_numpy(theta))
     impls.update(peers.arm_jacobian_impls(robot_arm, ARM_LENGTHS, ARM_FRACTIONS, theta,
                                           arm_jacobian_numpy(theta)))
     return "Jacobian of the 3-joint arm (150 x 3)", impls
@@ -345,6 +371,7 @@ def make_rnn():
                                  e(Wf, Uf, xsf)),
         "fungrad jit(grad)": lambda: g(Wf, Uf, xsf),
     }
+    numba_impl(impls, fungrad.grad(_rnn_loss, argnums=(0, 1)), W, U, xs)
     impls.update(peers.rnn_grad_impls(W, U, xs, _rnn_grad_numpy(W, U, xs)))
     return "RNN (hidden 64, input 32, batch 32, 100 steps): grad via lax.scan", impls
 
@@ -366,6 +393,7 @@ def make_rnn_loop():
                                  e(Wf, Uf, xsf)),
         "fungrad jit(grad)": lambda: g(Wf, Uf, xsf),
     }
+    numba_impl(impls, fungrad.grad(_rnn_loop_loss, argnums=(0, 1)), W, U, xs)
     if autograd:
         impls["autograd"] = (lambda e=autograd.grad(_rnn_loop_loss_of(anp), argnum=(0, 1)):
                              e(W, U, xs))
@@ -498,10 +526,65 @@ def make_random_normal():
     return "random.normal(key, (5000, 5000)): 25 million float64 normals", impls
 
 
+# ----------------------------------------------------------------------------
+# HMC: 200 leapfrog steps on a logistic-regression posterior, in a fori_loop
+# ----------------------------------------------------------------------------
+
+HMC_STEPS, HMC_EPS = 200, 0.01
+
+
+def hmc_setup(seed=0, n=100, d=10):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = (rng.random(n) < 1 / (1 + np.exp(-X @ rng.normal(size=d)))).astype(np.float64)
+    return X, y, np.zeros(d), rng.normal(size=d)
+
+
+def hmc_of(m, grad, fori_loop, X, y):
+    """The trajectory ``(w, p) -> (w, p)`` written against a NumPy-like module
+    ``m``, its ``grad`` and ``fori_loop`` (fungrad's or JAX's)."""
+    def log_posterior(w):
+        z = X @ w
+        return m.sum(y * z - m.logaddexp(0.0, z)) - 0.5 * m.sum(w * w)
+    g = grad(log_posterior)
+
+    def trajectory(w, p):
+        def leapfrog(i, state):
+            w, p = state
+            p = p + 0.5 * HMC_EPS * g(w)
+            w = w + HMC_EPS * p
+            return w, p + 0.5 * HMC_EPS * g(w)
+        return fori_loop(0, HMC_STEPS, leapfrog, (w, p))
+    return trajectory
+
+
+def hmc_numpy(X, y, w, p):
+    """Hand-written: the log posterior's gradient X^T (y - sigmoid(X w)) - w."""
+    def g(w):
+        return X.T @ (y - 1 / (1 + np.exp(-(X @ w)))) - w
+    for _ in range(HMC_STEPS):
+        p = p + 0.5 * HMC_EPS * g(w)
+        w = w + HMC_EPS * p
+        p = p + 0.5 * HMC_EPS * g(w)
+    return w, p
+
+
+def make_hmc():
+    X, y, w, p = hmc_setup()
+    traj = hmc_of(fnp, fungrad.grad, fungrad.lax.fori_loop, X, y)
+    wf, pf = as_fungrad((w, p))
+    impls = {"numpy (hand-written)": lambda: hmc_numpy(X, y, w, p),
+             "fungrad jit": (lambda j=fungrad.jit(traj): j(wf, pf))}
+    numba_impl(impls, traj, wf, pf)
+    impls.update(peers.hmc_impls(hmc_of, X, y, w, p, hmc_numpy(X, y, w, p)))
+    return ("HMC: 200 leapfrog steps, 10-d logistic regression posterior (100 points), "
+            "grad in a fori_loop"), impls
+
+
 WORKLOADS = [make_dispatch_sin, make_dispatch_add, make_seed_grad, make_chain_grad,
              make_mlp_grad, make_mlp_eval_vs_grad, make_hvp, make_per_example, make_arm_jacobian,
              make_rnn, make_rnn_loop, make_hvp_reverse_over_reverse, make_checkpoint,
-             make_random_normal]
+             make_random_normal, make_hmc]
 WORKLOADS += model_workloads.WORKLOADS      # the CNN and transformer of issue 24
 
 

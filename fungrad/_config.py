@@ -32,6 +32,11 @@ The options that mean something in fungrad:
   promotion between different strongly typed dtypes).
 * ``jax_log_compiles``: log every trace and compilation of ``jit`` (with the
   reason) at WARNING level through the ``fungrad.jit`` logger.
+* ``fungrad_jit_backend`` (environment: ``FUNGRAD_JIT_BACKEND``): the code
+  ``jit`` compiles to, ``"numpy"`` (the default: readable NumPy source) or
+  ``"numba"`` (the optional compiled backend, ``pip install "fungrad[numba]"``;
+  see ``fungrad/interpreters/numba_backend.py``); ``jit(f, backend=...)``
+  chooses per function.
 * ``jax_default_matmul_precision``, ``jax_platforms``, ``jax_platform_name``,
   ``jax_default_device``: accepted for compatibility (NumPy computes at full
   precision on the CPU; the platform must be ``"cpu"``).
@@ -294,6 +299,42 @@ numpy_dtype_promotion = enum_option(
     "jax_numpy_dtype_promotion", "standard", ("standard", "strict"),
     "strict: no implicit promotion between different strongly typed dtypes",
     affects_tracing=True)
+JIT_BACKENDS = ("numpy", "numba")
+NUMBA_EXTRA = 'pip install "fungrad[numba]"'
+
+
+def parse_jit_backend(value, what="config option fungrad_jit_backend"):
+    """``value`` if it names a jit backend (ValueError listing them otherwise)."""
+    if type(value) is not str or value not in JIT_BACKENDS:
+        raise ValueError(f"{what}: unknown jit backend {value!r}; the backends are "
+                         f"{', '.join(map(repr, JIT_BACKENDS))}")
+    return value
+
+
+def require_numba(what: str) -> None:
+    """ImportError naming the extra to install unless numba can be imported."""
+    import importlib.util
+    if importlib.util.find_spec("numba") is None:
+        raise ImportError(f"{what}: the 'numba' jit backend needs numba, which is not "
+                          f"installed; install the extra: {NUMBA_EXTRA}")
+
+
+def _parse_jit_backend_setting(value):
+    value = parse_jit_backend(value)
+    if value == "numba":
+        require_numba("config option fungrad_jit_backend")
+    return value
+
+
+# (from the environment only the name is checked: a missing numba is reported
+# by the first jit call, not by ``import fungrad``)
+jit_backend = config.add(Option(
+    "fungrad_jit_backend", "numpy",
+    "the code jit compiles to: 'numpy' (readable NumPy source, the default) or 'numba' "
+    f"(compiled by numba/LLVM; {NUMBA_EXTRA})",
+    _parse_jit_backend_setting, "'numpy' or 'numba'",
+    from_env=lambda name, text: parse_jit_backend(text.strip(), f"environment variable "
+                                                  f"{name.upper()}")))
 default_matmul_precision = enum_option(
     "jax_default_matmul_precision", None, _MATMUL_PRECISIONS,
     "accepted for compatibility: NumPy computes matmuls at full precision",

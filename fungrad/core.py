@@ -532,6 +532,15 @@ class Primitive:
         self.partial_eval: Callable | None = None
         self.inline = False       # codegen inlines the ``jaxpr`` param
         self.emit_block = None    # control flow: emits a Python block (codegen.Block)
+        # the optional compiled backend (interpreters/numba_backend.py): a rule
+        # (arg_names, in_avals, out_avals, **params) -> source numba compiles, or
+        # None where it cannot (ufuncs need none: their NumPy lowering is it), and
+        # control flow's block emitter for a numba_backend.NumbaBlock
+        self.numba_lowering: Callable | None = None
+        self.numba_block = None
+        # its numba_lowering is elementwise (operands of the output's shape or
+        # scalars): it may join a fused loop, called on scalar avals there
+        self.numba_elementwise = False
         # has a side effect (debug callbacks, checks): dce keeps it, cse never merges it
         self.effectful = False
         # algebraic facts the optimisation passes read (interpreters/passes.py)

@@ -199,7 +199,10 @@ class Traced(_Stage):
         self.jaxpr = info.entry.closed
 
     def lower(self) -> "Lowered":
-        return Lowered(self.jaxpr, compiled(self.jaxpr).source, self._info.jitted, self._info)
+        jitted = self._info.jitted
+        backend = jitted.backend or _config.jit_backend.value
+        code = jitted._compiled(self.jaxpr) if backend == "numba" else compiled(self.jaxpr)
+        return Lowered(self.jaxpr, code.source, jitted, self._info)
 
 
 class Lowered(_Stage):
@@ -436,7 +439,7 @@ class Jitted:
     hashable ``self``, ``@partial(jit, static_argnums=0)`` makes ``self`` static).
     """
 
-    def __init__(self, fun, static_argnums=(), static_argnames=()):
+    def __init__(self, fun, static_argnums=(), static_argnames=(), backend=None):
         if not callable(fun):
             raise TypeError(f"jit: expected a callable, got {type(fun).__name__} {fun!r}")
         functools.update_wrapper(self, fun)
@@ -444,7 +447,8 @@ class Jitted:
         self.static_argnums, self.static_argnames = _static_config(
             fun, static_argnums, static_argnames)
         self.name = getattr(fun, "__name__", "fn").replace("<", "").replace(">", "") or "fn"
-        self._cache = _cache_for(fun, (self.static_argnums, self.static_argnames))
+        self.backend = _backend_choice(backend)    # None: fungrad_jit_backend's value
+        self._cache = _cache_for(fun, (self.static_argnums, self.static_argnames, self.backend))
         _instances.add(self)
 
     def _describe_position(self, n: int) -> str:
@@ -564,15 +568,25 @@ class Jitted:
         entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)
         entry.cacheable = not entry.hoisted
         if entry.cacheable:
-            comp = compiled_scalar_or_numpy(entry.closed)   # (checking code if traced by _call_checked)
+            comp = self._compiled(entry.closed)   # (checking code if traced by _call_checked)
             entry.fn, entry.consts = comp.fn, comp.consts
             entry.may_alias = outputs_that_may_alias(comp.jaxpr)
             entry.run = _runner(entry)
             self._cache.put(key, entry)
             if _config.log_compiles.value:
-                log.warning("jit(%s): compiled %d equations to %d lines of NumPy code",
-                            self.name, len(entry.closed.eqns), comp.source.count("\n"))
+                log.warning("jit(%s): compiled %d equations to %d lines of %s code",
+                            self.name, len(entry.closed.eqns), comp.source.count("\n"),
+                            getattr(comp, "backend", "NumPy"))
         return entry
+
+    def _compiled(self, closed):
+        """The compiled code of ``closed`` on this function's backend (the NumPy
+        backend's checking code while jax_debug_nans/jax_debug_infs is on)."""
+        backend = self.backend or _config.jit_backend.value
+        if backend == "numba" and not core._float_check_mode:
+            from fungrad.interpreters import numba_backend
+            return numba_backend.compiled(closed, self.name)
+        return compiled_scalar_or_numpy(closed)
 
     def _avals(self, args, kwargs, nums, leaves):
         try:
@@ -706,6 +720,22 @@ def _describe_change(old, new) -> str:
     return "first call with this signature"
 
 
+def _backend_choice(backend):
+    """The backend ``jit(..., backend=)`` names: None (or JAX's platform name
+    "cpu") follows the ``fungrad_jit_backend`` option; "numpy" or "numba"
+    (ImportError naming the extra if numba is missing); ValueError otherwise."""
+    if backend is None or (type(backend) is str and backend == "cpu"):
+        return None
+    backend = _config.parse_jit_backend(backend, "jit: backend")
+    if backend == "numba":
+        _config.require_numba("jit(backend='numba')")
+    return backend
+
+
+# a new default backend: what is cached was compiled for the old one
+_config.jit_backend.hooks.append(lambda value: _clear_caches())
+
+
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), **kwargs):
     """Compile ``fun`` to NumPy code once per argument signature (see module doc).
 
@@ -713,10 +743,14 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), *
     the program depends on (hashable; one compilation per value); each is
     completed from the other through ``fun``'s signature.  Without ``fun``,
     returns a decorator (``@jit(static_argnames="n")``).  ``donate_argnums``,
-    ``donate_argnames``, ``keep_unused``, ``inline``, ``device`` and ``backend``
+    ``donate_argnames``, ``keep_unused``, ``inline`` and ``device``
     are accepted and have no effect: NumPy has no device buffers to donate,
     unused arguments cost nothing, and nested jitted calls are always inlined
     into the enclosing generated code.
+
+    ``backend``: ``"numpy"`` (NumPy source), ``"numba"`` (the optional compiled
+    backend: ``pip install "fungrad[numba]"``), or None/``"cpu"`` for the
+    ``fungrad_jit_backend`` option's choice (environment: FUNGRAD_JIT_BACKEND).
 
     Set ``logging.getLogger("fungrad.jit").setLevel(logging.DEBUG)`` to be told
     why a call missed the cache (like JAX's explain_cache_misses).
@@ -725,14 +759,16 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), *
                              "device", "backend", "in_shardings", "out_shardings"}
     if unknown:
         raise TypeError(f"jit got unexpected keyword arguments {sorted(unknown)}")
+    backend = kwargs.get("backend")
+    _backend_choice(backend)              # bad names fail here, not at the first call
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
                              **kwargs)
     in_shardings, out_shardings = kwargs.get("in_shardings"), kwargs.get("out_shardings")
     if in_shardings is not None or out_shardings is not None:
         return JittedWithShardings(fun, static_argnums, static_argnames, in_shardings,
-                                   out_shardings)
-    return Jitted(fun, static_argnums, static_argnames)
+                                   out_shardings, backend)
+    return Jitted(fun, static_argnums, static_argnames, backend)
 
 
 # ----------------------------------------------------------------------------
@@ -754,8 +790,9 @@ class JittedWithShardings(Jitted):
     are gathered, logged once), and the outputs are placed by ``out_shardings``
     (blocks on the mesh's devices; on one device, the array itself)."""
 
-    def __init__(self, fun, static_argnums, static_argnames, in_shardings, out_shardings):
-        super().__init__(fun, static_argnums, static_argnames)
+    def __init__(self, fun, static_argnums, static_argnames, in_shardings, out_shardings,
+                 backend=None):
+        super().__init__(fun, static_argnums, static_argnames, backend)
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
 
     def __call__(self, *args, **kwargs):

@@ -255,6 +255,28 @@ dot_general_p.batch = _dot_general_batch
 def_lowering(dot_general_p, _dot_general_lower, typed=True)
 
 
+def _dot_general_numba(args, in_avals, out_avals, *, dimension_numbers,
+                       preferred_element_type):
+    """np.dot (BLAS, through numba's SciPy binding) for the contractions of one
+    axis between matrices and vectors of one floating dtype, no batch axes."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lhs, rhs = in_avals
+    if (not lc and not lb and lhs.ndim == rhs.ndim == 1 and lhs.dtype == rhs.dtype
+            and lhs.dtype.kind == "f"):
+        return f"np.outer({args[0]}, {args[1]})"
+    if (lb or rb or len(lc) != 1 or lhs.dtype != rhs.dtype or lhs.dtype.kind != "f"
+            or out_avals[0].dtype != lhs.dtype or lhs.ndim not in (1, 2)
+            or rhs.ndim not in (1, 2) or 0 in lhs.shape or 0 in rhs.shape):
+        return None
+    # np.dot contracts lhs's last axis with rhs's first (a vector's only one)
+    a = f"np.ascontiguousarray({args[0]})" + (".T" if lhs.ndim == 2 and lc[0] == 0 else "")
+    b = f"np.ascontiguousarray({args[1]})" + (".T" if rhs.ndim == 2 and rc[0] == 1 else "")
+    return f"np.dot({a}, {b})"
+
+
+dot_general_p.numba_lowering = _dot_general_numba
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     """General tensor contraction (``jax.lax.dot_general``).
 

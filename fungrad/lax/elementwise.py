@@ -44,7 +44,7 @@ from fungrad.interpreters.ad import (defjvp, defjvp2, deflinear, defbilinear, de
                                      unbroadcast, is_undefined_primal, Zero, instantiate_zeros)
 from fungrad.lax.kernels import bits as bits_kernels, special as special_kernels
 from fungrad.lax.utils import (def_lowering, call_lowering, as_operand, check_same_dtypes,
-                               broadcast_shapes)
+                               broadcast_shapes, numba_type)
 
 __all__ = [
     # unary arithmetic and rounding
@@ -392,11 +392,19 @@ batching.vectorized_batcher(integer_pow_p)
 integer_pow_p.forwards_when = lambda params: params["y"] == 1
 def_lowering(integer_pow_p,
              lambda a, y: call(np.square, a[0]) if y == 2 else call(np.power, a[0], y))
+integer_pow_p.numba_lowering = lambda a, in_avals, out_avals, y: (
+    None if in_avals[0].dtype.kind != "f" else f"({a[0]} * {a[0]})" if y == 2 else
+    f"np.power({a[0]}, {numba_type(in_avals[0].dtype)}({int(y)}))")
+integer_pow_p.numba_elementwise = True
 
 sqrt_p = _unary("sqrt", np.sqrt, INEXACT)
 defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)))
 
 rsqrt_p = _unary("rsqrt", None, INEXACT, lowering=lambda a: Source(f"1 / np.sqrt({a[0]})"))
+rsqrt_p.numba_lowering = lambda a, in_avals, out_avals: (
+    f"{numba_type(in_avals[0].dtype)}(1) / np.sqrt({a[0]})" if in_avals[0].dtype.kind == "f"
+    else None)
+rsqrt_p.numba_elementwise = True
 defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))))
 
 cbrt_p = _unary("cbrt", np.cbrt, FLOAT)
@@ -849,6 +857,10 @@ defjvp2(pow_p, _pow_jvp_base, _pow_jvp_exponent)
 batching.broadcasting_batcher(pow_p)
 def_lowering(pow_p, lambda a: Source(
     f"np.asarray(np.power({a[0]}, {a[1]})).astype(np.asarray({a[0]}).dtype)"))
+pow_p.numba_lowering = lambda a, in_avals, out_avals: (
+    f"np.power({a[0]}, {a[1]})" if in_avals[0].dtype.kind == "f"
+    and in_avals[1].dtype == in_avals[0].dtype else None)
+pow_p.numba_elementwise = True
 
 
 def pow(x, y):  # noqa: A001 (JAX's name)
@@ -1150,6 +1162,19 @@ batching.broadcasting_batcher(select_n_p)
 def_lowering(select_n_p, _select_n_lowering)
 
 
+def _select_n_numba(args, in_avals, out_avals):
+    which, cases = args[0], args[1:]
+    if len(cases) != 2:
+        return None
+    if in_avals[0].shape == () or out_avals[0].shape == ():
+        return f"({cases[1]} if {which} else {cases[0]})"
+    return f"np.where({which}, {cases[1]}, {cases[0]})"
+
+
+select_n_p.numba_lowering = _select_n_numba
+select_n_p.numba_elementwise = True
+
+
 def select_n(which, *cases):
     """``cases[which]`` elementwise (``which``: bool for 2 cases, or int).
     As JAX: ``select_n(pred, on_false, on_true)``."""
@@ -1165,6 +1190,10 @@ def select(pred, on_true, on_false):
 clamp_p = _nary("clamp", None, ANY, num_args=3,
                 lowering=lambda a: call(np.minimum, call(np.maximum, a[1], a[0]), a[2]))
 clamp_p.keeps_finite = True
+clamp_p.numba_lowering = lambda a, in_avals, out_avals: (
+    f"np.minimum(np.maximum({a[1]}, {a[0]}), {a[2]})"
+    if all(v.dtype.kind in "iuf" for v in in_avals) else None)
+clamp_p.numba_elementwise = True
 
 
 def _and(a, b):
@@ -1227,6 +1256,21 @@ convert_element_type_p.forwards_when = lambda params: True    # to its own dtype
 batching.vectorized_batcher(convert_element_type_p)
 def_lowering(convert_element_type_p,
              lambda a, new_dtype: Source(f"np.asarray({a[0]}).astype(np.{new_dtype.name})"))
+
+
+def _convert_numba(args, in_avals, out_avals, new_dtype):
+    old, new, x = in_avals[0].dtype, np.dtype(new_dtype), args[0]
+    if new.kind == "b":
+        return f"({x} != 0)"
+    if old.kind == "f" and new.kind in "iu":
+        return None          # NaN and out-of-range values: undefined in LLVM
+    if in_avals[0].shape == ():
+        return f"{numba_type(new)}({x})"
+    return f"{x}.astype({numba_type(new)})"
+
+
+convert_element_type_p.numba_lowering = _convert_numba
+convert_element_type_p.numba_elementwise = True
 
 
 def convert_element_type(operand, new_dtype):
@@ -1336,6 +1380,8 @@ def zeros_like_array(x):
 stop_gradient_p = _unary("stop_gradient", lambda x: x, ANY, lowering=lambda a: Source(a[0]))
 defjvp_zero(stop_gradient_p)
 stop_gradient_p.keeps_finite = True
+stop_gradient_p.numba_lowering = lambda a, in_avals, out_avals: a[0]
+stop_gradient_p.numba_elementwise = True
 
 
 def stop_gradient(x):

@@ -106,6 +106,29 @@ def_lowering(reduce_sum_p,
 reduce_sum_p.forwards_when = lambda params: not params["axes"]
 
 
+def _reduce_numba(fn, nonempty=False):
+    """A reduction numba compiles: ``np.<fn>`` over all axes, or over the given
+    axes one at a time (sum only), of floating arrays (numba sums small ints in int64)."""
+    def rule(args, in_avals, out_avals, axes, **_):
+        aval = in_avals[0]
+        if aval.dtype.kind != "f" or (nonempty and aval.size == 0):
+            return None
+        if aval.shape == () or not axes:
+            return args[0]
+        if len(axes) == aval.ndim:
+            return f"np.{fn}({args[0]})"
+        if nonempty:
+            return None
+        expr = args[0]
+        for axis in sorted(axes, reverse=True):
+            expr = f"np.{fn}({expr}, axis={int(axis)})"
+        return expr
+    return rule
+
+
+reduce_sum_p.numba_lowering = _reduce_numba("sum")
+
+
 def reduce_sum(operand, axes):
     operand = as_operand(operand)
     axes = canonical_axes("reduce_sum", axes, get_aval(operand).ndim)
@@ -176,6 +199,7 @@ reduce_max_p.def_abstract_eval(_reduce_shape("reduce_max"))
 _chooser_jvp(reduce_max_p)
 batching.reducer_batcher(reduce_max_p)
 def_lowering(reduce_max_p, _chooser_lowering("max", _max_identity))
+reduce_max_p.numba_lowering = _reduce_numba("max", nonempty=True)
 
 reduce_min_p = Primitive("reduce_min")
 reduce_min_p.keeps_finite = True
@@ -184,6 +208,7 @@ reduce_min_p.def_abstract_eval(_reduce_shape("reduce_min"))
 _chooser_jvp(reduce_min_p)
 batching.reducer_batcher(reduce_min_p)
 def_lowering(reduce_min_p, _chooser_lowering("min", _min_identity))
+reduce_min_p.numba_lowering = _reduce_numba("min", nonempty=True)
 
 
 def reduce_max(operand, axes):
@@ -257,8 +282,20 @@ def _bitwise_reducer(name, ufunc):
     return p
 
 
+def _bool_reduce_numba(fn):
+    """np.all / np.any of a boolean array over all its axes (numba compiles it)."""
+    def rule(args, in_avals, out_avals, axes):
+        aval = in_avals[0]
+        if aval.dtype.kind != "b" or (aval.shape and len(axes) != aval.ndim):
+            return None
+        return f"np.{fn}({args[0]})" if aval.shape else args[0]
+    return rule
+
+
 reduce_and_p = _bitwise_reducer("reduce_and", np.bitwise_and)
 reduce_or_p = _bitwise_reducer("reduce_or", np.bitwise_or)
+reduce_and_p.numba_lowering = _bool_reduce_numba("all")
+reduce_or_p.numba_lowering = _bool_reduce_numba("any")
 reduce_xor_p = _bitwise_reducer("reduce_xor", np.bitwise_xor)
 
 
@@ -421,6 +458,35 @@ def _logaddexp(a, b):
 cumsum_p = _cumulative("cumsum", lambda x, axis: np.cumsum(x, axis, dtype=x.dtype),
                        "np.cumsum({x}, axis={axis}, dtype={x}.dtype)")
 deflinear(cumsum_p, lambda ct, x, axis, reverse: [cumsum(ct, axis, not reverse)])
+
+
+def _cumsum_numba(block, eqn, args, out_names):
+    """A running sum along ``axis`` as a loop (in NumPy's order, so equal to
+    np.cumsum): the axis moved last, rows of the flattened rest summed."""
+    from fungrad.interpreters.numba_backend import NotCompilable
+    from fungrad.core import Var
+    aval, axis, reverse = eqn.inputs[0].aval, eqn.params["axis"], eqn.params["reverse"]
+    if aval.dtype.kind != "f" or aval.shape == ():
+        raise NotCompilable("cumsum of a scalar or of integers")
+    perm = tuple(d for d in range(aval.ndim) if d != axis) + (axis,)
+    inverse = tuple(int(i) for i in np.argsort(perm))
+    n = int(aval.shape[axis])
+    moved = tuple(int(aval.shape[d]) for d in perm)
+    m = int(np.prod(moved[:-1], dtype=np.int64))
+    t, o, r, k, acc = (block.names.new(Var(ShapedArray((), np.int64))) for _ in range(5))
+    (x,), (out,) = args, out_names
+    block.line(f"{t} = np.ascontiguousarray({x}.transpose({perm!r})).reshape(({m}, {n}))")
+    block.line(f"{o} = np.empty(({m}, {n}), np.{aval.dtype.name})")
+    block.line(f"for {r} in range({m}):")
+    block.line(f"{acc} = np.{aval.dtype.name}(0)", "    ")
+    block.line(f"for {k} in " + (f"range({n} - 1, -1, -1):" if reverse else f"range({n}):"),
+               "    ")
+    block.line(f"{acc} = np.add({acc}, {t}[{r}, {k}])", "        ")  # (keeps float32)
+    block.line(f"{o}[{r}, {k}] = {acc}", "        ")
+    block.line(f"{out} = np.ascontiguousarray({o}.reshape({moved!r}).transpose({inverse!r}))")
+
+
+cumsum_p.numba_block = _cumsum_numba
 
 cumprod_p = _cumulative("cumprod", lambda x, axis: np.cumprod(x, axis, dtype=x.dtype),
                         "np.cumprod({x}, axis={axis}, dtype={x}.dtype)")

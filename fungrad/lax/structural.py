@@ -9,8 +9,9 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import deflinear, is_undefined_primal
-from fungrad.interpreters.lowering import Source, call
-from fungrad.lax.utils import checked_bind, def_lowering, as_operand, canonical_axes, check_same_dtypes
+from fungrad.interpreters.lowering import Source, call, value_source
+from fungrad.lax.utils import (checked_bind, def_lowering, as_operand, canonical_axes,
+                               check_same_dtypes, numba_type)
 
 __all__ = [
     "broadcast_in_dim", "broadcast", "full", "full_like", "reshape", "transpose",
@@ -81,6 +82,33 @@ def_lowering(broadcast_in_dim_p, lambda a, shape, broadcast_dimensions: call(
     np.broadcast_to, call(np.expand_dims, a[0], _new_axes(shape, broadcast_dimensions)), shape))
 
 
+def _broadcast_in_dim_numba(args, in_avals, out_avals, shape, broadcast_dimensions):
+    (x,), (aval,) = args, in_avals
+    if out_avals[0].shape == ():          # (a scalar, in a fused loop)
+        return x
+    if aval.shape == ():
+        return f"np.full({value_source(tuple(shape))}, {x}, {numba_type(aval.dtype)})"
+    expanded = [1] * len(shape)
+    for d, n in zip(broadcast_dimensions, aval.shape):
+        expanded[d] = n
+    return (f"np.broadcast_to({_numba_reshape(x, aval, tuple(expanded))}, "
+            f"{value_source(tuple(shape))})")
+
+
+def _numba_reshape(x, aval, shape) -> str:
+    """Source numba compiles for ``x`` (of ``aval``) reshaped to ``shape``
+    (shape () values are scalars in compiled code)."""
+    if aval.shape == ():
+        return f"np.full({value_source(tuple(shape))}, {x}, {numba_type(aval.dtype)})"
+    if shape == ():
+        return f"{x}.ravel()[0]"
+    return f"np.ascontiguousarray({x}).reshape({value_source(tuple(shape))})"
+
+
+broadcast_in_dim_p.numba_lowering = _broadcast_in_dim_numba
+broadcast_in_dim_p.numba_elementwise = True    # (of a scalar: joins a fused loop)
+
+
 def _new_axes(shape, broadcast_dimensions):
     return tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
 
@@ -138,6 +166,8 @@ deflinear(reshape_p, lambda ct, x, new_sizes: [reshape(ct, x.aval.shape)])
 reshape_p.batch = _reshape_batch
 reshape_p.forwards_when = lambda params: True
 def_lowering(reshape_p, lambda a, new_sizes: call(np.reshape, a[0], new_sizes))
+reshape_p.numba_lowering = lambda a, in_avals, out_avals, new_sizes: _numba_reshape(
+    a[0], in_avals[0], out_avals[0].shape)
 
 
 def reshape(operand, new_sizes, dimensions=None):
@@ -178,6 +208,8 @@ transpose_p.batch = _transpose_batch
 transpose_p.forwards_when = lambda params: tuple(params["permutation"]) == tuple(
     range(len(params["permutation"])))
 def_lowering(transpose_p, lambda a, permutation: call(np.transpose, a[0], permutation))
+transpose_p.numba_lowering = lambda a, in_avals, out_avals, permutation: (
+    a[0] if len(permutation) < 2 else f"{a[0]}.transpose({value_source(tuple(permutation))})")
 
 
 def transpose(operand, permutation):
@@ -247,6 +279,8 @@ squeeze_p.def_abstract_eval(_squeeze_shape)
 deflinear(squeeze_p, lambda ct, x, dimensions: [reshape(ct, x.aval.shape)])
 _shift_dims_batch(squeeze_p, "dimensions")
 def_lowering(squeeze_p, lambda a, dimensions: call(np.squeeze, a[0], axis=dimensions))
+squeeze_p.numba_lowering = lambda a, in_avals, out_avals, dimensions: _numba_reshape(
+    a[0], in_avals[0], out_avals[0].shape)
 squeeze_p.forwards_when = lambda params: True
 
 
@@ -347,6 +381,17 @@ slice_p.def_abstract_eval(_slice_shape)
 deflinear(slice_p, _slice_transpose)
 slice_p.batch = _slice_batch
 def_lowering(slice_p, _slice_lowering)
+
+
+def _slice_numba(args, in_avals, out_avals, start_indices, limit_indices, strides):
+    if in_avals[0].shape == ():
+        return args[0]
+    parts = ", ".join(f"{int(s)}:{int(l)}:{int(st or 1)}" for s, l, st in
+                      zip(start_indices, limit_indices, strides or (1,) * len(start_indices)))
+    return f"{args[0]}[{parts}]"
+
+
+slice_p.numba_lowering = _slice_numba
 
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (JAX's name)
@@ -549,6 +594,23 @@ pad_p.batch = _pad_batch
 def_lowering(pad_p, _pad_lowering)
 
 
+def _pad_numba(block, eqn, args, out_names):
+    """A buffer of the padding value with the operand placed in it, for padding
+    without interior or negative amounts (a numba_block: two statements)."""
+    from fungrad.interpreters.numba_backend import NotCompilable
+    (x, v), (out,), config = args, out_names, eqn.params["padding_config"]
+    aval, out_aval = eqn.inputs[0].aval, eqn.outvars[0].aval
+    if aval.shape == () or any(lo < 0 or hi < 0 or it for lo, hi, it in config):
+        raise NotCompilable("pad with interior or negative padding")
+    shape = tuple(int(d) for d in out_aval.shape)
+    block.line(f"{out} = np.full({shape!r}, {v}, {numba_type(out_aval.dtype)})")
+    place = ", ".join(f"{int(lo)}:{int(lo) + int(n)}" for (lo, _, _), n in zip(config, aval.shape))
+    block.line(f"{out}[{place}] = {x}")
+
+
+pad_p.numba_block = _pad_numba
+
+
 def pad(operand, padding_value, padding_config):
     """Pad ``operand`` with ``padding_value`` (``jax.lax.pad``): one
     ``(low, high, interior)`` triple per dimension; negative low/high crop."""
@@ -608,6 +670,9 @@ deflinear(concatenate_p, _concatenate_transpose)
 concatenate_p.batch = _concatenate_batch
 def_lowering(concatenate_p, lambda args, dimension:
              Source(f"np.concatenate([{', '.join(args)}], axis={dimension})"))
+concatenate_p.numba_lowering = lambda args, in_avals, out_avals, dimension: (
+    f"np.concatenate(({', '.join(args)},), axis={int(dimension)})"
+    if in_avals[0].shape != () and len({a.dtype for a in in_avals}) == 1 else None)
 
 
 def concatenate(operands, dimension):

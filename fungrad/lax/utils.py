@@ -31,6 +31,12 @@ def def_lowering(prim: Primitive, rule: Callable, typed: bool = False) -> None:
         prim.lowering = lambda args, in_avals, **params: rule(args, **params)
 
 
+def numba_type(dtype) -> str:
+    """The source naming ``dtype``'s scalar type in code numba compiles."""
+    dtype = np.dtype(dtype)
+    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+
+
 def call_lowering(fn: Callable) -> Callable:
     """The lowering rule ``fn(*args, **params)`` (params as keywords, sorted), for
     ``fn`` a NumPy ufunc or function or a kernel function: the impl and the

@@ -185,6 +185,7 @@ def _cond_emit(block, eqn, args, out_names):
 
 
 cond_p.emit_block = _cond_emit
+cond_p.numba_block = _cond_emit        # (the same branches compile natively)
 
 
 # ----------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from fungrad.interpreters.partial_eval import (as_value, dce_jaxpr, partial_eval
 from fungrad.lax.control_flow.call import jit_p
 from fungrad.lax.control_flow.common import (grouped_jvp_jaxpr, merge_lists, partition_list,
                                              python_control_flow, split_list)
+from fungrad.lax.utils import numba_type
 from fungrad.tree_util import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["scan", "fori_loop", "map", "scan_p"]
@@ -355,6 +356,32 @@ def _scan_emit(block, eqn, args, out_names):
 
 
 scan_p.emit_block = _scan_emit
+
+
+def _scan_numba(block, eqn, args, out_names):
+    """The compiled backend's scan: a native loop, the carries local variables,
+    each per-step output written into its preallocated array."""
+    p = eqn.params
+    body, nk, length = p["body"], p["num_carry"], p["length"]
+    consts, carry, xs = split_list(args, [p["num_consts"], nk])
+    carry_names, ys_names = out_names[:nk], out_names[nk:]
+    i = block.names.new(core.Var(ShapedArray((), np.int64)))
+    for c, n in zip(carry_names, carry):
+        block.line(f"{c} = {n}")
+    for y, a in zip(ys_names, body.out_avals[nk:]):
+        shape = (int(length),) + tuple(int(d) for d in a.shape)
+        block.line(f"{y} = np.empty({shape!r}, "
+                   f"{numba_type(a.dtype)})")
+    rng = f"range({int(length)} - 1, -1, -1)" if p["reverse"] else f"range({int(length)})"
+    block.line(f"for {i} in {rng}:")
+    outs = block.body(body, list(consts) + carry_names + [f"{x}[{i}]" for x in xs])
+    for y, o in zip(ys_names, outs[nk:]):
+        block.line(f"{y}[{i}] = {o}", "    ")
+    if nk:
+        block.line(f"{', '.join(carry_names)}, = {', '.join(outs[:nk])},", "    ")
+
+
+scan_p.numba_block = _scan_numba
 
 
 # ----------------------------------------------------------------------------

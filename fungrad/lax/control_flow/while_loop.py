@@ -277,6 +277,7 @@ def _while_emit(block, eqn, args, out_names):
 
 
 while_p.emit_block = _while_emit
+while_p.numba_block = _while_emit      # (the same Python loop compiles natively)
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):

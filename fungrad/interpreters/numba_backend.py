@@ -1,0 +1,557 @@
+"""The optional compiled backend of ``jit``: the optimised jaxpr lowered to
+code numba (LLVM) compiles (``jit(f, backend="numba")``, the option
+``fungrad_jit_backend``, or ``FUNGRAD_JIT_BACKEND=numba``; ``pip install
+"fungrad[numba]"``).
+
+The program is cut into runs of equations.  A run of equations that all
+compile becomes one ``@numba.njit`` function (a *segment*); the rest is
+written by the NumPy backend (``codegen``) into the driver, a plain Python
+function that calls the segments in turn::
+
+    def fn(a, b):
+        c, d = _seg0(a, b)      # compiled by numba
+        e = np.linalg.eigh(c)   # NumPy segment (not compiled)
+        ...
+
+What compiles is data on each primitive (next to its other rules):
+
+* a ufunc primitive needs nothing: its NumPy lowering, ``call(np.sin, a)``,
+  is what numba compiles too, for the ufuncs and dtypes of ``UFUNC_KINDS``;
+* ``prim.numba_lowering(arg_names, in_avals, out_avals, **params)`` returns
+  source numba compiles, or None for a case it does not;
+* ``prim.numba_block(block, eqn, arg_names, out_names)`` (control flow)
+  emits a native loop or branch through a ``NumbaBlock``, with the carries
+  as local variables; the bodies are emitted by the same rules.
+
+Inside a segment a value of shape ``()`` is a numba scalar (the driver passes
+``x[()]`` and turns scalar results back into NumPy scalars of their dtype).
+Consecutive elementwise equations of one output shape (ufuncs, and rules
+marked ``numba_elementwise``, called with scalar avals there) become one
+loop over the elements with scalar locals: one pass over memory, and one
+small loop for LLVM instead of one compiled kernel per array expression.
+Loops, reductions, dots and reshapes are array code between such loops.
+A run of fewer than ``MIN_SEGMENT`` equations without a loop stays NumPy
+(a numba call costs more than it saves).  A segment numba cannot
+compile (or that fails on its first call) runs its NumPy twin instead, with
+one warning under ``jax_log_compiles``: never a wrong answer and never an
+exception the user did not cause.  Compiled code is cached on disk
+(``numba_cache``).  Generated text follows the NumPy backend's rules (no text
+from a user object; ``codegen._check_names`` on everything compiled).
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from fungrad import core
+from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
+from fungrad.interpreters.codegen import (_Names, _check_names, _check_params, _emit_jaxpr,
+                                          _lower_eqn, _tuple_source, compile_scalar_or_numpy,
+                                          compile_source, literal_source)
+from fungrad.interpreters.lowering import Call, render
+from fungrad.interpreters.passes import optimize
+
+__all__ = ["compiled", "lower", "NumbaCompiled", "NumbaBlock", "UFUNC_KINDS", "MIN_SEGMENT"]
+
+log = logging.getLogger("fungrad.jit")
+
+
+class NotCompilable(Exception):
+    """An equation (or a body inside it) the compiled backend cannot lower."""
+
+
+# The NumPy ufuncs numba compiles with NumPy's results, and the dtype kinds of
+# their inputs for which it does (bool arithmetic, integer shifts, integer
+# division and float->int casts differ, or are undefined in LLVM: left to NumPy).
+_ARITH, _FLOAT, _ALL, _INT = "iuf", "f", "biuf", "biu"
+UFUNC_KINDS = {
+    np.add: _ARITH, np.subtract: _ARITH, np.multiply: _ARITH, np.true_divide: _FLOAT,
+    np.negative: _ARITH, np.absolute: "if", np.square: _ARITH, np.sign: _FLOAT,
+    np.maximum: _ARITH, np.minimum: _ARITH, np.fmax: _FLOAT, np.fmin: _FLOAT,
+    np.greater: _ALL, np.greater_equal: _ALL, np.less: _ALL, np.less_equal: _ALL,
+    np.equal: _ALL, np.not_equal: _ALL, np.logical_and: "b", np.logical_or: "b",
+    np.logical_xor: "b", np.logical_not: "b", np.bitwise_and: _INT, np.bitwise_or: _INT,
+    np.bitwise_xor: _INT, np.invert: _INT,
+    np.isnan: _FLOAT, np.isinf: _FLOAT, np.isfinite: _FLOAT, np.signbit: _FLOAT,
+    np.copysign: _FLOAT, np.nextafter: _FLOAT, np.power: _FLOAT,
+    np.floor: _FLOAT, np.ceil: _FLOAT, np.trunc: _FLOAT, np.rint: _FLOAT,
+    np.exp: _FLOAT, np.exp2: _FLOAT, np.expm1: _FLOAT, np.log: _FLOAT, np.log2: _FLOAT,
+    np.log10: _FLOAT, np.log1p: _FLOAT, np.sqrt: _FLOAT, np.cbrt: _FLOAT,
+    np.sin: _FLOAT, np.cos: _FLOAT, np.tan: _FLOAT, np.arcsin: _FLOAT, np.arccos: _FLOAT,
+    np.arctan: _FLOAT, np.arctan2: _FLOAT, np.hypot: _FLOAT, np.sinh: _FLOAT,
+    np.cosh: _FLOAT, np.tanh: _FLOAT, np.arcsinh: _FLOAT, np.arccosh: _FLOAT,
+    np.arctanh: _FLOAT, np.logaddexp: _FLOAT, np.logaddexp2: _FLOAT,
+}
+
+# a segment is compiled when it has a loop or branch, or at least this many
+# equations: a numba call costs more than one small NumPy call saves
+MIN_SEGMENT = 2
+# at most this many top-level equations per segment: numba's type inference
+# and LLVM's optimiser grow faster than linearly with a function's length
+MAX_SEGMENT = 200
+
+
+class _StableNames(_Names):
+    """Names that stay once given: an equation is emitted as numba source first,
+    and again as NumPy code if that fails, after later equations (in compiled
+    runs) may have used the names of its results."""
+
+    def new(self, v) -> str:
+        name = self.names.get(v)
+        return name if name is not None else super().new(v)
+
+
+def _compilable_aval(aval) -> bool:
+    dtype = getattr(aval, "dtype", None)
+    return (isinstance(dtype, np.dtype) and dtype.kind in "biuf" and dtype.isnative
+            and dtype != np.float16 and isinstance(getattr(aval, "shape", None), tuple))
+
+
+class NumbaBlock:
+    """Where equations are emitted as numba source: ``line`` appends a line at
+    the current indentation, ``body`` emits a nested jaxpr (a loop body,
+    a branch) with its inputs bound to the given names and returns the names
+    of its outputs (the interface of ``codegen.Block``, for ``numba_block``)."""
+
+    def __init__(self, names: _Names, lines: list, indent: str, consts: dict):
+        self.names, self.lines, self.indent, self.consts = names, lines, indent, consts
+
+    def line(self, text: str, extra_indent: str = ""):
+        self.lines.append(f"{self.indent}{extra_indent}{text}")
+
+    def const(self, value) -> str:
+        """A constant of a nested body: passed to the segment as an argument
+        (numba would freeze a global array into the compiled code)."""
+        value = np.asarray(value) if not isinstance(value, np.generic) else value
+        if not _compilable_aval(value):
+            raise NotCompilable(f"a constant of dtype {value.dtype}")
+        if value.shape == ():
+            value = value[()]
+        name = self.names.const(value)
+        self.consts[name] = value
+        return name
+
+    def body(self, closed: ClosedJaxpr, in_names, extra_indent: str = "    ") -> list[str]:
+        jaxpr = closed.jaxpr
+        for v, c in zip(jaxpr.constvars, closed.consts):
+            self.names.names[v] = self.const(c)
+        for v, n in zip(jaxpr.invars, in_names):
+            self.names.names[v] = n
+        inner = NumbaBlock(self.names, self.lines, self.indent + extra_indent, self.consts)
+        emit_eqns(inner, jaxpr.eqns, jaxpr.outvars)
+        if not jaxpr.eqns:
+            inner.line("pass")
+        return [inner.atom(v) for v in jaxpr.outvars]
+
+    def atom(self, a) -> str:
+        """The source of an operand: a variable's name or a literal."""
+        if isinstance(a, Literal):
+            if not _compilable_aval(a.aval):
+                raise NotCompilable(f"a literal of dtype {a.aval.dtype}")
+            if a.aval.dtype.kind == "b":
+                return "True" if bool(a.val) else "False"
+            return literal_source(a.val, a.aval.dtype)
+        return self.names(a)
+
+
+def _ufunc_source(eqn, args) -> str:
+    """A ufunc primitive's NumPy lowering, if numba compiles it for these dtypes."""
+    expr = _lower_eqn(eqn, args)
+    if not isinstance(expr, Call) or expr.kwargs or not isinstance(expr.fn, np.ufunc):
+        raise NotCompilable(f"{eqn.primitive.name} has no compiled lowering")
+    kinds = UFUNC_KINDS.get(expr.fn)
+    if kinds is None or any(a.aval.dtype.kind not in kinds for a in eqn.inputs):
+        raise NotCompilable(f"{eqn.primitive.name} on {[a.aval.dtype for a in eqn.inputs]}")
+    if not all(type(a) is str for a in expr.args):
+        raise NotCompilable(f"{eqn.primitive.name}: a non-operand argument")
+    # (numba computes + - * of small integer scalars in int64: the ufunc keeps the dtype)
+    wide = all(a.aval.dtype in _PYTHON_DTYPES for a in eqn.inputs)
+    return render(expr, operator_form=wide)
+
+
+def _check_eqn(eqn) -> None:
+    prim = eqn.primitive
+    if prim.effectful:
+        raise NotCompilable(f"{prim.name} has side effects")
+    if not all(_compilable_aval(v.aval) for v in list(eqn.inputs) + list(eqn.outvars)):
+        raise NotCompilable(f"{prim.name}: a value of a dtype numba does not compile")
+    if eqn.params:
+        _check_params(prim, eqn.params)
+
+
+def _source(eqn, args, in_avals, out_avals) -> str:
+    """The right-hand side numba compiles for ``eqn`` (NotCompilable if none);
+    with shape () avals, its form on scalars (inside a fused loop)."""
+    prim = eqn.primitive
+    if prim.numba_lowering is not None:
+        text = prim.numba_lowering(args, in_avals, out_avals, **eqn.params)
+        if text is None:
+            raise NotCompilable(f"{prim.name} with these params or dtypes")
+        return text
+    if prim.multiple_results or prim.emit_block is not None:
+        raise NotCompilable(f"{prim.name} has no compiled lowering")
+    return _ufunc_source(eqn, args)
+
+
+def emit_eqn(block: NumbaBlock, eqn) -> None:
+    """Append the numba source of ``eqn`` (NotCompilable if there is none)."""
+    _check_eqn(eqn)
+    prim = eqn.primitive
+    args = [block.atom(a) for a in eqn.inputs]
+    outs = [block.names.new(v) for v in eqn.outvars]
+    if prim.numba_block is not None:
+        prim.numba_block(block, eqn, args, outs)
+        return
+    text = _source(eqn, args, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars])
+    target = ", ".join(outs) + ("," if prim.multiple_results and len(outs) == 1 else "")
+    block.line(f"{target} = {text}")
+
+
+# ----------------------------------------------------------------------------
+# Fusion: runs of elementwise equations of one shape as one loop
+# ----------------------------------------------------------------------------
+
+def _elementwise_shape(eqn):
+    """The shape of an elementwise equation's output, if it can join a fused
+    loop (every array operand of that shape), else None."""
+    prim = eqn.primitive
+    if prim.multiple_results or prim.numba_block is not None:
+        return None
+    if not (prim.numba_elementwise or (prim.numba_lowering is None and prim.lowering)):
+        return None
+    shape = eqn.outvars[0].aval.shape
+    if shape == () or any(a.aval.shape not in ((), shape) for a in eqn.inputs):
+        return None
+    return shape
+
+
+def emit_eqns(block: NumbaBlock, eqns, live_after) -> None:
+    """Emit ``eqns``; consecutive elementwise equations of one output shape go
+    into one loop over the elements (``_emit_fused``); ``live_after`` are the
+    variables read after them (later code, outputs)."""
+    eqns = list(eqns)
+    reads_after = [set() for _ in eqns]
+    later = {v for v in live_after if isinstance(v, Var)}
+    for k in range(len(eqns) - 1, -1, -1):
+        reads_after[k] = set(later)
+        later.update(a for a in eqns[k].inputs if isinstance(a, Var))
+    k = 0
+    while k < len(eqns):
+        shape = _elementwise_shape(eqns[k])
+        end = k
+        while end < len(eqns) and shape is not None and _elementwise_shape(eqns[end]) == shape:
+            end += 1
+        if end - k >= 1 and shape is not None:
+            group = eqns[k:end]
+            for eqn in group:
+                _check_eqn(eqn)
+            _emit_fused(block, group, shape, reads_after[end - 1])
+            k = end
+        else:
+            emit_eqn(block, eqns[k])
+            k += 1
+
+
+def _emit_fused(block: NumbaBlock, group, shape, live_after) -> None:
+    """One loop over the elements of ``shape``: each array read is indexed
+    through a flat view, each value is a scalar local, each result read
+    after the loop is written into a new array (one pass, no temporaries)."""
+    from fungrad.core import ShapedArray
+    names = block.names
+    defined = {v for eqn in group for v in eqn.outvars}
+    size = int(np.prod(shape, dtype=np.int64))
+    i = names.new(Var(ShapedArray((), np.int64)))
+    inputs = {}
+    for eqn in group:
+        for a in eqn.inputs:
+            if isinstance(a, Var) and a not in defined and a.aval.shape == shape:
+                inputs[a] = None
+    for eqn in group:
+        for v in eqn.outvars:
+            names.new(v)
+    outputs = [v for eqn in group for v in eqn.outvars if v in live_after]
+
+    def local(v, suffix):       # (a name: x_f, x_s; for an expression such as a[i], a new one)
+        name = names(v)
+        return f"{name}{suffix}" if name.isidentifier() else names.new(Var(v.aval))
+    flat = {v: local(v, "_f") for v in list(inputs) + outputs}
+    scalar = {v: local(v, "_s") for v in list(inputs) + [w for e in group for w in e.outvars]}
+    for a in inputs:
+        block.line(f"{flat[a]} = np.ascontiguousarray({names(a)}).ravel()")
+    for v in outputs:
+        block.line(f"{flat[v]} = np.empty({size}, {_type(v.aval.dtype)})")
+    block.line(f"for {i} in range({size}):")
+    for a in inputs:
+        block.line(f"{scalar[a]} = {flat[a]}[{i}]", "    ")
+    for eqn in group:
+        args = [scalar[a] if isinstance(a, Var) and a in scalar else block.atom(a)
+                for a in eqn.inputs]
+        in_avals = [ShapedArray((), a.aval.dtype) for a in eqn.inputs]
+        out = eqn.outvars[0]
+        text = _source(eqn, args, in_avals, [ShapedArray((), out.aval.dtype)])
+        block.line(f"{scalar[out]} = {text}", "    ")
+    for v in outputs:
+        block.line(f"{flat[v]}[{i}] = {scalar[v]}", "    ")
+    for v in outputs:
+        block.line(f"{names(v)} = {flat[v]}.reshape({tuple(int(d) for d in shape)!r})")
+
+
+def _type(dtype) -> str:
+    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+
+
+# ----------------------------------------------------------------------------
+# Segments and the driver
+# ----------------------------------------------------------------------------
+
+class _Run:
+    """Consecutive top-level equations: compiled (with their numba lines and the
+    constants they take) or left to the NumPy backend."""
+
+    def __init__(self, compiled: bool):
+        self.compiled, self.eqns, self.lines, self.consts = compiled, [], [], {}
+        self.has_block = False
+
+
+def _runs(jaxpr: Jaxpr, names: _Names) -> list:
+    """The equations of ``jaxpr`` cut into runs (see ``MIN_SEGMENT``)."""
+    runs: list[_Run] = []
+    for eqn in jaxpr.eqns:
+        lines, consts = [], {}
+        try:
+            emit_eqn(NumbaBlock(names, lines, "    ", consts), eqn)
+            ok = True
+        except NotCompilable:
+            ok = False
+        if not runs or runs[-1].compiled != ok or (ok and len(runs[-1].eqns) >= MAX_SEGMENT):
+            runs.append(_Run(ok))
+        run = runs[-1]
+        run.eqns.append(eqn)
+        run.has_block |= ok and eqn.primitive.numba_block is not None
+    for run in runs:     # too small to be worth a call: NumPy
+        if run.compiled and not run.has_block and len(run.eqns) < MIN_SEGMENT:
+            run.compiled = False
+    return runs
+
+
+def _emit_run(run: _Run, names, live_after) -> None:
+    """The numba lines of a compiled run (fused), or it becomes a NumPy run."""
+    lines, consts = [], {}
+    try:
+        emit_eqns(NumbaBlock(names, lines, "    ", consts), run.eqns, live_after)
+    except NotCompilable:
+        run.compiled = False
+        return
+    run.lines, run.consts = lines, consts
+
+
+def _interface(runs, outvars):
+    """For each run: the top-level variables it reads that earlier runs (or
+    the arguments) define, and those it defines that later runs or the outputs read."""
+    ins = []
+    for run in runs:
+        defined, reads = set(), {}
+        for eqn in run.eqns:
+            for a in eqn.inputs:
+                if isinstance(a, Var) and a not in defined:
+                    reads[a] = None
+            defined.update(eqn.outvars)
+        ins.append(list(reads))
+    needed = {v: None for v in outvars if isinstance(v, Var)}
+    outs = [None] * len(runs)
+    for k in range(len(runs) - 1, -1, -1):
+        outs[k] = [v for eqn in runs[k].eqns for v in eqn.outvars if v in needed]
+        needed.update(dict.fromkeys(ins[k]))
+    return ins, outs
+
+
+_PYTHON_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
+
+
+def _scalar_in(names, v) -> str:
+    """A driver value passed to a segment (a 0-d array or NumPy scalar becomes a
+    scalar: inside a segment shape () is a numba scalar)."""
+    return f"{names(v)}[()]" if v.aval.shape == () else names(v)
+
+
+class _Program:
+    """The lowered program: the driver's source, the segments' sources, the
+    constants the driver binds by name, the kernel modules it calls."""
+
+    def __init__(self):
+        self.driver: list[str] = []
+        self.segments: list[tuple[str, str, str]] = []   # (name, numba source, numpy twin)
+        self.consts: dict = {}
+        self.modules: dict = {}
+        self.primitives: set = set()     # names of the primitives the segments compile
+
+
+def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
+    """Cut ``closed`` (optimised) into compiled segments and NumPy runs."""
+    jaxpr = closed.jaxpr
+    names = _StableNames()
+    params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
+    runs = _runs(jaxpr, names)
+    ins, outs = _interface(runs, jaxpr.outvars)
+    for run, run_outs in zip(runs, outs):
+        if run.compiled:
+            _emit_run(run, names, set(run_outs))
+    prog = _Program()
+    prog.consts = names.consts        # (one table: the names _b0, _b1, ... stay unique)
+    prog.driver.append(f"def {name}({', '.join(params)}):")
+    for k, run in enumerate(runs):
+        if not run.compiled:
+            prog.driver.append("    # NumPy")
+            _emit_numpy(run.eqns, names, prog.driver)
+            continue
+        seg = f"_seg{len(prog.segments)}"
+        seg_params = [names(v) for v in ins[k]] + list(run.consts)
+        ret = f"    return {_tuple_source([names(v) for v in outs[k]])}"
+        source = "\n".join([f"def {seg}({', '.join(seg_params)}):"] + run.lines + [ret]) + "\n"
+        twin = _numpy_twin(seg, run, ins[k], outs[k], names, prog)
+        prog.primitives.update(_primitive_names(run.eqns))
+        prog.segments.append((seg, source, twin))
+        args = [_scalar_in(names, v) for v in ins[k]] + list(run.consts)
+        target = _tuple_source([names(v) for v in outs[k]])
+        prog.driver.append(f"    {target} = {seg}({', '.join(args)})  # compiled by numba"
+                           if outs[k] else f"    {seg}({', '.join(args)})")
+        read_later = {v for later in ins[k + 1:] for v in later}
+        for v in outs[k]:
+            # numba returns Python scalars: NumPy scalars of their dtype again,
+            # unless only returned and of a dtype jit's output wrapping keeps
+            if v.aval.shape == () and (v in read_later or v.aval.dtype not in _PYTHON_DTYPES):
+                prog.driver.append(f"    {names(v)} = np.{v.aval.dtype.name}({names(v)})")
+    prog.driver.append(f"    return {_tuple_source([names(v) for v in jaxpr.outvars])}")
+    prog.modules.update(names.modules)
+    return prog
+
+
+def _primitive_names(eqns) -> set:
+    """The primitives of ``eqns`` and of the jaxprs inside them."""
+    found = set()
+    for eqn in eqns:
+        found.add(eqn.primitive.name)
+        for value in eqn.params.values():
+            subs = value if isinstance(value, tuple) else (value,)
+            for sub in subs:
+                if isinstance(sub, ClosedJaxpr):
+                    found |= _primitive_names(sub.jaxpr.eqns)
+    return found
+
+
+def _emit_numpy(eqns, names, lines, indent="    "):
+    """The NumPy backend's lines for ``eqns`` (no buffer reuse: values cross
+    into compiled segments, which must not see them overwritten)."""
+    _emit_jaxpr(Jaxpr([], [], eqns, []), names, lines, False, indent)
+
+
+def _numpy_twin(seg, run, ins, outs, names, prog) -> str:
+    """The NumPy version of a segment (same parameters and results), run if
+    numba cannot compile it."""
+    twin_names = _Names()
+    twin_names.count = names.count
+    twin_names.consts = prog.consts        # (shared: the driver binds them)
+    for v in ins:
+        twin_names.names[v] = names(v)
+    params = [names(v) for v in ins] + list(run.consts)
+    lines = [f"def {seg}_numpy({', '.join(params)}):"]
+    _emit_numpy(run.eqns, twin_names, lines)
+    lines.append(f"    return {_tuple_source([twin_names(v) for v in outs])}")
+    prog.modules.update(twin_names.modules)
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------
+# Compiling
+# ----------------------------------------------------------------------------
+
+class NumbaCompiled:
+    """Compiled code: call ``fn(*consts, *args)``; ``source`` is the driver and
+    the segments numba compiles; ``backend`` says which backend runs it."""
+    __slots__ = ("fn", "source", "jaxpr", "consts", "backend", "segments")
+
+    def __init__(self, fn, source, jaxpr, consts, backend, segments=()):
+        self.fn, self.source, self.jaxpr, self.consts = fn, source, jaxpr, list(consts)
+        self.backend, self.segments = backend, list(segments)
+
+
+class _Segment:
+    """A compiled segment in the driver's namespace: the numba function, or,
+    if numba cannot compile it (or it fails on its first call), its NumPy twin."""
+    __slots__ = ("name", "label", "numba_fn", "twin", "call", "numba_error", "after",
+                 "namespace")
+
+    def __init__(self, name, label, numba_fn, twin, numba_error, after, namespace):
+        self.name, self.label, self.numba_fn, self.twin = name, label, numba_fn, twin
+        self.numba_error, self.after, self.namespace = numba_error, after, namespace
+        self.call = self._first
+
+    def __call__(self, *args):
+        return self.call(*args)
+
+    def _first(self, *args):
+        try:
+            out = self.numba_fn(*args)
+        except Exception as err:      # (loading or compiling; nothing has run yet)
+            retry = self.after(False, self.name)   # a bad disk cache entry: compile anew
+            if retry is None:
+                return self._give_up(err, args)
+            self.numba_fn = retry
+            try:
+                out = self.numba_fn(*args)
+            except Exception as err:
+                return self._give_up(err, args)
+        self.call = self._compiled()
+        self.namespace[self.name] = self.call    # (the driver calls it directly from now on)
+        self.after(True, self.name)        # (the disk cache records what numba wrote)
+        return out
+
+    def _compiled(self):
+        numba_fn, numba_error, give_up = self.numba_fn, self.numba_error, self._give_up
+
+        def call(*args):
+            try:
+                return numba_fn(*args)
+            except numba_error as err:     # compiling for new argument layouts
+                return give_up(err, args)
+        return call
+
+    def _give_up(self, err, args):
+        from fungrad import _config
+        if _config.log_compiles.value:
+            log.warning("%s: numba could not compile %s (%s: %s); it runs on NumPy",
+                        self.label, self.name, type(err).__name__, str(err).split("\n")[0])
+        self.call = self.namespace[self.name] = self.twin
+        return self.twin(*args)
+
+
+def compiled(closed: ClosedJaxpr, label: str = "fn") -> NumbaCompiled:
+    """The compiled backend's code of ``closed``, cached on it (see module doc);
+    ``label`` (the user's function name) appears in log lines, never in code."""
+    return closed.derived("numba", lambda: _compile(optimize(closed), label))
+
+
+def _compile(closed: ClosedJaxpr, label: str) -> NumbaCompiled:
+    from fungrad import _config
+    from fungrad.interpreters import numba_cache
+    name = "fn"
+    prog = lower(closed, name)
+    if not prog.segments:
+        if _config.log_compiles.value:
+            log.warning("jit(%s): nothing in it compiles with numba; it runs on NumPy", label)
+        comp = compile_scalar_or_numpy(closed, name)
+        return NumbaCompiled(comp.fn, comp.source, comp.jaxpr, comp.consts, "NumPy")
+    numba_fns, numba_error, on_compiled = numba_cache.compile_segments(
+        [src for _, src, _ in prog.segments], [seg for seg, _, _ in prog.segments],
+        prog.primitives)
+    twins = "".join(twin + "\n" for _, _, twin in prog.segments)
+    driver = "\n".join(prog.driver) + "\n"
+    fn = compile_source(twins + driver, name, dict(prog.consts), prog.modules)
+    namespace = fn.__globals__
+    for (seg, _, _), numba_fn in zip(prog.segments, numba_fns):
+        namespace[seg] = _Segment(seg, f"jit({label})", numba_fn, namespace[f"{seg}_numpy"],
+                                  numba_error, on_compiled, namespace)
+    source = "".join(f"@numba.njit\n{src}\n" for _, src, _ in prog.segments) + driver
+    return NumbaCompiled(fn, source, closed.jaxpr, closed.consts, "numba",
+                         [namespace[seg] for seg, _, _ in prog.segments])
