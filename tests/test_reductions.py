@@ -357,8 +357,8 @@ def test_out_argument_and_ddof_conflict_rejected():
 
 def _lowered(prim, args, **params):
     names = [f"a{i}" for i in range(len(args))]
-    src, _ = codegen.lowered_source(prim, names, **params)
-    return eval(src, {"np": np, **dict(zip(names, args))})
+    src, modules = codegen.lowered_source(prim, names, **params)
+    return eval(src, {"np": np, **modules, **dict(zip(names, args))})
 
 
 X = np.array([[3.0, -1.0, 2.0], [0.5, 4.0, -2.0]])
