@@ -23,7 +23,8 @@ from fungrad.interpreters import array_ops
 from fungrad.interpreters.partial_eval import trace_closed
 from fungrad.interpreters.rule_tables import RuleTable
 
-__all__ = ["not_mapped", "BatchTrace", "BatchTracer", "vmap_flat", "vmap_keeping_dims", "batch_jaxpr", "bdims_to_front", "moveaxis",
+__all__ = ["not_mapped", "BatchTrace", "BatchTracer", "vmap_flat", "vmap_keeping_dims",
+           "batch_jaxpr", "batch_keeping_unbatched", "bdims_to_front", "moveaxis",
            "bdim_at_front", "vectorized_batcher", "broadcasting_batcher",
            "reducer_batcher", "shift_axes", "extend_axis_env", "manual_axis_size",
            "primitive_batchers", "axis_primitive_batchers"]
@@ -196,6 +197,34 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_dims) -> ClosedJaxpr:
     in_dims = tuple(in_dims)
     return closed.derived(("batch", axis_size, in_dims),
                           lambda: _batch_jaxpr(closed, axis_size, in_dims))
+
+
+def batch_keeping_unbatched(closed: ClosedJaxpr, axis_size: int, in_dims, instantiate):
+    """``batch_keeping_unbatched : ClosedJaxpr(a -> b), n, in_dims, instantiate
+    -> (ClosedJaxpr([n]a -> [n]b'), batched)``
+
+    As ``batch_jaxpr``, but an output that no batched input reaches stays
+    unbatched unless ``instantiate`` asks for it (JAX's ``batch_jaxpr`` with
+    ``instantiate``): ``batched`` says which outputs carry the batch axis (at
+    0).  Loops and conditionals use it so that unbatched carries stay
+    unbatched.  Cached on ``closed``."""
+    in_dims, instantiate = tuple(in_dims), tuple(instantiate)
+    return closed.derived(("batch_keeping", axis_size, in_dims, instantiate),
+                          lambda: _batch_keeping(closed, axis_size, in_dims, instantiate))
+
+
+def _batch_keeping(closed, axis_size, in_dims, instantiate):
+    batched = []
+
+    def fn(*args):
+        vals, dims = vmap_keeping_dims(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                                       args, in_dims, axis_size)
+        batched[:] = [d is not None or inst for d, inst in zip(dims, instantiate)]
+        return [bdim_at_front(v, d, axis_size) if b else v
+                for v, d, b in zip(vals, dims, batched)]
+    avals = [a if d is None else ShapedArray((axis_size,) + a.shape, a.dtype)
+             for a, d in zip(closed.in_avals, in_dims)]
+    return trace_closed(fn, avals), tuple(batched)
 
 
 def _batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims):

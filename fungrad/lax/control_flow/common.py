@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from fungrad import _config
-from fungrad.core import (ClosedJaxpr, ShapedArray, current_trace, eval_jaxpr, get_aval,
-                          new_trace_context)
-from fungrad.interpreters import ad, batching
-from fungrad.interpreters.partial_eval import permute_binders, trace_closed
+from fungrad.core import ClosedJaxpr, get_aval
+from fungrad.interpreters import ad
+from fungrad.interpreters.partial_eval import permute_binders
 
 __all__ = ["split_list", "partition_list", "merge_lists", "cached", "grouped_jvp_jaxpr",
-           "lane_mask", "python_control_flow", "batch_keeping_unbatched"]
+           "lane_mask", "python_control_flow"]
 
 
 def python_control_flow() -> bool:
@@ -89,33 +88,6 @@ def _tangents_after_groups(sizes, nonzeros) -> list[int]:
         order += list(group) + [tangent_at[i] for i in group if i in tangent_at]
         start += size
     return order
-
-
-def batch_keeping_unbatched(closed: ClosedJaxpr, axis_size: int, in_dims, instantiate):
-    """``closed`` batched along ``in_dims`` (0 or None): ``(jaxpr, batched)``,
-    where outputs in ``instantiate`` and those computed from batched inputs
-    are batched at 0 and the others stay unbatched (JAX's ``batch_jaxpr`` with
-    ``instantiate``).  Cached on ``closed``."""
-    in_dims, instantiate = tuple(in_dims), tuple(instantiate)
-    return closed.derived(("batch_keeping", axis_size, in_dims, instantiate),
-                          lambda: _batch_keeping(closed, axis_size, in_dims, instantiate))
-
-
-def _batch_keeping(closed, axis_size, in_dims, instantiate):
-    batched = []
-
-    def fn(*args):
-        trace = batching.BatchTrace(current_trace(), axis_size)
-        with new_trace_context(trace):
-            ins = [x if d is None else batching.BatchTracer(trace, x, d)
-                   for x, d in zip(args, in_dims)]
-            outs = [trace.lift(o) for o in eval_jaxpr(closed.jaxpr, closed.consts, *ins)]
-        batched[:] = [d is not None or inst for (_, d), inst in zip(outs, instantiate)]
-        return [batching.bdim_at_front(v, d, axis_size) if b else v
-                for (v, d), b in zip(outs, batched)]
-    avals = [a if d is None else ShapedArray((axis_size,) + a.shape, a.dtype)
-             for a, d in zip(closed.in_avals, in_dims)]
-    return trace_closed(fn, avals), tuple(batched)
 
 
 def lane_mask(live, x):

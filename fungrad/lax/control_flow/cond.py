@@ -38,7 +38,7 @@ from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.partial_eval import (as_value, partial_eval_jaxpr, select_inputs,
                                                stage_pytree, trace_closed)
-from fungrad.lax.control_flow.common import (batch_keeping_unbatched, cached, merge_lists,
+from fungrad.lax.control_flow.common import (cached, merge_lists,
                                              partition_list, python_control_flow)
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
@@ -149,8 +149,9 @@ def _cond_batch(axis_size, vals, dims, branches):
         # as JAX: an output computed from no batched value in any branch stays unbatched
         n = len(branches[0].out_avals)
         out_bat = [any(bat) for bat in zip(*[
-            batch_keeping_unbatched(br, axis_size, in_dims, (False,) * n)[1] for br in branches])]
-        batched = tuple(batch_keeping_unbatched(br, axis_size, in_dims, tuple(out_bat))[0]
+            batching.batch_keeping_unbatched(br, axis_size, in_dims, (False,) * n)[1]
+            for br in branches])]
+        batched = tuple(batching.batch_keeping_unbatched(br, axis_size, in_dims, tuple(out_bat))[0]
                         for br in branches)
         outs = cond_p.bind(index, *ops, branches=batched)
         return outs, [0 if b else None for b in out_bat]

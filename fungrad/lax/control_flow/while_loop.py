@@ -36,7 +36,7 @@ from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
 from fungrad.interpreters.partial_eval import (as_value, partial_eval_jaxpr, select_inputs,
                                                stage_pytree, trace_closed)
-from fungrad.lax.control_flow.common import (batch_keeping_unbatched, cached, lane_mask,
+from fungrad.lax.control_flow.common import (cached, lane_mask,
                                              merge_lists, partition_list,
                                              python_control_flow, split_list)
 from fungrad.lax.control_flow.scan import (_check_carry, _scan_partial_eval, loop_jvp_body,
@@ -208,13 +208,13 @@ def _while_batch(axis_size, vals, dims, cond, body, cond_nconsts, body_nconsts):
     c_dims, b_dims, k_dims = split_list(in_dims, [nc, nb])
     carry_bat = _batched_carries(axis_size, body, b_dims, [d is not None for d in k_dims])
     pred_dims = tuple(c_dims) + tuple(0 if b else None for b in carry_bat)
-    if not batch_keeping_unbatched(cond, axis_size, pred_dims, (False,))[1][0]:
+    if not batching.batch_keeping_unbatched(cond, axis_size, pred_dims, (False,))[1][0]:
         # as JAX: one predicate for every lane, so the carries that depend on no
         # batched value stay unbatched (a counter stays one number)
         carry = [batching.bdim_at_front(v, d, axis_size) if b else v
                  for v, d, b in zip(carry, k_dims, carry_bat)]
-        b_cond = batch_keeping_unbatched(cond, axis_size, pred_dims, (False,))[0]
-        b_body = batch_keeping_unbatched(body, axis_size, tuple(b_dims) + pred_dims[nc:],
+        b_cond = batching.batch_keeping_unbatched(cond, axis_size, pred_dims, (False,))[0]
+        b_body = batching.batch_keeping_unbatched(body, axis_size, tuple(b_dims) + pred_dims[nc:],
                                   tuple(carry_bat))[0]
         outs = while_p.bind(*c_consts, *b_consts, *carry, cond=b_cond, body=b_body,
                             cond_nconsts=nc, body_nconsts=nb)
@@ -235,7 +235,7 @@ def _batched_carries(axis_size, body, b_dims, carry_bat) -> list:
     those the body computes from batched values."""
     for _ in range(len(carry_bat) + 1):
         in_dims = tuple(b_dims) + tuple(0 if b else None for b in carry_bat)
-        out_bat = batch_keeping_unbatched(body, axis_size, in_dims, tuple(carry_bat))[1]
+        out_bat = batching.batch_keeping_unbatched(body, axis_size, in_dims, tuple(carry_bat))[1]
         if list(out_bat) == list(carry_bat):
             break
         carry_bat = [a or b for a, b in zip(carry_bat, out_bat)]
