@@ -282,7 +282,7 @@ def _emit_in_parts(jaxpr: Jaxpr, name: str, params, names: _Names, reuse_buffers
     values after the last part that reads them."""
     eqns = jaxpr.eqns
     parts = [eqns[i:i + CHUNK_SIZE] for i in range(0, len(eqns), CHUNK_SIZE)]
-    ins, outs = _part_interfaces(parts, jaxpr.outvars)
+    ins, outs = part_interfaces(parts, jaxpr.outvars)
     last_reader = {v: k for k, part_ins in enumerate(ins) for v in part_ins}
     keep = set(jaxpr.outvars) | set(jaxpr.invars) | set(jaxpr.constvars)
     lines, main = [], [f"def {name}({', '.join(params)}):"]
@@ -302,7 +302,7 @@ def _emit_in_parts(jaxpr: Jaxpr, name: str, params, names: _Names, reuse_buffers
     return lines + main
 
 
-def _part_interfaces(parts, outvars):
+def part_interfaces(parts, outvars):
     """For each part (a list of equations): the variables it reads that are
     defined before it, and those it defines that later parts or the outputs
     read (each in first-appearance order)."""

@@ -48,7 +48,7 @@ from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
 from fungrad.interpreters.codegen import (_Names, _check_names, _check_params, _emit_jaxpr,
                                           _lower_eqn, _tuple_source, compile_scalar_or_numpy,
-                                          compile_source, literal_source)
+                                          compile_source, literal_source, part_interfaces)
 from fungrad.interpreters.lowering import Call, render
 from fungrad.interpreters.passes import optimize
 
@@ -348,22 +348,9 @@ def _emit_run(run: _Run, names, live_after) -> None:
 
 def _interface(runs, outvars):
     """For each run: the top-level variables it reads that earlier runs (or
-    the arguments) define, and those it defines that later runs or the outputs read."""
-    ins = []
-    for run in runs:
-        defined, reads = set(), {}
-        for eqn in run.eqns:
-            for a in eqn.inputs:
-                if isinstance(a, Var) and a not in defined:
-                    reads[a] = None
-            defined.update(eqn.outvars)
-        ins.append(list(reads))
-    needed = {v: None for v in outvars if isinstance(v, Var)}
-    outs = [None] * len(runs)
-    for k in range(len(runs) - 1, -1, -1):
-        outs[k] = [v for eqn in runs[k].eqns for v in eqn.outvars if v in needed]
-        needed.update(dict.fromkeys(ins[k]))
-    return ins, outs
+    the arguments) define, and those it defines that later runs or the
+    outputs read (codegen's rule for the parts of a long program)."""
+    return part_interfaces([run.eqns for run in runs], outvars)
 
 
 _PYTHON_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))

@@ -333,18 +333,20 @@ def _scan_batch(axis_size, vals, dims, body, num_consts, num_carry, length, reve
 scan_p.batch = _scan_batch
 
 
-def _scan_emit(block, eqn, args, out_names):
-    """A Python ``for`` loop: the carries are locals, each per-step output is
-    written into an array allocated before the loop (no list to stack after)."""
+def _scan_loop(block, eqn, args, out_names, dtype_source):
+    """A ``for`` loop over the steps, for both backends: the carries are
+    locals, each per-step output is written into an array allocated before the
+    loop (``dtype_source(dtype)`` names its dtype in the backend's code)."""
     p = eqn.params
-    body, nk, length = p["body"], p["num_carry"], p["length"]
+    body, nk, length = p["body"], p["num_carry"], int(p["length"])
     consts, carry, xs = split_list(args, [p["num_consts"], nk])
     carry_names, ys_names = out_names[:nk], out_names[nk:]
     i = block.names.new(core.Var(ShapedArray((), np.int64)))
     for c, n in zip(carry_names, carry):
         block.line(f"{c} = {n}")
     for y, a in zip(ys_names, body.out_avals[nk:]):
-        block.line(f"{y} = np.empty({(int(length),) + tuple(a.shape)!r}, np.{a.dtype.name})")
+        shape = (length,) + tuple(int(d) for d in a.shape)
+        block.line(f"{y} = np.empty({shape!r}, {dtype_source(a.dtype)})")
     rng = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
     block.line(f"for {i} in {rng}:")
     outs = block.body(body, list(consts) + carry_names + [f"{x}[{i}]" for x in xs])
@@ -355,33 +357,12 @@ def _scan_emit(block, eqn, args, out_names):
         block.line(f"{', '.join(carry_names)}, = {', '.join(outs[:nk])},", "    ")
 
 
-scan_p.emit_block = _scan_emit
+scan_p.emit_block = lambda block, eqn, args, out_names: _scan_loop(
+    block, eqn, args, out_names, lambda dtype: f"np.{dtype.name}")
+# the compiled backend's scan: the same native loop, numba's dtype names
+scan_p.numba_block = lambda block, eqn, args, out_names: _scan_loop(
+    block, eqn, args, out_names, numba_type)
 
-
-def _scan_numba(block, eqn, args, out_names):
-    """The compiled backend's scan: a native loop, the carries local variables,
-    each per-step output written into its preallocated array."""
-    p = eqn.params
-    body, nk, length = p["body"], p["num_carry"], p["length"]
-    consts, carry, xs = split_list(args, [p["num_consts"], nk])
-    carry_names, ys_names = out_names[:nk], out_names[nk:]
-    i = block.names.new(core.Var(ShapedArray((), np.int64)))
-    for c, n in zip(carry_names, carry):
-        block.line(f"{c} = {n}")
-    for y, a in zip(ys_names, body.out_avals[nk:]):
-        shape = (int(length),) + tuple(int(d) for d in a.shape)
-        block.line(f"{y} = np.empty({shape!r}, "
-                   f"{numba_type(a.dtype)})")
-    rng = f"range({int(length)} - 1, -1, -1)" if p["reverse"] else f"range({int(length)})"
-    block.line(f"for {i} in {rng}:")
-    outs = block.body(body, list(consts) + carry_names + [f"{x}[{i}]" for x in xs])
-    for y, o in zip(ys_names, outs[nk:]):
-        block.line(f"{y}[{i}] = {o}", "    ")
-    if nk:
-        block.line(f"{', '.join(carry_names)}, = {', '.join(outs[:nk])},", "    ")
-
-
-scan_p.numba_block = _scan_numba
 
 
 # ----------------------------------------------------------------------------
