@@ -54,6 +54,8 @@ def _as_value(x, what: str):
     if isinstance(x, np.generic):
         return np.asarray(x)
     if isinstance(x, (bool, int, float, complex)):      # (32-bit without jax_enable_x64)
+        if type(x) in (int, float, complex):     # a Python number: weakly typed, as in JAX
+            return core.weak_array(x, core.scalar_dtype(x))
         return np.asarray(x, dtype=core.scalar_dtype(x))
     try:
         arr = np.asarray(x)
@@ -191,7 +193,8 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
         with batching.extend_axis_env(dict(axis_env or ())):
             closed, out_tree = _stage(fun, args, kwargs, static_argnums)
         if return_shape:
-            shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
+            shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                      for a in closed.out_avals]
             return closed, tree_unflatten(out_tree, shapes)
         return closed
     return make

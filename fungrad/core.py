@@ -174,7 +174,10 @@ def get_aval(x) -> ShapedArray:
         dtype = x.dtype
         # a non-native byte order ('>f8' here) is the same number type: types
         # are native, and NumPy converts the values wherever they are used
-        return _shaped(x.shape, dtype if dtype.isnative else dtype.newbyteorder("="))
+        aval = _shaped(x.shape, dtype if dtype.isnative else dtype.newbyteorder("="))
+        if type(x) is Array and x.weak_type:
+            aval.weak_type = True
+        return aval
     if isinstance(x, np.generic):
         return _shaped((), x.dtype)
     if isinstance(x, _PY_SCALARS):
@@ -509,6 +512,21 @@ def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
 primitives: dict[str, "Primitive"] = {}   # the registry every generic test walks
 
 
+def standard_weak_type(avals, params) -> bool:
+    """JAX's weak-type rule of most primitives: the outputs are weakly typed
+    when every input is (an operation on Python scalars only)."""
+    for a in avals:
+        if not a.weak_type:
+            return False
+    return bool(avals)
+
+
+def strip_weak_type_rule(avals, params) -> bool:
+    """The weak-type rule of primitives whose outputs are never weak (argmax,
+    bitcast_convert_type, ...)."""
+    return False
+
+
 class Primitive:
     """A named operation with one rule per interpreter, stored as attributes."""
 
@@ -520,6 +538,10 @@ class Primitive:
         self.differentiable = differentiable  # False: integer/boolean valued
         self.impl: Callable | None = None
         self.abstract_eval: Callable | None = None
+        # weak_type_rule(in_avals, params) -> bool (every output) or a list of
+        # bools: which outputs are weakly typed (JAX's weak_type_rule); None:
+        # the abstract_eval rule's avals say (control flow, calls: their jaxprs')
+        self.weak_type_rule: Callable | None = None if multiple_results else standard_weak_type
         self.jvp: Callable | None = None
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
@@ -583,6 +605,37 @@ class Primitive:
     def def_abstract_eval(self, rule):
         self.abstract_eval = rule
         return rule
+
+
+def with_weak_types(prim: Primitive, in_avals, params, out_avals: list) -> list:
+    """``out_avals`` (of ``prim`` on ``in_avals``) weakly typed as its
+    ``weak_type_rule`` says."""
+    rule = prim.weak_type_rule
+    if rule is None:
+        return out_avals
+    flags = rule(in_avals, params)
+    if flags is True or flags is False:
+        if not flags:
+            for a in out_avals:        # (the common case: strong, as rules made them)
+                if a.weak_type:
+                    break
+            else:
+                return out_avals
+        flags = [flags] * len(out_avals)
+    return [a if a.weak_type == w else ShapedArray(a.shape, a.dtype, w)
+            for a, w in zip(out_avals, flags)]
+
+
+def output_weak_types(prim: Primitive, args, params, num_outputs: int) -> list:
+    """Which of the ``num_outputs`` outputs of ``prim`` on the values ``args``
+    are weakly typed."""
+    in_avals = [get_aval(a) for a in args]
+    rule = prim.weak_type_rule
+    if rule is None:
+        out = prim.abstract_eval(*in_avals, **params)
+        return [a.weak_type for a in (out if prim.multiple_results else [out])]
+    flags = rule(in_avals, params)
+    return list(flags) if isinstance(flags, (list, tuple)) else [bool(flags)] * num_outputs
 
 
 # ----------------------------------------------------------------------------
@@ -804,19 +857,43 @@ class EvalTrace(Trace):
     def process_primitive(self, prim, args, params):
         # The hot path of eager fungrad: keep it to a type check per argument.
         vals = []
+        weak = False       # a weakly typed input: the outputs may be weak too
         for a in args:
             t = type(a)
             if t is Array:
+                if a.weak_type:
+                    weak = True
                 a = a.view(np.ndarray)   # NumPy is slower on subclasses
-            elif t is not np.ndarray and isinstance(a, Tracer):
-                raise UnexpectedTracerError(_eval_tracer_message(a))
+            elif t is not np.ndarray:
+                if t is float or t is int or t is complex:
+                    weak = True
+                elif isinstance(a, Tracer):
+                    raise UnexpectedTracerError(_eval_tracer_message(a))
             vals.append(a)
         out = prim.impl(*vals, **params)
         if _float_checks:           # jax_debug_nans / jax_debug_infs
             check_floats(out if prim.multiple_results else [out], _op_name(prim, params), vals)
+        if weak:
+            return _weak_results(prim, args, params, out)
         if prim.multiple_results:
             return [wrap_array(o) for o in out]
         return wrap_array(out)
+
+
+def _is_weak_value(a) -> bool:
+    t = type(a)
+    return t is float or t is int or t is complex or (t is Array and a.weak_type)
+
+
+def _weak_results(prim, args, params, out):
+    """The Arrays of ``out``, weakly typed where ``prim``'s rule says so."""
+    outs = out if prim.multiple_results else [out]
+    if prim.weak_type_rule is standard_weak_type:    # (without avals: the common case)
+        flags = [all(map(_is_weak_value, args))] * len(outs)
+    else:
+        flags = output_weak_types(prim, args, params, len(outs))
+    arrays = [with_weak_type(wrap_array(o), w) for o, w in zip(outs, flags)]
+    return arrays if prim.multiple_results else arrays[0]
 
 
 # ----------------------------------------------------------------------------
@@ -1018,6 +1095,25 @@ def wrap_array(x) -> "Array":
 _new_ndarray = np.ndarray.__new__
 
 
+def with_weak_type(x, weak: bool):
+    """``x`` (an Array) weakly typed or not: itself when it already is, else a
+    new view of its buffer (an Array's weak type never changes, so a shared
+    one is never marked)."""
+    if type(x) is not Array or x.weak_type == weak:
+        return x
+    out = x.view(Array)
+    out.setflags(write=False)
+    if weak:
+        out.weak_type = True
+    return out
+
+
+def weak_array(value, dtype) -> "Array":
+    """A weakly typed Array of ``value`` (a Python scalar, as JAX makes
+    ``jnp.asarray(2.0)``) with ``dtype``."""
+    return with_weak_type(wrap_array(np.asarray(value, dtype)), True)
+
+
 def plain_array(x):
     """``x`` as NumPy computes fastest on it: a fungrad Array as a plain ndarray
     view of its (read-only) buffer (O(1), no copy: NumPy's ufuncs cost about
@@ -1091,6 +1187,17 @@ class Array(np.ndarray, metaclass=_ArrayMeta):
     ``x.at[i].set(v)``.  (A writable Array, which only NumPy's own functions
     make, e.g. ``np.roll``'s output buffer, still takes item assignment.)
     """
+
+    # JAX's weak type: True for values that came from Python scalars only
+    # (``jnp.asarray(2.0)``, ``jit(lambda: 2.0)()``), which promotion treats
+    # like Python scalars.  Set on the instance (``with_weak_type``); NumPy's
+    # own functions make strongly typed Arrays.
+    weak_type = False
+
+    @property
+    def aval(self) -> ShapedArray:
+        """The abstract value (shape, dtype, weak type), as ``jax.Array.aval``."""
+        return get_aval(self)
 
     def __reduce__(self):  # pickle as a plain ndarray
         return np.asarray(self).copy().__reduce__()

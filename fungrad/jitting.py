@@ -52,7 +52,7 @@ _LEAF_TYPES = {np.ndarray, core.Array, float, int, bool, complex, np.float64, np
 def _signature(x):
     """The part of an argument the compiled code depends on."""
     t = type(x)
-    if t is np.ndarray or t is core.Array:
+    if t is np.ndarray or t is core.Array and not x.weak_type:
         return (x.shape, x.dtype)
     if t in _PY_SCALARS:
         return t              # weakly typed, as JAX
@@ -82,7 +82,7 @@ def _output_kind(out_tree) -> str:
 
 class _Entry:
     __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "output_kind",
-                 "scalar_args", "may_alias", "run")
+                 "scalar_args", "may_alias", "weak_outputs", "run")
 
 
 def _positional_key(args):
@@ -91,7 +91,7 @@ def _positional_key(args):
     sig = []
     for a in args:
         t = type(a)
-        if t is np.ndarray or t is core.Array:
+        if t is np.ndarray or t is core.Array and not a.weak_type:
             sig.append((a.shape, a.dtype))
         elif t is float or t is int or t is bool or t is complex:
             sig.append(t)
@@ -130,13 +130,21 @@ def compiled_code_arguments(leaves, convert_scalars: bool) -> list:
     return [x.view(np.ndarray) if type(x) is core.Array else x for x in leaves]
 
 
-def compiled_code_results(outs, leaves, may_alias) -> list:
+def compiled_code_results(outs, leaves, may_alias, weak_outputs=()) -> list:
     """The flat results as callers get them: read-only Arrays, copied first where
     they may view a writeable array the caller passed in (``leaves``, as given:
-    read-only fungrad Arrays are shared, never copied)."""
+    read-only fungrad Arrays are shared, never copied), weakly typed where the
+    jaxpr's outputs are (``weak_outputs``: their indices)."""
     if may_alias:
         outs = unalias(outs, may_alias, leaves)
-    return [wrap_array(o) for o in outs]
+    outs = [wrap_array(o) for o in outs]
+    for i in weak_outputs:
+        outs[i] = core.with_weak_type(outs[i], True)
+    return outs
+
+
+def weak_output_indices(closed: ClosedJaxpr) -> tuple:
+    return tuple(i for i, a in enumerate(closed.out_avals) if a.weak_type)
 
 
 def _runner(entry: "_Entry") -> Callable:
@@ -144,11 +152,11 @@ def _runner(entry: "_Entry") -> Callable:
     compiled code, its results out of it (in their tree)."""
     fn, consts, kind, out_tree = entry.fn, entry.consts, entry.output_kind, entry.out_tree
     scalar_args = entry.scalar_args and not getattr(fn, "takes_python_scalars", False)
-    may_alias = entry.may_alias
+    may_alias, weak_outputs = entry.may_alias, entry.weak_outputs
 
     def run(leaves):
         outs = fn(*consts, *compiled_code_arguments(leaves, scalar_args))
-        outs = compiled_code_results(outs, leaves, may_alias)
+        outs = compiled_code_results(outs, leaves, may_alias, weak_outputs)
         if kind == "single":
             return outs[0]
         if kind == "tuple":
@@ -178,8 +186,9 @@ class _StageInfo:
         in_avals = [v.aval for v in entry.closed.jaxpr.invars][len(entry.hoisted):]
         self.args_info = tree_unflatten(in_tree, [ArgInfo(a) for a in in_avals])
         self.out_tree = entry.out_tree
-        self.out_info = tree_unflatten(entry.out_tree, [ShapeDtypeStruct(a.shape, a.dtype)
-                                                        for a in entry.closed.out_avals])
+        self.out_info = tree_unflatten(entry.out_tree, [
+            ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+            for a in entry.closed.out_avals])
 
 
 class _Stage:
@@ -532,8 +541,8 @@ class Jitted:
         # (plain ndarrays inside also because NumPy's operators on Arrays are checked)
         outs = entry.fn(*entry.consts, *compiled_code_arguments(leaves, True))
         core.check_outputs(outs, f"the output of jit({self.name})")
-        return tree_unflatten(entry.out_tree, compiled_code_results(outs, leaves,
-                                                                    entry.may_alias))
+        return tree_unflatten(entry.out_tree, compiled_code_results(
+            outs, leaves, entry.may_alias, entry.weak_outputs))
 
     def _trace(self, args, kwargs, nums, leaves, key) -> _Entry:
         with gc_paused():
@@ -567,6 +576,7 @@ class Jitted:
         entry.output_kind = _output_kind(entry.out_tree)
         entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)
         entry.cacheable = not entry.hoisted
+        entry.weak_outputs = weak_output_indices(entry.closed)
         if entry.cacheable:
             comp = self._compiled(entry.closed)   # (checking code if traced by _call_checked)
             entry.fn, entry.consts = comp.fn, comp.consts

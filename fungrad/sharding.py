@@ -575,6 +575,8 @@ def _put_one(x, where):
     if where is None or where is cpu_device or where == SingleDeviceSharding(cpu_device):
         if isinstance(x, ShardedArray):
             return x._value()
+        if type(x) in (int, float, complex):     # a Python number: weakly typed, as in JAX
+            return core.weak_array(x, core.scalar_dtype(x))
         return x if type(x) is Array else wrap_array(np.array(x))
     if isinstance(where, Device):
         where = SingleDeviceSharding(where)

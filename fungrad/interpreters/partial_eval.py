@@ -32,7 +32,8 @@ import numpy as np
 
 from fungrad import core
 from fungrad.core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Trace, Tracer,
-                          Var, bind_on, eval_jaxpr, get_aval, new_trace_context)
+                          Var, bind_on, eval_jaxpr, get_aval, new_trace_context,
+                          with_weak_types)
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["StagingTrace", "StagingTracer", "trace_to_jaxpr", "closure_convert",
@@ -101,7 +102,7 @@ class StagingTrace(Trace):
             return Literal(by_value(x) if isinstance(x, np.ndarray) else x)
         var = self.const_vars.get(id(x))
         if var is None:
-            var = self.const_vars[id(x)] = Var(get_aval(x).strip_weak_type())
+            var = self.const_vars[id(x)] = Var(get_aval(x))   # (weak Arrays stay weak)
             self.const_vals.append((var, x))
         return var
 
@@ -116,8 +117,11 @@ class StagingTrace(Trace):
     def stage(self, prim, args, params):
         """Record ``prim(*args)`` as an equation; returns the output tracer(s)."""
         atoms = [self.to_atom(a) for a in args]
-        out_aval = prim.abstract_eval(*[a.aval for a in atoms], **params)
+        in_avals = [a.aval for a in atoms]
+        out_aval = prim.abstract_eval(*in_avals, **params)
         out_avals = out_aval if prim.multiple_results else [out_aval]
+        if prim.weak_type_rule is not None:
+            out_avals = with_weak_types(prim, in_avals, params, out_avals)
         avals = self.avals
         outvars = [Var(avals.setdefault(a, a)) for a in out_avals]
         # the user's line, while jax_debug_nans/infs is on (finding it costs a
@@ -213,10 +217,11 @@ def closure_convert(jaxpr: Jaxpr, consts) -> tuple[ClosedJaxpr, list]:
 def as_value(x):
     """A leaf as an operand: tracers stay, everything else becomes an ndarray
     (Python scalars of the default dtypes: 32-bit without jax_enable_x64)."""
-    if isinstance(x, Tracer):
+    if isinstance(x, Tracer) or type(x) is core.Array:    # (an Array keeps its weak type)
         return x
-    if type(x) in _PY_SCALARS:
-        return np.asarray(x, core.scalar_dtype(x))
+    if type(x) in _PY_SCALARS:      # a Python number is weakly typed, as in JAX
+        dtype = core.scalar_dtype(x)
+        return np.asarray(x, dtype) if type(x) is bool else core.weak_array(x, dtype)
     return np.asarray(x)
 
 

@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
+from fungrad.core import Primitive, ShapedArray, Tracer, get_aval, strip_weak_type_rule
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.codegen import expression_function
 from fungrad.interpreters.lowering import Source, call
@@ -1222,28 +1222,34 @@ def clamp(min, x, max):  # noqa: A002 (JAX's argument names)
 # convert_element_type, bitcast_convert_type
 # ----------------------------------------------------------------------------
 
-def _convert_impl(x, new_dtype):
+def _convert_impl(x, new_dtype, weak_type=False):
     with np.errstate(invalid="ignore", over="ignore"):
         return np.asarray(x).astype(new_dtype, copy=False)
 
 
-def _convert_shape(x, new_dtype):
-    return ShapedArray(x.shape, new_dtype)
+def _convert_shape(x, new_dtype, weak_type=False):
+    return ShapedArray(x.shape, new_dtype, weak_type)
 
 
-def _convert_jvp(primals, tangents, new_dtype):
+def _convert_params(new_dtype, weak_type):
+    """The params of a conversion: ``weak_type`` appears only when True (the
+    common strong conversion prints and caches as it always did)."""
+    return {"new_dtype": new_dtype, "weak_type": True} if weak_type else {"new_dtype": new_dtype}
+
+
+def _convert_jvp(primals, tangents, new_dtype, weak_type=False):
     (x,), (t,) = primals, tangents
-    ans = convert_element_type_p.bind(x, new_dtype=new_dtype)
+    ans = convert_element_type_p.bind(x, **_convert_params(new_dtype, weak_type))
     if type(t) is Zero or not np.issubdtype(new_dtype, np.inexact):
         return ans, Zero(ad.tangent_aval(get_aval(ans)))
-    return ans, convert_element_type_p.bind(t, new_dtype=new_dtype)
+    return ans, convert_element_type_p.bind(t, **_convert_params(new_dtype, weak_type))
 
 
-def _convert_transpose(ct, x, new_dtype):
+def _convert_transpose(ct, x, new_dtype, weak_type=False):
     old = x.aval.dtype
     if np.issubdtype(new_dtype, np.complexfloating) and not np.issubdtype(old, np.complexfloating):
         ct = real(ct)          # real -> complex embeds; its transpose takes the real part
-    return [convert_element_type_p.bind(ct, new_dtype=old)]
+    return [convert_element_type_p.bind(ct, **_convert_params(old, x.aval.weak_type))]
 
 
 convert_element_type_p = Primitive("convert_element_type")
@@ -1254,11 +1260,13 @@ convert_element_type_p.transpose = _convert_transpose
 convert_element_type_p.linear = True
 convert_element_type_p.forwards_when = lambda params: True    # to its own dtype
 batching.vectorized_batcher(convert_element_type_p)
-def_lowering(convert_element_type_p,
-             lambda a, new_dtype: Source(f"np.asarray({a[0]}).astype(np.{new_dtype.name})"))
+# (JAX's rule: the ``weak_type`` param says, whatever the operand's)
+convert_element_type_p.weak_type_rule = lambda avals, params: params.get("weak_type", False)
+def_lowering(convert_element_type_p, lambda a, new_dtype, weak_type=False: Source(
+    f"np.asarray({a[0]}).astype(np.{new_dtype.name})"))
 
 
-def _convert_numba(args, in_avals, out_avals, new_dtype):
+def _convert_numba(args, in_avals, out_avals, new_dtype, weak_type=False):
     old, new, x = in_avals[0].dtype, np.dtype(new_dtype), args[0]
     if new.kind == "b":
         return f"({x} != 0)"
@@ -1274,11 +1282,21 @@ convert_element_type_p.numba_elementwise = True
 
 
 def convert_element_type(operand, new_dtype):
+    """``operand`` as ``new_dtype``, strongly typed (as JAX: a weakly typed
+    operand of that dtype is converted to a strong one)."""
+    return convert_weak_type(operand, new_dtype, weak_type=False)
+
+
+def convert_weak_type(operand, new_dtype, weak_type: bool):
+    """``operand`` as ``new_dtype``, weakly typed or not (JAX's internal
+    ``_convert_element_type(operand, new_dtype, weak_type)``, which dtype
+    promotion uses: ``int32_array * 2.5`` is a weak float)."""
     operand = as_operand(operand)
     new_dtype = np.dtype(new_dtype)
-    if get_aval(operand).dtype == new_dtype:
+    aval = get_aval(operand)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return operand
-    return convert_element_type_p.bind(operand, new_dtype=new_dtype)
+    return convert_element_type_p.bind(operand, **_convert_params(new_dtype, weak_type))
 
 
 def _bitcast_shape(x, new_dtype):
@@ -1307,6 +1325,7 @@ def _bitcast_batch(axis_size, vals, dims, new_dtype):
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
 bitcast_convert_type_p.def_impl(_rule_checked(_bitcast_shape, _bitcast_impl))
 bitcast_convert_type_p.def_abstract_eval(_bitcast_shape)
+bitcast_convert_type_p.weak_type_rule = strip_weak_type_rule
 defjvp_zero(bitcast_convert_type_p)
 bitcast_convert_type_p.batch = _bitcast_batch
 def_lowering(bitcast_convert_type_p, lambda a, new_dtype: Source(

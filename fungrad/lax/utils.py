@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
+from fungrad.core import Primitive, ShapedArray, Tracer, get_aval, scalar_dtype, weak_array
 from fungrad.interpreters.lowering import call, check_callable
 
 __all__ = ["checked_bind", "def_lowering", "def_kernel", "call_lowering", "unary_shape_rule",
@@ -113,9 +113,11 @@ def as_operand(x, like=None):
     if isinstance(x, np.ndarray):
         # a non-native byte order ('>f8') is the same type: native, as get_aval says
         return x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))
-    if type(x) in (bool, int, float, complex) and like is not None:
-        # exact types: np.float64 subclasses float but is strongly typed
-        return np.asarray(x, dtype=get_aval(like).dtype)
+    if type(x) in (bool, int, float, complex):
+        # exact types: np.float64 subclasses float but is strongly typed; a
+        # Python number is a weakly typed 0-d Array, as in JAX
+        dtype = get_aval(like).dtype if like is not None else scalar_dtype(x)
+        return np.asarray(x, dtype=dtype) if type(x) is bool else weak_array(x, dtype)
     return np.asarray(x)
 
 

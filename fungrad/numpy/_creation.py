@@ -31,6 +31,7 @@ import numpy as np
 
 from fungrad import core, lax
 from fungrad.core import ShapedArray, Tracer, get_aval
+from fungrad.lax.elementwise import convert_weak_type as lax_convert_weak_type
 from fungrad.numpy._dtypes import (asarray_operand, dtype_of, inexact_dtype, result_type,
                                     user_dtype)
 from fungrad.numpy._shape import (_astype, _axis, _concrete, _out, _shape_tuple,
@@ -131,12 +132,28 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin=0, subok=False, lik
     ndmin = _static_int(ndmin, "array's ndmin")
     if _holds_tracer(object):
         return _traced_array(object, dtype, ndmin)
+    weak = dtype is None and _weakly_typed(object)     # (JAX: a Python number's is weak)
     if isinstance(object, np.ndarray) and type(object) is not np.ndarray:
         object = object.view(np.ndarray)   # fungrad.Array: copy as a plain ndarray
     dtype = None if dtype is None else user_dtype(dtype)
     arr = _check_numeric(np.array(object, dtype=dtype, copy=copy, order=order, ndmin=ndmin),
                          "array")
-    return core.wrap_array(arr if dtype is not None else _canonical(arr))
+    return _with_weak_type(core.wrap_array(arr if dtype is not None else _canonical(arr)), weak)
+
+
+def _weakly_typed(x) -> bool:
+    """JAX's ``dtypes.is_weakly_typed``: Python numbers (not bools) and weakly
+    typed arrays, tracers and abstract values."""
+    return type(x) in (int, float, complex) or getattr(x, "weak_type", False) is True
+
+
+def _with_weak_type(x, weak: bool):
+    """``x`` weakly typed if ``weak`` (a tracer through a weak conversion)."""
+    if not weak:
+        return x
+    if isinstance(x, Tracer):
+        return lax_convert_weak_type(x, x.dtype, True)
+    return core.with_weak_type(x, True)
 
 
 def asarray(a, /, dtype=None, order=None, *, copy=None, device=None, like=None):
@@ -210,9 +227,11 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
         fill = np.asarray(fill_value.view(np.ndarray) if isinstance(fill_value, np.ndarray)
                           else fill_value)
         _check_numeric(fill, "full")
-        return core.wrap_array(np.full(shape, fill, _dtype(dtype, fill.dtype)))
+        return _with_weak_type(core.wrap_array(np.full(shape, fill, _dtype(dtype, fill.dtype))),
+                               dtype is None and _weakly_typed(fill_value))
     fill = asarray_operand(fill_value)
-    return broadcast_to(_astype(fill, _dtype(dtype, fill.dtype)), shape)
+    return _with_weak_type(broadcast_to(_astype(fill, _dtype(dtype, fill.dtype)), shape),
+                           dtype is None and _weakly_typed(fill_value))
 
 
 def _duck_typed_aval(a):
@@ -236,13 +255,15 @@ def _like(a, dtype, shape):
 
 
 def zeros_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    weak = dtype is None and _weakly_typed(a)       # (JAX: like a's weak type)
     shape, dtype = _like(a, dtype, shape)
-    return _filled(shape, 0, dtype)
+    return _with_weak_type(_filled(shape, 0, dtype), weak)
 
 
 def ones_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    weak = dtype is None and _weakly_typed(a)
     shape, dtype = _like(a, dtype, shape)
-    return _filled(shape, 1, dtype)
+    return _with_weak_type(_filled(shape, 1, dtype), weak)
 
 
 def empty_like(prototype, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
@@ -251,8 +272,9 @@ def empty_like(prototype, /, dtype=None, order="K", subok=True, shape=None, *, d
 
 
 def full_like(a, /, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    weak = dtype is None and _weakly_typed(a)
     shape, dtype = _like(a, dtype, shape)
-    return full(shape, fill_value, dtype)
+    return _with_weak_type(full(shape, fill_value, dtype), weak)
 
 
 # ----------------------------------------------------------------------------

@@ -13,16 +13,18 @@ import warnings
 import numpy as np
 
 from fungrad import _config, core
-from fungrad.core import Tracer, get_aval
+from fungrad.core import Array, Tracer, get_aval
 from fungrad.numpy._lattice import TypePromotionError, lattice_result_type  # noqa: F401
 
 _PY_SCALARS = (bool, int, float, complex)
 
 
 def is_weak(x) -> bool:
-    """Python scalars (not NumPy scalars such as np.float64, which are strong),
-    and traced values that jit received as Python scalars."""
-    return type(x) in _PY_SCALARS or (isinstance(x, Tracer) and x.aval.weak_type)
+    """Python numbers (not NumPy scalars such as np.float64, which are strong;
+    not bools, whose type is bool either way) and weakly typed Arrays and
+    traced values (made from Python numbers only, as in JAX)."""
+    t = type(x)
+    return t in _PY_SCALARS or ((t is Array or isinstance(x, Tracer)) and x.weak_type)
 
 
 def dtype_of(x) -> np.dtype:
@@ -155,15 +157,16 @@ def promote(name: str, *args, to_float: bool = False):
                 not to_float or dtype.kind in "fc"):
             return args
     check_promotion(name, args, ranks=False)
-    dtype = result_type(*args)
+    dtype, weak = weak_result_type(*args)
     if to_float and not np.issubdtype(dtype, np.inexact):
         dtype = inexact_dtype(dtype, args)
-    from fungrad import lax
+    from fungrad.lax.elementwise import convert_weak_type
     out = []
-    for a in args:
+    for a in args:     # (converted operands take the result's weak type, as in JAX)
         if type(a) in _PY_SCALARS:
-            out.append(np.asarray(a, dtype=dtype))
+            out.append(core.weak_array(a, dtype) if weak and type(a) is not bool
+                       else np.asarray(a, dtype=dtype))
         else:
             a = asarray_operand(a)
-            out.append(a if dtype_of(a) == dtype else lax.convert_element_type(a, dtype))
+            out.append(a if dtype_of(a) == dtype else convert_weak_type(a, dtype, weak))
     return out

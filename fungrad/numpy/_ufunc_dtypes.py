@@ -14,7 +14,9 @@ import numpy as np
 from fungrad import _config, core, lax
 from fungrad.core import Array, Tracer, get_aval
 from fungrad.numpy._dtypes import (asarray_operand, check_promotion, dtype_of, inexact_dtype,
-                                    is_weak, numeric_dtype, result_type, x32_default)
+                                    is_weak, numeric_dtype, result_type, weak_result_type,
+                                    x32_default)
+from fungrad.lax.elementwise import convert_weak_type as lax_convert_weak_type
 
 # ----------------------------------------------------------------------------
 # NumPy's dtype resolution and the ufunc keyword guard
@@ -80,15 +82,18 @@ def _numpy_loop_dtypes(ufunc, args):
     return tuple(x32_default(d, args) for d in loop)
 
 
-def _cast(x, dtype):
-    """``x`` as an operand of ``dtype`` (Python scalars become 0-d arrays)."""
+def _cast(x, dtype, weak: bool = False):
+    """``x`` as an operand of ``dtype`` (Python scalars become 0-d arrays), of
+    an operation whose result is weakly typed or not (``weak``): as JAX's
+    promotion, a converted operand takes the result's weak type."""
     kind = type(x)
     if kind in _ARRAY_TYPES and x.dtype == dtype:
         return x
     if kind in (bool, int, float, complex):
-        return np.asarray(x, dtype=dtype)
+        return core.weak_array(x, dtype) if weak and kind is not bool else \
+            np.asarray(x, dtype=dtype)
     x = asarray_operand(x)
-    return x if dtype_of(x) == dtype else lax.convert_element_type(x, dtype)
+    return x if dtype_of(x) == dtype else lax_convert_weak_type(x, dtype, weak)
 
 
 _NATIVE_LOOPS: dict = {}     # (ufunc, dtype, nargs) -> NumPy's loop takes dtype as is
@@ -151,14 +156,20 @@ def _eager(ufunc, args):
         if not native:
             return None
         out = ufunc(*vals)
+        weak = first.weak_type if kind is Array else False
+        if weak and len(args) > 1:        # (weak only if all are, as JAX's rule)
+            weak = all(type(a) is Array and a.weak_type for a in args)
     elif kind in _SCALAR_TYPES and all(type(a) is kind for a in args) and core._x64:
         out = ufunc(*args)        # (NumPy's 64-bit defaults: not without jax_enable_x64)
+        weak = True               # (Python numbers only: weakly typed, as in JAX)
     else:
         return None
     if type(out) is not np.ndarray:
         out = np.asarray(out)
     out = out.view(Array)
     out.setflags(write=False)
+    if weak:
+        out.weak_type = True
     return out
 
 
@@ -184,6 +195,8 @@ def _args(ufunc, *args):
             d = aval.dtype
         else:
             break
+        if t is Array and a.weak_type:
+            break
         if dtype is None:
             dtype = d
         elif d != dtype:
@@ -196,7 +209,8 @@ def _args(ufunc, *args):
             return [np.asarray(a, dtype) if type(a) is float or type(a) is int else a
                     for a in args]
     dtypes = _loop_dtypes(ufunc, args)
-    return [_cast(a, d) for a, d in zip(args, dtypes)]
+    weak = weak_result_type(*args)[1]
+    return [_cast(a, d, weak) for a, d in zip(args, dtypes)]
 
 
 def _ufunc(fn):
