@@ -361,6 +361,15 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     return (out, pullback, aux) if has_aux else (out, pullback)
 
 
+def _one(ans):
+    """The cotangent ``grad`` seeds: 1 of ``ans``'s dtype, and of its weak type
+    (as JAX's, so that the gradient of a function of Python numbers is weak)."""
+    aval = get_aval(ans)
+    if aval.weak_type:
+        return core.weak_array(1, aval.dtype)
+    return np.ones((), dtype=aval.dtype)
+
+
 def _vjp_flat(f_flat, primals):
     """``(outs, backward)``: eagerly (nothing being traced), the tape of
     ``interpreters/tape.py``; under another transformation, linearize the whole
@@ -480,7 +489,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False,
             ans, pullback = vjp(f_partial, *dyn)
         _check_scalar(ans)
         _check_output_dtype("grad", holomorphic, ans)
-        g = pullback(np.ones((), dtype=get_aval(ans).dtype))
+        g = pullback(_one(ans))
         g = g[0] if isinstance(argnums, int) else tuple(g)
         return ((ans, aux), g) if has_aux else (ans, g)
     return value_and_grad_f

@@ -521,6 +521,12 @@ def standard_weak_type(avals, params) -> bool:
     return bool(avals)
 
 
+def operand_weak_type(avals, params) -> bool:
+    """The weak-type rule of indexing primitives (gather, scatter,
+    dynamic_slice, ...): the operand's (indices and updates do not count)."""
+    return avals[0].weak_type
+
+
 def strip_weak_type_rule(avals, params) -> bool:
     """The weak-type rule of primitives whose outputs are never weak (argmax,
     bitcast_convert_type, ...)."""
@@ -542,6 +548,9 @@ class Primitive:
         # bools: which outputs are weakly typed (JAX's weak_type_rule); None:
         # the abstract_eval rule's avals say (control flow, calls: their jaxprs')
         self.weak_type_rule: Callable | None = None if multiple_results else standard_weak_type
+        # its rule may make weak outputs of strong inputs (convert_element_type's
+        # weak_type param): evaluation consults it on every call, not only for weak inputs
+        self.weak_from_params = False
         self.jvp: Callable | None = None
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
@@ -873,7 +882,7 @@ class EvalTrace(Trace):
         out = prim.impl(*vals, **params)
         if _float_checks:           # jax_debug_nans / jax_debug_infs
             check_floats(out if prim.multiple_results else [out], _op_name(prim, params), vals)
-        if weak:
+        if weak or prim.weak_from_params:
             return _weak_results(prim, args, params, out)
         if prim.multiple_results:
             return [wrap_array(o) for o in out]

@@ -58,7 +58,8 @@ def _signature(x):
         return t              # weakly typed, as JAX
     if isinstance(x, Tracer):
         return (x.aval.shape, x.aval.dtype, "traced")
-    return get_aval(x).shape, get_aval(x).dtype
+    aval = get_aval(x)      # (a weakly typed Array traces differently: its own key)
+    return (aval.shape, aval.dtype, "weak") if aval.weak_type else (aval.shape, aval.dtype)
 
 
 # Python scalars become NumPy *scalars* (not 0-d arrays) for the compiled code:
@@ -95,6 +96,8 @@ def _positional_key(args):
             sig.append((a.shape, a.dtype))
         elif t is float or t is int or t is bool or t is complex:
             sig.append(t)
+        elif t is core.Array:               # weakly typed (as _signature says)
+            sig.append((a.shape, a.dtype, "weak"))
         elif t in _LEAF_TYPES:              # NumPy scalars
             sig.append(((), a.dtype))
         else:

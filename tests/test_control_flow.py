@@ -340,11 +340,12 @@ def test_python_scalar_carry_takes_the_body_dtype_as_jax():
 
 
 def test_cond_widens_branches_that_differ_only_in_width():
-    # NumPy promotion gives (1 - flag) * int32 -> int64 where JAX's weak types
-    # give int32 (optax's MultiSteps does this); cond widens, other mismatches raise
+    # (1 - flag) * int32 is int32 by JAX's weak types (1 - flag is a weak int;
+    # optax's MultiSteps does this), so the branches agree; branches that differ
+    # only in width are widened, other mismatches raise
     step = fnp.asarray(3, np.int32)
     out = lax.cond(True, lambda s: s, lambda s: (1 - fnp.asarray(True)) * s, step)
-    assert out.dtype == np.int64 and int(out) == 3
+    assert out.dtype == np.int32 and int(out) == 3
     out = jit(lambda p, s: lax.switch(p, [lambda v: v.astype(np.float32), lambda v: v * 2.0],
                                       s))(1, np.float64(1.5))
     assert out.dtype == np.float64 and float(out) == 3.0

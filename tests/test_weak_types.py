@@ -10,6 +10,14 @@ off.  Each test evaluates the same expression text with ``jax``/``jnp``/``lax``
 bound to fungrad's modules and lists every entry that differs.  (Where JAX
 rejects an expression's arguments the table has no entry, and nothing is
 compared.)
+
+Under ``grad`` the value's type inside the traced function is compared in
+full, the gradient's dtype but not its weak type: JAX's gradients are weak or
+not by the constants inside each JVP rule (``grad(jnp.sqrt)(2.0)`` is strong,
+``grad(jnp.sin)(2.0)`` weak), and fungrad's cotangents are staged strongly
+typed (``ad.tangent_aval``).  ``KNOWN_DIFFERENCES`` lists what else differs,
+with the reason; the tests check that exactly those entries differ, so a fix
+or a new difference both show up.
 """
 import json
 import pathlib
@@ -71,6 +79,13 @@ def _grad(fn, args):
     return [inside[0], result]
 
 
+def _same(name, got, want) -> bool:
+    """Equal, but for the gradient's weak type (see the module docstring)."""
+    if name == "grad" and isinstance(got, list) and isinstance(got[1], list):
+        return got[0] == want[0] and got[1][0] == want[1][0]
+    return got == want
+
+
 def _mismatches(mode, src, arg_lists):
     fn = eval(src, NAMESPACE)
     bad = []
@@ -79,7 +94,7 @@ def _mismatches(mode, src, arg_lists):
         wanted = TABLE[mode]["cases"][key]
         got = run_modes(fn, argnames, wanted)
         for name, value in got.items():
-            if value != wanted[name]:
+            if not _same(name, value, wanted[name]):
                 bad.append(f"{key} [{name}]: fungrad {value}, JAX {wanted[name]}")
     return bad
 
@@ -91,7 +106,8 @@ def test_values_made_without_arguments_match_jax(mode):
             got = describe(eval(src, NAMESPACE))
         except Exception as err:
             got = f"{type(err).__name__}: {err}"
-        if got != want:
+        gradient = src.startswith("jax.grad(")       # (its weak type is not compared)
+        if got != want and not (gradient and isinstance(got, list) and got[0] == want[0]):
             bad.append(f"{src}: fungrad {got}, JAX {want}")
     assert bad == []
 

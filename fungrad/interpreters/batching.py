@@ -222,7 +222,7 @@ def _batch_keeping(closed, axis_size, in_dims, instantiate):
         batched[:] = [d is not None or inst for d, inst in zip(dims, instantiate)]
         return [bdim_at_front(v, d, axis_size) if b else v
                 for v, d, b in zip(vals, dims, batched)]
-    avals = [a if d is None else ShapedArray((axis_size,) + a.shape, a.dtype)
+    avals = [a if d is None else ShapedArray((axis_size,) + a.shape, a.dtype, a.weak_type)
              for a, d in zip(closed.in_avals, in_dims)]
     return trace_closed(fn, avals), tuple(batched)
 
@@ -233,7 +233,8 @@ def _batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims):
     def batched(*args):
         return vmap_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
                          args, in_dims, axis_size, [0] * n_out)
-    avals = [a if d is None else ShapedArray(a.shape[:d] + (axis_size,) + a.shape[d:], a.dtype)
+    avals = [a if d is None else ShapedArray(a.shape[:d] + (axis_size,) + a.shape[d:], a.dtype,
+                                             a.weak_type)
              for a, d in zip(closed.in_avals, in_dims)]
     return trace_closed(batched, avals)
 

@@ -87,7 +87,7 @@ class TapeTrace(core.Trace):
         if not is_float(aval.dtype):
             return x
         node, self.num_nodes = self.num_nodes, self.num_nodes + 1
-        return TapeTracer(self, x, node, aval, (True, aval.shape, aval.dtype))
+        return TapeTracer(self, x, node, aval, _signature(aval))
 
     def process_primitive(self, prim, args, params):
         # The hot path of eager grad: one pass over the arguments builds the
@@ -100,7 +100,7 @@ class TapeTrace(core.Trace):
                 key.append(a.sig)
             else:
                 t = type(a)
-                if t is np.ndarray or t is core.Array:
+                if t is np.ndarray or t is core.Array and not a.weak_type:
                     key.append((False, a.shape, a.dtype))
                 else:
                     if isinstance(a, Tracer):
@@ -117,7 +117,8 @@ class TapeTrace(core.Trace):
         except TypeError:                   # unhashable params: the general path
             lin = _UNCACHEABLE
         if lin is None:
-            lin = _linearization(prim, params, primals, key)
+            lin = _linearization(prim, params, [a._aval if type(a) is TapeTracer
+                                                else get_aval(a) for a in args], key)
         if lin is _UNCACHEABLE:
             return self._append_general(prim, params, primals, args)
         outs = lin.fwd(*lin.fwd_consts, *primals)
@@ -160,7 +161,7 @@ class TapeTrace(core.Trace):
         nodes = [a.node if self.owns(a) else None for a in args]
         outs, lin, residuals = _linearize_generally(self.parent, fn, primals, nodes)
         avals = [get_aval(o) for o in outs]
-        sigs = [(True, a.shape, a.dtype) for a in avals]
+        sigs = [_signature(a) for a in avals]
         return self._wrap(None, outs, lin, residuals, [n for n in nodes if n is not None],
                           lin.out_nonzeros, avals, sigs)
 
@@ -168,9 +169,17 @@ class TapeTrace(core.Trace):
 def _constant_signature(x):
     """The cache-key part of a value that is not differentiated."""
     t = type(x)
-    if t is np.ndarray or t is core.Array or isinstance(x, np.generic):
+    if t is np.ndarray or t is core.Array and not x.weak_type or isinstance(x, np.generic):
         return False, x.shape, x.dtype
-    return False, get_aval(x)          # Python scalars: weakly typed
+    return False, get_aval(x)          # Python scalars, weak Arrays: weakly typed
+
+
+def _signature(aval) -> tuple:
+    """The cache-key part of a differentiated value of type ``aval`` (a weak
+    one differs: what is staged from it is weakly typed too)."""
+    if aval.weak_type:
+        return True, aval.shape, aval.dtype, True
+    return True, aval.shape, aval.dtype
 
 
 # ----------------------------------------------------------------------------
@@ -186,8 +195,8 @@ class _Linearization:
     def __init__(self, forward, backward, out_avals, out_nonzeros, multiple_results):
         self.forward, self.backward = forward, backward        # ClosedJaxprs
         self.num_out = len(out_avals)
-        self.out_avals = [a.strip_weak_type() for a in out_avals]   # as eager results
-        self.out_sigs = [(True, a.shape, a.dtype) for a in self.out_avals]
+        self.out_avals = out_avals        # (weakly typed where eager results are)
+        self.out_sigs = [_signature(a) for a in out_avals]
         self.tangent_avals = [tangent_aval(a) for a in out_avals]
         self.out_nonzeros = out_nonzeros
         self.single = not multiple_results and tuple(out_nonzeros) == (True,)
@@ -211,15 +220,15 @@ _UNCACHEABLE = object()
 _config.on_tracing_change.append(_CACHE.clear)
 
 
-def _linearization(prim, params, primals, key):
+def _linearization(prim, params, avals, key):
     """Derive and cache the linearization for a cache miss (``_UNCACHEABLE``:
     the general path)."""
     if _has_sub_programs(params):
         # higher-order: keyed on a freshly staged jaxpr or a closure, an entry
         # would only keep them (and everything derived from them) alive
         return _UNCACHEABLE
-    nonzeros = tuple(k[0] for k in key[1:1 + len(primals)])
-    hit = _derive(prim, params, [get_aval(p) for p in primals], nonzeros)
+    nonzeros = tuple(k[0] for k in key[1:1 + len(avals)])
+    hit = _derive(prim, params, avals, nonzeros)
     if len(_CACHE) >= _CACHE_LIMIT:  # bounded: drop the oldest entry
         del _CACHE[next(iter(_CACHE))]
     _CACHE[key] = hit
@@ -302,7 +311,8 @@ def vjp_eager(f: Callable, primals: Sequence):
         outs = f(*ins)
         out_nodes = [o.node if type(o) is TapeTracer and o._trace is trace else None
                      for o in outs]
-        outs = [o.primal if type(o) is TapeTracer and o._trace is trace else o for o in outs]
+        outs = [core.with_weak_type(core.wrap_array(o.primal), o._aval.weak_type)
+                if type(o) is TapeTracer and o._trace is trace else o for o in outs]
     for o in outs:
         if isinstance(o, Tracer):
             trace.check_foreign(o)

@@ -1154,6 +1154,7 @@ def _select_n_transpose(ct, which, *cases):
 select_n_p = Primitive("select_n")
 select_n_p.def_impl(_rule_checked(_select_n_rule, _select_n_impl))
 select_n_p.def_abstract_eval(_select_n_rule)
+select_n_p.weak_type_rule = lambda avals, params: all(a.weak_type for a in avals[1:])
 select_n_p.jvp = _select_n_jvp
 select_n_p.transpose = _select_n_transpose
 select_n_p.linear = True
@@ -1262,6 +1263,7 @@ convert_element_type_p.forwards_when = lambda params: True    # to its own dtype
 batching.vectorized_batcher(convert_element_type_p)
 # (JAX's rule: the ``weak_type`` param says, whatever the operand's)
 convert_element_type_p.weak_type_rule = lambda avals, params: params.get("weak_type", False)
+convert_element_type_p.weak_from_params = True
 def_lowering(convert_element_type_p, lambda a, new_dtype, weak_type=False: Source(
     f"np.asarray({a[0]}).astype(np.{new_dtype.name})"))
 

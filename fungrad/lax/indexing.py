@@ -50,7 +50,7 @@ import operator
 
 import numpy as np
 
-from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
+from fungrad.core import Primitive, ShapedArray, Tracer, get_aval, operand_weak_type
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal, tangent_aval
 from fungrad.interpreters.lowering import Source, call
@@ -358,6 +358,7 @@ def _gather_batch(axis_size, vals, dims, indexer, mode, fill_value):
 
 
 gather_p = Primitive("gather")
+gather_p.weak_type_rule = operand_weak_type
 gather_p.keeps_finite = True
 gather_p.def_impl(_gather_impl)
 gather_p.def_abstract_eval(_gather_shape)
@@ -535,6 +536,7 @@ def _zeros(aval):
 
 def _define_scatter(name, ufunc):
     p = Primitive(name)
+    p.weak_type_rule = operand_weak_type
     p.def_impl(_scatter_impl_for(ufunc))
     p.def_abstract_eval(_scatter_shape_rule(name))
     _scatter_batch_for(p)
@@ -1024,6 +1026,7 @@ def _dynamic_slice_lowering(args, slice_sizes, allow_negative):
 
 
 dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_slice_p.weak_type_rule = operand_weak_type
 dynamic_slice_p.keeps_finite = True
 dynamic_slice_p.def_impl(_dynamic_slice_impl)
 dynamic_slice_p.def_abstract_eval(_dynamic_slice_shape)
@@ -1136,6 +1139,7 @@ def _dus_lowering(args, allow_negative):
 
 
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
+dynamic_update_slice_p.weak_type_rule = operand_weak_type
 dynamic_update_slice_p.keeps_finite = True
 dynamic_update_slice_p.def_impl(_dus_impl)
 dynamic_update_slice_p.def_abstract_eval(_dus_shape)

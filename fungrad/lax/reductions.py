@@ -21,7 +21,7 @@ import functools
 
 import numpy as np
 
-from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
+from fungrad.core import Primitive, ShapedArray, Tracer, get_aval, strip_weak_type_rule
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
 from fungrad.interpreters.lowering import Source, call
@@ -96,6 +96,7 @@ def _reduce_sum_transpose(ct, x, axes):
 
 
 reduce_sum_p = Primitive("reduce_sum")
+reduce_sum_p.weak_type_rule = strip_weak_type_rule   # (as jax.numpy's reductions)
 # dtype=x.dtype: NumPy would promote small integers to int64, lax keeps the dtype
 reduce_sum_p.def_impl(lambda x, axes: np.sum(x, axis=axes, dtype=x.dtype))
 reduce_sum_p.def_abstract_eval(_reduce_shape("reduce_sum"))
@@ -193,6 +194,7 @@ def _chooser_jvp(prim):
 
 
 reduce_max_p = Primitive("reduce_max")
+reduce_max_p.weak_type_rule = strip_weak_type_rule
 reduce_max_p.keeps_finite = True
 reduce_max_p.def_impl(_chooser_impl(np.max, _max_identity))
 reduce_max_p.def_abstract_eval(_reduce_shape("reduce_max"))
@@ -202,6 +204,7 @@ def_lowering(reduce_max_p, _chooser_lowering("max", _max_identity))
 reduce_max_p.numba_lowering = _reduce_numba("max", nonempty=True)
 
 reduce_min_p = Primitive("reduce_min")
+reduce_min_p.weak_type_rule = strip_weak_type_rule
 reduce_min_p.keeps_finite = True
 reduce_min_p.def_impl(_chooser_impl(np.min, _min_identity))
 reduce_min_p.def_abstract_eval(_reduce_shape("reduce_min"))
@@ -256,6 +259,7 @@ def _reduced_axes_last(x, axes):
 
 
 reduce_prod_p = Primitive("reduce_prod")
+reduce_prod_p.weak_type_rule = strip_weak_type_rule
 reduce_prod_p.def_impl(lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype))
 reduce_prod_p.def_abstract_eval(_reduce_shape("reduce_prod"))
 reduce_prod_p.jvp = _reduce_prod_jvp
@@ -274,6 +278,7 @@ def reduce_prod(operand, axes):
 
 def _bitwise_reducer(name, ufunc):
     p = Primitive(name, differentiable=False)
+    p.weak_type_rule = strip_weak_type_rule
     p.def_impl(lambda x, axes: ufunc.reduce(x, axis=axes))
     p.def_abstract_eval(_reduce_shape(name, kinds="bui"))
     defjvp_zero(p)
@@ -332,6 +337,7 @@ def _arg_shape(name):
 
 def _arg_reducer(name, np_fn):
     p = Primitive(name, differentiable=False)
+    p.weak_type_rule = strip_weak_type_rule
     p.def_impl(lambda x, axis, index_dtype: np_fn(x, axis=axis).astype(index_dtype))
     p.def_abstract_eval(_arg_shape(name))
     defjvp_zero(p)
@@ -404,6 +410,7 @@ def _cumulative_lowering(template):
 
 def _cumulative(name, accumulate, template, float_only=False):
     p = Primitive(name)
+    p.weak_type_rule = strip_weak_type_rule      # (as jax.numpy's cumsum, ...)
     p.def_impl(_cumulative_impl(accumulate))
     p.def_abstract_eval(_cumulative_shape(name, float_only))
     _axis_batcher(p)

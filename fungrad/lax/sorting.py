@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fungrad.core import Primitive, ShapedArray, get_aval
+from fungrad.core import Primitive, ShapedArray, get_aval, standard_weak_type
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, defjvp_zero, tangent_aval, is_undefined_primal
 from fungrad.interpreters.lowering import Source, call, dtype_source
@@ -216,6 +216,7 @@ def _sort_lowering(args, dimension, is_stable, num_keys):
 
 
 sort_p = Primitive("sort", multiple_results=True)
+sort_p.weak_type_rule = standard_weak_type      # (every output: all operands weak)
 sort_p.keeps_finite = True
 sort_p.def_impl(_sort_impl)
 sort_p.def_abstract_eval(_sort_shape)

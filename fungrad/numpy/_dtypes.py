@@ -131,6 +131,8 @@ def asarray_operand(x, dtype=None):
         return x
     if isinstance(x, np.ndarray) and (dtype is None or x.dtype == dtype):
         return x
+    if dtype is None and type(x) in (int, float, complex):
+        return core.weak_array(x, core.scalar_dtype(x))    # weakly typed, as jnp.asarray's
     try:
         arr = np.asarray(x, dtype=dtype)
     except (TypeError, ValueError) as err:

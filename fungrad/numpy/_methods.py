@@ -63,6 +63,8 @@ def _array_getitem(x, idx):
     # indexed inside jit): then it must go through fungrad's gather.
     if isinstance(idx, Tracer) or (type(idx) is tuple and any(isinstance(i, Tracer) for i in idx)):
         return _getitem(x, idx)
+    if x.weak_type:       # a part of a weakly typed Array is weak too (an Array, as JAX's)
+        return core.with_weak_type(core.wrap_array(core.np.ndarray.__getitem__(x, idx)), True)
     return core.np.ndarray.__getitem__(x, idx)
 
 
@@ -167,7 +169,9 @@ def _array_operator(dunder, fname, swap):
         return cases
 
     def op(self, other):
-        if _fast_ops_allowed[0]:   # (NumPy's operator is checked for NaN/inf by its hook)
+        # (NumPy's operator is checked for NaN/inf by its hook; a weakly typed
+        # Array's result may be weak: fungrad.numpy's function says)
+        if _fast_ops_allowed[0] and not self.weak_type:
             t = type(other)
             cases = fast.get(self.dtype) or fast_cases(self.dtype)
             if t in _NDARRAYS or isinstance(other, core.np.generic):
@@ -176,6 +180,24 @@ def _array_operator(dunder, fname, swap):
             elif (t is int and cases[1]) or (t is float and cases[2]):
                 return native(self, other)
         return fn(other, self) if swap else fn(self, other)
+    op.__name__ = dunder
+    core.OPERATOR_CODES.add(op.__code__)
+    return op
+
+
+def _array_weak_aware(dunder, fname, swap):
+    """``Array.<dunder>`` of a unary operator or a comparison: NumPy's own
+    (whose dtype is JAX's), or for a weakly typed Array the fungrad.numpy
+    function, whose result is weak too, as JAX's (``-w``, ``w > 1``)."""
+    fn = getattr(fnp, fname)
+    fn = getattr(fn, "__wrapped__", fn)
+    native = getattr(core.np.ndarray, dunder)
+    if swap is None:
+        def op(self):
+            return fn(self) if self.weak_type else native(self)
+    else:
+        def op(self, other):
+            return fn(self, other) if self.weak_type else native(self, other)
     op.__name__ = dunder
     core.OPERATOR_CODES.add(op.__code__)
     return op
@@ -217,6 +239,8 @@ def install():
     for dunder, (fname, swap) in _OPERATORS.items():
         if fname in _ARRAY_PROMOTING:
             setattr(core.Array, dunder, _array_operator(dunder, fname, swap))
+        elif swap is not True:
+            setattr(core.Array, dunder, _array_weak_aware(dunder, fname, swap))
     from fungrad import _config
     _config.numpy_rank_promotion.hooks.append(_set_fast_ops)
     _config.numpy_dtype_promotion.hooks.append(_set_fast_ops)

@@ -29,6 +29,7 @@ from fungrad.core import Tracer
 from fungrad.numpy import _lattice
 from fungrad.numpy._dtypes import asarray_operand, dtype_of
 from fungrad.numpy._dtypes import result_type as _ops_result_type
+from fungrad.numpy._dtypes import weak_result_type as _weak_result_type
 from fungrad.numpy._lattice import lattice_result_type
 
 __all__ = [
@@ -191,8 +192,12 @@ def _fnp():
     return fnp
 
 
-def _astype(x, dtype):
-    return x if dtype_of(x) == dtype else lax.convert_element_type(x, dtype)
+def _astype(x, dtype, weak: bool = False):
+    """``x`` as ``dtype`` (a conversion of a promotion takes the result's weak type)."""
+    if dtype_of(x) == dtype:
+        return x
+    from fungrad.lax.elementwise import convert_weak_type
+    return convert_weak_type(x, dtype, weak)
 
 
 # ----------------------------------------------------------------------------
@@ -645,7 +650,8 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
     axis = _axis("concatenate", axis, ops[0].ndim)
     _check_concat_shapes(ops, axis)
     dt = _common_dtype("concatenate", ops, dtype, casting)
-    ops = [_astype(x, dt) for x in ops]
+    weak = dtype is None and _weak_result_type(*ops)[1]
+    ops = [_astype(x, dt, weak) for x in ops]
     return _out(ops[0] if len(ops) == 1 else lax.concatenate(ops, axis))
 
 

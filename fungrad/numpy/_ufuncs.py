@@ -26,7 +26,7 @@ from fungrad import core, lax
 from fungrad.core import get_aval
 from fungrad.lax import elementwise as _ew
 from fungrad.numpy._dtypes import (is_weak, dtype_of, asarray_operand,
-                                    result_type, check_promotion, x32_default,
+                                    result_type, weak_result_type, check_promotion, x32_default,
                                     inexact_dtype, numeric_dtype)
 from fungrad.numpy import _ufunc_dtypes
 from fungrad.numpy._ufunc_dtypes import (
@@ -214,7 +214,8 @@ def power(x, y, /):
         return lax.integer_pow(_cast(x, numeric_dtype(result_type(x))), y)
     dtypes = _loop_dtypes(np.power, (x, y))
     out = np.dtype(dtypes[2])
-    x, y = _cast(x, dtypes[0]), _cast(y, dtypes[1])
+    weak = weak_result_type(x, y)[1]
+    x, y = _cast(x, dtypes[0], weak), _cast(y, dtypes[1], weak)
     if np.issubdtype(out, np.inexact):
         return lax.pow(x, y)
     return _integer_power(x, y, _exponent_bits(y, out))
@@ -230,8 +231,9 @@ def float_power(x, y, /):
 
 
 def _inexact_operands(*args):
-    dtype = inexact_dtype(result_type(*args), args)
-    return [_cast(a, dtype) for a in args]
+    dtype, weak = weak_result_type(*args)
+    dtype = inexact_dtype(dtype, args)
+    return [_cast(a, dtype, weak) for a in args]
 
 
 @_ufunc
@@ -572,12 +574,12 @@ def clip(a, /, min=None, max=None):  # noqa: A002
     so a value equal to a bound shares its gradient with the bound, as
     ``jax.numpy.clip``."""
     bounds = [b for b in (min, max) if b is not None]
-    dtype = result_type(a, *bounds)
-    out = _cast(a, dtype)
+    dtype, weak = weak_result_type(a, *bounds)
+    out = _cast(a, dtype, weak)
     if min is not None:
-        out = lax.max(_cast(min, dtype), out)
+        out = lax.max(_cast(min, dtype, weak), out)
     if max is not None:
-        out = lax.min(_cast(max, dtype), out)
+        out = lax.min(_cast(max, dtype, weak), out)
     return out
 
 
@@ -615,8 +617,8 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if _ufunc_dtypes._promotion_checks:
         check_promotion("where", (condition, x, y), dtypes=False)
         check_promotion("where", (x, y), ranks=False)
-    dtype = result_type(x, y)
-    return lax.select(_to_bool(condition), _cast(x, dtype), _cast(y, dtype))
+    dtype, weak = weak_result_type(x, y)
+    return lax.select(_to_bool(condition), _cast(x, dtype, weak), _cast(y, dtype, weak))
 
 
 # ----------------------------------------------------------------------------

@@ -201,7 +201,7 @@ def _stage_branches(branches: Sequence[Callable], operands, who: str, labels):
     """
     leaves, in_tree = tree_flatten(tuple(operands))
     leaves = [as_value(x) for x in leaves]
-    avals = [get_aval(x).strip_weak_type() for x in leaves]
+    avals = [get_aval(x) for x in leaves]     # (weak operands stay weak in the branches)
     scalars = [[] for _ in branches]      # per branch: which outputs are Python scalars
     staged = [stage_pytree(lambda ops, fn=fn, rec=rec: _noting_scalars(fn(*ops), rec), in_tree,
                            avals, name="cond branch") for fn, rec in zip(branches, scalars)]

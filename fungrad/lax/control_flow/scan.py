@@ -84,7 +84,12 @@ def promote_weak_carry(leaves, weak, out_avals):
     leaves = list(leaves)
     for i, (leaf, is_weak, out) in enumerate(zip(leaves, weak, out_avals)):
         aval = get_aval(leaf)
-        if not is_weak or aval.shape != out.shape or aval.dtype == out.dtype:
+        if not is_weak or aval.shape != out.shape:
+            continue
+        if aval.dtype == out.dtype:
+            if not out.weak_type:    # the body makes it strong: so is the carry (JAX)
+                leaves[i] = lax.convert_element_type(leaf, aval.dtype)
+                changed = True
             continue
         dtype = np.result_type(_WEAK_SCALAR.get(aval.dtype.kind, 0), out.dtype)
         if dtype != aval.dtype:
@@ -107,8 +112,15 @@ def _scan_abstract_eval(*avals, body, num_consts, num_carry, length, reverse):
         if not x.shape or x.shape[0] != length:
             raise ValueError(f"scan: xs leaf {i} has shape {x.shape}, expected a leading "
                              f"axis of length {length}")
-    ys = [ShapedArray((length,) + a.shape, a.dtype) for a in body.out_avals[num_carry:]]
-    return list(body.out_avals[:num_carry]) + ys
+    ys = [ShapedArray((length,) + a.shape, a.dtype, a.weak_type)
+          for a in body.out_avals[num_carry:]]
+    return _carry_out_avals(carry, body.out_avals[:num_carry]) + ys
+
+
+def _carry_out_avals(carry_avals, body_out_avals) -> list:
+    """A loop's carry outputs: the body's, weakly typed where the carry is too."""
+    return [b if b.weak_type <= a.weak_type else b.strip_weak_type()
+            for a, b in zip(carry_avals, body_out_avals)]
 
 
 scan_p.def_impl(_scan_impl)
@@ -398,7 +410,10 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     weak = [get_aval(x).weak_type for x in init_leaves]
     init_leaves = [as_value(x) for x in init_leaves]
     xs_leaves = [as_value(x) for x in xs_leaves]
-    carry_avals = [get_aval(x).strip_weak_type() for x in init_leaves]
+    # weak carries are staged weak (as while_loop's), kept weak where the body
+    # keeps them so (promote_weak_carry)
+    carry_avals = [ShapedArray(get_aval(x).shape, get_aval(x).dtype, w)
+                   for x, w in zip(init_leaves, weak)]
     x_avals = [ShapedArray(get_aval(x).shape[1:], get_aval(x).dtype) for x in xs_leaves]
     y_tree_box = []
 

@@ -40,7 +40,7 @@ from fungrad.lax.control_flow.common import (cached, lane_mask,
                                              merge_lists, partition_list,
                                              python_control_flow, split_list)
 from fungrad.lax.control_flow.scan import (_check_carry, _scan_partial_eval, loop_jvp_body,
-                                           promote_weak_carry)
+                                           promote_weak_carry, _carry_out_avals)
 from fungrad.lax.control_flow.while_tape import while_lin_partial_eval
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
@@ -58,8 +58,9 @@ def _while_impl(*args, cond, body, cond_nconsts, body_nconsts):
 
 
 def _while_abstract_eval(*avals, cond, body, cond_nconsts, body_nconsts):
-    _check_carry("while_loop", avals[cond_nconsts + body_nconsts:], body.out_avals)
-    return list(body.out_avals)
+    carry = avals[cond_nconsts + body_nconsts:]
+    _check_carry("while_loop", carry, body.out_avals)
+    return _carry_out_avals(carry, body.out_avals)
 
 
 while_p.def_impl(_while_impl)
