@@ -553,7 +553,23 @@ Array.addressable_data = _addressable_data
 Array.is_fully_addressable = True
 Array.is_fully_replicated = True
 # jax.typeof(x).sharding: an abstract value's sharding is its array's
-core.ShapedArray.sharding = property(lambda self: SingleDeviceSharding(cpu_device),
+class _TypeSharding(SingleDeviceSharding):
+    """The sharding of an abstract value of rank ``ndim``: the CPU device, and
+    JAX's spec of an unsharded type, one ``None`` per axis (flax reads
+    ``x.aval.sharding.spec[0]`` of scanned arrays)."""
+
+    def __init__(self, device: Device, ndim: int):
+        super().__init__(device)
+        self._ndim = ndim
+
+    spec = property(lambda self: PartitionSpec(*([None] * self._ndim)))
+
+    def update(self, *, spec=None, **_):
+        """The same with another (unsharded) spec, as JAX's ``NamedSharding.update``."""
+        return _TypeSharding(self._device, self._ndim if spec is None else len(spec))
+
+
+core.ShapedArray.sharding = property(lambda self: _TypeSharding(cpu_device, len(self.shape)),
                                      doc="The sharding of arrays of this type: one CPU device.")
 
 
