@@ -99,9 +99,6 @@ class StagingTrace(Trace):
             self.check_foreign(x)
         elif isinstance(x, _PY_SCALARS) or isinstance(x, np.generic) or (
                 isinstance(x, np.ndarray) and x.ndim == 0):
-            if type(x) is core.Array and x.weak_type:   # (the value a plain one: passes
-                #                                          compare literals with ==)
-                return Literal(x.view(np.ndarray), ShapedArray((), x.dtype, True))
             return Literal(by_value(x) if isinstance(x, np.ndarray) else x)
         var = self.const_vars.get(id(x))
         if var is None:

@@ -137,9 +137,10 @@ class TapeTrace(core.Trace):
                 node, self.num_nodes = self.num_nodes, self.num_nodes + 1
                 out_nodes.append(node)
                 wrapped.append(TapeTracer(self, o, node, aval, sig))
-            else:
+            else:         # (a value without a tangent: of its type, weak or not)
                 out_nodes.append(None)
-                wrapped.append(o)
+                wrapped.append(core.with_weak_type(core.wrap_array(o), True)
+                               if aval.weak_type and not isinstance(o, Tracer) else o)
         self.entries.append((lin, residuals, in_nodes, tuple(out_nodes)))
         return wrapped if prim is None or prim.multiple_results else wrapped[0]
 
@@ -157,13 +158,21 @@ class TapeTrace(core.Trace):
         """``fn(*args)`` (a flat function returning a list) linearized onto the tape by
         the general machinery, its JVP trace on the concrete primals: also how
         custom rules (custom_jvp/custom_vjp) see concrete values under eager grad."""
-        primals = [a.primal if self.owns(a) else a for a in args]
+        primals = [_primal_value(a) if self.owns(a) else a for a in args]
         nodes = [a.node if self.owns(a) else None for a in args]
         outs, lin, residuals = _linearize_generally(self.parent, fn, primals, nodes)
         avals = [get_aval(o) for o in outs]
         sigs = [_signature(a) for a in avals]
         return self._wrap(None, outs, lin, residuals, [n for n in nodes if n is not None],
                           lin.out_nonzeros, avals, sigs)
+
+
+def _primal_value(x: TapeTracer):
+    """The primal of ``x`` as a value of its type (a weakly typed one as a weak
+    Array: the general path traces on values, the compiled one on arrays)."""
+    if x._aval.weak_type:
+        return core.with_weak_type(core.wrap_array(x.primal), True)
+    return x.primal
 
 
 def _constant_signature(x):

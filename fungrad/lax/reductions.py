@@ -662,12 +662,16 @@ def reduce(operands, init_values, computation, dimensions):
 def _monoid_reduce(kind, x, init, dims):
     lax = _lax()
     out = getattr(lax, _MONOID_REDUCERS[kind])(x, dims)
+    # (the reduction primitives are strong, as jax.numpy's reductions; lax.reduce
+    # is weak when the operand and the initial value are, as JAX's)
+    weak = get_aval(x).weak_type and get_aval(init).weak_type
     identity = _reduce_identity(kind, get_aval(x).dtype)
-    if (not isinstance(init, Tracer) and identity is not None
+    if not (not isinstance(init, Tracer) and identity is not None
             and np.asarray(init) == identity):
-        return out
-    init = lax.broadcast_in_dim(init, get_aval(out).shape, ())
-    return getattr(lax, _MONOID_BINARY[kind])(init, out)
+        init = lax.broadcast_in_dim(init, get_aval(out).shape, ())
+        out = getattr(lax, _MONOID_BINARY[kind])(init, out)
+    from fungrad.lax.elementwise import convert_weak_type
+    return convert_weak_type(out, get_aval(out).dtype, weak) if weak else out
 
 
 def _reduce_identity(kind, dtype):

@@ -116,8 +116,8 @@ def _stack_nested(obj):
 
 def _traced_array(obj, dtype, ndmin: int):
     x = _stack_nested(obj)
-    if dtype is not None:
-        x = _astype(x, np.dtype(dtype))
+    if dtype is not None:     # (a dtype given: strongly typed, as JAX's)
+        x = lax.convert_element_type(x, np.dtype(dtype))
     if x.ndim < ndmin:
         x = lax.reshape(x, (1,) * (ndmin - x.ndim) + x.shape)
     return x
@@ -153,7 +153,7 @@ def _with_weak_type(x, weak: bool):
         return x
     if isinstance(x, Tracer):
         return lax_convert_weak_type(x, x.dtype, True)
-    return core.with_weak_type(x, True)
+    return core.with_weak_type(core.wrap_array(x), True)
 
 
 def asarray(a, /, dtype=None, order=None, *, copy=None, device=None, like=None):
@@ -189,8 +189,10 @@ def astype(x, dtype, /, *, copy=False, device=None):
     operand = asarray_operand(x)
     dtype = user_dtype(dtype)
     if dtype_of(operand) == dtype and not isinstance(operand, Tracer):
-        return array(operand, copy=True) if copy else _out(operand)
-    return _out(_astype(operand, dtype))
+        # (the result is strongly typed, as JAX's: a weak operand's type changes)
+        return array(operand, dtype, copy=True) if copy else _out(
+            core.with_weak_type(core.wrap_array(operand), False))
+    return _out(lax.convert_element_type(operand, dtype))
 
 
 # ----------------------------------------------------------------------------
@@ -230,8 +232,8 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
         return _with_weak_type(core.wrap_array(np.full(shape, fill, _dtype(dtype, fill.dtype))),
                                dtype is None and _weakly_typed(fill_value))
     fill = asarray_operand(fill_value)
-    return _with_weak_type(broadcast_to(_astype(fill, _dtype(dtype, fill.dtype)), shape),
-                           dtype is None and _weakly_typed(fill_value))
+    weak = dtype is None and _weakly_typed(fill_value)
+    return broadcast_to(lax_convert_weak_type(fill, _dtype(dtype, fill.dtype), weak), shape)
 
 
 def _duck_typed_aval(a):

@@ -63,9 +63,11 @@ def _array_getitem(x, idx):
     # indexed inside jit): then it must go through fungrad's gather.
     if isinstance(idx, Tracer) or (type(idx) is tuple and any(isinstance(i, Tracer) for i in idx)):
         return _getitem(x, idx)
-    if x.weak_type:       # a part of a weakly typed Array is weak too (an Array, as JAX's)
-        return core.with_weak_type(core.wrap_array(core.np.ndarray.__getitem__(x, idx)), True)
-    return core.np.ndarray.__getitem__(x, idx)
+    out = core.np.ndarray.__getitem__(x, idx)
+    if type(out) is not core.Array:     # an element: a 0-d Array, as JAX's (not a NumPy scalar)
+        out = core.wrap_array(out)
+    # (a part of a weakly typed Array is weak too)
+    return core.with_weak_type(out, True) if x.weak_type else out
 
 
 _BINARY = {
@@ -171,7 +173,7 @@ def _array_operator(dunder, fname, swap):
     def op(self, other):
         # (NumPy's operator is checked for NaN/inf by its hook; a weakly typed
         # Array's result may be weak: fungrad.numpy's function says)
-        if _fast_ops_allowed[0] and not self.weak_type:
+        if _fast_ops_allowed[0] and not (self.weak_type and _eager()):
             t = type(other)
             cases = fast.get(self.dtype) or fast_cases(self.dtype)
             if t in _NDARRAYS or isinstance(other, core.np.generic):
@@ -185,6 +187,10 @@ def _array_operator(dunder, fname, swap):
     return op
 
 
+def _eager() -> bool:
+    return core._tls.trace is core.EVAL_TRACE
+
+
 def _array_weak_aware(dunder, fname, swap):
     """``Array.<dunder>`` of a unary operator or a comparison: NumPy's own
     (whose dtype is JAX's), or for a weakly typed Array the fungrad.numpy
@@ -192,12 +198,14 @@ def _array_weak_aware(dunder, fname, swap):
     fn = getattr(fnp, fname)
     fn = getattr(fn, "__wrapped__", fn)
     native = getattr(core.np.ndarray, dunder)
+    # (only eagerly: under a transformation fungrad's own code compares concrete
+    # values, e.g. a weakly typed literal of a jaxpr, and needs concrete answers)
     if swap is None:
         def op(self):
-            return fn(self) if self.weak_type else native(self)
+            return fn(self) if self.weak_type and _eager() else native(self)
     else:
         def op(self, other):
-            return fn(self, other) if self.weak_type else native(self, other)
+            return fn(self, other) if self.weak_type and _eager() else native(self, other)
     op.__name__ = dunder
     core.OPERATOR_CODES.add(op.__code__)
     return op

@@ -1082,7 +1082,9 @@ def pad(array, pad_width, mode="constant", **kwargs):
     widths = [(int(lo), int(hi)) for lo, hi in
               _as_pairs(pad_width, x.ndim, "pad_width", as_index=True)]
     if mode in ("constant", "empty"):
-        return _out(_pad_constant(x, widths, kwargs.get("constant_values", 0)))
+        value = kwargs.get("constant_values", 0)
+        from fungrad.numpy._ufunc_dtypes import weak_if_all_weak
+        return _out(weak_if_all_weak(_pad_constant(x, widths, value), (x, value)))
     if mode == "linear_ramp":
         return _out(_pad_linear_ramp(x, widths, kwargs.get("end_values", 0)))
     reflect_type = kwargs.get("reflect_type", "even")

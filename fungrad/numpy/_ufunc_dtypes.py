@@ -213,6 +213,17 @@ def _args(ufunc, *args):
     return [_cast(a, d, weak) for a, d in zip(args, dtypes)]
 
 
+def weak_if_all_weak(out, operands):
+    """``out`` weakly typed when every operand is (JAX's rule for elementwise
+    results), for functions built from several lax operations, whose
+    constants would otherwise make it strong (``floor_divide``, ``pad``)."""
+    if not all(is_weak(a) for a in operands) or is_weak(out):
+        return out
+    if isinstance(out, Tracer):
+        return lax_convert_weak_type(out, out.dtype, True)
+    return core.with_weak_type(core.wrap_array(out), True)
+
+
 def _ufunc(fn):
     """Reject NumPy's ``out=``/``where=`` keywords with the reason and the fix."""
     name = fn.__name__

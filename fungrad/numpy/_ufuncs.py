@@ -30,7 +30,7 @@ from fungrad.numpy._dtypes import (is_weak, dtype_of, asarray_operand,
                                     inexact_dtype, numeric_dtype)
 from fungrad.numpy import _ufunc_dtypes
 from fungrad.numpy._ufunc_dtypes import (
-    _args, _cast, _const, _dtype, _eager, _full_broadcast, _full_like, _is_complex, _is_float,
+    weak_if_all_weak, _args, _cast, _const, _dtype, _eager, _full_broadcast, _full_like, _is_complex, _is_float,
     _loop_dtypes, _named, _to_bool, _ufunc)
 
 __all__ = [
@@ -160,12 +160,14 @@ def _remainder(x, y):
 
 @_ufunc
 def floor_divide(x, y, /):
-    return _floor_divide(*_args(np.floor_divide, x, y))
+    operands = _args(np.floor_divide, x, y)
+    return weak_if_all_weak(_floor_divide(*operands), operands)
 
 
 @_ufunc
 def remainder(x, y, /):
-    return _remainder(*_args(np.remainder, x, y))
+    operands = _args(np.remainder, x, y)
+    return weak_if_all_weak(_remainder(*operands), operands)
 
 
 mod = remainder
