@@ -86,6 +86,21 @@ def _same(name, got, want) -> bool:
     return got == want
 
 
+# (expression, arguments, way) -> why fungrad differs from JAX there; the
+# tests check that these still differ (so a fix shows up) and nothing else does
+KNOWN_DIFFERENCES = {
+    ("lambda a: jnp.isnan(a)", "wi", way): "isnan of an integer array is all False: "
+    "fungrad's is strong, JAX's full_like keeps the weak type" for way in ("eager", "jit", "vmap")}
+X32_KNOWN_DIFFERENCES = {
+    ("lambda a: a.sum()", args, "eager"): "an eager Array's .sum() is NumPy's (int64 "
+    "accumulator for int32), not jnp.sum's; weak types are not involved" for args in ("wi", "i32")}
+
+
+def _known(mode, src, argnames, way):
+    key = (src, ",".join(argnames), way)
+    return key in KNOWN_DIFFERENCES or mode == "x32" and key in X32_KNOWN_DIFFERENCES
+
+
 def _mismatches(mode, src, arg_lists):
     fn = eval(src, NAMESPACE)
     bad = []
@@ -94,8 +109,10 @@ def _mismatches(mode, src, arg_lists):
         wanted = TABLE[mode]["cases"][key]
         got = run_modes(fn, argnames, wanted)
         for name, value in got.items():
-            if not _same(name, value, wanted[name]):
-                bad.append(f"{key} [{name}]: fungrad {value}, JAX {wanted[name]}")
+            if _same(name, value, wanted[name]) == _known(mode, src, argnames, name):
+                bad.append(f"{key} [{name}]: fungrad {value}, JAX {wanted[name]}"
+                           + (" (a known difference that is gone: remove it from "
+                              "KNOWN_DIFFERENCES)" if _known(mode, src, argnames, name) else ""))
     return bad
 
 

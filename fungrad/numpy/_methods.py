@@ -173,7 +173,7 @@ def _array_operator(dunder, fname, swap):
     def op(self, other):
         # (NumPy's operator is checked for NaN/inf by its hook; a weakly typed
         # Array's result may be weak: fungrad.numpy's function says)
-        if _fast_ops_allowed[0] and not (self.weak_type and _eager()):
+        if _fast_ops_allowed[0] and not self.weak_type:
             t = type(other)
             cases = fast.get(self.dtype) or fast_cases(self.dtype)
             if t in _NDARRAYS or isinstance(other, core.np.generic):
@@ -185,6 +185,30 @@ def _array_operator(dunder, fname, swap):
     op.__name__ = dunder
     core.OPERATOR_CODES.add(op.__code__)
     return op
+
+
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+_WEAK_RANK = {int: 1, float: 2, complex: 3}
+
+
+def _promotes_to_weak(x, other) -> bool:
+    """Does JAX's lattice make ``x`` (a strong Array) and ``other`` a weak type?
+    It does when ``other`` is weak (a Python number, a weak Array) of a higher
+    kind (``int32_array > 2.5``: both become a weak float, so the bool is weak)."""
+    t = type(other)
+    rank = _WEAK_RANK.get(t)
+    if rank is None:
+        if t is not core.Array or not other.weak_type:
+            return False
+        rank = _KIND_RANK[other.dtype.kind]
+    if rank <= _KIND_RANK.get(x.dtype.kind, 3):
+        return False        # (the common case, without the lattice)
+    from fungrad.numpy._dtypes import weak_result_type
+    return weak_result_type(x, other)[1]
+
+
+def _weak_comparison(out):
+    return core.with_weak_type(out, True) if type(out) is core.Array else out
 
 
 def _eager() -> bool:
@@ -205,7 +229,10 @@ def _array_weak_aware(dunder, fname, swap):
             return fn(self) if self.weak_type and _eager() else native(self)
     else:
         def op(self, other):
-            return fn(self, other) if self.weak_type and _eager() else native(self, other)
+            if self.weak_type and _eager():
+                return fn(self, other)
+            out = native(self, other)
+            return _weak_comparison(out) if _promotes_to_weak(self, other) else out
     op.__name__ = dunder
     core.OPERATOR_CODES.add(op.__code__)
     return op
