@@ -64,10 +64,9 @@ def _array_getitem(x, idx):
     if isinstance(idx, Tracer) or (type(idx) is tuple and any(isinstance(i, Tracer) for i in idx)):
         return _getitem(x, idx)
     out = core.np.ndarray.__getitem__(x, idx)
-    if type(out) is not core.Array:     # an element: a 0-d Array, as JAX's (not a NumPy scalar)
-        out = core.wrap_array(out)
-    # (a part of a weakly typed Array is weak too)
-    return core.with_weak_type(out, True) if x.weak_type else out
+    if x.weak_type:     # a part of a weakly typed Array is weak too (an element a 0-d Array)
+        return core.with_weak_type(core.wrap_array(out), True)
+    return out
 
 
 _BINARY = {
@@ -187,6 +186,7 @@ def _array_operator(dunder, fname, swap):
     return op
 
 
+_OPERANDS = (int, float, complex, core.np.ndarray, core.np.generic, Tracer)
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 _WEAK_RANK = {int: 1, float: 2, complex: 3}
 
@@ -229,8 +229,8 @@ def _array_weak_aware(dunder, fname, swap):
             return fn(self) if self.weak_type and _eager() else native(self)
     else:
         def op(self, other):
-            if self.weak_type and _eager():
-                return fn(self, other)
+            if self.weak_type and _eager() and isinstance(other, _OPERANDS):
+                return fn(self, other)     # (other objects: NumPy's, e.g. pytest.approx)
             out = native(self, other)
             return _weak_comparison(out) if _promotes_to_weak(self, other) else out
     op.__name__ = dunder

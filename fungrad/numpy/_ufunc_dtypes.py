@@ -180,11 +180,13 @@ def _args(ufunc, *args):
     # Fast paths (they are on every traced operation): arrays or strongly typed
     # tracers of one dtype the loop takes as is; and such a value with a Python
     # int/float, which NumPy (NEP 50, weak scalars) casts to the array's float dtype.
-    dtype, scalars = None, False
+    dtype, scalars, strong = None, False, False
     for a in args:
         t = type(a)
         if t in _ARRAY_TYPES:
             d = a.dtype
+            if t is np.ndarray or not a.weak_type:
+                strong = True
         elif t is float or t is int:
             scalars = True
             continue
@@ -192,10 +194,8 @@ def _args(ufunc, *args):
             aval = a.aval
             if aval.weak_type:
                 break
-            d = aval.dtype
+            d, strong = aval.dtype, True
         else:
-            break
-        if t is Array and a.weak_type:
             break
         if dtype is None:
             dtype = d
@@ -206,7 +206,9 @@ def _args(ufunc, *args):
                 _native_loop(ufunc, dtype, len(args)):
             if not scalars:
                 return args
-            return [np.asarray(a, dtype) if type(a) is float or type(a) is int else a
+            # (the scalars are weak, so the result is weak when every array is)
+            convert = np.asarray if strong else core.weak_array
+            return [convert(a, dtype) if type(a) is float or type(a) is int else a
                     for a in args]
     dtypes = _loop_dtypes(ufunc, args)
     weak = weak_result_type(*args)[1]
