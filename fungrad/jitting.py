@@ -21,6 +21,7 @@ import gc
 import inspect
 import logging
 import threading
+import time
 import types
 import weakref
 from collections import OrderedDict
@@ -28,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fungrad import _config, core
+from fungrad import _config, core, monitoring
 from fungrad.core import ClosedJaxpr, Tracer, get_aval, plain_array, wrap_array
 from fungrad.interpreters.codegen import compiled, compiled_scalar_or_numpy
 from fungrad.interpreters.partial_eval import (by_value, closure_convert, output_value,
@@ -451,6 +452,12 @@ class Jitted:
         self._cache = _cache_for(fun, (self.static_argnums, self.static_argnames, self.backend))
         _instances.add(self)
 
+    def _cache_size(self) -> int:
+        """How many signatures are compiled for this function (JAX's
+        ``jitted._cache_size()``, which tests use to check that a loop does
+        not retrace)."""
+        return len(self._cache.entries)
+
     def _describe_position(self, n: int) -> str:
         try:
             params = list(inspect.signature(self.fun).parameters)
@@ -558,8 +565,14 @@ class Jitted:
             out_store.append(out_tree)
             return [output_value(x, f"jit({self.name}): output {i}")
                     for i, x in enumerate(out_leaves)]
+        timed = monitoring.has_duration_listeners()
+        started = time.perf_counter() if timed else 0.0
         jaxpr, consts = trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums),
                                        name=f"jit({self.name})")
+        if timed:
+            monitoring.record_event_duration_secs(
+                "/jax/core/compile/jaxpr_trace_duration", time.perf_counter() - started,
+                fun_name=getattr(self.fun, "__name__", self.name))
         consts = [by_value(c) for c in consts]   # a compiled program's constants are its own
         entry = _Entry()
         entry.closed, entry.hoisted = closure_convert(jaxpr, consts)
@@ -568,7 +581,12 @@ class Jitted:
         entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)
         entry.cacheable = not entry.hoisted
         if entry.cacheable:
+            started = time.perf_counter() if timed else 0.0
             comp = self._compiled(entry.closed)   # (checking code if traced by _call_checked)
+            if timed:
+                monitoring.record_event_duration_secs(
+                    "/jax/core/compile/backend_compile_duration",
+                    time.perf_counter() - started, fun_name=f"jit({self.name})")
             entry.fn, entry.consts = comp.fn, comp.consts
             entry.may_alias = outputs_that_may_alias(comp.jaxpr)
             entry.run = _runner(entry)
@@ -619,9 +637,17 @@ class Jitted:
 
     def _explain_miss(self, key):
         last = self._cache.last_key
+        if _config.no_tracing.value:
+            raise RuntimeError(f"re-tracing function {self.name} for `jit` (arguments "
+                               f"{key[1]}), but 'no_tracing' is set (jax_no_tracing); "
+                               "call it with the shapes, dtypes and static values it "
+                               "was compiled for, or leave no_tracing")
         if _config.log_compiles.value:    # jax_log_compiles: every trace, with its reason
             reason = "first call" if last is None else _describe_change(last, key)
             log.warning("jit(%s): tracing for arguments %s: %s", self.name, key[1], reason)
+        elif _config.explain_cache_misses.value and last is not None:
+            log.warning("jit(%s): TRACING CACHE MISS: %s", self.name,
+                        _describe_change(last, key))
         elif log.isEnabledFor(logging.DEBUG) and last is not None:
             log.debug("jit(%s): cache miss: %s", self.name, _describe_change(last, key))
         self._cache.last_key = key
