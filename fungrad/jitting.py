@@ -83,7 +83,7 @@ def _output_kind(out_tree) -> str:
 
 class _Entry:
     __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "output_kind",
-                 "scalar_args", "may_alias", "run")
+                 "scalar_args", "may_alias", "run", "partition_runners")
 
 
 def _positional_key(args):
@@ -516,6 +516,9 @@ class Jitted:
                     self._raise_overflow(args, kwargs, (), args, err)
         entry, leaves = self._entry(args, kwargs)
         if core._global_array_types and any(type(x) in core._global_array_types for x in leaves):
+            outs = _partitioned(entry, leaves) if eager else None
+            if outs is not None:
+                return tree_unflatten(entry.out_tree, outs)
             _log_gather_once(self, entry, leaves)
         if eager and entry.cacheable:
             try:
@@ -812,8 +815,9 @@ sharding_support = None
 class JittedWithShardings(Jitted):
     """``jit(f, in_shardings=..., out_shardings=...)``: the arguments are checked
     against ``in_shardings`` (tree prefix, mesh axes dividing the dimensions),
-    the program runs as any jitted one (in this process: sharded arguments
-    are gathered, logged once), and the outputs are placed by ``out_shardings``
+    the program runs as any jitted one (arguments split along one mesh axis:
+    data-parallel on the mesh, see ``_partitioned``; other shardings gathered
+    into this process, logged once), and the outputs are placed by ``out_shardings``
     (blocks on the mesh's devices; on one device, the array itself)."""
 
     def __init__(self, fun, static_argnums, static_argnames, in_shardings, out_shardings,
@@ -831,6 +835,18 @@ class JittedWithShardings(Jitted):
         return out
 
 
+def _partitioned(entry, leaves):
+    """The outputs of ``entry``'s program run data-parallel over the mesh its
+    sharded arguments share (``distributed/partition.py``), or None when that
+    is outside what is partitioned automatically (then it runs gathered)."""
+    from fungrad.distributed.partition import partitioned_runner
+    cache = getattr(entry, "partition_runners", None)
+    if cache is None:
+        cache = entry.partition_runners = {}
+    runner = partitioned_runner(entry.closed, len(entry.hoisted), leaves, cache)
+    return None if runner is None else list(runner(*entry.hoisted, *leaves))
+
+
 def _log_gather_once(jitted, entry, leaves):
     """Sharded arguments that the program reads outside a ``shard_map`` are
     gathered into this process and computed here: say so once per function."""
@@ -843,9 +859,16 @@ def _log_gather_once(jitted, entry, leaves):
     if spread:
         jitted._gather_logged = True
         log.warning("jit(%s): %d argument(s) sharded over several devices are gathered into "
-                    "this process and computed here (correct, not parallel: fungrad does not "
-                    "partition jit automatically; shard_map runs a program on the workers)",
-                    jitted.name, len(spread))
+                    "this process and computed here (correct, not parallel: %s; shard_map "
+                    "says exactly what runs on the workers)", jitted.name, len(spread),
+                    _why_not_partitioned(entry))
+
+
+def _why_not_partitioned(entry) -> str:
+    reason = (getattr(entry, "partition_runners", None) or {}).get("reason")
+    return (f"automatic partitioning stops at {reason}" if reason else
+            "the arguments are not split along one mesh axis, which is what fungrad "
+            "partitions automatically")
 
 
 def _read_outside_shard_map(jaxpr) -> set:

@@ -49,7 +49,9 @@ class PartitionSpec(tuple):
             if not ok:
                 raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a "
                                 f"tuple of names, got {p!r}")
-        return super().__new__(cls, partitions)
+        # (as JAX: a one-name tuple is that name, so P(('data',)) == P('data'))
+        return super().__new__(cls, tuple(p[0] if isinstance(p, tuple) and len(p) == 1
+                                          else p for p in partitions))
 
     def __repr__(self):
         return f"PartitionSpec{tuple.__repr__(self)}"
@@ -68,7 +70,8 @@ class PartitionSpec(tuple):
         return tuple(n for d in range(len(self)) for n in self.axes_of(d))
 
     def normalized(self) -> "PartitionSpec":
-        """The same spec with names as tuples and trailing Nones dropped."""
+        """The same spec with trailing Nones dropped (names as tuples, a single
+        name as itself)."""
         parts = [self.axes_of(d) or None for d in range(len(self))]
         while parts and parts[-1] is None:
             parts.pop()
