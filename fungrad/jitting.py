@@ -516,7 +516,7 @@ class Jitted:
                     self._raise_overflow(args, kwargs, (), args, err)
         entry, leaves = self._entry(args, kwargs)
         if core._global_array_types and any(type(x) in core._global_array_types for x in leaves):
-            outs = _partitioned(entry, leaves) if eager else None
+            outs = _partitioned(self, entry, leaves) if eager else None
             if outs is not None:
                 return tree_unflatten(entry.out_tree, outs)
             _log_gather_once(self, entry, leaves)
@@ -835,7 +835,7 @@ class JittedWithShardings(Jitted):
         return out
 
 
-def _partitioned(entry, leaves):
+def _partitioned(jitted, entry, leaves):
     """The outputs of ``entry``'s program run data-parallel over the mesh its
     sharded arguments share (``distributed/partition.py``), or None when that
     is outside what is partitioned automatically (then it runs gathered)."""
@@ -844,7 +844,15 @@ def _partitioned(entry, leaves):
     if cache is None:
         cache = entry.partition_runners = {}
     runner = partitioned_runner(entry.closed, len(entry.hoisted), leaves, cache)
-    return None if runner is None else list(runner(*entry.hoisted, *leaves))
+    if runner is None:
+        return None
+    if cache.get("replicated") and not getattr(jitted, "_replicated_logged", False):
+        jitted._replicated_logged = True
+        log.warning("jit(%s): runs data-parallel on the mesh, but these operations read a "
+                    "split value along the split dimension and run on the whole "
+                    "(all-gathered) value on every device: %s", jitted.name,
+                    "; ".join(cache["replicated"]))
+    return list(runner(*entry.hoisted, *leaves))
 
 
 def _log_gather_once(jitted, entry, leaves):
