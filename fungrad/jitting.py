@@ -807,8 +807,9 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), *
 # it installs them here when imported (as fungrad.numpy installs the array
 # methods on core's classes).
 
-#: an object with ``check_inputs(name, in_shardings, args)`` and
-#: ``place_outputs(name, out_shardings, outputs)``, set by fungrad.sharding
+#: an object with ``check_inputs(name, in_shardings, args)``,
+#: ``place_outputs(name, out_shardings, outputs)`` and ``partitioned_runner``
+#: (fungrad/distributed/partition.py), set by fungrad.sharding
 sharding_support = None
 
 
@@ -837,13 +838,14 @@ class JittedWithShardings(Jitted):
 
 def _partitioned(jitted, entry, leaves):
     """The outputs of ``entry``'s program run data-parallel over the mesh its
-    sharded arguments share (``distributed/partition.py``), or None when that
+    sharded arguments share (``distributed/partition.py``, reached through
+    ``sharding_support``: it is a library above this module), or None when that
     is outside what is partitioned automatically (then it runs gathered)."""
-    from fungrad.distributed.partition import partitioned_runner
     cache = getattr(entry, "partition_runners", None)
     if cache is None:
         cache = entry.partition_runners = {}
-    runner = partitioned_runner(entry.closed, len(entry.hoisted), leaves, cache)
+    runner = sharding_support.partitioned_runner(entry.closed, len(entry.hoisted), leaves,
+                                                 cache)
     if runner is None:
         return None
     if cache.get("replicated") and not getattr(jitted, "_replicated_logged", False):

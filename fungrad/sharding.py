@@ -687,6 +687,11 @@ class _JitShardingSupport:
                             f"jit({name}): argument {path or '0'} (shape {np.shape(leaf)}, "
                             f"mesh {dict(sharding.mesh.shape)})")
 
+    @staticmethod
+    def partitioned_runner(closed, n_hoisted, leaves, cache):
+        from fungrad.distributed.partition import partitioned_runner
+        return partitioned_runner(closed, n_hoisted, leaves, cache)
+
     def place_outputs(self, name, out_shardings, out):
         pairs = self._pairs(name, "out_shardings", out_shardings, out)
         placed = [leaf if s is None else device_put(leaf, s) for s, leaf, _ in pairs]
