@@ -28,7 +28,7 @@ from fungrad.distributed.cluster import (devices, local_devices, device_count,
 from fungrad._config import (config, enable_x64, debug_nans, debug_infs, log_compiles,
                              default_matmul_precision, numpy_rank_promotion,
                              numpy_dtype_promotion, threefry_partitionable,
-                             explain_cache_misses, no_tracing)
+                             explain_cache_misses, no_tracing, enable_checks)
 from fungrad.environment import (disable_jit, ensure_compile_time_eval, default_device,
                                  clear_caches, live_arrays, print_environment_info,
                                  copy_to_host_async, effects_barrier)

@@ -576,6 +576,8 @@ class Jitted:
             monitoring.record_event_duration_secs(
                 "/jax/core/compile/jaxpr_trace_duration", time.perf_counter() - started,
                 fun_name=getattr(self.fun, "__name__", self.name))
+        if _config.enable_checks.value:
+            core.typecheck_jaxpr(jaxpr)
         consts = [by_value(c) for c in consts]   # a compiled program's constants are its own
         entry = _Entry()
         entry.closed, entry.hoisted = closure_convert(jaxpr, consts)
@@ -590,6 +592,8 @@ class Jitted:
                 monitoring.record_event_duration_secs(
                     "/jax/core/compile/backend_compile_duration",
                     time.perf_counter() - started, fun_name=f"jit({self.name})")
+            if _config.enable_checks.value:
+                core.typecheck_jaxpr(comp.jaxpr)      # what the passes made of it
             entry.fn, entry.consts = comp.fn, comp.consts
             entry.may_alias = outputs_that_may_alias(comp.jaxpr)
             entry.run = _runner(entry)
