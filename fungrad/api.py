@@ -345,7 +345,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     outs = pe.unalias(outs, range(len(outs)), p_leaves)     # no views of the caller's arrays
     outs, aux = split([_result(o) for o in outs])
     out_tree = store.val
-    rule = _Pullback(backward, out_tree, p_tree, [get_aval(o) for o in outs])
+    rule = _Pullback(backward, out_tree, p_tree, [get_aval(o) for o in outs],
+                     residuals is not None)
     pullback = Partial(rule) if residuals is None else Partial(rule, list(residuals))
     out = tree_unflatten(out_tree, outs)
     return (out, pullback, aux) if has_aux else (out, pullback)
@@ -356,11 +357,14 @@ class _Pullback:
     the cotangent, for the eager tape) -> the primals' cotangents.  Compared
     by identity, so one traced ``vjp`` gives one treedef (jit caches on it)."""
 
-    def __init__(self, backward, out_tree, p_tree, out_avals):
+    def __init__(self, backward, out_tree, p_tree, out_avals, takes_residuals: bool):
         self.backward, self.out_tree, self.p_tree = backward, out_tree, p_tree
-        self.out_avals = out_avals
+        self.out_avals, self.takes_residuals = out_avals, takes_residuals
 
     def __call__(self, *args):
+        if len(args) != 1 + self.takes_residuals:
+            raise TypeError(f"vjp: the pullback takes one argument, the cotangent of the "
+                            f"output, got {len(args) - self.takes_residuals}")
         *residuals, cotangent = args
         ct_leaves, ct_tree = tree_flatten(cotangent)
         if ct_tree != self.out_tree:
