@@ -30,5 +30,7 @@ from fungrad.environment import (disable_jit, ensure_compile_time_eval, default_
 from fungrad.callback import pure_callback
 from fungrad.profiler import named_scope, named_call
 from fungrad import debug, dtypes, typing, errors, profiler, checkify, experimental
+from fungrad import ref
+from fungrad.ref import Ref, new_ref, empty_ref, free_ref, freeze
 
 __version__ = "0.1.0"
