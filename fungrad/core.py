@@ -181,7 +181,7 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray((), scalar_dtype(x), weak_type=type(x) is not bool)
     if type(x) in _global_array_types:   # fungrad.sharding's arrays: no gather for an aval
         return x.aval
-    if type(x) in pytype_aval_mappings:
+    if type(x) in pytype_aval_mappings and not isinstance(typeof(x), ShapedArray):
         raise NotImplementedError(
             f"a {type(x).__name__} (its type is {typeof(x)!r}, a type registered with "
             "register_hitype or a mutable array ref) cannot be an operand of a fungrad "
