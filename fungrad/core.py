@@ -183,10 +183,11 @@ def get_aval(x) -> ShapedArray:
         return x.aval
     if type(x) in pytype_aval_mappings and not isinstance(typeof(x), ShapedArray):
         raise NotImplementedError(
-            f"a {type(x).__name__} (its type is {typeof(x)!r}, a type registered with "
-            "register_hitype or a mutable array ref) cannot be an operand of a fungrad "
-            "operation or an argument of a transformation (jit, grad, vmap...): fungrad "
-            "runs such values eagerly only. Pass their array contents instead.")
+            f"a {type(x).__name__} (of type {typeof(x)!r}) cannot be an argument of a "
+            "transformation (jit, grad, vmap, scan...) or an operand of an operation: "
+            "fungrad runs mutable array refs (jax.new_ref) and hijax types "
+            "(register_hitype) eagerly only. Pass the arrays they hold (ref[...]) and "
+            "return new values instead.")
     try:
         arr = np.asarray(x)
     except Exception as err:  # pragma: no cover - numpy's own message is kept

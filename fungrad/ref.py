@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from fungrad import core
 from fungrad import numpy as jnp
 
@@ -67,7 +65,7 @@ class Ref:
         self._value = value
         self._freed = False
 
-    aval = property(lambda self: AbstractRef(core.get_aval(self._contents())))
+    aval = property(lambda self: AbstractRef(core.typeof(self._contents())))
     shape = property(lambda self: self._contents().shape)
     dtype = property(lambda self: self._contents().dtype)
     ndim = property(lambda self: self._contents().ndim)
@@ -95,7 +93,8 @@ class Ref:
     def __repr__(self):
         if self._freed:
             return "Ref(<freed>)"
-        return "Ref" + repr(self._value)[len("Array"):]
+        text = repr(self._value)
+        return "Ref" + text[len("Array"):] if text.startswith("Array(") else f"Ref({text})"
 
     def _contents(self):
         _check_eager("reading or writing a Ref")
@@ -132,6 +131,8 @@ def new_ref(init_val, *, memory_space: Any = None, kind: Any = None) -> Ref:
     _check_eager("jax.new_ref")
     if isinstance(init_val, core.Tracer):     # (a tracer of a finished transformation)
         raise core.UnexpectedTracerError(core.escaped_message(init_val))
+    if _is_extended_array(init_val):            # typed PRNG keys: kept as they are
+        return Ref(init_val)
     return Ref(jnp.asarray(init_val))
 
 
@@ -162,7 +163,13 @@ def swap(ref: Ref, idx, value):
     """Write ``value`` at ``ref[idx]`` and return what was there (``jax.ref.swap``)."""
     old = get(ref, idx)
     new = _checked_value(old, value)
-    ref._value = new if _whole(idx) else ref._contents().at[idx].set(new)
+    if _whole(idx):
+        ref._value = new
+    elif _is_extended_array(old):
+        raise NotImplementedError("an indexed write into a Ref of typed PRNG keys: write "
+                                  "the whole Ref (ref[...] = keys)")
+    else:
+        ref._value = ref._contents().at[idx].set(new)
     return old
 
 
@@ -183,15 +190,21 @@ def _as_ref(ref, what: str) -> Ref:
     return ref
 
 
+def _is_extended_array(x) -> bool:
+    """An array whose dtype is not NumPy's (typed PRNG keys): held as it is."""
+    return type(x) in core.pytype_aval_mappings and isinstance(core.typeof(x), core.ShapedArray)
+
+
 def _checked_value(old, value):
     """``value`` as an array of ``old``'s shape and dtype; JAX's errors otherwise."""
     if isinstance(value, (bool, int, float, complex)):      # weakly typed: takes the dtype
         value = jnp.asarray(value, dtype=old.dtype)
-    value = jnp.asarray(value)
+    if not _is_extended_array(value):
+        value = jnp.asarray(value)
     if value.shape != old.shape:
         raise ValueError(f"Invalid shape for a Ref write: the indexed Ref has shape "
                          f"{old.shape}, the value {value.shape} (no broadcasting)")
-    if np.dtype(value.dtype) != np.dtype(old.dtype):
+    if value.dtype != old.dtype:
         raise ValueError(f"Invalid dtype for a Ref write: Ref dtype {old.dtype}, value "
                          f"dtype {value.dtype}")
     return value

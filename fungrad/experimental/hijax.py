@@ -130,7 +130,8 @@ class HiPrimitive(Primitive):
 
     def _no_hi_types(self, kind: str, aval) -> NotImplementedError:
         return NotImplementedError(
-            f"hijax primitive '{self.name}' meets a value of the hi type {aval!r} under a "
+            f"hijax primitive '{self.name}' meets a value of the hi type "
+            f"{getattr(aval, 'aval', aval)!r} under a "
             f"transformation ({kind}): fungrad traces arrays only, so hi types (values "
             "registered with register_hitype) work eagerly but cannot cross jit, grad, vmap "
             "or control flow. For flax.nnx: leave hijax Variables off (nnx.use_hijax(False), "
