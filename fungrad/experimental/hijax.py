@@ -132,9 +132,9 @@ class HiPrimitive(Primitive):
         return NotImplementedError(
             f"hijax primitive '{self.name}' meets a value of the hi type "
             f"{getattr(aval, 'aval', aval)!r} under a "
-            f"transformation ({kind}): fungrad traces arrays only, so hi types (values "
-            "registered with register_hitype) work eagerly but cannot cross jit, grad, vmap "
-            "or control flow. For flax.nnx: leave hijax Variables off (nnx.use_hijax(False), "
+            f"transformation ({kind}): fungrad traces arrays only, so it runs hi types "
+            "(values registered with register_hitype) eagerly only: they cannot cross jit, "
+            "grad, vmap or control flow. For flax.nnx: leave hijax Variables off (nnx.use_hijax(False), "
             "flax_hijax_variable=False, the defaults).")
 
     # the rules a subclass defines (JAX's names and signatures)
