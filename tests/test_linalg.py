@@ -232,6 +232,13 @@ def test_dot_general_preferred_element_type_and_ints():
     np.testing.assert_array_equal(lax.dot(i, i.T), i @ i.T)
 
 
+def test_dot_general_accepts_out_sharding():
+    """JAX's keyword (flax.nnx's Linear passes it): one device, no effect."""
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(
+        lax.dot_general(a, b, (((1,), (0,)), ((), ())), out_sharding=None), a @ b)
+
+
 def test_vmap_of_dot_general_folds_the_batch_into_one_matmul():
     a, b = rand(4, 2, 3), rand(3, 5)
     f = fungrad.vmap(lambda x: lax.dot(x, b))
