@@ -23,6 +23,7 @@ from fungrad.distributed.cluster import (devices, local_devices, device_count,
                                          process_count)
 # configuration and debugging (as jax.config, jax.debug, ...)
 from fungrad._config import (config, enable_x64, debug_nans, debug_infs, log_compiles,
+                             check_tracer_leaks,
                              default_matmul_precision, numpy_rank_promotion,
                              numpy_dtype_promotion, threefry_partitionable)
 from fungrad.environment import (disable_jit, ensure_compile_time_eval, default_device,

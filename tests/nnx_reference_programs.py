@@ -134,3 +134,27 @@ def run_variable_modes(jax, nnx) -> dict:
 
 def run_all(jax, nnx, optax) -> dict:
     return run_mlp(jax, nnx, optax) | run_grad_vmap_scan(jax, nnx) | run_variable_modes(jax, nnx)
+
+
+def run_tabulate(jax, nn, nnx) -> dict:
+    """The summary tables of flax.linen's ``nn.tabulate`` (which sets
+    ``jax.check_tracer_leaks(False)``) and ``nnx.tabulate``, as plain text."""
+    jnp = jax.numpy
+    console = {"width": 100, "force_terminal": False, "color_system": None}
+
+    class LinenMLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)(nn.relu(nn.Dense(4)(x)))
+
+    class NnxMLP(nnx.Module):
+        def __init__(self, rngs):
+            self.linear1 = nnx.Linear(3, 4, rngs=rngs)
+            self.linear2 = nnx.Linear(4, 2, rngs=rngs)
+
+        def __call__(self, x):
+            return self.linear2(nnx.relu(self.linear1(x)))
+
+    x = jnp.ones((1, 3))
+    return {"linen": nn.tabulate(LinenMLP(), jax.random.key(0), console_kwargs=console)(x),
+            "nnx": nnx.tabulate(NnxMLP(nnx.Rngs(0)), x, console_kwargs=console)}

@@ -3,7 +3,8 @@
 nnx.BatchNorm and nnx.Dropout, an nnx.Optimizer with optax, nnx.jit /
 nnx.value_and_grad / nnx.grad training steps, nnx.split / nnx.merge /
 nnx.state, an nnx.vmap ensemble and nnx.scan over stacked layers, plus the
-eager ref and hijax Variables (``nnx.var_defaults(ref=True)`` / ``(hijax=True)``).
+eager ref and hijax Variables (``nnx.var_defaults(ref=True)`` / ``(hijax=True)``),
+and the summary tables of ``nnx.tabulate`` and flax.linen's ``nn.tabulate``.
 
 The numbers are compared with tests/data/nnx_reference.json, recorded once on
 real JAX 0.10.2 + flax 0.12.8 + optax 0.2.8 in float64 (jax_enable_x64) by
@@ -61,12 +62,17 @@ def programs():
 
 
 @pytest.fixture(scope="module")
-def recorded():
+def reference_file():
     with open(os.path.join(HERE, "data", "nnx_reference.json")) as f:
         data = json.load(f)
     assert (data["jax_version"], data["flax_version"]) == ("0.10.2", "0.12.8")
+    return data
+
+
+@pytest.fixture(scope="module")
+def recorded(reference_file):
     return {name: np.asarray(entry["value"], dtype=entry["dtype"]).reshape(entry["shape"])
-            for name, entry in data["results"].items()}
+            for name, entry in reference_file["results"].items()}
 
 
 def assert_matches(ours: dict, recorded: dict, from_float32: bool = False) -> None:
@@ -149,3 +155,13 @@ def test_ref_and_hijax_variables_under_jit_raise_clearly(fx, mode):
         linear = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
     with pytest.raises(NotImplementedError, match="eagerly only"):
         nnx.jit(lambda m, x: m(x))(linear, jax.numpy.ones((1, 3)))
+
+
+def test_summary_tables_are_jaxs(fx, programs, reference_file):
+    """flax.linen's nn.tabulate (it sets jax.check_tracer_leaks(False)) and
+    nnx.tabulate print the very tables they print on JAX."""
+    jax, nnx, _ = fx
+    import flax.linen as nn
+    tables = programs.run_tabulate(jax, nn, nnx)
+    assert "Total Parameters: 26 (104 B)" in tables["linen"]
+    assert tables == reference_file["tables"]

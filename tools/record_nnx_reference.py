@@ -17,12 +17,13 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 import flax  # noqa: E402
+import flax.linen as nn  # noqa: E402
 import optax  # noqa: E402
 from flax import nnx  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-from nnx_reference_programs import run_all  # noqa: E402
+from nnx_reference_programs import run_all, run_tabulate  # noqa: E402
 
 
 def as_json(value: np.ndarray) -> dict:
@@ -36,6 +37,7 @@ if __name__ == "__main__":
     with open(path, "w") as f:
         json.dump({"made_by": "tools/record_nnx_reference.py", "jax_version": jax.__version__,
                    "flax_version": flax.__version__, "optax_version": optax.__version__,
-                   "results": {k: as_json(np.asarray(v)) for k, v in sorted(results.items())}},
+                   "results": {k: as_json(np.asarray(v)) for k, v in sorted(results.items())},
+                   "tables": run_tabulate(jax, nn, nnx)},
                   f, indent=0)
     print(f"wrote {path}: {sorted(results)} (jax {jax.__version__}, flax {flax.__version__})")
