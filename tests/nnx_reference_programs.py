@@ -115,6 +115,31 @@ def run_grad_vmap_scan(jax, nnx) -> dict:
     return out
 
 
+def run_layers_and_control_flow(jax, nnx) -> dict:
+    """Conv, LayerNorm, Embed, MultiHeadAttention; nnx.remat under nnx.grad,
+    nnx.cond, nnx.fori_loop; a linen module through nnx.bridge.ToNNX."""
+    jnp = jax.numpy
+    rng = np.random.default_rng(1)
+    image, seq = jnp.asarray(rng.normal(size=(2, 5, 5, 3))), jnp.asarray(rng.normal(size=(2, 4, 8)))
+    f64 = dict(param_dtype=jnp.float64, dtype=jnp.float64)
+    out = {"conv": nnx.Conv(3, 4, (3, 3), rngs=nnx.Rngs(0), **f64)(image),
+           "layer_norm": nnx.LayerNorm(3, rngs=nnx.Rngs(0), **f64)(image),
+           "embed": nnx.Embed(10, 4, rngs=nnx.Rngs(0), **f64)(jnp.array([1, 3, 9])),
+           "attention": nnx.MultiHeadAttention(num_heads=2, in_features=8, qkv_features=8,
+                                               decode=False, rngs=nnx.Rngs(0), **f64)(seq)}
+    linear = nnx.Linear(8, 8, rngs=nnx.Rngs(1), **f64)
+    loss = nnx.remat(lambda m, x: jnp.sin(m(x)).sum())
+    out["remat_grad"] = nnx.grad(loss)(linear, seq).kernel[...]
+    out["cond"] = nnx.cond(False, lambda m, x: m(x), lambda m, x: -m(x), linear, seq)
+    out["fori_loop"] = nnx.fori_loop(
+        0, 3, lambda i, carry: (carry[0], jnp.tanh(carry[0](carry[1]))), (linear, seq))[1]
+    import flax.linen as nn
+    bridged = nnx.bridge.ToNNX(nn.Dense(3, param_dtype=jnp.float64), rngs=nnx.Rngs(0))
+    nnx.bridge.lazy_init(bridged, seq)
+    out["bridge"] = bridged(seq)
+    return {name: np.asarray(value) for name, value in out.items()}
+
+
 def run_variable_modes(jax, nnx) -> dict:
     """flax's default float32 parameters, and the eager ref and hijax Variables
     (``nnx.var_defaults(ref=True)`` / ``(hijax=True)``): a call, a write, a call."""
@@ -133,7 +158,8 @@ def run_variable_modes(jax, nnx) -> dict:
 
 
 def run_all(jax, nnx, optax) -> dict:
-    return run_mlp(jax, nnx, optax) | run_grad_vmap_scan(jax, nnx) | run_variable_modes(jax, nnx)
+    return (run_mlp(jax, nnx, optax) | run_grad_vmap_scan(jax, nnx)
+            | run_layers_and_control_flow(jax, nnx) | run_variable_modes(jax, nnx))
 
 
 def run_tabulate(jax, nn, nnx) -> dict:

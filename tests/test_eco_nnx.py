@@ -2,7 +2,9 @@
 (issue 21 item 3): an nnx.Module MLP initialised from nnx.Rngs, with
 nnx.BatchNorm and nnx.Dropout, an nnx.Optimizer with optax, nnx.jit /
 nnx.value_and_grad / nnx.grad training steps, nnx.split / nnx.merge /
-nnx.state, an nnx.vmap ensemble and nnx.scan over stacked layers, plus the
+nnx.state, an nnx.vmap ensemble and nnx.scan over stacked layers, Conv,
+LayerNorm, Embed, MultiHeadAttention, nnx.remat, nnx.cond, nnx.fori_loop and
+nnx.bridge.ToNNX, plus the
 eager ref and hijax Variables (``nnx.var_defaults(ref=True)`` / ``(hijax=True)``),
 and the summary tables of ``nnx.tabulate`` and flax.linen's ``nn.tabulate``.
 
@@ -38,8 +40,10 @@ FLOAT32_RTOL = 2e-6
 # updates of rounding noise; everything else agrees to ~1e-14
 FLOAT64_ATOL = 1e-9
 # BatchNorm's running statistics are float32 (in JAX too): in eval mode its
-# rsqrt of the float32 running variance rounds differently in the last bit
-FLOAT32_PATHS = {"merged_eval_out"}
+# rsqrt of the float32 running variance rounds differently in the last bit.
+# jax.nn.dot_product_attention (nnx.MultiHeadAttention's) carries its softmax
+# out in float32 whatever the input dtype on JAX, in the input dtype on fungrad.
+FLOAT32_PATHS = {"merged_eval_out", "attention"}
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +108,11 @@ def test_grad_vmap_ensemble_scan(fx, programs, recorded):
     assert_matches(ours, recorded)
     kernels = ours["ensemble_kernel"]
     assert kernels.shape == (3, 3, 2) and not np.allclose(kernels[0], kernels[1])
+
+
+def test_layers_remat_cond_fori_loop_and_bridge(fx, programs, recorded):
+    jax, nnx, _ = fx
+    assert_matches(programs.run_layers_and_control_flow(jax, nnx), recorded)
 
 
 def test_default_ref_and_hijax_variables_eagerly(fx, programs, recorded):

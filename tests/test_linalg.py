@@ -643,3 +643,16 @@ def test_complex_linalg_under_vmap_jit_and_second_order():
     np.testing.assert_allclose(fungrad.jit(fungrad.vmap(g))(a), loop, rtol=1e-12)
     check_grads(lambda a: LA.svd(a, compute_uv=False) ** 2 + LA.eigvalsh(a @ a.conj().T), (a[0],),
                 order=2)
+
+
+def test_products_and_convolutions_accept_out_sharding():
+    """flax.nnx's Conv, Einsum and Embed.attend pass JAX's out_sharding."""
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(fnp.dot(a, b, out_sharding=None), a @ b)
+    np.testing.assert_array_equal(fnp.matmul(a, b, out_sharding=None), a @ b)
+    np.testing.assert_array_equal(fnp.tensordot(a, b, 1, out_sharding=None), a @ b)
+    np.testing.assert_array_equal(fnp.einsum("ij,jk->ik", a, b, out_sharding=None), a @ b)
+    x, w = np.ones((1, 1, 4)), np.ones((1, 1, 2))
+    np.testing.assert_array_equal(
+        lax.conv_general_dilated(x, w, (1,), "VALID", out_sharding=None),
+        lax.conv_general_dilated(x, w, (1,), "VALID"))
