@@ -57,6 +57,7 @@ scale_p = Scale("hijax_test_scale")
 @given(finite)
 def test_rules_run_under_eager_jit_grad_and_jvp(x):
     f = lambda x: scale_p.bind(cube_p.bind(x), c=2.0)
+    assert isinstance(cube_p.bind(x), fungrad.Array)       # eager results are Arrays
     assert float(f(x)) == pytest.approx(2 * x ** 3, rel=1e-12, abs=1e-12)
     assert float(fungrad.jit(f)(x)) == pytest.approx(2 * x ** 3, rel=1e-12, abs=1e-12)
     assert float(fungrad.grad(f)(x)) == pytest.approx(6 * x ** 2, rel=1e-12, abs=1e-12)

@@ -22,17 +22,22 @@ What works, on fungrad's own machinery:
   quasi-dynamic data (``value.cur_qdd()``), as JAX's evaluation does.
 
 What does not: fungrad's interpreters trace arrays only, so a value of a
-registered hi type (flax's ``HijaxVariable``, i.e. ``nnx.use_hijax(True)``
+registered hi type (flax's ``HijaxVariable``, i.e. ``nnx.var_defaults(hijax=True)``
 or ``flax_hijax_variable=True``) cannot cross a transformation (``jit``,
 ``grad``, ``vmap``...): binding a ``HiPrimitive`` on one there, or returning a
 hi type from ``abstract_eval``, raises ``NotImplementedError`` naming the
-primitive and the transformation.
+primitive and the transformation.  (On JAX 0.10.2, flax 0.12.8's hijax
+Variables fail under ``nnx.jit`` and ``nnx.grad`` too.)  ``aval_method`` /
+``aval_property`` are JAX's markers for the attributes a hi type lends its
+tracers; with no tracers of hi types, nothing here reads them.
 """
 from __future__ import annotations
 
 import dataclasses
 from collections import namedtuple
 from typing import Any
+
+import numpy as np
 
 from fungrad import core
 from fungrad.core import AbstractValue, ShapedArray
@@ -85,6 +90,12 @@ def _transformation() -> str | None:
     return None if isinstance(trace, core.EvalTrace) else trace.label()
 
 
+def _as_array(x):
+    if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
+        return core.wrap_array(x)
+    return x
+
+
 class HiPrimitive(Primitive):
     """A primitive whose rules are the methods of a subclass (JAX's hijax)."""
     multiple_results = False
@@ -104,8 +115,10 @@ class HiPrimitive(Primitive):
     def bind(self, *args, **params):
         kind = _transformation()
         if kind is None:
-            # eagerly hi values (registered types) are passed as they are
-            return self._evaluate(*args, **params)
+            # eagerly, hi values (registered types) go in and come out as they
+            # are; array results become read-only Arrays, as every eager result
+            out = self._evaluate(*args, **params)
+            return [_as_array(o) for o in out] if self.multiple_results else _as_array(out)
         for arg in args:
             if type(arg) in core.pytype_aval_mappings or (
                     isinstance(arg, core.Tracer) and _is_high_type(arg.aval)):
@@ -119,12 +132,13 @@ class HiPrimitive(Primitive):
 
     def _abstract_eval_lo(self, *avals, **params):
         """abstract_eval for fungrad's staging: the avals (hi types refused);
-        an effect marks the primitive effectful (dce keeps it, cse never merges)."""
+        an effect (or ``is_effectful``) marks the primitive effectful: dce
+        keeps its equations, cse never merges them."""
         out, effects = type(self).abstract_eval(self, *avals, **params)
         for aval in (out if self.multiple_results else [out]):
             if not isinstance(aval, ShapedArray):
                 raise self._no_hi_types(_transformation() or "staging", aval)
-        if effects:
+        if effects or self.is_effectful(params):
             self.effectful = True
         return out
 
