@@ -305,6 +305,14 @@ check_tracer_leaks = config.add(Option(
 log_compiles = bool_option(
     "jax_log_compiles", False,
     "log each jit trace and compilation with its reason (logger 'fungrad.jit', WARNING)")
+explain_cache_misses = bool_option(
+    "jax_explain_cache_misses", False,
+    "log why each jit cache miss retraced (which argument's shape, dtype, tree or "
+    "static value changed): WARNING level when on, DEBUG otherwise (logger 'fungrad.jit')")
+no_tracing = bool_option(
+    "jax_no_tracing", False,
+    "raise RuntimeError when jit would trace (a cache miss): checks that a loop of "
+    "jitted calls never retraces")
 threefry_partitionable = bool_option(
     "jax_threefry_partitionable", True,
     "fungrad.random uses JAX's partitionable Threefry stream layout (JAX's default "

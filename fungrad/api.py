@@ -19,11 +19,11 @@ from fungrad.interpreters import ad, batching, tape
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters import partial_eval as pe
 from fungrad.interpreters.partial_eval import trace_to_jaxpr
-from fungrad.tree_util import tree_flatten, tree_unflatten, tree_map, tree_leaves
+from fungrad.tree_util import tree_flatten, tree_unflatten, tree_map, tree_leaves, Partial
 
 __all__ = ["make_jaxpr", "eval_shape", "ShapeDtypeStruct", "jvp", "vjp", "linearize",
            "linear_transpose", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian",
-           "hessian", "vmap", "stop_gradient", "float0"]
+           "hessian", "vmap", "stop_gradient", "float0", "fwd_and_bwd"]
 
 
 # ----------------------------------------------------------------------------
@@ -331,48 +331,68 @@ def _check_cotangent(ct, aval: ShapedArray, i: int):
 
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), pullback)``; ``pullback(ct)`` returns a tuple with one
-    cotangent per primal.  The pullback may be called many times."""
+    cotangent per primal.  The pullback may be called many times.
+
+    As in JAX the pullback is a pytree (a ``tree_util.Partial``): under a
+    transformation its leaves are the residuals, so ``jit`` can return it and
+    take it as an argument (``fwd_and_bwd``).  Eagerly it holds fungrad's
+    tape, which is not an array: passed to ``jit`` it is a static argument."""
     _check_callable(fun, "vjp")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     p_leaves = [_as_value(x, "vjp primal") for x in p_leaves]
     f_flat, store, split = _flat_with_aux(fun, p_tree, has_aux, "vjp")
-    outs, backward = _vjp_flat(f_flat, p_leaves)
+    outs, backward, residuals = _vjp_flat(f_flat, p_leaves)
     outs = pe.unalias(outs, range(len(outs)), p_leaves)     # no views of the caller's arrays
     outs, aux = split([_result(o) for o in outs])
     out_tree = store.val
-    out_avals = [get_aval(o) for o in outs]
-
-    def pullback(cotangent):
-        ct_leaves, ct_tree = tree_flatten(cotangent)
-        if ct_tree != out_tree:
-            raise ValueError(f"vjp: the pullback expects a cotangent with the output's "
-                             f"structure {out_tree}, got {ct_tree}")
-        cts = [_check_cotangent(c, a, i) for i, (c, a) in enumerate(zip(ct_leaves, out_avals))]
-        cts = [Zero(ad.tangent_aval(a)) if ad.tangent_aval(a).dtype == float0 else c
-               for c, a in zip(cts, out_avals)]
-        cts_in = [ad.instantiate_zeros(c) for c in backward(cts)]
-        # (a linear path passes a cotangent through as it is: no views of it)
-        cts_in = pe.unalias(cts_in, range(len(cts_in)), ct_leaves)
-        return tree_unflatten(p_tree, [_result(c) for c in cts_in])
+    rule = _Pullback(backward, out_tree, p_tree, [get_aval(o) for o in outs])
+    pullback = Partial(rule) if residuals is None else Partial(rule, list(residuals))
     out = tree_unflatten(out_tree, outs)
     return (out, pullback, aux) if has_aux else (out, pullback)
 
 
+class _Pullback:
+    """The static part of a vjp's pullback: ``(residuals, cotangent)`` (or just
+    the cotangent, for the eager tape) -> the primals' cotangents.  Compared
+    by identity, so one traced ``vjp`` gives one treedef (jit caches on it)."""
+
+    def __init__(self, backward, out_tree, p_tree, out_avals):
+        self.backward, self.out_tree, self.p_tree = backward, out_tree, p_tree
+        self.out_avals = out_avals
+
+    def __call__(self, *args):
+        *residuals, cotangent = args
+        ct_leaves, ct_tree = tree_flatten(cotangent)
+        if ct_tree != self.out_tree:
+            raise ValueError(f"vjp: the pullback expects a cotangent with the output's "
+                             f"structure {self.out_tree}, got {ct_tree}")
+        cts = [_check_cotangent(c, a, i)
+               for i, (c, a) in enumerate(zip(ct_leaves, self.out_avals))]
+        cts = [Zero(ad.tangent_aval(a)) if ad.tangent_aval(a).dtype == float0 else c
+               for c, a in zip(cts, self.out_avals)]
+        cts_in = [ad.instantiate_zeros(c) for c in self.backward(*residuals, cts)]
+        # (a linear path passes a cotangent through as it is: no views of it)
+        cts_in = pe.unalias(cts_in, range(len(cts_in)), ct_leaves)
+        return tree_unflatten(self.p_tree, [_result(c) for c in cts_in])
+
+
 def _vjp_flat(f_flat, primals):
-    """``(outs, backward)``: eagerly (nothing being traced), the tape of
-    ``interpreters/tape.py``; under another transformation, linearize the whole
-    function into one linear jaxpr (``ad.vjp_flat``).  ``backward(cts)`` takes
-    the cotangents of the leading outputs (the others are aux values)."""
+    """``(outs, backward, residuals)``: eagerly (nothing being traced), the tape
+    of ``interpreters/tape.py`` (``backward(cts)``, residuals None); under
+    another transformation, linearize the whole function into one linear
+    jaxpr (``backward(residuals, cts)``).  ``cts`` are the cotangents of the
+    leading outputs (the others are aux values)."""
     if core.current_trace() is core.EVAL_TRACE and not core._float_checks:
         # (with jax_debug_nans/infs on, every primal result goes through EvalTrace's check)
-        return tape.vjp_eager(f_flat, primals)
+        outs, backward = tape.vjp_eager(f_flat, primals)
+        return outs, backward, None
     outs, jaxpr, residuals = ad.linearize_flat(f_flat, primals)
 
-    def backward(cts):
+    def backward(residuals, cts):
         n = len(cts)
         main = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.eqns, jaxpr.outvars[:n])
         return ad.backward_pass(main, residuals, list(cts))
-    return outs, backward
+    return outs, backward, residuals
 
 
 def linear_transpose(fun: Callable, *primals):
@@ -506,6 +526,36 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
         value, g = vg(*args, **kwargs)
         return (g, value[1]) if has_aux else g
     return grad_f
+
+
+def fwd_and_bwd(fun: Callable, argnums, has_aux: bool = False, jitted: bool = True):
+    """``(fwd, bwd)``, the forward and backward passes of ``fun`` as two
+    functions (JAX's ``jax.fwd_and_bwd``): ``fwd(*args)`` is
+    ``(fun(*args), residuals)`` (``(..., aux)`` with ``has_aux``), and
+    ``bwd(residuals, cotangent)`` the cotangents of the ``argnums`` arguments
+    (one, or a tuple when ``argnums`` is a sequence).  ``residuals`` is the
+    vjp's pullback, a pytree: with ``jitted`` both passes are jitted once and
+    ``bwd`` is reused across steps without retracing."""
+    _check_callable(fun, "fwd_and_bwd")
+    if not isinstance(argnums, int):
+        argnums = tuple(argnums)
+
+    def fwd(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "fwd_and_bwd")
+        f = (lambda *a: fun(*a, **kwargs)) if kwargs else fun
+        f_partial, dyn = _partial_argnums(f, args, nums)
+        return vjp(f_partial, *dyn, has_aux=has_aux)
+
+    def bwd(residuals, cotangent):
+        if not callable(residuals):
+            raise TypeError("fwd_and_bwd: bwd's first argument must be the residuals that "
+                            f"fwd returned, got {type(residuals).__name__}")
+        g = residuals(cotangent)
+        return g[0] if isinstance(argnums, int) else g
+    if jitted:
+        from fungrad.jitting import jit
+        fwd, bwd = jit(fwd), jit(bwd)
+    return fwd, bwd
 
 
 # ----------------------------------------------------------------------------

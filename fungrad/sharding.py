@@ -49,7 +49,9 @@ class PartitionSpec(tuple):
             if not ok:
                 raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a "
                                 f"tuple of names, got {p!r}")
-        return super().__new__(cls, partitions)
+        # (as JAX: a one-name tuple is that name, so P(('data',)) == P('data'))
+        return super().__new__(cls, tuple(p[0] if isinstance(p, tuple) and len(p) == 1
+                                          else p for p in partitions))
 
     def __repr__(self):
         return f"PartitionSpec{tuple.__repr__(self)}"
@@ -68,7 +70,8 @@ class PartitionSpec(tuple):
         return tuple(n for d in range(len(self)) for n in self.axes_of(d))
 
     def normalized(self) -> "PartitionSpec":
-        """The same spec with names as tuples and trailing Nones dropped."""
+        """The same spec with trailing Nones dropped (names as tuples, a single
+        name as itself)."""
         parts = [self.axes_of(d) or None for d in range(len(self))]
         while parts and parts[-1] is None:
             parts.pop()
@@ -668,6 +671,41 @@ def make_array_from_callback(shape, sharding: Sharding, data_callback, dtype=Non
     if full is None:
         full = np.empty(shape, dtype if dtype is not None else np.float64)
     return device_put(full, sharding)
+
+
+def make_array_from_single_device_arrays(shape, sharding: Sharding, arrays, *, dtype=None):
+    """The global array of ``shape`` whose block on the k-th device of
+    ``sharding`` (in ``sharding.devices_indices_map`` order) is ``arrays[k]``,
+    as ``jax.make_array_from_single_device_arrays``."""
+    shape = tuple(int(d) for d in shape)
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"make_array_from_single_device_arrays: sharding must be a Sharding, "
+                        f"got {type(sharding).__name__}")
+    indices = list(sharding.devices_indices_map(shape).values())
+    arrays = list(arrays)
+    if len(arrays) != len(indices):
+        raise ValueError(f"make_array_from_single_device_arrays: {len(arrays)} arrays given "
+                         f"for a sharding over {len(indices)} devices; pass one per device")
+    by_index = {}
+    for k, (index, block) in enumerate(zip(indices, arrays)):
+        key = tuple(s.indices(d)[:2] for s, d in zip(index, shape))
+        by_index.setdefault(key, np.asarray(block))
+    return make_array_from_callback(
+        shape, sharding,
+        lambda index: by_index[tuple(s.indices(d)[:2] for s, d in zip(index, shape))],
+        dtype=dtype)
+
+
+def make_array_from_process_local_data(sharding: Sharding, local_data, global_shape=None):
+    """``jax.make_array_from_process_local_data``: with one controller process
+    its local data is the whole array, placed by ``sharding``."""
+    local_data = np.asarray(local_data)
+    if global_shape is not None and tuple(global_shape) != local_data.shape:
+        raise ValueError(f"make_array_from_process_local_data: global_shape "
+                         f"{tuple(global_shape)} differs from the local data's shape "
+                         f"{local_data.shape}, but this is the only process, so its data is "
+                         "the whole array")
+    return device_put(local_data, sharding)
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

@@ -57,13 +57,13 @@ from fungrad.interpreters.lowering import Source, call
 from fungrad.lax.kernels import scatter as _scatter_kernels
 from fungrad.lax.utils import canonical_axes, checked_bind, def_lowering, as_operand
 from fungrad.lax import structural
-from fungrad.lax.xla_scatter import ScatterDimensionNumbers, numpy_index
+from fungrad.lax.xla_scatter import ScatterDimensionNumbers, GatherScatterMode, mode_name, numpy_index
 
 __all__ = [
     "gather", "scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min",
     "scatter_max", "scatter_apply", "index_take", "dynamic_slice", "dynamic_update_slice", "dynamic_index_in_dim",
     "dynamic_slice_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
-    "index_in_dim", "slice_in_dim", "ScatterDimensionNumbers",
+    "index_in_dim", "slice_in_dim", "ScatterDimensionNumbers", "GatherScatterMode",
     "gather_p", "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p",
     "scatter_max_p", "dynamic_slice_p", "dynamic_update_slice_p",
 ]
@@ -385,6 +385,7 @@ def gather(operand, index, *, mode=None, fill_value=None):
 
 
 def _gather_mode(mode):
+    mode = mode_name(mode, "gather")
     if mode in (None, "clip", "promise_in_bounds"):
         return "clip"
     if mode in ("fill", "drop"):
@@ -732,6 +733,7 @@ _scatter_extremal_jvp(scatter_max_p)
 # --- public scatter functions -------------------------------------------------------
 
 def _scatter_mode(mode):
+    mode = mode_name(mode, "scatter")
     if mode in (None, "drop", "fill", "promise_in_bounds"):
         return "drop"
     if mode == "clip":

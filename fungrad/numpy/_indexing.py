@@ -155,6 +155,7 @@ def _kinds(items):
 
 def getitem(x, idx, mode=None, fill_value=None):
     """``x[idx]`` with NumPy's semantics (see the module docstring)."""
+    mode = lax.xla_scatter.mode_name(mode, "x.at[...].get")
     if mode not in (None, "clip", "fill", "drop", "promise_in_bounds"):
         raise ValueError(f"x.at[...].get: unknown mode {mode!r}; use 'promise_in_bounds', "
                          "'clip', 'fill' or 'drop'")
