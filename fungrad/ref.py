@@ -107,7 +107,8 @@ core.pytype_aval_mappings[Ref] = lambda ref: ref.aval
 
 
 def _whole(idx) -> bool:
-    return idx is Ellipsis or idx == () or (type(idx) is tuple and idx == (Ellipsis,))
+    """``ref[...]`` / ``ref[()]``: the whole value (never compares arrays)."""
+    return idx is Ellipsis or (type(idx) is tuple and (idx == () or idx == (Ellipsis,)))
 
 
 def _under_transformation() -> str | None:

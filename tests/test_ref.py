@@ -42,6 +42,13 @@ def test_index_writes_match_numpy(writes):
     np.testing.assert_array_equal(r[...], expected)
 
 
+def test_array_indices():
+    r = fungrad.new_ref(fnp.arange(4.0))
+    r[np.array([0, 2])] = fnp.array([9.0, 8.0])
+    np.testing.assert_array_equal(r[np.array([2, 0])], [8.0, 9.0])
+    np.testing.assert_array_equal(r[...], [9.0, 1.0, 8.0, 3.0])
+
+
 def test_swap_addupdate_get_set():
     r = fungrad.new_ref(fnp.ones(3))
     old = fref.swap(r, (), fnp.array([1.0, 2.0, 3.0]))
