@@ -16,8 +16,9 @@ from fungrad import sharding, distributed
 from fungrad.core import Device
 from fungrad.sharding import (device_put, device_get, make_mesh, block_until_ready, P,
                               make_array_from_callback, make_array_from_single_device_arrays,
-                              make_array_from_process_local_data, NamedSharding, Shard)
-from fungrad.shard_map import shard_map
+                              make_array_from_process_local_data, NamedSharding, Shard,
+                              set_mesh, reshard)
+from fungrad.shard_map import shard_map, smap
 from fungrad.pmapping import pmap
 from fungrad.distributed.cluster import (devices, local_devices, device_count,
                                          local_device_count, default_backend, process_index,
@@ -28,7 +29,7 @@ from fungrad._config import (config, enable_x64, debug_nans, debug_infs, log_com
                              check_tracer_leaks,
                              default_matmul_precision, numpy_rank_promotion,
                              numpy_dtype_promotion, threefry_partitionable,
-                             explain_cache_misses, no_tracing)
+                             explain_cache_misses, no_tracing, enable_checks)
 from fungrad.environment import (disable_jit, ensure_compile_time_eval, default_device,
                                  clear_caches, live_arrays, print_environment_info,
                                  copy_to_host_async, effects_barrier)

@@ -309,6 +309,11 @@ explain_cache_misses = bool_option(
     "jax_explain_cache_misses", False,
     "log why each jit cache miss retraced (which argument's shape, dtype, tree or "
     "static value changed): WARNING level when on, DEBUG otherwise (logger 'fungrad.jit')")
+enable_checks = bool_option(
+    "jax_enable_checks", False,
+    "type-check every jaxpr jit traces and the program its passes produce (each "
+    "equation's declared types against its primitive's shape rule): slower, for "
+    "debugging primitives and passes")
 no_tracing = bool_option(
     "jax_no_tracing", False,
     "raise RuntimeError when jit would trace (a cache miss): checks that a loop of "

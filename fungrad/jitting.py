@@ -516,7 +516,7 @@ class Jitted:
                     self._raise_overflow(args, kwargs, (), args, err)
         entry, leaves = self._entry(args, kwargs)
         if core._global_array_types and any(type(x) in core._global_array_types for x in leaves):
-            outs = _partitioned(entry, leaves) if eager else None
+            outs = _partitioned(self, entry, leaves) if eager else None
             if outs is not None:
                 return tree_unflatten(entry.out_tree, outs)
             _log_gather_once(self, entry, leaves)
@@ -576,6 +576,8 @@ class Jitted:
             monitoring.record_event_duration_secs(
                 "/jax/core/compile/jaxpr_trace_duration", time.perf_counter() - started,
                 fun_name=getattr(self.fun, "__name__", self.name))
+        if _config.enable_checks.value:
+            core.typecheck_jaxpr(jaxpr)
         consts = [by_value(c) for c in consts]   # a compiled program's constants are its own
         entry = _Entry()
         entry.closed, entry.hoisted = closure_convert(jaxpr, consts)
@@ -590,6 +592,8 @@ class Jitted:
                 monitoring.record_event_duration_secs(
                     "/jax/core/compile/backend_compile_duration",
                     time.perf_counter() - started, fun_name=f"jit({self.name})")
+            if _config.enable_checks.value:
+                core.typecheck_jaxpr(comp.jaxpr)      # what the passes made of it
             entry.fn, entry.consts = comp.fn, comp.consts
             entry.may_alias = outputs_that_may_alias(comp.jaxpr)
             entry.run = _runner(entry)
@@ -807,8 +811,9 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), *
 # it installs them here when imported (as fungrad.numpy installs the array
 # methods on core's classes).
 
-#: an object with ``check_inputs(name, in_shardings, args)`` and
-#: ``place_outputs(name, out_shardings, outputs)``, set by fungrad.sharding
+#: an object with ``check_inputs(name, in_shardings, args)``,
+#: ``place_outputs(name, out_shardings, outputs)`` and ``partitioned_runner``
+#: (fungrad/distributed/partition.py), set by fungrad.sharding
 sharding_support = None
 
 
@@ -835,16 +840,25 @@ class JittedWithShardings(Jitted):
         return out
 
 
-def _partitioned(entry, leaves):
+def _partitioned(jitted, entry, leaves):
     """The outputs of ``entry``'s program run data-parallel over the mesh its
-    sharded arguments share (``distributed/partition.py``), or None when that
+    sharded arguments share (``distributed/partition.py``, reached through
+    ``sharding_support``: it is a library above this module), or None when that
     is outside what is partitioned automatically (then it runs gathered)."""
-    from fungrad.distributed.partition import partitioned_runner
     cache = getattr(entry, "partition_runners", None)
     if cache is None:
         cache = entry.partition_runners = {}
-    runner = partitioned_runner(entry.closed, len(entry.hoisted), leaves, cache)
-    return None if runner is None else list(runner(*entry.hoisted, *leaves))
+    runner = sharding_support.partitioned_runner(entry.closed, len(entry.hoisted), leaves,
+                                                 cache)
+    if runner is None:
+        return None
+    if cache.get("replicated") and not getattr(jitted, "_replicated_logged", False):
+        jitted._replicated_logged = True
+        log.warning("jit(%s): runs data-parallel on the mesh, but these operations read a "
+                    "split value along the split dimension and run on the whole "
+                    "(all-gathered) value on every device: %s", jitted.name,
+                    "; ".join(cache["replicated"]))
+    return list(runner(*entry.hoisted, *leaves))
 
 
 def _log_gather_once(jitted, entry, leaves):

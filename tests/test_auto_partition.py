@@ -63,13 +63,21 @@ PARTITIONED = [
      lambda a, x: a @ x, (RNG.normal(size=(4, 8)), X), (1,)),
 ]
 
-GATHERED = [
-    ("sort along the batch", lambda x: jnp.sort(x, axis=0), (X,), (0,)),
-    ("cumsum along the batch", lambda x: jnp.cumsum(x, axis=0), (X,), (0,)),
-    ("take_along_axis", lambda x: jnp.take_along_axis(x, jnp.zeros((8, 1), int), 1), (X,),
-     (0,)),
+# these read a split value along the split dimension: they run on the whole
+# (all-gathered) value on every position, the rest of the program stays split
+REPLICATED_STEPS = [
+    ("sort along the batch", lambda x: jnp.sort(x, axis=0) * 2, (X,), (0,)),
+    ("cumsum along the batch", lambda x: jnp.tanh(jnp.cumsum(x, axis=0)) + x, (X,), (0,)),
+    ("take_along_axis (integer-label cross-entropy)",
+     lambda x, labels: -jnp.mean(jnp.take_along_axis(fungrad.nn.log_softmax(x),
+                                                     labels[:, None], 1)),
+     (X, RNG.integers(0, 6, 8)), (0, 1)),
+    ("scan over the batch", lambda x: lax.scan(lambda c, r: (c + r, c * r), x[0] * 0, x),
+     (X,), (0,)),
+    ("grad of integer-label cross-entropy",
+     fungrad.grad(lambda x, labels: -jnp.mean(jnp.take_along_axis(
+         fungrad.nn.log_softmax(x), labels[:, None], 1))), (X, RNG.integers(0, 6, 8)), (0, 1)),
 ]
-
 
 def _shard(args, which, mesh=MESH):
     sharding = NamedSharding(mesh, P("data"))
@@ -98,13 +106,35 @@ def test_partitioned_programs_match_one_process(name, fn, args, which, caplog):
     assert any(callable(r) for r in runners)
 
 
-@pytest.mark.parametrize("name,fn,args,which", GATHERED, ids=[c[0] for c in GATHERED])
-def test_other_programs_run_gathered_and_say_so(name, fn, args, which, caplog):
+@pytest.mark.parametrize("name,fn,args,which", REPLICATED_STEPS,
+                         ids=[c[0] for c in REPLICATED_STEPS])
+def test_steps_on_the_whole_value_are_named_once(name, fn, args, which, caplog):
     want = fungrad.jit(fn)(*args)
+    jitted = fungrad.jit(fn)
     with caplog.at_level(logging.WARNING, logger="fungrad.jit"):
-        got = fungrad.jit(fn)(*_shard(args, which))
-    assert caplog.text.count("gathered into this process") == 1
+        got = jitted(*_shard(args, which))
+        jitted(*_shard(args, which))
+    assert "gathered into this process" not in caplog.text
+    assert caplog.text.count("all-gathered") == 1
     _assert_close(got, want)
+
+
+def test_programs_with_effects_run_gathered_once(caplog, capsys):
+    def f(x):
+        fungrad.debug.print("sum {s}", s=jnp.sum(x))
+        return x * 2
+    with caplog.at_level(logging.WARNING, logger="fungrad.jit"):
+        got = fungrad.jit(f)(*_shard((X,), (0,)))
+    assert capsys.readouterr().out.count("sum ") == 1
+    assert "gathered into this process" in caplog.text and "side effect" in caplog.text
+    _assert_close(got, X * 2)
+
+
+def test_two_split_axes_run_gathered():
+    """(one split mesh axis is what is partitioned)"""
+    x = fungrad.device_put(X, NamedSharding(MESH4, P("data", "model")))
+    got = fungrad.jit(lambda x: jnp.sin(x))(x)
+    _assert_close(got, np.sin(X))
 
 
 def test_outputs_of_an_in_process_mesh_are_whole_arrays():

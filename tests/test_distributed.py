@@ -127,10 +127,17 @@ def test_jit_with_shardings_is_correct_and_places_its_outputs(cluster, caplog):
         step(w, xb)
         # partitioned automatically (distributed/partition.py): not gathered
         assert "gathered" not in caplog.text
-        # a sort along the sharded axis is outside what is partitioned: gathered, said once
-        sort = fungrad.jit(lambda x: fnp.sort(x, axis=0))
-        np.testing.assert_array_equal(sort(xb), np.sort(x, axis=0))
+        # a sort along the sharded axis runs on the all-gathered value on every
+        # worker, the rest split (said once)
+        sort = fungrad.jit(lambda x: fnp.sort(x, axis=0) * x)
+        np.testing.assert_allclose(fungrad.device_get(sort(xb)), np.sort(x, axis=0) * x,
+                                   rtol=1e-15)
         sort(xb)
+        # a program with a side effect runs once, gathered into this process (said once)
+        noisy = fungrad.jit(lambda x: fungrad.debug.callback(lambda v: None, x) or x + 1)
+        np.testing.assert_array_equal(noisy(xb), x + 1)
+        noisy(xb)
+    assert caplog.text.count("all-gathered") == 1
     assert caplog.text.count("gathered into this process") == 1
     assert isinstance(out, ShardedArray) and out.sharding == batch
     np.testing.assert_allclose(fungrad.device_get(out), np.tanh(x @ w), rtol=1e-14)

@@ -139,3 +139,21 @@ def test_dlpack():
     assert not fungrad.dlpack.is_supported_dtype(np.dtype("U3"))
     with pytest.raises(TypeError, match="dtype-like"):
         fungrad.dlpack.is_supported_dtype(None)
+
+
+def test_enable_checks_type_checks_what_jit_traces_and_compiles():
+    from fungrad.extend.core import Primitive
+    f = fungrad.jit(lambda x: jnp.sum(jnp.tanh(x) @ x.T))
+    with fungrad.enable_checks(True):
+        np.testing.assert_allclose(f(np.eye(3)), np.sum(np.tanh(np.eye(3))), rtol=1e-15)
+    # a shape rule that answers differently the second time (a rule bug) is caught
+    # by the check of the traced jaxpr, before any code is generated
+    from fungrad.core import ShapedArray
+    answers = iter([(2,), (3,)])
+    flaky = Primitive("flaky_shape_rule")
+    flaky.def_impl(lambda x: x)
+    flaky.def_abstract_eval(lambda x: ShapedArray(next(answers), x.dtype))
+    g = fungrad.jit(lambda x: flaky.bind(x))
+    with fungrad.enable_checks(True):
+        with pytest.raises(TypeError, match="declared output types"):
+            g(np.ones(2))

@@ -22,10 +22,14 @@ common case, as a rewrite of the jitted program into a ``shard_map`` body:
   every position holds the same value;
 * equations whose inputs are all replicated run as they are.
 
-Anything else that touches a split value (gathers and scatters indexed along
-the batch, sorting across it, control flow over split carries, ...) makes
-``plan`` return None: the caller then gathers the arguments and runs the
-program in one place (correct, and logged once), as before.
+Any other equation that reads a split value (a gather or scatter indexed
+along the batch, a sort across it, control flow over split carries, ...)
+runs on the whole value: its split inputs are ``all_gather``ed across the
+positions and it runs replicated, as JAX's partitioner inserts all-gathers
+where it cannot propagate a sharding; ``Plan.replicated`` names those
+equations (jit logs them once).  A program with side effects (callbacks,
+``debug.print``) is not partitioned at all: ``Unsupported``, and the caller
+runs it gathered in one place, where its effects happen once.
 """
 from __future__ import annotations
 
@@ -266,10 +270,12 @@ def _rule_for(eqn):
 
 class Plan:
     """How to run a jaxpr on blocks: per equation, its run function (or a
-    nested plan), and which dimension of each output is split."""
+    nested plan), which dimension of each output is split, and the names of
+    the equations that run replicated on all-gathered inputs."""
 
-    def __init__(self, jaxpr: Jaxpr, steps: list, out_dims: list):
+    def __init__(self, jaxpr: Jaxpr, steps: list, out_dims: list, replicated: list):
         self.jaxpr, self.steps, self.out_dims = jaxpr, steps, out_dims
+        self.replicated = replicated
 
     def run(self, ctx: Context, consts: Sequence, args: Sequence) -> list:
         env = dict(zip(self.jaxpr.constvars, consts))
@@ -287,32 +293,69 @@ class Plan:
         return [read(v) for v in self.jaxpr.outvars]
 
 
-def plan(jaxpr: Jaxpr, in_dims: Sequence) -> Plan:
+def _effectful(jaxpr: Jaxpr) -> bool:
+    """Whether ``jaxpr`` (or a jaxpr in its equations' parameters) has a side effect."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.effectful:
+            return True
+        for value in eqn.params.values():
+            for sub in (value if isinstance(value, (tuple, list)) else (value,)):
+                inner = getattr(sub, "jaxpr", sub)
+                if isinstance(inner, Jaxpr) and _effectful(inner):
+                    return True
+    return False
+
+
+def _on_the_whole_value(eqn, dims):
+    """Run ``eqn`` replicated: all-gather its split inputs first."""
+    def run(ctx, *xs):
+        xs = [x if d is None else lax.all_gather(x, ctx.axis_name, axis=d, tiled=True)
+              for x, d in zip(xs, dims)]
+        return eqn.primitive.bind(*xs, **eqn.params)
+    return [REPLICATED] * len(eqn.outvars), run
+
+
+def _step(eqn, dims, replicated: list):
+    """(output split dims, run) of one equation reading a split value."""
+    if eqn.primitive.name == "shard_map":
+        # (it says itself what runs where: jit of shard_map runs it as it is)
+        raise Unsupported("a shard_map")
+    rule = _rule_for(eqn)
+    if rule is not None:
+        try:
+            return rule(eqn, dims, [tuple(a.aval.shape) for a in eqn.inputs])
+        except Unsupported as why:
+            replicated.append(str(why))
+    else:
+        replicated.append(eqn.primitive.name)
+    return _on_the_whole_value(eqn, dims)
+
+
+def plan(jaxpr: Jaxpr, in_dims: Sequence, check_effects: bool = True) -> Plan:
     """The plan of ``jaxpr`` for inputs split along ``in_dims`` (None:
-    replicated); raises ``Unsupported`` naming the first equation it cannot
-    partition."""
+    replicated); raises ``Unsupported`` for a program with side effects or a
+    shard_map of split values."""
+    if check_effects and _effectful(jaxpr):
+        raise Unsupported("a side effect (callback or debug.print), which must happen once")
     env = dict.fromkeys(jaxpr.constvars, REPLICATED)
     env.update(zip(jaxpr.invars, in_dims))
     read = lambda a: REPLICATED if type(a) is Literal else env[a]     # noqa: E731
-    steps = []
+    steps, replicated = [], []
     for eqn in jaxpr.eqns:
         dims = [read(a) for a in eqn.inputs]
         if all(d is REPLICATED for d in dims):
             steps.append(lambda ctx, *xs, eqn=eqn: eqn.primitive.bind(*xs, **eqn.params))
             out_dims = [REPLICATED] * len(eqn.outvars)
         elif eqn.primitive.inline and "jaxpr" in eqn.params:
-            inner = plan(eqn.params["jaxpr"].jaxpr, dims)
+            inner = plan(eqn.params["jaxpr"].jaxpr, dims, check_effects=False)
             steps.append(inner)
+            replicated += inner.replicated
             out_dims = inner.out_dims
         else:
-            rule = _rule_for(eqn)
-            if rule is None:
-                raise Unsupported(f"{eqn.primitive.name} of a split value")
-            shapes = [tuple(a.aval.shape) for a in eqn.inputs]
-            out_dims, run = rule(eqn, dims, shapes)
+            out_dims, run = _step(eqn, dims, replicated)
             steps.append(run)
         env.update(zip(eqn.outvars, out_dims))
-    return Plan(jaxpr, steps, [read(v) for v in jaxpr.outvars])
+    return Plan(jaxpr, steps, [read(v) for v in jaxpr.outvars], replicated)
 
 
 # --- the jit entry point -------------------------------------------------------------
@@ -368,6 +411,8 @@ def partitioned_runner(closed, n_hoisted: int, leaves, cache: dict):
     from fungrad.jitting import jit
     from fungrad.shard_map import shard_map
     ctx = Context(axis_name, mesh.shape[axis_name])
+    if the_plan.replicated:
+        cache["replicated"] = sorted(set(the_plan.replicated))
 
     def body(*blocks):
         return tuple(the_plan.run(ctx, closed.consts, blocks))
