@@ -26,6 +26,7 @@ from fungrad.distributed.cluster import (devices, local_devices, device_count,
                                          host_ids)
 # configuration and debugging (as jax.config, jax.debug, ...)
 from fungrad._config import (config, enable_x64, debug_nans, debug_infs, log_compiles,
+                             check_tracer_leaks,
                              default_matmul_precision, numpy_rank_promotion,
                              numpy_dtype_promotion, threefry_partitionable,
                              explain_cache_misses, no_tracing, enable_checks)
@@ -36,5 +37,7 @@ from fungrad.callback import pure_callback
 from fungrad.profiler import named_scope, named_call
 from fungrad import debug, dtypes, typing, errors, profiler, checkify, experimental
 from fungrad import ops, image, monitoring, dlpack
+from fungrad import ref
+from fungrad.ref import Ref, new_ref, empty_ref, free_ref, freeze
 
 __version__ = "0.1.0"

@@ -30,6 +30,9 @@ The options that mean something in fungrad:
   fungrad.numpy elementwise operation broadcasts arrays of different ranks.
 * ``jax_numpy_dtype_promotion``: ``"standard"`` or ``"strict"`` (no implicit
   promotion between different strongly typed dtypes).
+* ``jax_check_tracer_leaks``: only False (flax's ``nn.tabulate`` sets it so):
+  fungrad does not search for leaked tracers when a transformation ends;
+  using an escaped tracer raises ``UnexpectedTracerError``.
 * ``jax_log_compiles``: log every trace and compilation of ``jit`` (with the
   reason) at WARNING level through the ``fungrad.jit`` logger.
 * ``fungrad_jit_backend`` (environment: ``FUNGRAD_JIT_BACKEND``): the code
@@ -283,6 +286,22 @@ debug_nans = bool_option(
     "jax_debug_nans", False, "raise FloatingPointError when an operation produces a NaN")
 debug_infs = bool_option(
     "jax_debug_infs", False, "raise FloatingPointError when an operation produces an inf")
+
+
+def _parse_check_tracer_leaks(value):
+    if _parse_bool("jax_check_tracer_leaks", value):
+        raise NotImplementedError(
+            "jax_check_tracer_leaks=True: fungrad does not search for leaked tracers when a "
+            "transformation ends; a leaked tracer raises UnexpectedTracerError (naming the "
+            "transformation it escaped from) where it is used. False (no search) is accepted.")
+    return False
+
+
+check_tracer_leaks = config.add(Option(
+    "jax_check_tracer_leaks", False,
+    "search for tracers that outlive their transformation when it ends (fungrad: only False; "
+    "an escaped tracer raises UnexpectedTracerError where it is used)",
+    _parse_check_tracer_leaks, "False", context_default=True))
 log_compiles = bool_option(
     "jax_log_compiles", False,
     "log each jit trace and compilation with its reason (logger 'fungrad.jit', WARNING)")

@@ -181,6 +181,13 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray((), scalar_dtype(x), weak_type=type(x) is not bool)
     if type(x) in _global_array_types:   # fungrad.sharding's arrays: no gather for an aval
         return x.aval
+    if type(x) in pytype_aval_mappings and not isinstance(typeof(x), ShapedArray):
+        raise NotImplementedError(
+            f"a {type(x).__name__} (of type {typeof(x)!r}) cannot be an argument of a "
+            "transformation (jit, grad, vmap, scan...) or an operand of an operation: "
+            "fungrad runs mutable array refs (jax.new_ref) and hijax types "
+            "(register_hitype) eagerly only. Pass the arrays they hold (ref[...]) and "
+            "return new values instead.")
     try:
         arr = np.asarray(x)
     except Exception as err:  # pragma: no cover - numpy's own message is kept
@@ -192,9 +199,19 @@ def get_aval(x) -> ShapedArray:
     return ShapedArray(arr.shape, arr.dtype)
 
 
-def typeof(x) -> ShapedArray:
-    """The abstract value (type) of ``x``: its ShapedArray (``jax.typeof``);
-    a TypeError for values that are not arrays or scalars."""
+# Value classes whose type is not a ShapedArray (JAX's ``pytype_aval_mappings``):
+# class -> fn(value) -> its abstract value.  Mutable array refs (fungrad.refs)
+# and the types of ``fungrad.experimental.hijax.register_hitype`` enter here.
+pytype_aval_mappings: dict[type, Callable[[Any], AbstractValue]] = {}
+
+
+def typeof(x) -> AbstractValue:
+    """The abstract value (type) of ``x``: its ShapedArray (``jax.typeof``), or
+    what ``pytype_aval_mappings`` says for a registered value class; a
+    TypeError for other values."""
+    to_type = pytype_aval_mappings.get(type(x))
+    if to_type is not None:
+        return to_type(x)
     return get_aval(x)
 
 

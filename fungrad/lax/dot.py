@@ -277,13 +277,15 @@ def _dot_general_numba(args, in_avals, out_avals, *, dimension_numbers,
 dot_general_p.numba_lowering = _dot_general_numba
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
+                out_sharding=None):
     """General tensor contraction (``jax.lax.dot_general``).
 
     ``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch,
     rhs_batch))``; the result has the batch dims, then lhs's free dims, then
-    rhs's free dims.  ``precision`` is accepted for JAX compatibility (NumPy
-    always computes at the operands' precision).
+    rhs's free dims.  ``precision`` and ``out_sharding`` are accepted for JAX
+    compatibility (NumPy always computes at the operands' precision, on one
+    device).
     """
     check_precision(precision, "lax.dot_general")
     lhs, rhs = as_operand(lhs), as_operand(rhs)

@@ -35,9 +35,10 @@ from fungrad.numpy import _dispatch as _dispatch_module
 _dispatch_module.install()  # NumPy's own functions on tracers (NEP 13/18)
 
 # dtypes and constants, as jax.numpy re-exports them
-from numpy import (dtype, pi, e, inf, nan, newaxis, finfo, iinfo, issubdtype,  # noqa: F401
+from numpy import (dtype, pi, e, inf, nan, newaxis, finfo, iinfo,  # noqa: F401
                    integer, floating, inexact, number, complexfloating, signedinteger,
                    unsignedinteger, generic)
+from fungrad.numpy._dtypes import issubdtype  # noqa: E402,F401
 from fungrad.numpy._scalar_types import scalar_type as _scalar_type  # noqa: E402
 # JAX's scalar types: float32(x) is a 0-d array, float32.dtype a NumPy dtype
 (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,

@@ -167,3 +167,25 @@ def promote(name: str, *args, to_float: bool = False):
             a = asarray_operand(a)
             out.append(a if dtype_of(a) == dtype else lax.convert_element_type(a, dtype))
     return out
+
+
+def _is_extended(d) -> bool:
+    """A dtype that is not one of NumPy's (typed PRNG keys' ``key<fry>``): its
+    ``type`` is the scalar class it belongs to."""
+    return (not isinstance(d, (np.dtype, type, str))
+            and isinstance(getattr(d, "type", None), type))
+
+
+def issubdtype(a, b) -> bool:
+    """``jnp.issubdtype`` (the same as ``jax.dtypes.issubdtype``): NumPy's, and
+    also for ``float0`` (its own category) and extended dtypes, which are
+    subtypes of the abstract classes their ``type`` derives from
+    (``issubdtype(random.key(0).dtype, dtypes.prng_key)``)."""
+    if _is_extended(a) or _is_extended(b):
+        if _is_extended(b):
+            return a == b
+        return isinstance(b, type) and issubclass(a.type, b)
+    is_float0 = lambda d: isinstance(d, np.dtype) and d == core.float0
+    if is_float0(a) or is_float0(b):
+        return is_float0(a) and is_float0(b)
+    return bool(np.issubdtype(a, b))

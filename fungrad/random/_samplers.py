@@ -200,10 +200,12 @@ def _covariance_factor(cov, method):
 # discrete distributions
 # ----------------------------------------------------------------------------
 
-def bernoulli(key, p=0.5, shape=None, mode="low"):
+def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
     """Booleans that are True with probability ``p`` (shape defaults to p's): JAX's
     ``uniform(key, shape, p.dtype) < p``; ``mode='high'`` compares with two
-    uniforms for probabilities below the float's resolution, as JAX."""
+    uniforms for probabilities below the float's resolution, as JAX.
+    ``out_sharding`` is accepted for JAX compatibility (one device; flax.nnx's
+    ``Dropout`` passes it)."""
     key = _check_key(key, "bernoulli")
     if mode not in ("low", "high"):
         raise ValueError(f"fungrad.random.bernoulli: `mode` must be 'low' or 'high', got {mode!r}.")
