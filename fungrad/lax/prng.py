@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from fungrad._dtype_classes import kind as dtype_kind
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import defjvp, defjvp_zero
@@ -89,7 +90,7 @@ def _sample_shape(keys, shape, dtype, transform, partitionable):
                         f"{keys.dtype} of shape {keys.shape}.")
     dtype = np.dtype(dtype)
     kinds = "u" if transform == "bits" else "f"
-    if transform not in TRANSFORMS or dtype.kind not in kinds:
+    if transform not in TRANSFORMS or dtype_kind(dtype) not in kinds:
         raise TypeError(f"random_sample: transform {transform!r} with dtype {dtype} is not "
                         f"one of 'bits' (unsigned dtypes) or {TRANSFORMS[1:]} (float dtypes).")
     blocks = math.prod(shape) * (2 if dtype.itemsize == 8 and not partitionable else 1)

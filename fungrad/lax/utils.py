@@ -8,6 +8,7 @@ from typing import Callable
 
 import numpy as np
 
+from fungrad._dtype_classes import kind as dtype_kind
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters.lowering import call, check_callable
 
@@ -34,7 +35,7 @@ def def_lowering(prim: Primitive, rule: Callable, typed: bool = False) -> None:
 def numba_type(dtype) -> str:
     """The source naming ``dtype``'s scalar type in code numba compiles."""
     dtype = np.dtype(dtype)
-    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+    return "np.bool_" if dtype_kind(dtype) == "b" else f"np.{dtype.name}"
 
 
 def call_lowering(fn: Callable) -> Callable:

@@ -17,6 +17,7 @@ error, as in JAX.
 from __future__ import annotations
 
 import numpy as np
+from fungrad._dtype_classes import finfo as dtype_finfo, iinfo as dtype_iinfo
 
 from fungrad import core
 
@@ -138,7 +139,7 @@ class _finfo:
 
 def finfo(type, /):  # noqa: A002 (the standard's name)
     """Machine limits of a floating dtype (or of an array's dtype)."""
-    return _finfo(np.finfo(_dtype_of(type, "finfo")))
+    return _finfo(dtype_finfo(_dtype_of(type, "finfo")))
 
 
 class _iinfo:
@@ -158,7 +159,7 @@ class _iinfo:
 
 def iinfo(type, /):  # noqa: A002
     """Machine limits of an integer dtype (or of an array's dtype)."""
-    return _iinfo(np.iinfo(_dtype_of(type, "iinfo")))
+    return _iinfo(dtype_iinfo(_dtype_of(type, "iinfo")))
 
 
 # ----------------------------------------------------------------------------

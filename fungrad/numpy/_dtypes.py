@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from fungrad._dtype_classes import is_inexact
 
 from fungrad import _config, core
 from fungrad.core import Tracer, get_aval
@@ -110,7 +111,7 @@ def inexact_dtype(dtype, args=()) -> np.dtype:
     for sin, true_divide, mean ...: ``sin(int8)`` and ``int32 / int32`` are
     float32, ``int64 / int64`` float64 (float32 without x64)."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
+    if is_inexact(dtype):
         return dtype
     return x32_default(_TO_INEXACT[dtype], args)
 
@@ -152,11 +153,11 @@ def promote(name: str, *args, to_float: bool = False):
     if isinstance(first, _ARRAYS):
         dtype = first.dtype
         if all(isinstance(a, _ARRAYS) and a.dtype == dtype for a in args[1:]) and (
-                not to_float or dtype.kind in "fc"):
+                not to_float or is_inexact(dtype)):
             return args
     check_promotion(name, args, ranks=False)
     dtype = result_type(*args)
-    if to_float and not np.issubdtype(dtype, np.inexact):
+    if to_float and not is_inexact(dtype):
         dtype = inexact_dtype(dtype, args)
     from fungrad import lax
     out = []

@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from fungrad._dtype_classes import is_floating, is_inexact, is_integer, kind as dtype_kind
 from fungrad import _config, core, lax
 from fungrad.core import Array, Tracer, get_aval
 from fungrad.numpy._dtypes import (asarray_operand, check_promotion, dtype_of, inexact_dtype,
@@ -41,10 +42,10 @@ def _loop_dtypes(ufunc, args):
         return _numpy_loop_dtypes(ufunc, args)      # mixed signatures (ldexp) or none
     ins = loop[:ufunc.nin]
     if any(d != dtype for d in ins):
-        if dtype.kind not in "fc" and all(d.kind in "fc" for d in ins):
+        if not is_inexact(dtype) and all(is_inexact(d) for d in ins):
             loop = _resolve(ufunc, (inexact_dtype(dtype, args),) * ufunc.nin
                             + (None,) * ufunc.nout)
-        elif dtype == np.bool_ and all(d.kind in "iu" for d in ins):
+        elif dtype == np.bool_ and all(is_integer(d) for d in ins):
             loop = _resolve(ufunc, (numeric_dtype(dtype),) * ufunc.nin + (None,) * ufunc.nout)
     if core._x64:
         return loop
@@ -57,7 +58,7 @@ def _signature_entry(x):
     if type(x) in _ARRAY_TYPES:
         return x.dtype
     if is_weak(x):
-        kind = dtype_of(x).kind
+        kind = dtype_kind(dtype_of(x))
         return np.dtype(np.bool_) if kind == "b" else {"i": int, "u": int, "f": float,
                                                       "c": complex}[kind]
     return dtype_of(x)
@@ -189,7 +190,7 @@ def _args(ufunc, *args):
         elif d != dtype:
             break
     else:
-        if dtype is not None and (not scalars or dtype.kind in "fc") and \
+        if dtype is not None and (not scalars or is_inexact(dtype)) and \
                 _native_loop(ufunc, dtype, len(args)):
             if not scalars:
                 return args
@@ -237,11 +238,11 @@ def _dtype(x):
 
 
 def _is_float(dtype):
-    return np.dtype(dtype).kind == "f"
+    return is_floating(np.dtype(dtype))
 
 
 def _is_complex(dtype):
-    return np.dtype(dtype).kind == "c"
+    return dtype_kind(np.dtype(dtype)) == "c"
 
 
 def _full_like(x, value, dtype):
