@@ -91,7 +91,8 @@ def literal_source(val, dtype) -> str:
     return f"{scalar_type_name(dtype)}({text})"
 
 
-def _impl_call(prim, args, params) -> Source:
+def impl_call(prim, args, params) -> Source:
+    """Source calling ``prim``'s impl at run time (for primitives without a lowering)."""
     # the primitive's name and params are the user's objects: bound by name
     parts = ", ".join(list(args) + (["**{}"] if params else []))
     return Source(f"_impl[{{}}]({parts})", Const(prim.name),
@@ -149,7 +150,7 @@ def _last_uses(jaxpr: Jaxpr) -> dict:
 def _lower_eqn(eqn, args) -> Expr:
     prim = eqn.primitive
     if prim.lowering is None:
-        return _impl_call(prim, args, eqn.params)
+        return impl_call(prim, args, eqn.params)
     if eqn.params:
         _check_params(prim, eqn.params)
     return prim.lowering(args, [a.aval for a in eqn.inputs], **eqn.params)

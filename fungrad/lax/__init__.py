@@ -39,6 +39,12 @@ _array_ops.register(add=add, full=full, reduce_sum=reduce_sum, reshape=reshape, 
 # (``custom_jvp_call_p``, ``checkpoint_p``, ...) through the registry, which is
 # a lookup in core, not an import of a higher layer.
 from fungrad import core as _core  # noqa: E402
+from fungrad.lax.utils import computes_small_dtypes_wide as _computes_small_dtypes_wide  # noqa
+for _name in ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin",
+              "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "reduce_window_sum",
+              "reduce_window_max", "reduce_window_min", "conv_general_dilated", "pow",
+              "integer_pow"):
+    _computes_small_dtypes_wide(_core.primitives[_name])
 globals().update({f"{_name}_p": _prim for _name, _prim in _core.primitives.items()})
 
 

@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from fungrad._dtype_classes import is_floating, is_integer
+from fungrad._dtype_classes import compute_dtype, is_small, is_floating, is_integer
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters.lowering import Source, call, scalar_type_name
 from fungrad.interpreters.ad import defbilinear
@@ -108,6 +108,11 @@ def _dot_general_numpy(lhs, rhs, *, dimension_numbers, preferred_element_type=No
     # Canonical form (batch, free, contract) @ (batch, contract, free), then one
     # BLAS-backed np.matmul on 2-D or 3-D views (no einsum loops).
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    if is_small(lhs.dtype):     # bfloat16, int4 ...: XLA's CPU way, in float32 (int8), rounded
+        out = _dot_general_numpy(lhs.astype(compute_dtype(lhs.dtype)),
+                                 rhs.astype(compute_dtype(rhs.dtype)),
+                                 dimension_numbers=dimension_numbers)
+        return out.astype(preferred_element_type or lhs.dtype)
     if _is_matmul_layout(lhs.ndim, rhs.ndim, dimension_numbers):
         out = np.matmul(lhs, rhs)
     else:
@@ -223,8 +228,13 @@ def _dot_general_lower(args, in_avals, *, dimension_numbers, preferred_element_t
     # transposes (views, BLAS reads transposed operands), batch dims left to
     # np.matmul's broadcasting, and one np.matmul.
     lhs, rhs = in_avals
-    cast = (lambda expr: expr) if preferred_element_type is None else (
-        lambda expr: Source(f"{{}}.astype({scalar_type_name(preferred_element_type)})", expr))
+    out_dtype = preferred_element_type
+    if is_small(lhs.dtype):     # as the impl: in float32 (int8 for int4), then rounded
+        up = scalar_type_name(compute_dtype(lhs.dtype))
+        args = [Source(f"np.asarray({{}}).astype({up})", a) for a in args]
+        out_dtype = preferred_element_type or lhs.dtype
+    cast = (lambda expr: expr) if out_dtype is None else (
+        lambda expr: Source(f"{{}}.astype({scalar_type_name(out_dtype)})", expr))
     if _is_matmul_layout(lhs.ndim, rhs.ndim, dimension_numbers):
         return cast(call(np.matmul, args[0], args[1]))
     lhs_steps, rhs_steps, k, out_shape = _matmul_plan(lhs.shape, rhs.shape, dimension_numbers)

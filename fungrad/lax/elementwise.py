@@ -44,8 +44,8 @@ from fungrad.interpreters.lowering import Source, call, scalar_type_name
 from fungrad.interpreters.ad import (defjvp, defjvp2, deflinear, defbilinear, defjvp_zero,
                                      unbroadcast, is_undefined_primal, Zero, instantiate_zeros)
 from fungrad.lax.kernels import bits as bits_kernels, special as special_kernels
-from fungrad.lax.utils import (def_lowering, call_lowering, as_operand, check_same_dtypes,
-                               broadcast_shapes, numba_type)
+from fungrad.lax.utils import (computes_small_dtypes_wide, def_lowering, call_lowering,
+                               as_operand, check_same_dtypes, broadcast_shapes, numba_type)
 
 __all__ = [
     # unary arithmetic and rounding
@@ -188,17 +188,21 @@ def _unary(name, impl, kind=NUMBER, out_dtype=None, lowering=None):
     p.def_abstract_eval(_unary_rule(name, kind, out_dtype))
     batching.vectorized_batcher(p)
     def_lowering(p, lowering)
+    computes_small_dtypes_wide(p)
     return p
 
 
-def _nary(name, impl, kind=NUMBER, out_dtype=None, lowering=None, num_args=2):
-    """An n-ary elementwise primitive (NumPy broadcasting between operands)."""
+def _nary(name, impl, kind=NUMBER, out_dtype=None, lowering=None, num_args=2, wide=True):
+    """An n-ary elementwise primitive (NumPy broadcasting between operands);
+    ``wide``: computes on ml_dtypes' types in float32 (int8), as XLA's CPU code."""
     impl, lowering = _impl_and_lowering(impl, lowering, num_args)
     p = Primitive(name)
     p.def_impl(_checked(name, kind, impl, same_dtype=True))
     p.def_abstract_eval(_nary_rule(name, kind, out_dtype))
     batching.broadcasting_batcher(p)
     def_lowering(p, lowering)
+    if wide:
+        computes_small_dtypes_wide(p)
     return p
 
 
@@ -900,7 +904,8 @@ defjvp(atan2_p,
        lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
        lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
 
-nextafter_p = _nary("nextafter", np.nextafter, FLOAT)
+# not in float32: the next bfloat16 is not the next float32 rounded (ml_dtypes has the loop)
+nextafter_p = _nary("nextafter", np.nextafter, FLOAT, wide=False)
 # nextafter(x, y) differs from x by one ulp: its derivative is 1 in x, 0 in y
 defjvp(nextafter_p, lambda g, x, y: _brcast(g, y), None)
 

@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from fungrad._dtype_classes import kind as dtype_kind
+from fungrad._dtype_classes import compute_dtype, is_small, kind as dtype_kind
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters.lowering import call, check_callable
 
@@ -36,6 +36,31 @@ def numba_type(dtype) -> str:
     """The source naming ``dtype``'s scalar type in code numba compiles."""
     dtype = np.dtype(dtype)
     return "np.bool_" if dtype_kind(dtype) == "b" else f"np.{dtype.name}"
+
+
+def computes_small_dtypes_wide(prim: Primitive) -> None:
+    """Run ``prim`` (one result) on operands of ml_dtypes' types as XLA's CPU
+    backend does: in float32 (int8 for int4, uint8 for uint4), the result
+    rounded back to the dtype its shape rule gives -- for reductions,
+    cumulative sums, windows and convolutions, whose NumPy code would otherwise
+    accumulate in bfloat16 or run int4 through NumPy's int8 loops.  Impl and
+    lowering keep their own code for every other dtype."""
+    impl, lowering = prim.impl, prim.lowering
+
+    def wide_impl(*args, **params):
+        if not any(is_small(getattr(a, "dtype", np.dtype(bool))) for a in args):
+            return impl(*args, **params)
+        out = prim.abstract_eval(*[get_aval(a) for a in args], **params)
+        wide = [np.asarray(a).astype(compute_dtype(a.dtype)) if is_small(a.dtype) else a
+                for a in args]
+        return np.asarray(impl(*wide, **params)).astype(out.dtype)
+
+    def wide_lowering(args, in_avals, **params):
+        if not any(is_small(a.dtype) for a in in_avals):
+            return lowering(args, in_avals, **params)
+        from fungrad.interpreters.codegen import impl_call    # late: codegen imports lax
+        return impl_call(prim, args, params)        # the generated code calls wide_impl
+    prim.impl, prim.lowering = wide_impl, wide_lowering
 
 
 def call_lowering(fn: Callable) -> Callable:

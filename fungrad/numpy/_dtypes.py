@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from fungrad._dtype_classes import is_inexact
+from fungrad._dtype_classes import SMALL_SIGNED, SMALL_UNSIGNED, is_inexact
 
 from fungrad import _config, core
 from fungrad.core import Tracer, get_aval
@@ -103,7 +103,8 @@ def result_type(*args) -> np.dtype:
 # up to 32 bits -> float32, 64-bit integers -> float64, whatever jax_enable_x64
 _TO_INEXACT = {**{np.dtype(t): np.dtype(np.float32) for t in (
                    np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32)},
-               np.dtype(np.int64): np.dtype(np.float64), np.dtype(np.uint64): np.dtype(np.float64)}
+               np.dtype(np.int64): np.dtype(np.float64), np.dtype(np.uint64): np.dtype(np.float64),
+               **{t: np.dtype(np.float32) for t in (*SMALL_SIGNED, *SMALL_UNSIGNED)}}
 
 
 def inexact_dtype(dtype, args=()) -> np.dtype:

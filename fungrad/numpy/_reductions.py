@@ -17,7 +17,7 @@ import operator
 
 import numpy as np
 
-from fungrad._dtype_classes import finfo as dtype_finfo, iinfo as dtype_iinfo, is_inexact, is_integer, kind as dtype_kind
+from fungrad._dtype_classes import is_small, finfo as dtype_finfo, iinfo as dtype_iinfo, is_inexact, is_integer, kind as dtype_kind
 from fungrad import core, lax
 from fungrad.core import Tracer, get_aval
 from fungrad.numpy._dtypes import asarray_operand, inexact_dtype, result_type
@@ -318,7 +318,8 @@ def count_nonzero(a, /, axis=None, *, keepdims=False):
 # ----------------------------------------------------------------------------
 
 def _compute_dtype(dtype):
-    return np.dtype(np.float32) if dtype == np.float16 else dtype   # NumPy's float16 rule
+    # NumPy's float16 rule, and JAX's for float16/bfloat16 (float8 too): in float32
+    return np.dtype(np.float32) if dtype == np.float16 or is_small(dtype) else dtype
 
 
 def mean(a, /, axis=None, dtype=None, out=None, keepdims=False, *, where=None):

@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from fungrad._dtype_classes import is_floating, is_inexact, is_integer, kind as dtype_kind
+from fungrad._dtype_classes import is_small, is_floating, is_inexact, is_integer, kind as dtype_kind
 from fungrad import _config, core, lax
 from fungrad.core import Array, Tracer, get_aval
 from fungrad.numpy._dtypes import (asarray_operand, check_promotion, dtype_of, inexact_dtype,
@@ -41,6 +41,10 @@ def _loop_dtypes(ufunc, args):
     except TypeError:
         return _numpy_loop_dtypes(ufunc, args)      # mixed signatures (ldexp) or none
     ins = loop[:ufunc.nin]
+    if any(d != dtype for d in ins) and is_small(dtype):
+        # NumPy runs int4 (bfloat16) without a loop of its own in int8 (float32):
+        # JAX keeps the type, the lax op rounds the result back
+        return tuple(dtype if d == ins[0] else d for d in loop)
     if any(d != dtype for d in ins):
         if not is_inexact(dtype) and all(is_inexact(d) for d in ins):
             loop = _resolve(ufunc, (inexact_dtype(dtype, args),) * ufunc.nin
@@ -102,6 +106,8 @@ def _native_loop(ufunc, dtype, nargs) -> bool:
         try:
             loop = _resolve(ufunc, (dtype,) * nargs + (None,) * ufunc.nout)
             hit = all(d == dtype for d in loop[:nargs])
+            if is_small(dtype):    # int4's negative: an int4 input, but an int8 result
+                hit = hit and all(d == dtype or d == np.bool_ for d in loop[nargs:])
         except TypeError:
             hit = False
         _NATIVE_LOOPS[key] = hit
