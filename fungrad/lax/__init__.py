@@ -40,11 +40,14 @@ _array_ops.register(add=add, full=full, reduce_sum=reduce_sum, reshape=reshape, 
 # a lookup in core, not an import of a higher layer.
 from fungrad import core as _core  # noqa: E402
 from fungrad.lax.utils import computes_small_dtypes_wide as _computes_small_dtypes_wide  # noqa
-for _name in ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin",
-              "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "reduce_window_sum",
-              "reduce_window_max", "reduce_window_min", "conv_general_dilated", "pow",
-              "integer_pow"):
-    _computes_small_dtypes_wide(_core.primitives[_name])
+from fungrad.lax.elementwise import WIDE_FOR_SMALL_DTYPES as _WIDE  # noqa: E402
+# bfloat16, float8, int4 ...: computed in float32 (int8) and rounded back, as XLA's
+# CPU backend does (after every rule is registered: some ops replace their lowering)
+for _prim in _WIDE + [_core.primitives[_name] for _name in (
+        "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin", "cumsum",
+        "cumprod", "cummax", "cummin", "cumlogsumexp", "reduce_window_sum", "reduce_window_max",
+        "reduce_window_min", "conv_general_dilated", "pow", "integer_pow")]:
+    _computes_small_dtypes_wide(_prim)
 globals().update({f"{_name}_p": _prim for _name, _prim in _core.primitives.items()})
 
 

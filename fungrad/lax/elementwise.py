@@ -44,7 +44,7 @@ from fungrad.interpreters.lowering import Source, call, scalar_type_name
 from fungrad.interpreters.ad import (defjvp, defjvp2, deflinear, defbilinear, defjvp_zero,
                                      unbroadcast, is_undefined_primal, Zero, instantiate_zeros)
 from fungrad.lax.kernels import bits as bits_kernels, special as special_kernels
-from fungrad.lax.utils import (computes_small_dtypes_wide, def_lowering, call_lowering,
+from fungrad.lax.utils import (def_lowering, call_lowering,
                                as_operand, check_same_dtypes, broadcast_shapes, numba_type)
 
 __all__ = [
@@ -180,6 +180,12 @@ def _impl_and_lowering(impl, lowering, num_args):
     return impl, lowering
 
 
+# the elementwise primitives that compute on ml_dtypes' types in float32 (int8),
+# as XLA's CPU code does: fungrad.lax wraps them once every rule is registered
+# (lax.utils.computes_small_dtypes_wide)
+WIDE_FOR_SMALL_DTYPES: list = []
+
+
 def _unary(name, impl, kind=NUMBER, out_dtype=None, lowering=None):
     """A unary elementwise primitive with impl, shape rule, batching and lowering."""
     impl, lowering = _impl_and_lowering(impl, lowering, 1)
@@ -188,7 +194,7 @@ def _unary(name, impl, kind=NUMBER, out_dtype=None, lowering=None):
     p.def_abstract_eval(_unary_rule(name, kind, out_dtype))
     batching.vectorized_batcher(p)
     def_lowering(p, lowering)
-    computes_small_dtypes_wide(p)
+    WIDE_FOR_SMALL_DTYPES.append(p)
     return p
 
 
@@ -202,7 +208,7 @@ def _nary(name, impl, kind=NUMBER, out_dtype=None, lowering=None, num_args=2, wi
     batching.broadcasting_batcher(p)
     def_lowering(p, lowering)
     if wide:
-        computes_small_dtypes_wide(p)
+        WIDE_FOR_SMALL_DTYPES.append(p)
     return p
 
 

@@ -130,7 +130,9 @@ def random_sample(key, shape, dtype, transform, partitionable=True):
 # uniforms (and truncated_normal, cauchy, ...) bit for bit needs an FMA, which
 # NumPy lacks: the kernel emulates it exactly.
 
-random_fma_p = _elementwise._nary("random_fma", _kernel.fma, _elementwise.FLOAT, num_args=3)
+# not wide: the kernel rounds bfloat16/float8 twice itself, as XLA does
+random_fma_p = _elementwise._nary("random_fma", _kernel.fma, _elementwise.FLOAT, num_args=3,
+                                  wide=False)
 defjvp(random_fma_p,
        lambda g, a, b, c: _elementwise._brcast(_elementwise.mul(g, b), c),
        lambda g, a, b, c: _elementwise._brcast(_elementwise.mul(a, g), c),
