@@ -40,6 +40,9 @@ _COMPUTE = {**{d: np.dtype(np.float32) for d in SMALL_FLOATS},
             **{d: np.dtype(np.int8) for d in SMALL_SIGNED},
             **{d: np.dtype(np.uint8) for d in SMALL_UNSIGNED}}
 _SMALL_SCALAR_TYPES = {d.type: k for d, k in _KIND.items()}
+# NumPy 2 gives every dtype its own class: ``type(x.dtype) in SMALL_DTYPE_CLASSES``
+# is the cheapest test an eager op can make per operand
+SMALL_DTYPE_CLASSES = frozenset(type(d) for d in _KIND)
 # the abstract NumPy classes each kind belongs to (JAX's issubdtype for these types)
 _ABSTRACT_OF_KIND = {"f": {np.floating, np.inexact, np.number, np.generic},
                      "i": {np.signedinteger, np.integer, np.number, np.generic},

@@ -129,7 +129,8 @@ def _checked(name, kind, impl, same_dtype):
             dtype = getattr(a, "dtype", None)     # None: a Python scalar (weak)
             if dtype is None:
                 continue
-            if dtype_kind(dtype) not in kinds:
+            # dtype.kind first (no call): ml_dtypes' types are 'V' there, 'f'/'i' after
+            if dtype.kind not in kinds and dtype_kind(dtype) not in kinds:
                 kind.check(name, *[get_aval(v) for v in args])
             if same_dtype and first is not None and dtype != first:
                 check_same_dtypes(name, *[get_aval(v) for v in args])

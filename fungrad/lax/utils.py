@@ -8,7 +8,8 @@ from typing import Callable
 
 import numpy as np
 
-from fungrad._dtype_classes import compute_dtype, is_small, kind as dtype_kind
+from fungrad._dtype_classes import (SMALL_DTYPE_CLASSES, compute_dtype, is_small,
+                                    kind as dtype_kind)
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters.lowering import call, check_callable
 
@@ -48,7 +49,10 @@ def computes_small_dtypes_wide(prim: Primitive) -> None:
     impl, lowering = prim.impl, prim.lowering
 
     def wide_impl(*args, **params):
-        if not any(is_small(getattr(a, "dtype", np.dtype(bool))) for a in args):
+        for a in args:
+            if type(getattr(a, "dtype", None)) in SMALL_DTYPE_CLASSES:
+                break
+        else:                                 # no operand of a small type: as before
             return impl(*args, **params)
         out = prim.abstract_eval(*[get_aval(a) for a in args], **params)
         wide = [np.asarray(a).astype(compute_dtype(a.dtype)) if is_small(a.dtype) else a

@@ -9,7 +9,6 @@ integers as the unsigned type of the same width first.
 from __future__ import annotations
 
 import numpy as np
-from fungrad._dtype_classes import finfo as dtype_finfo, kind as dtype_kind
 
 __all__ = ["population_count", "clz", "mulhi", "reduce_precision"]
 
@@ -49,7 +48,7 @@ def reduce_precision(x, *, exponent_bits, mantissa_bits):
     beyond the format's range overflow to infinity and below it flush to (signed)
     zero; NaN stays NaN while the format keeps a mantissa bit."""
     x = np.asarray(x)
-    info = dtype_finfo(x.dtype)
+    info = np.finfo(x.dtype)
     nmant, nexp, width = info.nmant, info.nexp, 8 * x.dtype.itemsize
     udt = np.dtype(f"u{x.dtype.itemsize}")
     one = udt.type(1)
@@ -79,7 +78,7 @@ def mulhi(x, y):
     (two's complement for signed ones), in their dtype."""
     x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
     dtype, width = x.dtype, 8 * x.dtype.itemsize
-    signed = dtype_kind(dtype) == "i"
+    signed = dtype.kind == "i"
     with np.errstate(over="ignore"):
         if width <= 32:
             wide = np.int64 if signed else np.uint64

@@ -21,7 +21,6 @@ Conventions (LAPACK ``geev``'s, as ``jax.lax.linalg.eig``):
 from __future__ import annotations
 
 import numpy as np
-from fungrad._dtype_classes import finfo as dtype_finfo
 
 __all__ = ["eig"]
 
@@ -63,7 +62,7 @@ def _match(w, mu):
         return np.zeros(w.shape, np.intp)
     with np.errstate(invalid="ignore"):
         d = np.abs(w[..., :, None] - mu[..., None, :]).reshape(-1, n, n)
-    d = np.where(np.isnan(d), dtype_finfo(np.float64).max, d)
+    d = np.where(np.isnan(d), np.finfo(np.float64).max, d)
     rows = np.arange(d.shape[0])
     perm = np.zeros((d.shape[0], n), np.intp)
     for _ in range(n):

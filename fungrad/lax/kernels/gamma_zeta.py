@@ -35,7 +35,6 @@ import math
 
 import numpy as np
 
-from fungrad._dtype_classes import is_floating
 from fungrad.lax.kernels.special import polygamma as _polygamma
 from fungrad.lax.kernels.special import (bernoulli_even, digamma_positive, lgamma1p,
                                          lgamma_positive)
@@ -58,7 +57,7 @@ def _f64(*args):
     """float64 arrays broadcast together, and the dtype to round back to."""
     arrays = [np.asarray(a) for a in args]
     dtype = np.result_type(*arrays)
-    if not is_floating(dtype):
+    if dtype.kind != "f":
         dtype = np.dtype(np.float64)
     return [a.astype(np.float64) for a in np.broadcast_arrays(*arrays)], dtype
 

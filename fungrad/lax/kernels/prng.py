@@ -33,7 +33,6 @@ import math
 
 import numpy as np
 
-from fungrad._dtype_classes import finfo as dtype_finfo, is_small
 from fungrad.lax.kernels.special import ErfInvWriter
 
 __all__ = ["threefry2x32", "sample", "fma"]     # (and the constants CHUNK, MAX_WORDS)
@@ -165,18 +164,30 @@ _SIGNED_SCALE = _constant(2.0**-51, np.float64)
 _LOWEST = _constant(np.nextafter(-1.0, 0.0), np.float64)   # -1 + 2**-53
 
 
+_NUMPY_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _mantissa_bits(dtype) -> int:
+    """``finfo(dtype).nmant``, for ml_dtypes' floats too with NumPy alone (a
+    kernel imports nothing else): the spacing of the floats just above 1."""
+    if dtype in _NUMPY_FLOATS:
+        return int(np.finfo(dtype).nmant)
+    one = np.ones((), dtype)
+    return int(round(-math.log2(float(np.nextafter(one, one + one)) - 1.0)))
+
+
 def _stream_bits(dtype) -> int:
     """The width of the random words JAX draws for a float of ``dtype``: its
     own, except 8 for floats of fewer than 8 mantissa bits (bfloat16 draws the
     8-bit stream, as the float8 types do)."""
     nbits = dtype.itemsize * 8
-    return nbits if dtype_finfo(dtype).nmant >= 8 else 8
+    return nbits if _mantissa_bits(dtype) >= 8 else 8
 
 
 def _unit_narrow(words, dtype):
     """JAX's float32/float16/bfloat16/float8 on [0, 1): the top ``nmant`` bits
     of the stream's word (the low bits of ``words``) times 2**-nmant, exact."""
-    nbits, nmant = _stream_bits(dtype), dtype_finfo(dtype).nmant
+    nbits, nmant = _stream_bits(dtype), _mantissa_bits(dtype)
     if words.dtype.itemsize * 8 != nbits:
         words = words.astype(np.dtype(f"u{nbits // 8}"))     # keeps the low bits
     unit = (words >> (nbits - nmant)).astype(np.float32)
@@ -360,7 +371,7 @@ def fma(a, b, c):
     dtype = a.dtype
     with np.errstate(all="ignore"):
         plain = a * b + c
-        if is_small(dtype):       # bfloat16, float8: XLA rounds the product, then the sum
+        if dtype not in _NUMPY_FLOATS:   # bfloat16, float8: XLA rounds the product, then the sum
             return plain
         if dtype != np.float64:
             product = a.astype(np.float64) * b.astype(np.float64)      # exact

@@ -14,7 +14,6 @@ reduced one matrix at a time.  A QR iteration that does not converge in
 from __future__ import annotations
 
 import numpy as np
-from fungrad._dtype_classes import finfo as dtype_finfo
 
 __all__ = ["householder", "hessenberg", "schur"]
 
@@ -93,7 +92,7 @@ def _negligible(h, k):
     scale = abs(h[k, k]) + abs(h[k - 1, k - 1])
     if scale == 0:
         scale = np.abs(h).sum()
-    return abs(h[k, k - 1]) <= dtype_finfo(h.dtype).eps * scale
+    return abs(h[k, k - 1]) <= np.finfo(h.dtype).eps * scale
 
 
 def _active_start(h, p):
@@ -143,7 +142,7 @@ def _standard_rotation(a, b, c, d):
     """(cs, sn, real) of the rotation that makes the 2x2 block [[a, b], [c, d]]
     standard (LAPACK ``lanv2``): upper triangular for real eigenvalues
     (``real``), equal diagonal and ``b c < 0`` for a complex pair."""
-    eps = dtype_finfo(float).eps
+    eps = np.finfo(float).eps
     if c == 0:
         return 1.0, 0.0, True
     if b == 0:

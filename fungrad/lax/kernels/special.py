@@ -30,7 +30,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from fungrad._dtype_classes import is_floating
 
 __all__ = ["erf", "erfc", "erf_inv", "erf_inv_into", "ErfInvWriter", "lgamma", "digamma",
            "polygamma"]
@@ -74,7 +73,7 @@ _ZETA_M1 = [0.0, 0.0] + [_zeta_minus_one(k) for k in range(2, 64)]   # index k
 def _as_float64(x):
     """(float64 array, dtype to return) for an input of any float dtype."""
     x = np.asarray(x)
-    out_dtype = x.dtype if is_floating(x.dtype) else np.dtype(np.float64)
+    out_dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.float64)
     return x.astype(np.float64), out_dtype
 
 

@@ -38,7 +38,6 @@ import math
 
 import numpy as np
 
-from fungrad._dtype_classes import kind as dtype_kind
 from fungrad.lax.kernels.gamma_zeta import _f64
 from fungrad.lax.kernels.special import erfc as _erfc
 
@@ -580,7 +579,7 @@ def _wofz_laplace(z, depth=40):
 
 def wofz(z):
     z = np.asarray(z)
-    dtype = z.dtype if dtype_kind(z.dtype) == "c" else np.dtype(np.complex128)
+    dtype = z.dtype if z.dtype.kind == "c" else np.dtype(np.complex128)
     z = z.astype(np.complex128)
     upper = np.where(z.imag >= 0, z, -z)
     out = np.empty_like(upper)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from fungrad._dtype_classes import finfo as dtype_finfo
 from fungrad.lax.kernels.schur import householder
 
 __all__ = ["tridiagonal", "tridiagonal_solve"]
@@ -35,7 +34,7 @@ def _tridiagonal_one(a, lower):
     n = a.shape[0]
     full = _hermitian_from(a, lower)
     packed = a.copy()
-    real = dtype_finfo(a.dtype).dtype
+    real = np.finfo(a.dtype).dtype
     e, taus = np.zeros(max(n - 1, 0), real), np.zeros(max(n - 1, 0), a.dtype)
     steps = range(n - 1) if lower else range(n - 2, -1, -1)
     for i in steps:
@@ -63,7 +62,7 @@ def tridiagonal(a, *, lower):
     or above the off-diagonal, as LAPACK ``sytrd``/``hetrd``."""
     a = np.asarray(a)
     n = a.shape[-1]
-    batch, real = a.shape[:-2], dtype_finfo(a.dtype).dtype
+    batch, real = a.shape[:-2], np.finfo(a.dtype).dtype
     outs = [np.empty(a.shape, a.dtype), np.empty(batch + (n,), real),
             np.empty(batch + (max(n - 1, 0),), real),
             np.empty(batch + (max(n - 1, 0),), a.dtype)]

@@ -24,7 +24,6 @@ step one vectorised pass over a strided slice: no index arithmetic over the
 whole tensor and no ``np.add.at``.
 """
 import numpy as np
-from fungrad._dtype_classes import iinfo as dtype_iinfo, is_inexact, is_integer
 
 __all__ = ["reduce_window", "select_index", "gather_taps", "scatter_add_taps",
            "window_output_shape", "identity"]
@@ -55,8 +54,8 @@ def identity(kind, dtype):
         return dtype.type(0)
     if dtype == np.bool_:
         return np.bool_(kind == "min")
-    if is_integer(dtype):
-        info = dtype_iinfo(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
         return dtype.type(info.min if kind == "max" else info.max)
     return dtype.type(-np.inf if kind == "max" else np.inf)
 
@@ -130,7 +129,7 @@ def select_index(operand, *, kind, window_dimensions, window_strides, padding,
         best = taps[0].copy()
         for t in taps[1:]:
             _UFUNCS[kind](best, t, out=best)
-        if not is_inexact(best.dtype) or not np.isnan(best).any():
+        if best.dtype.kind not in "fc" or not np.isnan(best).any():
             # the last write wins: from the last tap back to the first, in
             # uint8 arithmetic (index > number here; a masked copyto is ~10x slower)
             index = np.full(out_shape, len(taps) - 1, np.uint8)
@@ -214,7 +213,7 @@ def scatter_add_taps(cotangent, index, *, operand_shape, window_dimensions, wind
         disjoint = _windows_disjoint(index.shape, window_dimensions, window_strides,
                                      window_dilation)
         # ct * mask would turn inf/nan into nan at the taps not chosen
-        finite = not is_inexact(ct.dtype) or bool(np.isfinite(ct).all())
+        finite = ct.dtype.kind not in "fc" or bool(np.isfinite(ct).all())
         for flat, taps in _tap_slices(index.shape, window_dimensions, window_strides,
                                       window_dilation):
             if disjoint and finite:   # every padded element is written by one tap at most
