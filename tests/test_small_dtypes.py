@@ -486,3 +486,17 @@ def test_linalg_decompositions_refuse_bfloat16_with_the_fix(fn):
     a = (np.eye(3) * 2 + 0.1).astype(BF16)
     with pytest.raises(TypeError, match="bfloat16.*convert"):
         fn(a)
+
+
+def test_export_refuses_small_dtypes_naming_the_reason():
+    """An exported module imports NumPy only, which has no bfloat16."""
+    from fungrad.export import export
+    with pytest.raises(TypeError, match="ml_dtypes"):
+        export(lambda x: fnp.tanh(x) * 2, np.ones(3, BF16))
+
+
+def test_numba_backend_leaves_small_dtypes_to_numpy():
+    x = np.linspace(-1, 1, 5).astype(BF16)
+    got = fungrad.jit(lambda x: fnp.sum(fnp.tanh(x)), backend="numba")(x)
+    assert got.dtype == BF16
+    assert float(got) == float(fungrad.jit(lambda x: fnp.sum(fnp.tanh(x)))(x))
