@@ -60,7 +60,8 @@ def computes_small_dtypes_wide(prim: Primitive) -> None:
         return np.asarray(impl(*wide, **params)).astype(out.dtype)
 
     def wide_lowering(args, in_avals, **params):
-        if not any(is_small(a.dtype) for a in in_avals):
+        # (in_avals may be unknown, None: codegen.lowered_source of an untyped rule)
+        if not any(type(getattr(a, "dtype", None)) in SMALL_DTYPE_CLASSES for a in in_avals):
             return lowering(args, in_avals, **params)
         from fungrad.interpreters.codegen import impl_call    # late: codegen imports lax
         return impl_call(prim, args, params)        # the generated code calls wide_impl
