@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from fungrad._dtype_classes import finfo as dtype_finfo, is_inexact, issubdtype as dtype_issubdtype
+from fungrad._dtype_classes import BFLOAT16, finfo as dtype_finfo, is_inexact, issubdtype as dtype_issubdtype
 from fungrad import api
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
@@ -44,6 +44,7 @@ _DEFAULTS = {
     np.dtype(np.float64): (1e-4, 1e-5, 1e-5),
     np.dtype(np.float32): (1e-2, 2e-2, 2e-2),
     np.dtype(np.float16): (1e-1, 1e-1, 1e-1),
+    BFLOAT16: (1e-1, 1e-1, 1e-1),         # JAX's gradient tolerance for bfloat16
     np.dtype(np.complex128): (1e-4, 1e-5, 1e-5),
     np.dtype(np.complex64): (1e-2, 2e-2, 2e-2),
 }

@@ -500,3 +500,11 @@ def test_numba_backend_leaves_small_dtypes_to_numpy():
     got = fungrad.jit(lambda x: fnp.sum(fnp.tanh(x)), backend="numba")(x)
     assert got.dtype == BF16
     assert float(got) == float(fungrad.jit(lambda x: fnp.sum(fnp.tanh(x)))(x))
+
+
+@pytest.mark.parametrize("fn", [lambda x: fnp.sum(fnp.sin(x) * x), lambda x: fnp.tanh(x) * 3,
+                                lambda x: fnp.matmul(x, x)], ids=["sin", "tanh", "matmul"])
+def test_check_grads_has_bfloat16_defaults(fn):
+    """fungrad.test_util's tolerances for bfloat16: JAX's (1e-1), finite steps of 0.1."""
+    from fungrad.test_util import check_grads
+    check_grads(fn, (np.linspace(-1, 1, 5).astype(BF16),), order=2)
