@@ -508,3 +508,27 @@ def test_check_grads_has_bfloat16_defaults(fn):
     """fungrad.test_util's tolerances for bfloat16: JAX's (1e-1), finite steps of 0.1."""
     from fungrad.test_util import check_grads
     check_grads(fn, (np.linspace(-1, 1, 5).astype(BF16),), order=2)
+
+
+# x = [1, 2, 3, -1], indices [0, 5, 2] (5 out of bounds): JAX 0.10.2's results
+GATHER_SCATTER_JAX = {
+    "gather_fill": ({"bfloat16": [1, np.nan, 3], "int4": [1, -8, 3]},
+                    lambda x, i: x.at[i].get(mode="fill")),
+    "scatter_add": ({"bfloat16": [2, 2, 4, -1], "int4": [2, 2, 4, -1]},
+                    lambda x, i: x.at[i].add(fnp.asarray([1, 1, 1], x.dtype), mode="drop")),
+    "scatter_max": ({"bfloat16": [5, 2, 3, -1], "int4": [5, 2, 3, -1]},
+                    lambda x, i: x.at[i].max(fnp.asarray([5, 5, -5], x.dtype), mode="drop")),
+    "scatter_min": ({"bfloat16": [1, 2, -5, -1], "int4": [1, 2, -5, -1]},
+                    lambda x, i: x.at[i].min(fnp.asarray([5, 5, -5], x.dtype), mode="drop")),
+}
+
+
+@pytest.mark.parametrize("name", GATHER_SCATTER_JAX)
+@pytest.mark.parametrize("dtype_name", ["bfloat16", "int4"])
+def test_gather_fill_and_scatter_identities_of_small_types_as_jax(name, dtype_name):
+    wants, fn = GATHER_SCATTER_JAX[name]
+    x = np.asarray([1, 2, 3, -1]).astype(_dtype(dtype_name))
+    idx = np.asarray([0, 5, 2])
+    for got in (fn(x, idx), fungrad.jit(fn)(x, idx)):
+        assert got.dtype == x.dtype
+        np.testing.assert_array_equal(_f32(got), wants[dtype_name])

@@ -68,6 +68,21 @@ def computes_small_dtypes_wide(prim: Primitive) -> None:
     prim.impl, prim.lowering = wide_impl, wide_lowering
 
 
+def small_dtypes_run_the_impl(prim: Primitive) -> None:
+    """Under ``jit``, run ``prim``'s eager impl for operands of ml_dtypes' types:
+    for lowerings whose generated code decides by ``x.dtype.kind`` at run time
+    (gather's fill, scatter's identities), which is 'V' for bfloat16 and int4,
+    while the impl asks fungrad._dtype_classes."""
+    lowering = prim.lowering
+
+    def rule(args, in_avals, **params):
+        if any(type(getattr(a, "dtype", None)) in SMALL_DTYPE_CLASSES for a in in_avals):
+            from fungrad.interpreters.codegen import impl_call    # late: codegen imports lax
+            return impl_call(prim, args, params)
+        return lowering(args, in_avals, **params)
+    prim.lowering = rule
+
+
 def call_lowering(fn: Callable) -> Callable:
     """The lowering rule ``fn(*args, **params)`` (params as keywords, sorted), for
     ``fn`` a NumPy ufunc or function or a kernel function: the impl and the
