@@ -527,8 +527,8 @@ GATHER_SCATTER_JAX = {
 @pytest.mark.parametrize("dtype_name", ["bfloat16", "int4"])
 def test_gather_fill_and_scatter_identities_of_small_types_as_jax(name, dtype_name):
     wants, fn = GATHER_SCATTER_JAX[name]
-    x = np.asarray([1, 2, 3, -1]).astype(_dtype(dtype_name))
-    idx = np.asarray([0, 5, 2])
+    x = fnp.asarray(np.asarray([1, 2, 3, -1]).astype(_dtype(dtype_name)))
+    idx = fnp.asarray([0, 5, 2])
     for got in (fn(x, idx), fungrad.jit(fn)(x, idx)):
         assert got.dtype == x.dtype
         np.testing.assert_array_equal(_f32(got), wants[dtype_name])
