@@ -125,7 +125,7 @@ def _no_path_message(table_key, nodes) -> str:
         return (f"Input dtypes {shown} have no available implicit dtype promotion path when "
                 "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
                 "desired output type (x.astype(...)), or set jax_numpy_dtype_promotion=standard.")
-    # JAX names the narrowest refusing class: 8-, 6- or 4-bit floats, then small ints
+    # the class JAX names, first of: 8-bit, 6-bit, 4-bit floats, then small integers
     small_floats = sorted((n for n in nodes if n in SMALL_FLOATS and n != BF16),
                           key=lambda d: -_dtype_classes.finfo(d).bits)
     if small_floats:
