@@ -532,3 +532,10 @@ def test_gather_fill_and_scatter_identities_of_small_types_as_jax(name, dtype_na
     for got in (fn(x, idx), fungrad.jit(fn)(x, idx)):
         assert got.dtype == x.dtype
         np.testing.assert_array_equal(_f32(got), wants[dtype_name])
+
+
+def test_isdtype_takes_jaxs_scalar_types_and_files_small_types_as_jax():
+    assert fnp.isdtype(fnp.bfloat16, "real floating") and fnp.isdtype(fnp.float16, "numeric")
+    assert fnp.isdtype(fnp.float8_e4m3fn, "numeric") and fnp.isdtype(fnp.uint4, "unsigned integer")
+    assert fnp.isdtype(fnp.int4, ("bool", "integral")) and not fnp.isdtype(fnp.int4, "real floating")
+    assert fnp.isdtype(fnp.float32, fnp.float32)
