@@ -99,12 +99,7 @@ def issubdtype(a, b) -> bool:
     return bool(np.issubdtype(a_type, b_type))
 
 
-def finfo(dtype):
-    """Machine limits of a float dtype, ml_dtypes' too (``ml_dtypes.finfo``
-    is ``np.finfo`` for NumPy's own types)."""
-    return ml_dtypes.finfo(dtype)
-
-
-def iinfo(dtype):
-    """Machine limits of an integer dtype, int4/uint4/int2/uint2 too."""
-    return ml_dtypes.iinfo(dtype)
+# machine limits, of ml_dtypes' types too: ml_dtypes' subclasses of np.finfo and
+# np.iinfo (classes, as JAX's jax.dtypes.finfo), NumPy's answers for NumPy's types
+finfo = ml_dtypes.finfo
+iinfo = ml_dtypes.iinfo

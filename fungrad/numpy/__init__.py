@@ -54,7 +54,7 @@ for _small in (*_dtype_classes.SMALL_FLOATS, *_dtype_classes.SMALL_SIGNED,
     globals()[_small.name] = _scalar_type(_small.type)
 del _small
 # issubdtype that files bfloat16 under floating, int4 under signedinteger (JAX's)
-from fungrad.dtypes import issubdtype  # noqa: E402,F401
+issubdtype = _dtype_classes.issubdtype
 euler_gamma = _np.euler_gamma
 
 # the array API standard's additions (finfo/iinfo replace NumPy's: they take arrays)
