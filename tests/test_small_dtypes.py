@@ -421,7 +421,16 @@ INT4_JAX = {"add": ([-2, 0, 6, -2], lambda x, u: x + x), "mul": ([5, -8, -7, -3]
             "u4mul": ([1, 0, 1, 1], lambda x, u: u * u), "square": ([1, 0, -7, 1], lambda x, u: x * x),
             "dot": (-5, lambda x, u: x @ x), "invert": ([-8, 7, -4, 0], lambda x, u: ~x),
             "sign": ([1, -1, 1, -1], lambda x, u: fnp.sign(x)), "max": (7, lambda x, u: fnp.max(x)),
-            "cumsum": ([7, -1, 2, 1], lambda x, u: fnp.cumsum(x))}
+            "cumsum": ([7, -1, 2, 1], lambda x, u: fnp.cumsum(x)),
+            # on the bits: a logical shift and clz read int4's own 4-bit pattern
+            "srl": ([3, 4, 1, 7], lambda x, u: fungrad.lax.shift_right_logical(
+                x, fnp.ones(4, x.dtype))),
+            "clz": ([1, 0, 2, 0], lambda x, u: fungrad.lax.clz(x)),
+            "popcount": ([3, 5, 2, -8], lambda x, u: fungrad.lax.population_count(x)),
+            "u4srl": ([7, 0, 4, 0], lambda x, u: fungrad.lax.shift_right_logical(
+                u, fnp.ones(4, u.dtype))),
+            "u4clz": ([0, 4, 0, 3], lambda x, u: fungrad.lax.clz(u)),
+            "u4popcount": ([4, 0, 2, 1], lambda x, u: fungrad.lax.population_count(u))}
 
 
 @pytest.mark.parametrize("name", INT4_JAX)

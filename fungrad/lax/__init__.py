@@ -48,7 +48,8 @@ for _prim in _WIDE + [_core.primitives[_name] for _name in (
         "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin", "cumsum",
         "cumprod", "cummax", "cummin", "cumlogsumexp", "reduce_window_sum", "reduce_window_max",
         "reduce_window_min", "conv_general_dilated", "pow", "integer_pow")]:
-    _computes_small_dtypes_wide(_prim)
+    _computes_small_dtypes_wide(_prim, bit_pattern={"shift_right_logical": "value",
+                                                    "clz": "leading zeros"}.get(_prim.name))
 for _name in ("gather", "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max"):
     _small_dtypes_run_the_impl(_core.primitives[_name])
 globals().update({f"{_name}_p": _prim for _name, _prim in _core.primitives.items()})

@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from fungrad._dtype_classes import (SMALL_DTYPE_CLASSES, compute_dtype, is_small,
+from fungrad._dtype_classes import (SMALL_DTYPE_CLASSES, compute_dtype, iinfo, is_small,
                                     kind as dtype_kind)
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters.lowering import call, check_callable
@@ -39,13 +39,17 @@ def numba_type(dtype) -> str:
     return "np.bool_" if dtype_kind(dtype) == "b" else f"np.{dtype.name}"
 
 
-def computes_small_dtypes_wide(prim: Primitive) -> None:
+def computes_small_dtypes_wide(prim: Primitive, bit_pattern: str | None = None) -> None:
     """Run ``prim`` (one result) on operands of ml_dtypes' types as XLA's CPU
     backend does: in float32 (int8 for int4, uint8 for uint4), the result
     rounded back to the dtype its shape rule gives -- for reductions,
     cumulative sums, windows and convolutions, whose NumPy code would otherwise
     accumulate in bfloat16 or run int4 through NumPy's int8 loops.  Impl and
-    lowering keep their own code for every other dtype."""
+    lowering keep their own code for every other dtype.
+
+    ``bit_pattern`` ("value" for a logical shift, "leading zeros" for clz):
+    the op reads a small integer as its own width's bit pattern, a uint8 below
+    2**bits (int4's -1 is 0b1111); leading zeros count only those bits."""
     impl, lowering = prim.impl, prim.lowering
 
     def wide_impl(*args, **params):
@@ -57,6 +61,8 @@ def computes_small_dtypes_wide(prim: Primitive) -> None:
         out = prim.abstract_eval(*[get_aval(a) for a in args], **params)
         wide = [np.asarray(a).astype(compute_dtype(a.dtype)) if is_small(a.dtype) else a
                 for a in args]
+        if bit_pattern and dtype_kind(args[0].dtype) in "iu":
+            return _on_bit_pattern(impl, args, wide, params, bit_pattern).astype(out.dtype)
         return np.asarray(impl(*wide, **params)).astype(out.dtype)
 
     def wide_lowering(args, in_avals, **params):
@@ -66,6 +72,16 @@ def computes_small_dtypes_wide(prim: Primitive) -> None:
         from fungrad.interpreters.codegen import impl_call    # late: codegen imports lax
         return impl_call(prim, args, params)        # the generated code calls wide_impl
     prim.impl, prim.lowering = wide_impl, wide_lowering
+
+
+def _on_bit_pattern(impl, args, wide, params, bit_pattern):
+    bits = iinfo(args[0].dtype).bits
+    patterns = [(np.asarray(w).astype(np.int16) & (2**bits - 1)).astype(np.uint8)
+                if is_small(a.dtype) else a for a, w in zip(args, wide)]
+    out = np.asarray(impl(*patterns, **params))
+    if bit_pattern == "leading zeros":    # the uint8's, less the 8 - bits above the pattern
+        out = out - (8 - bits)
+    return out
 
 
 def small_dtypes_run_the_impl(prim: Primitive) -> None:
