@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from fungrad._dtype_classes import is_floating, kind as dtype_kind
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, get_aval, float0
 from fungrad.interpreters import ad, batching, tape
@@ -49,7 +50,7 @@ def flatten_fun(f: Callable, in_tree) -> tuple[Callable, _Store]:
 
 def _as_value(x, what: str):
     """Leaves become arrays (Python scalars keep NumPy's default dtypes)."""
-    if isinstance(x, Tracer) or isinstance(x, np.ndarray) and x.dtype.kind not in "OUS":
+    if isinstance(x, Tracer) or isinstance(x, np.ndarray) and dtype_kind(x.dtype) not in "OUS":
         return x
     if isinstance(x, np.generic):
         return np.asarray(x)
@@ -59,7 +60,7 @@ def _as_value(x, what: str):
         arr = np.asarray(x)
     except Exception:
         arr = None
-    if arr is None or arr.dtype.kind in "OUS":       # objects, generators, strings
+    if arr is None or dtype_kind(arr.dtype) in "OUS":       # objects, generators, strings
         raise TypeError(f"{what}: {type(x).__name__} {x!r:.80} is not a valid array "
                         "value (use numbers or arrays in pytrees of tuples/lists/dicts)")
     return arr
@@ -426,7 +427,7 @@ def linear_transpose(fun: Callable, *primals):
 
 
 def _is_complex(dtype) -> bool:
-    return np.dtype(dtype).kind == "c"
+    return dtype_kind(np.dtype(dtype)) == "c"
 
 
 def _check_diff_inputs(dyn_args, argnums, allow_int: bool, who: str,
@@ -474,7 +475,7 @@ def _check_output_dtype(who: str, holomorphic: bool, ans):
             f"holomorphic=True; otherwise take the real part (or abs(...)**2) of the "
             f"output, or use vjp directly for the derivative of a non-holomorphic "
             f"function with complex outputs.")
-    elif dt.kind != "f":
+    elif not is_floating(dt):
         raise TypeError(f"{who} requires real-valued outputs (output dtype that is a "
                         f"sub-dtype of np.floating), but got {dt.name}. For functions "
                         f"with integer outputs use vjp directly.")

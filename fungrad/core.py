@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact, kind as dtype_kind
 from fungrad import _config
 
 __all__ = [
@@ -138,7 +139,7 @@ class ShapedArray(AbstractValue):
     def to_tangent_aval(self) -> "ShapedArray":
         """The type of this type's tangents (JAX's method): itself for floats,
         ``float0`` of the same shape for integers and booleans."""
-        if self.dtype.kind in "fc":
+        if is_inexact(self.dtype):
             return self
         return ShapedArray(self.shape, float0)
 
@@ -910,7 +911,7 @@ def _nonfinite(values) -> str | None:
     """"nan" or "inf" if a float result holds one the enabled checks look for."""
     for v in values:
         v = np.asarray(v)
-        if v.dtype.kind not in "fc" or not v.size:
+        if not is_inexact(v.dtype) or not v.size:
             continue
         if _config.debug_nans.value and np.isnan(v).any():
             return "nan"
@@ -999,7 +1000,7 @@ def _describe_transforms(transforms) -> str:
 
 def _describe_input(x) -> str:
     aval = get_aval(x)
-    v = np.asarray(x) if aval.dtype.kind in "fc" else None
+    v = np.asarray(x) if is_inexact(aval.dtype) else None
     if v is None:
         return aval.str_short()
     held = [k for k, test in (("nan", np.isnan), ("inf", np.isinf)) if v.size and test(v).any()]
@@ -1022,7 +1023,7 @@ def wrap_array(x) -> "Array":
             return x
         if t is float:
             x, t = np.float64(x), np.float64
-        if issubclass(t, np.generic) and x.dtype.kind in "biufc":
+        if issubclass(t, np.generic) and dtype_kind(x.dtype) in "biufc":
             # a 0-d Array over the scalar's (read-only) buffer: cheaper than
             # asarray + view + setflags, on every scalar result
             return _new_ndarray(Array, (), x.dtype, x)

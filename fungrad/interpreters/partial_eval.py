@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from fungrad._dtype_classes import kind as dtype_kind
 from fungrad import core
 from fungrad.core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Trace, Tracer,
                           Var, bind_on, eval_jaxpr, get_aval, new_trace_context)
@@ -225,7 +226,7 @@ def output_value(x, what: str):
     output (``what``) if it is not a number or array of numbers (a str, an
     object, a generator), which no compiled code can return."""
     arr = as_value(x)
-    if not isinstance(arr, Tracer) and arr.dtype.kind in "OUS":
+    if not isinstance(arr, Tracer) and dtype_kind(arr.dtype) in "OUS":
         raise TypeError(f"{what} has type {type(x).__name__} ({x!r:.60}), not an array: traced "
                         "functions return numbers or arrays (in tuples, lists, dicts); return "
                         "other values from outside the transformation, or mark inputs static")

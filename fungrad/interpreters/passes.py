@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact
 from fungrad.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 from fungrad.interpreters import array_ops
 from fungrad.interpreters.partial_eval import dce_jaxpr, has_effects
@@ -297,7 +298,7 @@ def _factored(eqn, producer, uses, eqns):
     if eqn.params or len(eqn.inputs) != 2 or len(eqn.outvars) != 1:
         return False
     dtype, shape = eqn.outvars[0].aval.dtype, eqn.outvars[0].aval.shape
-    if dtype.kind not in "fc":
+    if not is_inexact(dtype):
         return False
     p, q = eqn.inputs
     mul = getattr(producer.get(p), "primitive", None)

@@ -50,6 +50,7 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import iinfo as dtype_iinfo, is_inexact, is_integer, issubdtype as dtype_issubdtype
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal, tangent_aval
@@ -76,7 +77,7 @@ _SLICE_ALL = ("slice", 0, None, 1)   # stop None with step 1 never occurs otherw
 # ----------------------------------------------------------------------------
 
 def _is_int_array_value(x) -> bool:
-    return np.issubdtype(get_aval(x).dtype, np.integer)
+    return is_integer(get_aval(x).dtype)
 
 
 def build_indexer(shape, index, who="indexing"):
@@ -203,7 +204,7 @@ def _check_indexer(who, operand, indexer, index_avals):
         raise TypeError(f"{who}: the indexer {indexer} indexes {n_consuming} dimensions "
                         f"but the operand has shape {operand.shape}")
     for a in index_avals:
-        if not np.issubdtype(a.dtype, np.integer):
+        if not is_integer(a.dtype):
             raise TypeError(f"{who}: index arrays must be integers, got {a.dtype.name}")
     dim = 0
     for e in indexer:
@@ -258,12 +259,12 @@ def _adv_mask_in_output(masks, indexer, index_shapes, operand_shape):
 def default_fill_value(dtype):
     """JAX's fill for out-of-bounds gathers: NaN, the minimum int, or True."""
     dtype = np.dtype(dtype)
-    if np.issubdtype(dtype, np.inexact):
+    if is_inexact(dtype):
         return np.nan
-    if np.issubdtype(dtype, np.signedinteger):
-        return int(np.iinfo(dtype).min)
-    if np.issubdtype(dtype, np.unsignedinteger):
-        return int(np.iinfo(dtype).max)
+    if dtype_issubdtype(dtype, np.signedinteger):
+        return int(dtype_iinfo(dtype).min)
+    if dtype_issubdtype(dtype, np.unsignedinteger):
+        return int(dtype_iinfo(dtype).max)
     return True
 
 
@@ -819,7 +820,7 @@ def index_take(src, idxs, axes):
     wrapped = []
     for idx, axis in zip(idxs, axes):
         idx = as_operand(idx)
-        if get_aval(idx).dtype.kind not in "iu":
+        if not is_integer(get_aval(idx).dtype):
             raise TypeError(f"index_take: indices must be integers, got "
                             f"{get_aval(idx).dtype.name}")
         size = np.asarray(shape[axis], get_aval(idx).dtype)
@@ -933,7 +934,7 @@ def _check_starts(who, operand, starts, sizes):
         raise TypeError(f"{who}: an operand of shape {operand.shape} needs {operand.ndim} "
                         f"start indices and sizes, got {len(starts)} and {len(sizes)}")
     for s in starts:
-        if s.ndim != 0 or not np.issubdtype(s.dtype, np.integer):
+        if s.ndim != 0 or not is_integer(s.dtype):
             raise TypeError(f"{who}: start indices must be integer scalars, got "
                             f"{s.str_short()}")
     for n, k in zip(operand.shape, sizes):

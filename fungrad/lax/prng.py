@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from fungrad._dtype_classes import kind as dtype_kind
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import defjvp, defjvp_zero
@@ -89,7 +90,7 @@ def _sample_shape(keys, shape, dtype, transform, partitionable):
                         f"{keys.dtype} of shape {keys.shape}.")
     dtype = np.dtype(dtype)
     kinds = "u" if transform == "bits" else "f"
-    if transform not in TRANSFORMS or dtype.kind not in kinds:
+    if transform not in TRANSFORMS or dtype_kind(dtype) not in kinds:
         raise TypeError(f"random_sample: transform {transform!r} with dtype {dtype} is not "
                         f"one of 'bits' (unsigned dtypes) or {TRANSFORMS[1:]} (float dtypes).")
     blocks = math.prod(shape) * (2 if dtype.itemsize == 8 and not partitionable else 1)
@@ -129,7 +130,9 @@ def random_sample(key, shape, dtype, transform, partitionable=True):
 # uniforms (and truncated_normal, cauchy, ...) bit for bit needs an FMA, which
 # NumPy lacks: the kernel emulates it exactly.
 
-random_fma_p = _elementwise._nary("random_fma", _kernel.fma, _elementwise.FLOAT, num_args=3)
+# not wide: the kernel rounds bfloat16/float8 twice itself, as XLA does
+random_fma_p = _elementwise._nary("random_fma", _kernel.fma, _elementwise.FLOAT, num_args=3,
+                                  wide=False)
 defjvp(random_fma_p,
        lambda g, a, b, c: _elementwise._brcast(_elementwise.mul(g, b), c),
        lambda g, a, b, c: _elementwise._brcast(_elementwise.mul(a, g), c),

@@ -13,6 +13,7 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import issubdtype as dtype_issubdtype
 from fungrad import lax
 from fungrad.core import get_aval
 from fungrad.numpy._dtypes import asarray_operand, promote
@@ -37,7 +38,7 @@ def _with_dtype(x, preferred_element_type):
 
 
 def _conj_if_complex(x):
-    if np.issubdtype(get_aval(x).dtype, np.complexfloating):
+    if dtype_issubdtype(get_aval(x).dtype, np.complexfloating):
         import fungrad.numpy as fnp
         return fnp.conj(x)
     return x

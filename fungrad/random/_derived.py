@@ -1,5 +1,6 @@
 """Distributions built on the basic samplers and the gamma family."""
 import numpy as np
+from fungrad._dtype_classes import finfo as dtype_finfo, is_floating, is_integer
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
@@ -28,7 +29,7 @@ def cauchy(key, shape=(), dtype=np.float64):
     """Standard Cauchy samples: tan(pi (U - 1/2)), U on (0, 1)."""
     key = _check_key(key, "cauchy")
     dtype = _float_dtype(dtype, "cauchy")
-    u = uniform(key, shape, dtype, minval=np.finfo(dtype).eps, maxval=1.0)
+    u = uniform(key, shape, dtype, minval=dtype_finfo(dtype).eps, maxval=1.0)
     return fnp.tan(np.pi * (u - 0.5))
 
 
@@ -109,14 +110,14 @@ def geometric(key, p, shape=None, dtype=np.int64):
     floor(log U / log(1 - p)) + 1."""
     key = _check_key(key, "geometric")
     dtype = canonicalize_dtype(dtype)
-    if dtype.kind not in "iu":
+    if not is_integer(dtype):
         raise _DtypeError(f"fungrad.random.geometric: `dtype` must be an integer type, "
                           f"got {dtype}.")
     p = fnp.asarray(p)
-    p = lax.stop_gradient(p if np.issubdtype(p.dtype, np.floating)
+    p = lax.stop_gradient(p if is_floating(p.dtype)
                           else lax.convert_element_type(p, np.float64))
     shape = _param_shape("geometric", shape, p)
-    u = uniform(key, shape, p.dtype, minval=np.finfo(p.dtype).tiny)
+    u = uniform(key, shape, p.dtype, minval=dtype_finfo(p.dtype).tiny)
     return lax.convert_element_type(fnp.floor(fnp.log(u) / fnp.log1p(-p)) + 1, dtype)
 
 
@@ -162,7 +163,7 @@ def rayleigh(key, scale, shape=None, dtype=np.float64):
     key = _check_key(key, "rayleigh")
     dtype, (scale,) = _float_params("rayleigh", dtype, scale)
     shape = _param_shape("rayleigh", shape, scale)
-    u = uniform(key, shape, dtype, minval=np.finfo(dtype).tiny)
+    u = uniform(key, shape, dtype, minval=dtype_finfo(dtype).tiny)
     return scale * fnp.sqrt(-2.0 * fnp.log(u))
 
 

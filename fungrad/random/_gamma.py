@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+from fungrad._dtype_classes import finfo as dtype_finfo, is_inexact, is_integer
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
@@ -190,7 +191,7 @@ def _implicit_log_gamma_grad_jvp(primals, tangents):
     alpha, log_x = primals
     d_alpha, d_log_x = tangents
     x = fnp.exp(log_x)
-    x = fnp.where(x == 0, np.finfo(get_aval(x).dtype).tiny, x)
+    x = fnp.where(x == 0, dtype_finfo(get_aval(x).dtype).tiny, x)
     return log_x, d_log_x + d_alpha * lax.random_gamma_grad(alpha, x) / x
 
 
@@ -205,7 +206,7 @@ def poisson(key, lam, shape=None, dtype=None):
     a negative or nan lam -1, as JAX's loops do."""
     key = _check_key(key, "poisson")
     dtype = canonicalize_dtype(np.int64 if dtype is None else dtype)   # int32 without x64
-    if dtype.kind not in "iu":
+    if not is_integer(dtype):
         raise TypeError(f"fungrad.random.poisson: `dtype` must be an integer type, got "
                         f"{dtype}; e.g. dtype=numpy.int64.")
     lam = lax.stop_gradient(fnp.asarray(lam))
@@ -273,7 +274,7 @@ def binomial(key, n, p, shape=None, dtype=None):
     key = _check_key(key, "binomial")
     dtype = _float_dtype(dtype, "binomial")
     p = lax.stop_gradient(fnp.asarray(p))
-    if not np.issubdtype(p.dtype, np.inexact):
+    if not is_inexact(p.dtype):
         p = lax.convert_element_type(p, canonicalize_dtype(np.float64))
     n = lax.stop_gradient(lax.convert_element_type(fnp.asarray(n), p.dtype))
     shape = _param_shape("binomial", shape, n, p)

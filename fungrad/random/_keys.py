@@ -4,6 +4,7 @@ import math
 from operator import index as _as_index
 
 import numpy as np
+from fungrad._dtype_classes import is_integer, kind as dtype_kind
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
@@ -112,7 +113,7 @@ def _is_integer_scalar(x):
         return True
     if isinstance(x, (Tracer, np.ndarray, np.generic)):
         aval = get_aval(x)
-        return aval.shape == () and np.issubdtype(aval.dtype, np.integer)
+        return aval.shape == () and is_integer(aval.dtype)
     return False
 
 
@@ -201,7 +202,7 @@ def bits(key, shape=(), dtype=None):
     key = _check_key(key, "bits")
     shape = _shape_tuple(shape, "bits", "shape")
     dtype = np.dtype(np.uint64 if dtype is None else dtype)
-    if dtype.kind != "u":
+    if dtype_kind(dtype) != "u":
         raise TypeError(f"fungrad.random.bits: `dtype` must be an unsigned "
                         f"integer type such as uint32, got {dtype}.")
     return _random_bits(key, canonicalize_dtype(dtype), shape)

@@ -4,6 +4,7 @@ import math
 from operator import index as _as_index
 
 import numpy as np
+from fungrad._dtype_classes import finfo as dtype_finfo, iinfo as dtype_iinfo, is_floating, is_inexact, is_integer, kind as dtype_kind
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
@@ -26,9 +27,9 @@ class _DtypeError(TypeError, ValueError):
 def _float_dtype(dtype, caller):
     # None is JAX's `float`; float32 when jax_enable_x64 is off, as JAX
     dtype = canonicalize_dtype(np.float64 if dtype is None else dtype)
-    if dtype not in (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16)):
-        raise _DtypeError(f"fungrad.random.{caller}: `dtype` must be float16, float32 "
-                        f"or float64, got {dtype}.")
+    if not is_floating(dtype):       # bfloat16 and the float8 types too, as in JAX
+        raise _DtypeError(f"fungrad.random.{caller}: `dtype` must be a float dtype (float16, "
+                          f"bfloat16, float32, float64, ...), got {dtype}.")
     return dtype
 
 
@@ -85,8 +86,8 @@ def normal(key, shape=(), dtype=None):
     imaginary parts independent N(0, 1/2), from the two halves of a split key."""
     key = _check_key(key, "normal")
     shape = _shape_tuple(shape, "normal", "shape")
-    if canonicalize_dtype(np.float64 if dtype is None else dtype).kind == "c":
-        real_dtype = np.finfo(canonicalize_dtype(dtype)).dtype
+    if dtype_kind(canonicalize_dtype(np.float64 if dtype is None else dtype)) == "c":
+        real_dtype = dtype_finfo(canonicalize_dtype(dtype)).dtype
         sqrt2 = np.asarray(math.sqrt(2), real_dtype)
         parts = [_random_bits(k, real_dtype, shape, "normal") / sqrt2 for k in split(key)]
         return lax.complex(*parts)
@@ -122,7 +123,7 @@ def gumbel(key, shape=(), dtype=None, mode=None):
     if mode not in ("low", "high", "highest"):
         raise ValueError(f"fungrad.random.gumbel: `mode` must be None, 'low', 'high' or "
                          f"'highest', got {mode!r}.")
-    info = np.finfo(dtype)
+    info = dtype_finfo(dtype)
     if mode == "low":
         return -fnp.log(-fnp.log(uniform(key, shape, dtype, minval=info.tiny, maxval=1.0)))
     both = uniform(key, (2, *shape), dtype)
@@ -143,7 +144,7 @@ def laplace(key, shape=(), dtype=None):
     """Standard Laplace samples: sign(U) * log(1 - |U|), U on (-1, 1)."""
     key = _check_key(key, "laplace")
     dtype = _float_dtype(dtype, "laplace")
-    u = uniform(key, shape, dtype, minval=-1.0 + np.finfo(dtype).epsneg, maxval=1.0)
+    u = uniform(key, shape, dtype, minval=-1.0 + dtype_finfo(dtype).epsneg, maxval=1.0)
     return fnp.sign(u) * fnp.log1p(-fnp.abs(u))
 
 
@@ -151,7 +152,7 @@ def logistic(key, shape=(), dtype=np.float64):
     """Standard logistic samples: log(U / (1 - U)), U on (0, 1)."""
     key = _check_key(key, "logistic")
     dtype = _float_dtype(dtype, "logistic")
-    u = uniform(key, shape, dtype, minval=np.finfo(dtype).tiny, maxval=1.0)
+    u = uniform(key, shape, dtype, minval=dtype_finfo(dtype).tiny, maxval=1.0)
     return fnp.log(u) - fnp.log1p(-u)
 
 
@@ -210,13 +211,13 @@ def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
     if mode not in ("low", "high"):
         raise ValueError(f"fungrad.random.bernoulli: `mode` must be 'low' or 'high', got {mode!r}.")
     p = fnp.asarray(p)
-    if not np.issubdtype(p.dtype, np.floating):
+    if not is_floating(p.dtype):
         p = lax.convert_element_type(p, canonicalize_dtype(np.float64))
     shape = _param_shape("bernoulli", shape, p)
     if mode == "low":
         return uniform(key, shape, p.dtype) < p
     both = uniform(key, (2, *shape), p.dtype)
-    return both[1] * np.asarray(2.0 ** -np.finfo(p.dtype).nmant, p.dtype) < p - both[0]
+    return both[1] * np.asarray(2.0 ** -dtype_finfo(p.dtype).nmant, p.dtype) < p - both[0]
 
 
 def rademacher(key, shape=(), dtype=np.int64):
@@ -237,13 +238,13 @@ def randint(key, shape, minval, maxval, dtype=None):
     key = _check_key(key, "randint")
     shape = _shape_tuple(shape, "randint", "shape")
     dtype = canonicalize_dtype(np.int64 if dtype is None else dtype)  # int32 without x64
-    if dtype.kind not in "iu":
+    if not is_integer(dtype):
         raise TypeError(f"fungrad.random.randint: `dtype` must be an integer type, "
                         f"got {dtype}.")
     minval, maxval = (_integer_bound(name, v) for name, v in (("minval", minval),
                                                               ("maxval", maxval)))
     _check_broadcastable("randint", shape, minval, maxval)
-    info = np.iinfo(dtype)
+    info = dtype_iinfo(dtype)
     if info.bits < 32:
         minval = fnp.clip(lax.convert_element_type(minval, np.int32), int(info.min), int(info.max))
         maxval = fnp.clip(lax.convert_element_type(maxval, np.int32), int(info.min),
@@ -260,7 +261,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     (distinct ones with ``replace=False``: Gumbel top-k)."""
     key = _check_key(key, "categorical")
     logits = fnp.asarray(logits)
-    if not np.issubdtype(logits.dtype, np.floating):
+    if not is_floating(logits.dtype):
         logits = lax.convert_element_type(logits, canonicalize_dtype(np.float64))
     ndim = logits.ndim
     if ndim == 0:
@@ -347,7 +348,7 @@ def _choice_indices(key, n, shape, replace, p, mode):
             return randint(key, shape, 0, n)
         return _shuffle(key, fnp.arange(n), 0)[:size]
     p = fnp.asarray(p)
-    if not np.issubdtype(p.dtype, np.inexact):
+    if not is_inexact(p.dtype):
         p = lax.convert_element_type(p, canonicalize_dtype(np.float64))
     if p.shape != (n,):
         raise ValueError(f"fungrad.random.choice: `p` must have shape ({n},), one "
@@ -362,9 +363,9 @@ def _choice_indices(key, n, shape, replace, p, mode):
 
 def _integer_bound(name, value):
     value = fnp.asarray(value)
-    if np.issubdtype(value.dtype, np.integer):
+    if is_integer(value.dtype):
         return value
-    if np.issubdtype(value.dtype, np.floating) or value.dtype == np.bool_:
+    if is_floating(value.dtype) or value.dtype == np.bool_:
         return lax.convert_element_type(value, canonicalize_dtype(np.int64))   # JAX's astype(int)
     raise TypeError(f"fungrad.random.randint: `{name}` must be an integer, got dtype "
                     f"{value.dtype}.")
@@ -372,8 +373,8 @@ def _integer_bound(name, value):
 
 def _clip_to(value, dtype):
     """JAX's _convert_and_clip_integer: ``value`` clipped to ``dtype``'s range, converted."""
-    lo = max(np.iinfo(dtype).min, np.iinfo(value.dtype).min)
-    hi = min(np.iinfo(dtype).max, np.iinfo(value.dtype).max)
+    lo = max(dtype_iinfo(dtype).min, dtype_iinfo(value.dtype).min)
+    hi = min(dtype_iinfo(dtype).max, dtype_iinfo(value.dtype).max)
     clipped = lax.clamp(np.asarray(lo, value.dtype), value, np.asarray(hi, value.dtype))
     return lax.convert_element_type(clipped, dtype)
 
@@ -381,7 +382,7 @@ def _clip_to(value, dtype):
 def _randint(key, shape, minval, maxval, dtype):
     """JAX's _randint for a dtype of 32 or 64 bits."""
     unsigned = np.dtype(f"u{dtype.itemsize}")
-    top = _clip_to(fnp.asarray(np.array(np.iinfo(dtype).max, dtype)), maxval.dtype)
+    top = _clip_to(fnp.asarray(np.array(dtype_iinfo(dtype).max, dtype)), maxval.dtype)
     maxval_out_of_range = fnp.broadcast_to(maxval > top, shape)
     minval = fnp.broadcast_to(_clip_to(minval, dtype), shape)
     maxval = fnp.broadcast_to(_clip_to(maxval, dtype), shape)

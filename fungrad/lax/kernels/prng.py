@@ -164,12 +164,32 @@ _SIGNED_SCALE = _constant(2.0**-51, np.float64)
 _LOWEST = _constant(np.nextafter(-1.0, 0.0), np.float64)   # -1 + 2**-53
 
 
+_NUMPY_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _mantissa_bits(dtype) -> int:
+    """``finfo(dtype).nmant``, for ml_dtypes' floats too with NumPy alone (a
+    kernel imports nothing else): the spacing of the floats just above 1."""
+    if dtype in _NUMPY_FLOATS:
+        return int(np.finfo(dtype).nmant)
+    one = np.ones((), dtype)
+    return int(round(-math.log2(float(np.nextafter(one, one + one)) - 1.0)))
+
+
+def _stream_bits(dtype) -> int:
+    """The width of the random words JAX draws for a float of ``dtype``: its
+    own, except 8 for floats of fewer than 8 mantissa bits (bfloat16 draws the
+    8-bit stream, as the float8 types do)."""
+    nbits = dtype.itemsize * 8
+    return nbits if _mantissa_bits(dtype) >= 8 else 8
+
+
 def _unit_narrow(words, dtype):
-    """JAX's float32/float16 on [0, 1): the top ``nmant`` bits of the
-    ``dtype``-wide word (the low bits of ``words``) times 2**-nmant, exact."""
-    nbits, nmant = dtype.itemsize * 8, np.finfo(dtype).nmant
+    """JAX's float32/float16/bfloat16/float8 on [0, 1): the top ``nmant`` bits
+    of the stream's word (the low bits of ``words``) times 2**-nmant, exact."""
+    nbits, nmant = _stream_bits(dtype), _mantissa_bits(dtype)
     if words.dtype.itemsize * 8 != nbits:
-        words = words.astype(np.dtype(f"u{dtype.itemsize}"))     # keeps the low bits
+        words = words.astype(np.dtype(f"u{nbits // 8}"))     # keeps the low bits
     unit = (words >> (nbits - nmant)).astype(np.float32)
     unit *= np.float32(2.0**-nmant)
     return unit.astype(dtype, copy=False)
@@ -294,12 +314,12 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
 def _packed_narrow(flat_keys, size, dtype, transform, erf_inv_writer):
     """JAX's original (non-partitionable) 8/16-bit stream: 32 / width values
     per word of the 32-bit stream, low bits first; then ``transform``."""
-    width = dtype.itemsize * 8
+    width = _stream_bits(dtype) if transform != "bits" else dtype.itemsize * 8
     per_word = 32 // width
     words = sample(flat_keys, (-(-size * width // 32),), _U32, "bits", False)
     shifts = (np.arange(per_word, dtype=_U32) * _U32.type(width))
     values = (words[..., None] >> shifts).reshape(flat_keys.shape[0], -1)[:, :size]
-    values = values.astype(np.dtype(f"u{dtype.itemsize}"))
+    values = values.astype(np.dtype(f"u{width // 8}"))
     if transform == "bits":
         return values.astype(dtype)
     out = np.empty(values.shape, dtype)
@@ -341,6 +361,7 @@ def _counts(x0, x1, start, half, words, k0, k1):
 
 def fma(a, b, c):
     """``a * b + c`` with one rounding, for float16/32/64 arrays of one dtype
+    (ml_dtypes' floats: two roundings, as XLA's CPU code computes them)
     (broadcasting). float64 by error-free transformations and Boldo and
     Melquiond's round-to-odd (2008); narrower floats by an exact float64
     product, a round-to-odd float64 sum, then one rounding to the dtype.
@@ -350,6 +371,8 @@ def fma(a, b, c):
     dtype = a.dtype
     with np.errstate(all="ignore"):
         plain = a * b + c
+        if dtype not in _NUMPY_FLOATS:   # bfloat16, float8: XLA rounds the product, then the sum
+            return plain
         if dtype != np.float64:
             product = a.astype(np.float64) * b.astype(np.float64)      # exact
             wide = _round_to_odd(*_two_sum(product, c.astype(np.float64)))
