@@ -438,7 +438,18 @@ def _check_names(code) -> None:
 
 def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
                   reuse_buffers: bool = True, float_checks: str = "") -> CompiledFunction:
-    """Lower and compile a flat ``jaxpr`` (compile/exec once)."""
+    """Lower and compile a flat ``jaxpr`` (compile/exec once); a program of more
+    than ``threaded.MIN_EQNS`` equations runs as threaded code instead (its
+    source is not compiled: see ``interpreters/threaded.py``)."""
+    from fungrad.interpreters import threaded
+    if len(jaxpr.eqns) > threaded.MIN_EQNS and not float_checks:
+        return threaded.compile_threaded(jaxpr, name, consts)
+    return compile_as_source(jaxpr, name, consts, reuse_buffers, float_checks)
+
+
+def compile_as_source(jaxpr: Jaxpr, name: str = "fn", consts=(),
+                      reuse_buffers: bool = True, float_checks: str = "") -> CompiledFunction:
+    """``compile_jaxpr`` through generated source, whatever the program's length."""
     source, block_consts, modules = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers,
                                                            float_checks)
     return CompiledFunction(compile_source(source, name, block_consts, modules), source, jaxpr,

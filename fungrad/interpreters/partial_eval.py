@@ -342,7 +342,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     for eqn in reversed(jaxpr.eqns):
         if any(v in live for v in eqn.outvars) or (keep_effects and has_effects(eqn)):
             kept.append(eqn)
-            live.update(a for a in eqn.inputs if isinstance(a, Var))
+            live.update(eqn.inputs)     # (literals too: harmless, and no filter to run)
     kept.reverse()
     used_inputs = [v in live for v in jaxpr.invars]
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept, outvars), used_inputs
