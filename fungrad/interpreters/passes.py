@@ -273,16 +273,14 @@ def _fold_operands(eqn, producer):
 
 
 def _key(atom):
+    # (a zero by its text: 0.0 == -0.0, but x * 0.0 and x * -0.0 differ in sign)
     if isinstance(atom, Literal):
         val = atom.val
         if type(val) is float:              # (the common literal, keyed without NumPy)
-            return ("lit", _F64_STR, val)
+            return ("lit", atom.aval.dtype.char, val if val else repr(val))
         val = np.asarray(val)
-        return ("lit", val.dtype.str, val.item())
+        return ("lit", val.dtype.str, repr(val.item()))
     return atom
-
-
-_F64_STR = np.dtype(np.float64).str
 
 
 def _order(key):
