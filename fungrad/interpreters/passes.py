@@ -153,7 +153,7 @@ def _folds(eqn, inputs) -> bool:
 
 def _simplified(eqn, producer, filled):
     """The atom ``eqn``'s output equals when it is a no-op (``x * 1``,
-    ``neg(neg x)``), else None (and the equation is recorded as its outputs'
+    ``neg(neg x)``), else None (and an involution is recorded as its outputs'
     producer)."""
     prim = eqn.primitive
     if prim is array_ops.broadcast_in_dim_p and isinstance(eqn.inputs[0], Literal):
@@ -166,8 +166,8 @@ def _simplified(eqn, producer, filled):
         inner = producer.get(eqn.inputs[0])
         if inner is not None and inner.primitive is eqn.primitive:
             fwd = inner.inputs[0]
-    if fwd is None:
-        for v in eqn.outvars:
+    if fwd is None and prim.involution:   # (only what the test above reads: a map of
+        for v in eqn.outvars:             # every variable was tens of MB on long programs)
             producer[v] = eqn
     return fwd
 
@@ -176,8 +176,9 @@ def _cse_key(eqn):
     """What identifies the equation's value among the earlier ones, or None if it
     is never merged (remat: recomputation is its point; effects: each must
     happen; unhashable params)."""
-    if eqn.primitive.remat or has_effects(eqn):
-        return None
+    prim = eqn.primitive
+    if prim.remat or prim.effectful or eqn.params and has_effects(eqn):
+        return None       # (without params, effectful is has_effects' whole answer)
     try:
         in_keys = tuple(eqn.inputs)
         if not all(type(a) is Var for a in in_keys):
@@ -189,7 +190,8 @@ def _cse_key(eqn):
             else:
                 in_keys = tuple(sorted(in_keys, key=_order))
         params = tuple(sorted(eqn.params.items())) if eqn.params else ()
-        key = (eqn.primitive, in_keys, params)
+        # (one flat tuple: a key per equation is held until the end of the walk)
+        key = (eqn.primitive, params, len(in_keys), *in_keys)
         hash(key)
     except TypeError:
         return None

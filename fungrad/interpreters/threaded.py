@@ -114,8 +114,7 @@ def build(jaxpr: Jaxpr) -> _Program:
         for a in eqn.inputs:       # the inputs' slots are free once read
             if type(a) is not Literal and last_use[a] == i and a not in kept \
                     and slot.get(a) is not None:
-                free.append(slot[a])
-                slot[a] = None             # (released once if read twice)
+                free.append(slot.pop(a))    # (released once if read twice)
                 if a.aval.size >= large:
                     dropped.append(free[-1])
         kernel, returns_tuple = prog.kernel(eqn)
