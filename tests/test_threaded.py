@@ -124,7 +124,7 @@ def test_long_programs_run_as_threaded_code_with_few_kernels():
     assert "\ndef fn(" in source
     # one kernel per kind of equation, not per equation
     entry = next(iter(g._cache.entries.values()))
-    assert entry.fn.__qualname__.startswith("_runner")
+    assert entry.fn.__qualname__.startswith("_tiered")
     assert "with " in source and int(source.split(" kernels")[0].split()[-1]) < 40
 
 
@@ -162,3 +162,25 @@ def test_zero_literals_of_both_signs_keep_their_sign(monkeypatch, threads):
     x = np.array([-1.0, 2.0])
     for got, want in zip(jit(f)(x), f(x)):
         _same(got, want)
+
+
+def test_a_program_that_runs_long_enough_gets_its_source(monkeypatch):
+    # (the threaded code's budget: no running time at all, so the first call
+    # spends it and the second runs the compiled source)
+    monkeypatch.setattr(threaded, "SOURCE_AFTER_RUN_PER_BUILD", 0.0)
+    f = chain(40)
+    x = np.linspace(0.1, 1.0, 8)
+    closed = fungrad.make_jaxpr(grad(f))(x)
+    comp = threaded.compile_threaded(passes.optimize(closed).jaxpr)
+    assert comp.source_fn is None
+    first = comp.fn(x)
+    assert comp.source_fn is not None
+    second = comp.fn(x)
+    np.testing.assert_allclose(first[0], grad(f)(x), rtol=1e-13)
+    np.testing.assert_array_equal(first[0], second[0])
+    # and by default a program called a few times keeps its threaded code
+    monkeypatch.undo()
+    comp = threaded.compile_threaded(passes.optimize(closed).jaxpr)
+    for _ in range(3):
+        comp.fn(x)
+    assert comp.source_fn is None

@@ -21,13 +21,15 @@ A slot is reused once its variable is dead, and a dead value of at least
 stores None), so the memory held is as in the generated code; ufuncs do not
 write into dead inputs (``out=``) here.
 
-Running costs about as much per equation as the generated code (the loop's
-few hundred nanoseconds against NumPy's call; measured in
-``docs/architecture.md``), building the program a few microseconds per
-equation.  ``source`` is the equivalent generated code, written on demand.
+Building the program costs a few microseconds per equation, a fifth of
+writing and compiling its source; running it, up to a third more than the
+source on tiny arrays (the loop's cost per equation against NumPy's call), so
+a program that runs long enough is compiled to source after all (``_tiered``).
+``source`` is the equivalent generated code, written on demand.
 """
 from __future__ import annotations
 
+import time
 from operator import itemgetter
 
 import numpy as np
@@ -196,13 +198,45 @@ def _runner(program: list, initial: list, n_params: int, out_slots: list):
     return run
 
 
+#: the threaded code of a program gives way to its generated source once it
+#: has run this many times as long as building it took (see ``_tiered``)
+SOURCE_AFTER_RUN_PER_BUILD = 20.0
+
+
 def compile_threaded(jaxpr: Jaxpr, name: str = "fn", consts=()) -> "ThreadedFunction":
     """The threaded code of a flat ``jaxpr`` (see the module docstring); call it
     as ``comp.fn(*comp.consts, *args)``, like ``codegen.compile_jaxpr``'s."""
+    start = time.perf_counter()
     prog = build(jaxpr)
     n_params = len(jaxpr.constvars) + len(jaxpr.invars)
-    fn = _runner(prog.instructions, prog.initial, n_params, prog.out_slots)
-    return ThreadedFunction(fn, jaxpr, consts, name, len(prog.kernels))
+    run = _runner(prog.instructions, prog.initial, n_params, prog.out_slots)
+    comp = ThreadedFunction(None, jaxpr, consts, name, len(prog.kernels))
+    comp.fn = _tiered(run, comp, time.perf_counter() - start)
+    return comp
+
+
+def _tiered(run, comp: "ThreadedFunction", build_seconds: float):
+    """``run``, until the program has spent ``SOURCE_AFTER_RUN_PER_BUILD`` times
+    its build time running; then its generated source, compiled then (and
+    ``comp.source_fn``).  Threaded code runs a program of tiny arrays up to a
+    third slower than its source (the loop's cost per equation, against
+    NumPy's), and writing and compiling the source costs about five builds:
+    so a program called often enough for that to matter pays for its source
+    once its calls have lost about as much as the source costs (the
+    ski-rental rule), and one called a few times never does."""
+    budget = [SOURCE_AFTER_RUN_PER_BUILD * build_seconds]
+
+    def call(*args):
+        fn = comp.source_fn
+        if fn is not None:
+            return fn(*args)
+        start = time.perf_counter()
+        outs = run(*args)
+        budget[0] -= time.perf_counter() - start
+        if budget[0] <= 0 and comp.source_fn is None:
+            comp.source_fn = codegen.compile_as_source(comp.jaxpr, comp.name).fn
+        return outs
+    return call
 
 
 class ThreadedFunction:
@@ -210,12 +244,13 @@ class ThreadedFunction:
     ``consts`` and ``jaxpr`` as a ``CompiledFunction``'s; ``source`` is the
     generated code of the same program (written when asked for: the threaded
     code runs without it)."""
-    __slots__ = ("fn", "jaxpr", "consts", "name", "num_kernels", "_source")
+    __slots__ = ("fn", "jaxpr", "consts", "name", "num_kernels", "_source", "source_fn")
 
     def __init__(self, fn, jaxpr: Jaxpr, consts, name: str, num_kernels: int):
         self.fn, self.jaxpr, self.name, self.num_kernels = fn, jaxpr, name, num_kernels
         self.consts = [plain_array(c) for c in consts]
         self._source = None
+        self.source_fn = None     # the compiled source, once it replaces the threaded code
 
     @property
     def source(self) -> str:
