@@ -134,16 +134,21 @@ def write_plot(rows, path, log=print):
         return
     ns = [r["n"] for r in rows]
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9, 3.6))
-    for ax, key, unit, scale in ((ax_t, "_s", "seconds", 1), (ax_m, "_peak", "MiB", 2**20)):
-        for kind, label in (("jit", "jit(grad(f)) first call"), ("eager", "eager grad(f)")):
-            ys = [r[kind + key] / scale for r in rows]
-            ax.loglog(ns, ys, "o-", label=f"{label} (slope {slope(rows, kind + key):.2f})")
+    for ax, keys, unit, scale in ((ax_t, ("_s", "_cpu"), "seconds", 1),
+                                  (ax_m, ("_peak",), "MiB", 2**20)):
+        for key in keys:
+            for kind, label in (("jit", "jit(grad(f)) first call"), ("eager", "eager grad(f)")):
+                ys = [r[kind + key] / scale for r in rows]
+                style = "o-" if key != "_cpu" else "s--"
+                label = label + (", CPU" if key == "_cpu" else "")
+                ax.loglog(ns, ys, style, label=f"{label} (slope {slope(rows, kind + key):.2f})")
+        key = keys[0]
         first = rows[0]["jit" + key] / scale
         ax.loglog(ns, [first * n / ns[0] for n in ns], ":", color="gray", label="slope 1")
         ax.set_xlabel("operations in f")
         ax.set_ylabel(unit)
         ax.legend(fontsize=7)
-    ax_t.set_title("time", fontsize=9)
+    ax_t.set_title("time (wall; CPU dashed)", fontsize=9)
     ax_m.set_title("peak resident memory growth", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
