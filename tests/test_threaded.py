@@ -184,3 +184,12 @@ def test_a_program_that_runs_long_enough_gets_its_source(monkeypatch):
     for _ in range(3):
         comp.fn(x)
     assert comp.source_fn is None
+
+
+def test_long_scalar_programs_run_as_threaded_code_too():
+    # (no Python-float twin: its source would be as long as the program)
+    f = chain(threaded.MIN_EQNS // 2)
+    g = jit(grad(f))
+    np.testing.assert_allclose(g(0.3), grad(f)(0.3), rtol=1e-12)
+    entry = next(iter(g._cache.entries.values()))
+    assert entry.fn.__qualname__.startswith("_tiered")

@@ -516,8 +516,12 @@ def _np_scalar(x):
 
 def compile_scalar_or_numpy(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:
     """``compile_closed``, or for an all-float64-scalar program its Python-float
-    twin (``scalar_source``) with the NumPy version as the fallback."""
+    twin (``scalar_source``) with the NumPy version as the fallback.  (A long
+    program run as threaded code gets no twin: its source is what the
+    threaded code saves compiling.)"""
     numpy_version = compile_closed(closed, name)
+    if not isinstance(numpy_version, CompiledFunction):
+        return numpy_version
     source = scalar_source(closed.jaxpr, name, "_numpy_version")
     if source is None:
         return numpy_version

@@ -107,7 +107,7 @@ def build(jaxpr: Jaxpr) -> _Program:
     prog = _Program(len(params))
     slot = {v: k for k, v in enumerate(params)}
     kept = set(params) | {v for v in jaxpr.outvars if isinstance(v, Var)}
-    last_use = _last_uses(jaxpr)
+    last_use = codegen._last_uses(jaxpr)
     initial, instructions, free = prog.initial, prog.instructions, []
     large = codegen._REUSE_MIN_SIZE
     for i, eqn in enumerate(jaxpr.eqns):
@@ -142,15 +142,6 @@ def build(jaxpr: Jaxpr) -> _Program:
     prog.out_slots = [prog.literal_slot(v) if type(v) is Literal else slot[v]
                       for v in jaxpr.outvars]
     return prog
-
-
-def _last_uses(jaxpr: Jaxpr) -> dict:
-    last = {}
-    for i, eqn in enumerate(jaxpr.eqns):
-        for a in eqn.inputs:
-            if type(a) is not Literal:
-                last[a] = i
-    return last
 
 
 def _literal_value(atom: Literal):
