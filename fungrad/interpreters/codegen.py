@@ -441,7 +441,18 @@ def _check_names(code) -> None:
 
 def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
                   reuse_buffers: bool = True, float_checks: str = "") -> CompiledFunction:
-    """Lower and compile a flat ``jaxpr`` (compile/exec once)."""
+    """Lower and compile a flat ``jaxpr`` (compile/exec once); a program of more
+    than ``threaded.MIN_EQNS`` equations runs as threaded code instead (its
+    source is not compiled: see ``interpreters/threaded.py``)."""
+    from fungrad.interpreters import threaded
+    if len(jaxpr.eqns) > threaded.MIN_EQNS and not float_checks:
+        return threaded.compile_threaded(jaxpr, name, consts)
+    return compile_as_source(jaxpr, name, consts, reuse_buffers, float_checks)
+
+
+def compile_as_source(jaxpr: Jaxpr, name: str = "fn", consts=(),
+                      reuse_buffers: bool = True, float_checks: str = "") -> CompiledFunction:
+    """``compile_jaxpr`` through generated source, whatever the program's length."""
     source, block_consts, modules = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers,
                                                            float_checks)
     return CompiledFunction(compile_source(source, name, block_consts, modules), source, jaxpr,
@@ -508,8 +519,12 @@ def _np_scalar(x):
 
 def compile_scalar_or_numpy(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:
     """``compile_closed``, or for an all-float64-scalar program its Python-float
-    twin (``scalar_source``) with the NumPy version as the fallback."""
+    twin (``scalar_source``) with the NumPy version as the fallback.  (A long
+    program run as threaded code gets no twin: its source is what the
+    threaded code saves compiling.)"""
     numpy_version = compile_closed(closed, name)
+    if not isinstance(numpy_version, CompiledFunction):
+        return numpy_version
     source = scalar_source(closed.jaxpr, name, "_numpy_version")
     if source is None:
         return numpy_version
