@@ -453,4 +453,6 @@ def test_kernels_match_the_slow_reference_across_chunks_and_wrapping_keys(key):
                                     ((CHUNK + 5,), np.float64, "normal")]:
         got = np.asarray(prng.random_sample(key, shape, dtype, transform))
         want = _sample_ref(key, shape, dtype, transform)
-        np.testing.assert_allclose(got, want, rtol=1e-14 if transform == "normal" else 0, atol=0)
+        # normals: scipy's erfinv against XLA's (which fungrad reproduces), whose
+        # 1 - u**2 cancels for |u| near 1: ~1e-13 relative in the far tails
+        np.testing.assert_allclose(got, want, rtol=1e-12 if transform == "normal" else 0, atol=0)

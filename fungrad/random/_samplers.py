@@ -87,8 +87,11 @@ def normal(key, shape=(), dtype=None):
     shape = _shape_tuple(shape, "normal", "shape")
     if canonicalize_dtype(np.float64 if dtype is None else dtype).kind == "c":
         real_dtype = np.finfo(canonicalize_dtype(dtype)).dtype
-        sqrt2 = np.asarray(math.sqrt(2), real_dtype)
-        parts = [_random_bits(k, real_dtype, shape, "normal") / sqrt2 for k in split(key)]
+        # JAX divides by sqrt(2) as a complex number, which XLA turns into a
+        # multiplication by its reciprocal (rounded once more)
+        inverse_sqrt2 = np.asarray(1, real_dtype) / np.asarray(math.sqrt(2), real_dtype)
+        parts = [_random_bits(k, real_dtype, shape, "normal") * inverse_sqrt2
+                 for k in split(key)]
         return lax.complex(*parts)
     dtype = _float_dtype(dtype, "normal")
     return _random_bits(key, dtype, shape, "normal")
