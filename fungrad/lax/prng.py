@@ -32,12 +32,14 @@ import numpy as np
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
-from fungrad.interpreters.ad import defjvp, defjvp_zero
+from fungrad.interpreters.ad import defjvp, defjvp2, defjvp_zero
 from fungrad.lax import elementwise as _elementwise
 from fungrad.lax.kernels import prng as _kernel
+from fungrad.lax.kernels import xla_cpu_math as _xla_math
 from fungrad.lax.utils import as_operand, broadcast_shapes, checked_bind, def_kernel
 
-__all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p", "random_fma_p"]
+__all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p", "random_fma_p",
+           "random_log_p", "random_log1p_p", "random_erf_p", "random_erf_inv_p"]
 
 _U32 = np.dtype(np.uint32)
 TRANSFORMS = ("bits", "unit", "signed", "normal")
@@ -139,6 +141,54 @@ defjvp(random_fma_p,
 def random_fma(a, b, c):
     """``a * b + c`` rounded once (float operands of one dtype, broadcasting)."""
     return checked_bind(random_fma_p, *(as_operand(x) for x in (a, b, c)))
+
+
+# ----------------------------------------------------------------------------
+# XLA's CPU log, log1p, erf, erf_inv, for the samplers
+# ----------------------------------------------------------------------------
+# JAX's samplers pass their uniforms through these, and XLA's CPU code for them
+# is not NumPy's (nor fungrad's lax ops'): its own polynomials, fused
+# multiply-adds, the C library's float64 log and erf (kernels/xla_cpu_math.py
+# emulates them). Samplers use these primitives for JAX's numbers exactly; the
+# derivatives are the functions' own.
+
+def _xla_unary(name, kernel, jvp=None, jvp_of_answer=None):
+    p = _elementwise._unary(f"random_{name}", kernel, _elementwise.FLOAT)
+    if jvp is not None:
+        defjvp(p, jvp)
+    else:
+        defjvp2(p, jvp_of_answer)
+    return p
+
+
+_e = _elementwise
+random_log_p = _xla_unary("log", _xla_math.log, lambda g, x: _e.div(g, x))
+random_log1p_p = _xla_unary("log1p", _xla_math.log1p,
+                            lambda g, x: _e.div(g, _e.add(x, _e._const(x, 1))))
+random_erf_p = _xla_unary("erf", _xla_math.erf, lambda g, x: _e.mul(g, _e.mul(
+    _e._const(x, 2 / math.sqrt(math.pi)), _e.exp(_e.neg(_e.square(x))))))
+random_erf_inv_p = _xla_unary("erf_inv", _xla_math.erf_inv, jvp_of_answer=lambda g, ans, x: _e.mul(
+    g, _e.mul(_e._const(x, math.sqrt(math.pi) / 2), _e.exp(_e.square(ans)))))
+
+
+def random_log(x):
+    """XLA's CPU ``log`` (float operands), bit for bit."""
+    return checked_bind(random_log_p, as_operand(x))
+
+
+def random_log1p(x):
+    """XLA's CPU ``log1p`` (float operands), bit for bit."""
+    return checked_bind(random_log1p_p, as_operand(x))
+
+
+def random_erf(x):
+    """XLA's CPU ``erf`` (float operands), bit for bit."""
+    return checked_bind(random_erf_p, as_operand(x))
+
+
+def random_erf_inv(x):
+    """XLA's CPU ``erf_inv`` (float operands), bit for bit."""
+    return checked_bind(random_erf_inv_p, as_operand(x))
 
 
 # ----------------------------------------------------------------------------

@@ -36,17 +36,18 @@ import numpy as np
 from fungrad.lax.kernels.special import ErfInvWriter
 from fungrad.lax.kernels.xla_cpu_math import fma, normal_from_signed
 
-__all__ = ["threefry2x32", "sample", "fma"]     # (and CHUNK, MAX_WORDS, EXACT_NORMALS)
+__all__ = ["threefry2x32", "sample", "fma"]     # (and CHUNK, MAX_WORDS, EXACT_SAMPLES)
 
 CHUNK = 1 << 15          # blocks per chunk: 2 x 128 KiB of uint32, in L2
 MAX_WORDS = 1 << 32      # one key's stream: the counts are uint32
-# Normals are JAX's bit for bit (xla_cpu_math: XLA's erf_inv with its fused
-# multiply-adds emulated) in draws of up to this many float32/float64 samples
-# per key; larger draws take ErfInvWriter's rational approximation, within a
-# few ulps of JAX's and much faster than the emulation (25 million float64
-# normals take half a second so, minutes bit for bit). Per key, so that the
-# numbers depend on the key and the shape only, not on a vmap around them.
-EXACT_NORMALS = 1 << 16
+# Samplers draw JAX's floats bit for bit (XLA's CPU erf_inv, log, ... with
+# their fused multiply-adds, emulated by xla_cpu_math) in draws of up to this
+# many samples per key; larger draws use NumPy's functions and, for normals,
+# ErfInvWriter's rational approximation: within a few ulps of JAX's and many
+# times faster than the emulation (25 million float64 normals take half a
+# second so, a minute bit for bit). Per key, so that the numbers depend on the
+# key and the shape only, not on a vmap around them.
+EXACT_SAMPLES = 1 << 16
 
 # Rotation distances of Threefry-2x32 (Salmon et al. 2011, Table 4); rounds
 # use the first group of four, then the second, alternating.
@@ -258,7 +259,7 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
     (JAX's ``uniform`` on [0, 1): the top mantissa bits of those bits),
     "signed" (JAX's ``uniform(lo, 1)`` with lo = -1 + ulp, exactly lo + 2 unit)
     or "normal" (sqrt(2) erf_inv(signed): XLA's erf_inv, emulated, for float32
-    and float64 draws of up to EXACT_NORMALS samples, else by
+    and float64 draws of up to EXACT_SAMPLES samples, else by
     ``erf_inv_writer(out, scale)``: the special-function kernel's
     ErfInvWriter). ``partitionable`` picks JAX's stream layout
     (``jax_threefry_partitionable``, see the module docstring).
@@ -267,8 +268,8 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
     keys = np.asarray(keys, _U32)
     batch, size = keys.shape[:-1], math.prod(shape)
     flat_keys = keys.reshape(-1, 2)
-    if dtype.itemsize >= 4 and size <= EXACT_NORMALS:
-        erf_inv_writer = None           # see EXACT_NORMALS (per key: vmap changes nothing)
+    if dtype.itemsize >= 4 and size <= EXACT_SAMPLES:
+        erf_inv_writer = None           # see EXACT_SAMPLES (per key: vmap changes nothing)
     if not partitionable and dtype.itemsize < 4:
         return _packed_narrow(flat_keys, size, dtype, transform, erf_inv_writer).reshape(
             batch + tuple(shape))

@@ -23,7 +23,8 @@ import math
 
 import numpy as np
 
-__all__ = ["fma", "fma32", "log_float32", "libm_log", "log1p", "erf_inv", "normal_from_signed"]
+__all__ = ["fma", "fma32", "log_float32", "libm_log", "log1p", "erf_inv", "erf_float32",
+           "libm_erf", "log", "erf", "normal_from_signed"]
 
 _F32, _F64 = np.float32, np.float64
 
@@ -87,6 +88,30 @@ def _round_to_odd(high, low):
     even = (truncated.view(np.int64) & 1) == 0
     away = np.nextafter(truncated, np.copysign(np.inf, truncated))
     return np.where(inexact & even, away, truncated)
+
+
+def _fma64_by(a, b_split, c):
+    """float64 ``a * b + c`` rounded once, ``b`` given as ``(b, high, low)`` (its
+    Veltkamp split, made once for a Horner loop): the error-free product and sum
+    give ``a b + c = s + e + f`` exactly, and ``s + fl(e + f)`` is the fused
+    result unless fl(e + f) is a power of two (it may then be the rounded tie
+    of a sum that is not one): those few elements are redone by ``fma``. For
+    finite a, b, c whose product neither overflows nor nears the subnormals."""
+    b, b_high, b_low = b_split
+    product = a * b
+    a_high, a_low = _veltkamp(a)
+    product_error = ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
+    total, sum_error = _two_sum(c, product)
+    tail = sum_error + product_error
+    out = total + tail
+    power_of_two = (tail.view(np.uint64) & _MANTISSA64) == 0
+    if power_of_two.any():
+        a, b, c = (np.broadcast_to(x, out.shape)[power_of_two] for x in (a, b, c))
+        out[power_of_two] = fma(a, b, c)
+    return out
+
+
+_MANTISSA64 = np.uint64((1 << 52) - 1)
 
 
 # float64 bits below float32's last place: a float64 whose low 29 bits are
@@ -178,32 +203,39 @@ _LOG1P_Q = (1., 1.5062909083469192043167E1, 8.3047565967967209469434E1, 2.217623
 _LOG1P_SMALL = 0.41421356237309504880
 
 
-def _fma_for(dtype):
-    return fma32 if dtype == _F32 else fma
+def _fma_by(x):
+    """``fma_by(a, c) = a x + c`` rounded once, for the float32 or float64 ``x``
+    of a Horner loop (in float64, x's split is made once)."""
+    if x.dtype == _F32:
+        return lambda a, c: fma32(a, x, c)
+    x_split = (x, *_veltkamp(x))
+    return lambda a, c: _fma64_by(a, x_split, c)
 
 
-def _horner(coefficients, x, fma_):
-    """``sum c_k x**(n-k)`` by Horner's rule with fused steps (highest first)."""
-    dtype = x.dtype.type
-    p = np.full(x.shape, dtype(coefficients[0]))
+def _horner(coefficients, fma_by, like):
+    """``sum c_k x**(n-k)`` by Horner's rule with fused steps (highest first);
+    ``fma_by`` from ``_fma_by(x)``, ``like`` an array of x's shape and dtype."""
+    dtype = like.dtype.type
+    p = np.full(like.shape, dtype(coefficients[0]))
     for c in coefficients[1:]:
-        p = fma_(p, x, dtype(c))
+        p = fma_by(p, np.asarray(c, dtype))
     return p
 
 
-def log1p(x, log=None):
+def _log1p(x, log=None):
     """``log(1 + x)`` as XLA's CPU code computes it, float32 or float64: the
     rational approximation for |x| < sqrt(2) - 1, else ``log(1 + x)`` by
     ``log`` (default: ``log_float32``, or ``libm_log`` for float64)."""
     x = np.asarray(x)
-    dtype, fma_ = x.dtype.type, _fma_for(x.dtype)
+    dtype, fma_by_x = x.dtype.type, _fma_by(x)
     if log is None:
         log = log_float32 if dtype == _F32 else libm_log
     with np.errstate(all="ignore"):
         large = log(x + dtype(1))
         x2 = x * x
-        ratio = _horner(_LOG1P_P, x, fma_) / _horner(_LOG1P_Q, x, fma_)
-        small = x + fma_(dtype(-0.5), x2, (x * x2) * ratio)
+        ratio = _horner(_LOG1P_P, fma_by_x, x) / _horner(_LOG1P_Q, fma_by_x, x)
+        fused = fma32 if dtype == _F32 else fma
+        small = x + fused(np.asarray(-0.5, dtype), x2, (x * x2) * ratio)
     return np.where(np.abs(x) < dtype(_LOG1P_SMALL), small, large)
 
 
@@ -242,12 +274,12 @@ _ERF_INV_64 = (
      1.0103004648645343977, 4.8499064014085844221))
 
 
-def erf_inv(x, log=None):
+def _erf_inv(x, log=None):
     """erf_inv as XLA's CPU code computes it (float32 or float64 ``x``);
     ``log`` as for ``log1p``."""
     x = np.asarray(x)
     with np.errstate(all="ignore"):
-        w = -log1p(x * -x, log)
+        w = -_log1p(x * -x, log)
         p = _erf_inv_32(w) if x.dtype == _F32 else _erf_inv_64(w)
         return np.where(np.abs(x) == 1, x * x.dtype.type(np.inf), p * x)
 
@@ -267,17 +299,92 @@ def _erf_inv_64(w):
     v = np.where(low, w - 3.125, np.sqrt(w) - np.where(middle, 3.25, 5.0))
     first, second, third = _ERF_INV_64
     p = np.where(low, first[0], np.where(middle, second[0], third[0]))
+    fma_by_v = _fma_by(v)
     for i in range(1, len(first)):
         if i < len(third):                   # all three polynomials take this step
-            p = fma(p, v, np.where(low, first[i], np.where(middle, second[i], third[i])))
+            p = fma_by_v(p, np.where(low, first[i], np.where(middle, second[i], third[i])))
         elif i < len(second):                # w >= 16 has finished
-            p = np.where(middle, fma(p, v, np.where(low, first[i], second[i])), p)
+            p = np.where(middle, fma_by_v(p, np.where(low, first[i], second[i])), p)
         else:                                # only w < 6.25 runs on
-            p = np.where(low, fma(p, v, first[i]), p)
+            p = np.where(low, fma_by_v(p, np.asarray(first[i])), p)
     return p
+
+
+# ----------------------------------------------------------------------------
+# erf: XLA's float32 intrinsic (a rational in x**2), the C library's in float64
+# ----------------------------------------------------------------------------
+
+_ERF_P = tuple(_f32(b) for b in (0x39702D51, 0x3B5F5DA2, 0x3D50B6EB, 0x3E3DA740, 0x3F906EBA))
+_ERF_Q = tuple(_f32(b) for b in (0xB3FD3906, 0x37C588DF, 0x3A856D28, 0x3C6687D4, 0x3DE34C21,
+                                 0x3EFEB44A, 0x3F800000))
+_ERF_SATURATED = _f32(0x407547CB)          # |x| >= 3.8325: erf is +-1 in float32
+
+
+def erf_float32(x):
+    """float32 erf as XLA's CPU code computes it: x P(x**2) / Q(x**2), +-1 beyond 3.83."""
+    x = np.asarray(x, _F32)
+    with np.errstate(all="ignore"):
+        x2 = x * x
+        fma_by = _fma_by(x2)
+        numerator = x * _fold(_ERF_P, lambda p, c: fma_by(p, c))
+        ratio = numerator / _fold(_ERF_Q, lambda q, c: fma_by(q, c))
+        return np.where(np.abs(x) >= _ERF_SATURATED, np.copysign(_F32(1), x), ratio)
+
+
+def _fold(coefficients, step):
+    """Horner's rule from the first (highest) coefficient: step(p, c) = p x + c."""
+    p = coefficients[0]
+    for c in coefficients[1:]:
+        p = step(p, c)
+    return p
+
+
+_libm_erf_scalar = np.frompyfunc(math.erf, 1, 1)
+
+
+def libm_erf(x):
+    """float64 erf by the C library's ``erf`` (what XLA's CPU code calls)."""
+    x = np.asarray(x, _F64)
+    return np.asarray(_libm_erf_scalar(x), _F64) if x.size else x.copy()
+
+
+# ----------------------------------------------------------------------------
+# the functions by dtype, as the samplers' primitives call them
+# ----------------------------------------------------------------------------
+
+def _by_dtype(x, float32_fn, float64_fn):
+    """``fn(x)`` computed as XLA does: float32 and float64 by the given
+    functions, float16 (which XLA computes in float32) by the float32 one,
+    rounded back."""
+    x = np.asarray(x)
+    if x.dtype == _F64:
+        return float64_fn(x)
+    if x.dtype == _F32:
+        return float32_fn(x)
+    return float32_fn(x.astype(_F32)).astype(x.dtype)
+
+
+def log(x):
+    """XLA's CPU ``log`` of a float array."""
+    return _by_dtype(x, log_float32, libm_log)
+
+
+def log1p(x):
+    """XLA's CPU ``log1p`` of a float array."""
+    return _by_dtype(x, _log1p, _log1p)
+
+
+def erf(x):
+    """XLA's CPU ``erf`` of a float array."""
+    return _by_dtype(x, erf_float32, libm_erf)
+
+
+def erf_inv(x):
+    """XLA's CPU ``erf_inv`` of a float array."""
+    return _by_dtype(x, _erf_inv, _erf_inv)
 
 
 def normal_from_signed(u, log=None):
     """JAX's normal from its uniform ``u`` on (-1, 1): sqrt(2) erf_inv(u)."""
     dtype = np.asarray(u).dtype.type
-    return dtype(math.sqrt(2)) * erf_inv(u, log)
+    return dtype(math.sqrt(2)) * _erf_inv(u, log)
