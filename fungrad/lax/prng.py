@@ -39,7 +39,7 @@ from fungrad.lax.kernels import xla_cpu_math as _xla_math
 from fungrad.lax.utils import as_operand, broadcast_shapes, checked_bind, def_kernel
 
 __all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p", "random_fma_p",
-           "random_log_p", "random_log1p_p", "random_erf_p", "random_erf_inv_p"]
+           "random_log_p", "random_log1p_p", "random_exp_p", "random_erf_p", "random_erf_inv_p"]
 
 _U32 = np.dtype(np.uint32)
 TRANSFORMS = ("bits", "unit", "signed", "normal")
@@ -144,7 +144,7 @@ def random_fma(a, b, c):
 
 
 # ----------------------------------------------------------------------------
-# XLA's CPU log, log1p, erf, erf_inv, for the samplers
+# XLA's CPU log, log1p, exp, erf, erf_inv, for the samplers
 # ----------------------------------------------------------------------------
 # JAX's samplers pass their uniforms through these, and XLA's CPU code for them
 # is not NumPy's (nor fungrad's lax ops'): its own polynomials, fused
@@ -165,6 +165,7 @@ _e = _elementwise
 random_log_p = _xla_unary("log", _xla_math.log, lambda g, x: _e.div(g, x))
 random_log1p_p = _xla_unary("log1p", _xla_math.log1p,
                             lambda g, x: _e.div(g, _e.add(x, _e._const(x, 1))))
+random_exp_p = _xla_unary("exp", _xla_math.exp, jvp_of_answer=lambda g, ans, x: _e.mul(g, ans))
 random_erf_p = _xla_unary("erf", _xla_math.erf, lambda g, x: _e.mul(g, _e.mul(
     _e._const(x, 2 / math.sqrt(math.pi)), _e.exp(_e.neg(_e.square(x))))))
 random_erf_inv_p = _xla_unary("erf_inv", _xla_math.erf_inv, jvp_of_answer=lambda g, ans, x: _e.mul(
@@ -179,6 +180,11 @@ def random_log(x):
 def random_log1p(x):
     """XLA's CPU ``log1p`` (float operands), bit for bit."""
     return checked_bind(random_log1p_p, as_operand(x))
+
+
+def random_exp(x):
+    """XLA's CPU ``exp`` (float operands), bit for bit."""
+    return checked_bind(random_exp_p, as_operand(x))
 
 
 def random_erf(x):

@@ -7,7 +7,7 @@ from fungrad.core import Tracer, canonicalize_dtype, get_aval
 
 __all__ = ['cauchy', 'chisquare', 'f', 't', 'generalized_normal', 'ball', 'geometric', 'lognormal', 'maxwell', 'double_sided_maxwell', 'pareto', 'rayleigh', 'triangular', 'wald', 'weibull_min', 'orthogonal', 'multinomial']
 from fungrad.random._keys import *  # noqa: F403
-from fungrad.random._keys import _check_key, _shape_tuple, _is_integer_scalar
+from fungrad.random._keys import _check_key, _shape_tuple, _is_integer_scalar, _transcendentals
 from fungrad.random._samplers import *  # noqa: F403
 from fungrad.random._samplers import _float_dtype, _param_shape, _DtypeError
 from fungrad.random._gamma import *  # noqa: F403
@@ -24,6 +24,16 @@ def _float_params(caller, dtype, *params):
     return dtype, [_float_param(p, dtype) for p in params]
 
 
+def _divide_as_xla(x, divisor):
+    """``x / divisor`` as JAX's samplers compute it: XLA turns a division by a
+    constant (a concrete ``divisor``: not traced) into a multiplication by its
+    reciprocal, rounded once more."""
+    if isinstance(divisor, Tracer):
+        return x / divisor
+    dtype = get_aval(divisor).dtype
+    return x * (np.ones((), dtype) / np.asarray(divisor, dtype))
+
+
 def cauchy(key, shape=(), dtype=np.float64):
     """Standard Cauchy samples: tan(pi (U - 1/2)), U on (0, 1)."""
     key = _check_key(key, "cauchy")
@@ -37,7 +47,8 @@ def chisquare(key, df, shape=None, dtype=np.float64):
     key = _check_key(key, "chisquare")
     dtype, (df,) = _float_params("chisquare", dtype, df)
     shape = _param_shape("chisquare", shape, df)
-    return fnp.exp(_gamma_sample(key, df / 2.0, shape, dtype, log_space=True)) * 2.0
+    log_g = _gamma_sample(key, df / 2.0, shape, dtype, log_space=True)
+    return _transcendentals(shape).exp(log_g) * 2.0
 
 
 def f(key, dfnum, dfden, shape=None, dtype=np.float64):
@@ -46,8 +57,8 @@ def f(key, dfnum, dfden, shape=None, dtype=np.float64):
     dtype, (dfnum, dfden) = _float_params("f", dtype, dfnum, dfden)
     shape = _param_shape("f", shape, dfnum, dfden)
     den_key, num_key = split(key)
-    numerator = chisquare(num_key, dfnum, shape, dtype) / dfnum
-    return numerator / (chisquare(den_key, dfden, shape, dtype) / dfden)
+    numerator = _divide_as_xla(chisquare(num_key, dfnum, shape, dtype), dfnum)
+    return numerator / _divide_as_xla(chisquare(den_key, dfden, shape, dtype), dfden)
 
 
 def t(key, df, shape=None, dtype=np.float64):
@@ -117,7 +128,8 @@ def geometric(key, p, shape=None, dtype=np.int64):
                           else lax.convert_element_type(p, np.float64))
     shape = _param_shape("geometric", shape, p)
     u = uniform(key, shape, p.dtype, minval=np.finfo(p.dtype).tiny)
-    return lax.convert_element_type(fnp.floor(fnp.log(u) / fnp.log1p(-p)) + 1, dtype)
+    fns = _transcendentals(shape)
+    return lax.convert_element_type(fnp.floor(fns.log(u) / fns.log1p(-p)) + 1, dtype)
 
 
 def lognormal(key, sigma=1.0, shape=None, dtype=np.float64):
@@ -126,7 +138,7 @@ def lognormal(key, sigma=1.0, shape=None, dtype=np.float64):
     key = _check_key(key, "lognormal")
     dtype, (sigma,) = _float_params("lognormal", dtype, sigma)
     shape = _param_shape("lognormal", shape, sigma)
-    return fnp.exp(normal(key, shape, dtype) * sigma)
+    return _transcendentals(shape).exp(normal(key, shape, dtype) * sigma)
 
 
 def maxwell(key, shape=(), dtype=np.float64):
@@ -154,7 +166,7 @@ def pareto(key, b, shape=None, dtype=np.float64):
     key = _check_key(key, "pareto")
     dtype, (b,) = _float_params("pareto", dtype, b)
     shape = _param_shape("pareto", shape, b)
-    return fnp.exp(exponential(key, shape, dtype) / b)
+    return _transcendentals(shape).exp(_divide_as_xla(exponential(key, shape, dtype), b))
 
 
 def rayleigh(key, scale, shape=None, dtype=np.float64):
@@ -163,7 +175,7 @@ def rayleigh(key, scale, shape=None, dtype=np.float64):
     dtype, (scale,) = _float_params("rayleigh", dtype, scale)
     shape = _param_shape("rayleigh", shape, scale)
     u = uniform(key, shape, dtype, minval=np.finfo(dtype).tiny)
-    return scale * fnp.sqrt(-2.0 * fnp.log(u))
+    return scale * fnp.sqrt(-2.0 * _transcendentals(shape).log(u))
 
 
 def triangular(key, left, mode, right, shape=None, dtype=np.float64):
@@ -198,7 +210,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=np.float64):
     dtype, (scale, concentration) = _float_params("weibull_min", dtype, scale, concentration)
     shape = _broadcast_with("weibull_min", shape, scale, concentration)
     u = uniform(key, shape, dtype)
-    return scale * (-fnp.log1p(-u)) ** (1.0 / concentration)
+    return scale * (-_transcendentals(shape).log1p(-u)) ** (1.0 / concentration)
 
 
 def orthogonal(key, n, shape=(), dtype=np.float64, m=None):

@@ -24,7 +24,8 @@ import math
 import numpy as np
 
 __all__ = ["fma", "fma32", "log_float32", "libm_log", "log1p", "erf_inv", "erf_float32",
-           "libm_erf", "log", "erf", "normal_from_signed"]
+           "libm_erf", "exp_float32", "exp_float64", "log", "log1p", "exp", "erf",
+           "normal_from_signed"]
 
 _F32, _F64 = np.float32, np.float64
 
@@ -51,7 +52,8 @@ def fma(a, b, c):
         else:
             high, low = _two_product(a, b)
             sum_high, sum_low = _two_sum(c, high)
-            fused = sum_high + _round_to_odd(*_two_sum(sum_low, low))
+            tail = _round_to_odd(*_two_sum(sum_low, low))
+            fused = np.where(tail == 0, sum_high, sum_high + tail)     # keeps -0
         exact = np.isfinite(fused)
         if dtype == np.float64:
             exact &= np.abs(plain) < 2.0**900
@@ -103,7 +105,8 @@ def _fma64_by(a, b_split, c):
     product_error = ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
     total, sum_error = _two_sum(c, product)
     tail = sum_error + product_error
-    out = total + tail
+    out = total.copy()
+    np.add(total, tail, out=out, where=tail != 0)      # (not where 0: -0 + 0 is +0)
     power_of_two = (tail.view(np.uint64) & _MANTISSA64) == 0
     if power_of_two.any():
         a, b, c = (np.broadcast_to(x, out.shape)[power_of_two] for x in (a, b, c))
@@ -349,6 +352,74 @@ def libm_erf(x):
 
 
 # ----------------------------------------------------------------------------
+# exp: Eigen's pexp_float (float32), XLA's own intrinsic (float64)
+# ----------------------------------------------------------------------------
+
+_EXP32_P = tuple(_f32(b) for b in (0x39506967, 0x3AB743CE, 0x3C088908, 0x3D2AA9C1, 0x3E2AAAAA,
+                                   0x3F000000))
+_LOG2E32 = _f32(0x3FB8AA3B)
+
+
+def exp_float32(x):
+    """float32 exp as XLA's CPU code computes it (Eigen's ``pexp_float``):
+    x = n log(2) + r, |r| <= log(2)/2, exp(r) by a polynomial, times 2**n."""
+    x = np.asarray(x, _F32)
+    with np.errstate(all="ignore"):
+        clamped = np.clip(x, _F32(-87.8), _F32(88.8))
+        n = np.clip(np.floor(fma32(clamped, _LOG2E32, _F32(0.5))), _F32(-127), _F32(127))
+        r = fma32(-_LN2_LOW, n, fma32(-_LN2_HIGH, n, clamped))
+        fma_by_r = _fma_by(r)
+        p = _fold(_EXP32_P, lambda q, c: fma_by_r(q, c))
+        y = fma32(p, r * r, r) + _F32(1)
+        scale = ((n.astype(np.int32) + 127) << 23).astype(np.uint32).view(_F32)
+        return np.where(np.isnan(x), x, _flush_subnormals(y * scale))
+
+
+_EXP64_LOG2E, _EXP64_C1, _EXP64_C2 = (np.array(b, np.uint64).view(_F64) for b in (
+    0x3FF71547652B82FE, 0x3FE62E4000000000, 0x3EB7F7D1CF79ABCA))
+_EXP64_P = tuple(np.array(b, np.uint64).view(_F64) for b in (0x3F2089CDD5E44BE8,
+                                                            0x3F9F06D10CCA2C7E))
+_EXP64_Q = tuple(np.array(b, np.uint64).view(_F64) for b in (0x3EC92EB6BC365FA0,
+                                                            0x3F64AE39B508B6C0,
+                                                            0x3FCD17099887E074))
+_EXP64_LO, _EXP64_HI = (np.array(b, np.uint64).view(_F64) for b in (0xC086232BDD7ABCD2,
+                                                                   0x40862E42FEFA39EF))
+
+
+def exp_float64(x):
+    """float64 exp as XLA's CPU code computes it (its own intrinsic, Cephes'
+    Pade form): x = n log(2) + g, exp(g) = 1 + 2 g P(g**2) / (Q(g**2) - g P(g**2)),
+    times 2**n in four exact steps; 0 below, inf above the representable range."""
+    x = np.asarray(x, _F64)
+    with np.errstate(all="ignore"):
+        clamped = np.maximum(np.minimum(x, _EXP64_HI), _EXP64_LO)
+        n = np.floor(_fma64(clamped, _EXP64_LOG2E, 0.5))
+        g = _fma64(-_EXP64_C2, n, _fma64(-_EXP64_C1, n, clamped))
+        g2 = g * g
+        fma_by_g2 = _fma_by(g2)
+        p = fma_by_g2(fma_by_g2(np.full(g.shape, _EXP64_P[0]), _EXP64_P[1]), np.asarray(1.0)) * g
+        q = _fold(_EXP64_Q + (np.asarray(2.0),), lambda a, c: fma_by_g2(a, c))
+        y = fma(p / (q - p), np.asarray(2.0), np.asarray(1.0))
+        k = np.clip(n, -2099, 2099).astype(np.int64)
+        quarter = k >> 2
+        step = ((quarter << 52) + 0x3FF0000000000000).view(_F64)
+        y = y * step * step * step
+        y = y * (((k - 3 * quarter) << 52) + 0x3FF0000000000000).view(_F64)
+        y = np.where(x < _EXP64_LO, 0.0, _flush_subnormals(y))
+        return np.where(x > _EXP64_HI, np.inf, np.where(np.isnan(x), x, y))
+
+
+def _flush_subnormals(y):
+    """Subnormal results as 0: XLA's CPU code runs with flush-to-zero."""
+    return np.where(np.abs(y) < np.finfo(y.dtype).tiny, y.dtype.type(0), y)
+
+
+def _fma64(a, b, c):
+    a, b, c = np.broadcast_arrays(*(np.asarray(v, _F64) for v in (a, b, c)))
+    return fma(a, b, c)
+
+
+# ----------------------------------------------------------------------------
 # the functions by dtype, as the samplers' primitives call them
 # ----------------------------------------------------------------------------
 
@@ -357,11 +428,14 @@ def _by_dtype(x, float32_fn, float64_fn):
     functions, float16 (which XLA computes in float32) by the float32 one,
     rounded back."""
     x = np.asarray(x)
+    flat = x.reshape(-1)                # (the functions index their arrays: not 0-d)
     if x.dtype == _F64:
-        return float64_fn(x)
-    if x.dtype == _F32:
-        return float32_fn(x)
-    return float32_fn(x.astype(_F32)).astype(x.dtype)
+        out = float64_fn(flat)
+    elif x.dtype == _F32:
+        out = float32_fn(flat)
+    else:
+        out = float32_fn(flat.astype(_F32)).astype(x.dtype)
+    return out.reshape(x.shape)
 
 
 def log(x):
@@ -372,6 +446,11 @@ def log(x):
 def log1p(x):
     """XLA's CPU ``log1p`` of a float array."""
     return _by_dtype(x, _log1p, _log1p)
+
+
+def exp(x):
+    """XLA's CPU ``exp`` of a float array."""
+    return _by_dtype(x, exp_float32, exp_float64)
 
 
 def erf(x):
@@ -386,5 +465,5 @@ def erf_inv(x):
 
 def normal_from_signed(u, log=None):
     """JAX's normal from its uniform ``u`` on (-1, 1): sqrt(2) erf_inv(u)."""
-    dtype = np.asarray(u).dtype.type
-    return dtype(math.sqrt(2)) * _erf_inv(u, log)
+    u = np.asarray(u)
+    return (u.dtype.type(math.sqrt(2)) * _erf_inv(u.reshape(-1), log)).reshape(u.shape)
