@@ -105,9 +105,11 @@ def _fma64_by(a, b_split, c):
     product_error = ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
     total, sum_error = _two_sum(c, product)
     tail = sum_error + product_error
+    nonzero = tail != 0
     out = total.copy()
-    np.add(total, tail, out=out, where=tail != 0)      # (not where 0: -0 + 0 is +0)
+    np.add(total, tail, out=out, where=nonzero)      # (not where 0: -0 + 0 is +0)
     power_of_two = (tail.view(np.uint64) & _MANTISSA64) == 0
+    power_of_two &= nonzero
     if power_of_two.any():
         a, b, c = (np.broadcast_to(x, out.shape)[power_of_two] for x in (a, b, c))
         out[power_of_two] = fma(a, b, c)
@@ -234,12 +236,14 @@ def _log1p(x, log=None):
     if log is None:
         log = log_float32 if dtype == _F32 else libm_log
     with np.errstate(all="ignore"):
-        large = log(x + dtype(1))
         x2 = x * x
         ratio = _horner(_LOG1P_P, fma_by_x, x) / _horner(_LOG1P_Q, fma_by_x, x)
         fused = fma32 if dtype == _F32 else fma
-        small = x + fused(np.asarray(-0.5, dtype), x2, (x * x2) * ratio)
-    return np.where(np.abs(x) < dtype(_LOG1P_SMALL), small, large)
+        out = x + fused(np.asarray(-0.5, dtype), x2, (x * x2) * ratio)
+        large = ~(np.abs(x) < dtype(_LOG1P_SMALL))      # (nan too)
+        if large.any():              # the C library's log is slow: only where needed
+            out[large] = log(x[large] + dtype(1))
+    return out
 
 
 # ----------------------------------------------------------------------------
@@ -430,12 +434,25 @@ def _by_dtype(x, float32_fn, float64_fn):
     x = np.asarray(x)
     flat = x.reshape(-1)                # (the functions index their arrays: not 0-d)
     if x.dtype == _F64:
-        out = float64_fn(flat)
+        out = _in_pieces(float64_fn, flat)
     elif x.dtype == _F32:
-        out = float32_fn(flat)
+        out = _in_pieces(float32_fn, flat)
     else:
-        out = float32_fn(flat.astype(_F32)).astype(x.dtype)
+        out = _in_pieces(float32_fn, flat.astype(_F32)).astype(x.dtype)
     return out.reshape(x.shape)
+
+
+_PIECE = 4096      # elements: a function's dozens of temporaries stay in cache
+
+
+def _in_pieces(fn, flat):
+    """``fn`` of the 1-d ``flat``, evaluated a cache-sized piece at a time."""
+    if flat.size <= _PIECE:
+        return fn(flat)
+    out = np.empty_like(flat)
+    for start in range(0, flat.size, _PIECE):
+        out[start:start + _PIECE] = fn(flat[start:start + _PIECE])
+    return out
 
 
 def log(x):
@@ -466,4 +483,5 @@ def erf_inv(x):
 def normal_from_signed(u, log=None):
     """JAX's normal from its uniform ``u`` on (-1, 1): sqrt(2) erf_inv(u)."""
     u = np.asarray(u)
-    return (u.dtype.type(math.sqrt(2)) * _erf_inv(u.reshape(-1), log)).reshape(u.shape)
+    sqrt2 = u.dtype.type(math.sqrt(2))
+    return _in_pieces(lambda piece: sqrt2 * _erf_inv(piece, log), u.reshape(-1)).reshape(u.shape)
