@@ -406,8 +406,9 @@ def test_vmap_over_many_keys_and_nested_vmap():
 def test_export_gives_the_same_samples(tmp_path):
     from tests.export_check import check_exported
 
-    def draw(k):
-        return random.normal(k, (4,)), random.bits(k, (3,), np.uint64), random.fold_in(k, 2)
+    def draw(k):      # (exponential, truncated_normal: XLA's log1p, erf, erf_inv emulated)
+        return (random.normal(k, (4,)), random.bits(k, (3,), np.uint64), random.fold_in(k, 2),
+                random.exponential(k, (3,)), random.truncated_normal(k, -1.0, 2.0, (3,)))
     check_exported(draw, K42, tmp_path=tmp_path, name="draw", rtol=0, atol=0,
                    calls=[(np.asarray(K42),)])      # a NumPy-only module, bit for bit
     for got, want in zip(fungrad.jit(draw)(K42), draw(K42)):

@@ -10,7 +10,8 @@ all of its rules (the samplers of ``fungrad.random`` are built on them).
   the key's Threefry stream (``kernels/prng.py``'s ``sample`` defines them):
   its bits, floats on [0, 1), floats on (-1, 1), standard normals by the
   inverse CDF -- JAX's ``random_bits``, ``uniform`` and ``normal`` bit for bit
-  (up to erf_inv's last bits), in either of JAX's stream layouts.
+  (normals: XLA's erf_inv emulated, for draws of up to
+  ``kernels/prng.py``'s EXACT_SAMPLES per key), in either of JAX's stream layouts.
 
 Why one primitive for a whole sample rather than Threefry then lax ops: a
 NumPy program cannot fuse operations, and 25 million float64 normals built
@@ -21,7 +22,8 @@ Rules: both primitives have integer inputs only, so their derivatives are
 zero (``defjvp_zero``); they are not linear. Batching moves the batch axis of
 the keys (or of the broadcast operands) to the front, which the impls map
 over. Impl and lowering are one NumPy-only kernel each (``kernels/prng.py``,
-which uses ``kernels/special.py``'s ErfInvWriter for normals), so ``jit`` and
+which uses ``kernels/xla_cpu_math.py`` or, for large draws, ``kernels/special.py``'s
+ErfInvWriter for normals), so ``jit`` and
 ``export`` run the same code.
 """
 from __future__ import annotations
