@@ -1,5 +1,5 @@
-"""Write tests/data/xla_cpu_math_reference.json: XLA's CPU log, log1p, exp, erf
-and erf_inv, recorded once from real JAX.
+"""Write tests/data/xla_cpu_math_reference.json: XLA's CPU log, log1p, exp, erf,
+erf_inv and tan, recorded once from real JAX.
 
 Run with a real JAX (0.10.2 was used) on an x86-64 CPU with FMA:
 ``python tools/gen_xla_cpu_math_reference.py``. Each function is jitted alone
@@ -20,7 +20,7 @@ import jax.numpy as jnp
 jax.config.update("jax_enable_x64", True)
 
 FUNCTIONS = {"log": jnp.log, "log1p": jnp.log1p, "exp": jnp.exp, "erf": jax.lax.erf,
-             "erf_inv": jax.lax.erf_inv}
+             "erf_inv": jax.lax.erf_inv, "tan": jnp.tan}
 EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-30, -1e-30, 1e30, -1e30, np.inf, -np.inf, np.nan,
          0.41421356, -0.41421356, 0.99999, -0.99999, 88.5, -87.5, 700.0, -700.0, 3.9, -3.9]
 
@@ -35,6 +35,8 @@ def inputs(name, dtype, rng, n=800):
         x = rng.uniform(-100, 100, n) if dtype == np.float32 else rng.uniform(-750, 750, n)
     elif name == "erf":
         x = rng.normal(0, 3, n)
+    elif name == "tan":
+        x = rng.uniform(-1.6, 1.6, n)
     else:
         x = np.concatenate([rng.uniform(-1, 1, n // 2), np.tanh(rng.normal(0, 3, n // 2))])
     return np.concatenate([x, EDGES]).astype(dtype)

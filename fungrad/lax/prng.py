@@ -41,7 +41,8 @@ from fungrad.lax.kernels import xla_cpu_math as _xla_math
 from fungrad.lax.utils import as_operand, broadcast_shapes, checked_bind, def_kernel
 
 __all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p", "random_fma_p",
-           "random_log_p", "random_log1p_p", "random_exp_p", "random_erf_p", "random_erf_inv_p"]
+           "random_log_p", "random_log1p_p", "random_exp_p", "random_tan_p",
+           "random_pow_p", "random_erf_p", "random_erf_inv_p"]
 
 _U32 = np.dtype(np.uint32)
 TRANSFORMS = ("bits", "unit", "signed", "normal")
@@ -146,7 +147,7 @@ def random_fma(a, b, c):
 
 
 # ----------------------------------------------------------------------------
-# XLA's CPU log, log1p, exp, erf, erf_inv, for the samplers
+# XLA's CPU log, log1p, exp, tan, pow, erf, erf_inv, for the samplers
 # ----------------------------------------------------------------------------
 # JAX's samplers pass their uniforms through these, and XLA's CPU code for them
 # is not NumPy's (nor fungrad's lax ops'): its own polynomials, fused
@@ -168,6 +169,10 @@ random_log_p = _xla_unary("log", _xla_math.log, lambda g, x: _e.div(g, x))
 random_log1p_p = _xla_unary("log1p", _xla_math.log1p,
                             lambda g, x: _e.div(g, _e.add(x, _e._const(x, 1))))
 random_exp_p = _xla_unary("exp", _xla_math.exp, jvp_of_answer=lambda g, ans, x: _e.mul(g, ans))
+random_tan_p = _xla_unary("tan", _xla_math.tan, jvp_of_answer=lambda g, ans, x: _e.mul(
+    g, _e.add(_e._const(x, 1), _e.square(ans))))
+random_pow_p = _elementwise._nary("random_pow", _xla_math.power, _elementwise.FLOAT)
+defjvp2(random_pow_p, _elementwise._pow_jvp_base, _elementwise._pow_jvp_exponent)
 random_erf_p = _xla_unary("erf", _xla_math.erf, lambda g, x: _e.mul(g, _e.mul(
     _e._const(x, 2 / math.sqrt(math.pi)), _e.exp(_e.neg(_e.square(x))))))
 random_erf_inv_p = _xla_unary("erf_inv", _xla_math.erf_inv, jvp_of_answer=lambda g, ans, x: _e.mul(
@@ -187,6 +192,16 @@ def random_log1p(x):
 def random_exp(x):
     """XLA's CPU ``exp`` (float operands), bit for bit."""
     return checked_bind(random_exp_p, as_operand(x))
+
+
+def random_tan(x):
+    """XLA's CPU ``tan`` (float operands), bit for bit: the C library's."""
+    return checked_bind(random_tan_p, as_operand(x))
+
+
+def random_pow(x, y):
+    """XLA's CPU ``pow`` (float operands of one dtype), bit for bit: the C library's."""
+    return checked_bind(random_pow_p, as_operand(x), as_operand(y))
 
 
 def random_erf(x):

@@ -38,8 +38,9 @@ def cauchy(key, shape=(), dtype=np.float64):
     """Standard Cauchy samples: tan(pi (U - 1/2)), U on (0, 1)."""
     key = _check_key(key, "cauchy")
     dtype = _float_dtype(dtype, "cauchy")
+    shape = _shape_tuple(shape, "cauchy", "shape")
     u = uniform(key, shape, dtype, minval=np.finfo(dtype).eps, maxval=1.0)
-    return fnp.tan(np.pi * (u - 0.5))
+    return _transcendentals(shape).tan(np.pi * (u - 0.5))
 
 
 def chisquare(key, df, shape=None, dtype=np.float64):
@@ -91,7 +92,7 @@ def generalized_normal(key, p, shape=(), dtype=np.float64):
     shape = _broadcast_with("generalized_normal", shape, p)
     gamma_key, sign_key = split(key)
     g = _gamma_sample(gamma_key, 1.0 / p, shape, dtype, log_space=False)
-    return rademacher(sign_key, shape, dtype) * g ** (1.0 / p)
+    return rademacher(sign_key, shape, dtype) * _transcendentals(shape).pow(g, 1.0 / p)
 
 
 def ball(key, d, p=2, shape=(), dtype=np.float64):
@@ -210,7 +211,8 @@ def weibull_min(key, scale, concentration, shape=(), dtype=np.float64):
     dtype, (scale, concentration) = _float_params("weibull_min", dtype, scale, concentration)
     shape = _broadcast_with("weibull_min", shape, scale, concentration)
     u = uniform(key, shape, dtype)
-    return scale * (-_transcendentals(shape).log1p(-u)) ** (1.0 / concentration)
+    fns = _transcendentals(shape)
+    return scale * fns.pow(-fns.log1p(-u), 1.0 / concentration)
 
 
 def orthogonal(key, n, shape=(), dtype=np.float64, m=None):

@@ -116,7 +116,12 @@ def _marsaglia_tsang(keys, alpha, dtype, log_space):
     boost = alpha >= one
     alpha_boosted = fnp.where(boost, alpha, alpha + one)
     d = alpha_boosted - np.asarray(1 / 3, dtype)
-    c = np.asarray(1 / 3, dtype) / fnp.sqrt(d)
+    # XLA rewrites JAX's (1/3) / sqrt(d) as (1/3) rsqrt(d), and its float64
+    # rsqrt is 1 / sqrt: one rounding more (float32 keeps the quotient's)
+    if np.dtype(dtype) == np.float64:
+        c = np.asarray(1 / 3, dtype) * (one / fnp.sqrt(d))
+    else:
+        c = np.asarray(1 / 3, dtype) / fnp.sqrt(d)
     first = _split_raw(keys, (2,))
     key, boost_key = first[:, 0], first[:, 1]
     fns = _transcendentals(get_aval(alpha).shape)
@@ -145,7 +150,7 @@ def _marsaglia_tsang(keys, alpha, dtype, log_space):
         log_boost = fnp.where(boost | (log_u == zero), zero, log_u * (one / alpha))
         return (fns.log(d) + fns.log(V)) + log_boost
     u = one - _random_bits(boost_key, dtype, (), "unit")
-    return (d * V) * fnp.where(boost, one, u ** (one / alpha))
+    return (d * V) * fnp.where(boost, one, fns.pow(u, one / alpha))
 
 
 def _positive_v(x_key, c, dtype, live):

@@ -109,7 +109,11 @@ CASES = [
           ("log1p", prng.random_log1p, np.log1p, -0.8, 3.0),
           ("exp", prng.random_exp, np.exp, -5.0, 5.0),
           ("erf", prng.random_erf, scipy.special.erf, -3.0, 3.0),
-          ("erf_inv", prng.random_erf_inv, scipy.special.erfinv, -0.9, 0.9)]],
+          ("erf_inv", prng.random_erf_inv, scipy.special.erfinv, -0.9, 0.9),
+          ("tan", prng.random_tan, np.tan, -1.2, 1.2)]],
+    Case("lax.random_pow", prng.random_pow, np.power,
+         [Arg(dtype=("float32", "float64"), low=0.2, high=3.0), Arg("bcast", dtype="same")],
+         prims=("random_pow",), rtol=2e-6, np_fun=False),
     _sample_case((7,), np.uint32, "bits"),                # odd count: the pad word
     _sample_case((2, 3), np.uint64, "bits"),
     _sample_case((), np.uint8, "bits"),

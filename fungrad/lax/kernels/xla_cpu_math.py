@@ -13,19 +13,22 @@ inputs (tests/test_xla_cpu_math.py keeps a recorded sample):
   C library's ``log`` (glibc's: ``libm_log``).
 * ``log1p`` is XLA's own intrinsic: Cephes' rational approximation for
   |x| < sqrt(2) - 1, ``log(1 + x)`` beyond (``log1p``).
+* ``tan``, ``pow`` and float64 ``erf`` are calls to the C library's.
 * ``erf_inv`` is StableHLO's CHLO decomposition: Giles' polynomials in
   ``w = -log1p(-x * x)`` (one of two in float32, three in float64), Horner's
   rule with the coefficients selected per element (``erf_inv``).
 
 Constants are the ones in the dumped IR (float32 ones written by their bits).
 """
+import ctypes
+import ctypes.util
 import math
 
 import numpy as np
 
 __all__ = ["fma", "fma32", "log_float32", "libm_log", "log1p", "erf_inv", "erf_float32",
            "libm_erf", "exp_float32", "exp_float64", "log", "log1p", "exp", "erf",
-           "normal_from_signed"]
+           "tan", "power", "normal_from_signed"]
 
 _F32, _F64 = np.float32, np.float64
 
@@ -421,6 +424,57 @@ def _flush_subnormals(y):
 def _fma64(a, b, c):
     a, b, c = np.broadcast_arrays(*(np.asarray(v, _F64) for v in (a, b, c)))
     return fma(a, b, c)
+
+
+# ----------------------------------------------------------------------------
+# tan and pow: calls to the C library's (tanf/tan, powf/pow)
+# ----------------------------------------------------------------------------
+
+def _libm_functions():
+    """The C math library's tan, tanf, pow and powf (by ctypes), or None where
+    it cannot be loaded (then NumPy's functions stand in)."""
+    try:
+        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        functions = {}
+        for name, ctype, arity in (("tan", ctypes.c_double, 1), ("tanf", ctypes.c_float, 1),
+                                   ("pow", ctypes.c_double, 2), ("powf", ctypes.c_float, 2)):
+            function = getattr(libm, name)
+            function.restype, function.argtypes = ctype, [ctype] * arity
+            functions[name] = function
+        return functions
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBM = _libm_functions()
+
+
+def _elementwise_libm(name, fallback, dtype, *arrays):
+    """The C library's ``name`` on each element (Python floats through ctypes:
+    slow, for small arrays), or NumPy's ``fallback`` without a C library."""
+    arrays = np.broadcast_arrays(*(np.asarray(a, dtype) for a in arrays))
+    if _LIBM is None:
+        return fallback(*arrays).astype(dtype)
+    function = _LIBM[name]
+    values = [function(*args) for args in zip(*(a.ravel().tolist() for a in arrays))]
+    return np.array(values, dtype).reshape(arrays[0].shape)
+
+
+def tan(x):
+    """XLA's CPU ``tan`` of a float array: the C library's tanf / tan."""
+    x = np.asarray(x)
+    if x.dtype == _F64:
+        return _elementwise_libm("tan", np.tan, _F64, x)
+    return _elementwise_libm("tanf", np.tan, _F32, x).astype(x.dtype)
+
+
+def power(x, y):
+    """XLA's CPU ``pow`` of float arrays of one dtype (broadcasting): the C
+    library's powf / pow."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype == _F64:
+        return _elementwise_libm("pow", np.power, _F64, x, y)
+    return _elementwise_libm("powf", np.power, _F32, x, y).astype(x.dtype)
 
 
 # ----------------------------------------------------------------------------
