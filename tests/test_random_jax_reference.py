@@ -37,7 +37,7 @@ with open(_DATA) as _f:
 # through XLA's float32 rsqrt, an approximation whose last bits depend on the
 # CPU's instruction (fungrad divides): GAMMA32. Other differences that remain:
 # XLA's ordering and fusing of the arithmetic around the functions (maxwell's
-# norm, wald, f, dirichlet's softmax, ball's sum), LAPACK (multivariate_normal,
+# norm, f, dirichlet's softmax, ball's sum), LAPACK (multivariate_normal,
 # orthogonal), the C library's pow and tan (float32 too: weibull_min,
 # generalized_normal, ball, cauchy, gamma's boost for a < 1).
 LIBM = (0, 1)
@@ -48,7 +48,7 @@ ULPS = {"normal": LIBM, "truncated_normal": LIBM, "exponential": LIBM, "gumbel":
         "t": GAMMA32, "beta": GAMMA32, "dirichlet": GAMMA32, "f": (4, 2),
         "generalized_normal": (2, 1), "ball": (2, 1), "weibull_min": (1, 1),
         "cauchy": (1, 1), "maxwell": (1, 1), "double_sided_maxwell": (2, 1),
-        "wald": (4, 4), "multivariate_normal": (4, 4), "orthogonal": (4, 4)}
+        "wald": LIBM, "multivariate_normal": (4, 4), "orthogonal": (4, 4)}
 
 
 def allowed_ulps(fn, dtype):

@@ -3,6 +3,7 @@ import numpy as np
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
+from fungrad.lax import prng
 from fungrad.core import Tracer, canonicalize_dtype, get_aval
 
 __all__ = ['cauchy', 'chisquare', 'f', 't', 'generalized_normal', 'ball', 'geometric', 'lognormal', 'maxwell', 'double_sided_maxwell', 'pareto', 'rayleigh', 'triangular', 'wald', 'weibull_min', 'orthogonal', 'multinomial']
@@ -199,10 +200,16 @@ def wald(key, mean, shape=None, dtype=np.float64):
     dtype, (mean,) = _float_params("wald", dtype, mean)
     shape = _param_shape("wald", shape, mean)
     normal_key, uniform_key = split(key)
-    y = normal(normal_key, shape, dtype) ** 2
-    x = mean + mean * mean * y / 2 - mean / 2 * fnp.sqrt(4 * mean * y + (mean * y) ** 2)
+    mean = fnp.broadcast_to(mean, shape)
+    v = normal(normal_key, shape, dtype)
     z = uniform(uniform_key, shape, dtype)
-    return fnp.where(z <= mean / (mean + x), x, mean * mean / x)
+    y = v * v
+    mean_sq = mean * mean
+    # JAX's sqrt(4 mean y + mean_sq y**2) and mean + mean_sq y / 2 - mean / 2 sqrt_term,
+    # each with the fused multiply-add XLA's CPU code makes of it
+    sqrt_term = fnp.sqrt(prng.random_fma(4 * mean, y, mean_sq * (y * y)))
+    x = prng.random_fma(-(mean * 0.5), sqrt_term, mean + mean_sq * y * 0.5)
+    return fnp.where(z <= mean / (mean + x), x, mean_sq / x)
 
 
 def weibull_min(key, scale, concentration, shape=(), dtype=np.float64):
