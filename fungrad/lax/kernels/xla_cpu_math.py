@@ -13,12 +13,17 @@ inputs (tests/test_xla_cpu_math.py keeps a recorded sample):
   C library's ``log`` (glibc's: ``libm_log``).
 * ``log1p`` is XLA's own intrinsic: Cephes' rational approximation for
   |x| < sqrt(2) - 1, ``log(1 + x)`` beyond (``log1p``).
-* ``tan``, ``pow`` and float64 ``erf`` are calls to the C library's.
+* ``exp`` in float32 is Eigen's ``pexp_float``, in float64 XLA's own intrinsic
+  (a Pade form); both flush subnormal results to zero.
+* ``erf`` in float32 is XLA's rational in x**2; ``tan``, ``pow`` and float64
+  ``erf`` are calls to the C library's.
 * ``erf_inv`` is StableHLO's CHLO decomposition: Giles' polynomials in
   ``w = -log1p(-x * x)`` (one of two in float32, three in float64), Horner's
   rule with the coefficients selected per element (``erf_inv``).
 
 Constants are the ones in the dumped IR (float32 ones written by their bits).
+The emulated fused multiply-adds make these functions 10-50x slower than
+NumPy's: the samplers use them for draws of up to ``prng.EXACT_SAMPLES``.
 """
 import ctypes
 import ctypes.util
@@ -26,9 +31,9 @@ import math
 
 import numpy as np
 
-__all__ = ["fma", "fma32", "log_float32", "libm_log", "log1p", "erf_inv", "erf_float32",
-           "libm_erf", "exp_float32", "exp_float64", "log", "log1p", "exp", "erf",
-           "tan", "power", "normal_from_signed"]
+__all__ = ["fma", "fma32", "log_float32", "libm_log", "erf_float32", "libm_erf", "exp_float32",
+           "exp_float64", "log", "log1p", "exp", "erf", "erf_inv", "tan", "power",
+           "normal_from_signed"]
 
 _F32, _F64 = np.float32, np.float64
 
