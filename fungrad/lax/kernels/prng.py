@@ -239,7 +239,7 @@ def _finish_words(transform, dtype, erf_inv_writer):
 
     def normal(words, piece):
         u = _signed(_unit_narrow(words, dtype), dtype)
-        if erf_inv_writer is None:      # XLA's float32 erf_inv: JAX's normals exactly
+        if erf_inv_writer is None:      # XLA's erf_inv: JAX's normals exactly
             piece[...] = normal_from_signed(u)
             return
         # as erf_inv of a narrow float: computed in float64, rounded back
@@ -259,8 +259,8 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
     ``transform``: "bits" (JAX's ``random_bits`` of the dtype's width), "unit"
     (JAX's ``uniform`` on [0, 1): the top mantissa bits of those bits),
     "signed" (JAX's ``uniform(lo, 1)`` with lo = -1 + ulp, exactly lo + 2 unit)
-    or "normal" (sqrt(2) erf_inv(signed): XLA's erf_inv, emulated, for float32
-    and float64 draws of up to EXACT_SAMPLES samples, else by
+    or "normal" (sqrt(2) erf_inv(signed): XLA's erf_inv, emulated, for draws
+    of up to EXACT_SAMPLES samples per key, else by
     ``erf_inv_writer(out, scale)``: the special-function kernel's
     ErfInvWriter). ``partitionable`` picks JAX's stream layout
     (``jax_threefry_partitionable``, see the module docstring).
@@ -269,7 +269,7 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
     keys = np.asarray(keys, _U32)
     batch, size = keys.shape[:-1], math.prod(shape)
     flat_keys = keys.reshape(-1, 2)
-    if dtype.itemsize >= 4 and size <= EXACT_SAMPLES:
+    if size <= EXACT_SAMPLES:
         erf_inv_writer = None           # see EXACT_SAMPLES (per key: vmap changes nothing)
     if not partitionable and dtype.itemsize < 4:
         return _packed_narrow(flat_keys, size, dtype, transform, erf_inv_writer).reshape(
