@@ -148,7 +148,13 @@ def maxwell(key, shape=(), dtype=np.float64):
     key = _check_key(key, "maxwell")
     dtype = _float_dtype(dtype, "maxwell")
     shape = _shape_tuple(shape, "maxwell", "shape")
-    return fnp.linalg.norm(normal(key, (*shape, 3), dtype), axis=-1)
+    z = normal(key, (*shape, 3), dtype)
+    # JAX's norm, as XLA's CPU code sums the squares: in order, each a fused
+    # multiply-add onto the running sum
+    total = fnp.zeros(shape, dtype)
+    for i in range(3):
+        total = prng.random_fma(z[..., i], z[..., i], total)
+    return fnp.sqrt(total)
 
 
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=np.float64):
