@@ -37,7 +37,7 @@ with open(_DATA) as _f:
 # through XLA's float32 rsqrt, an approximation whose last bits depend on the
 # CPU's instruction (fungrad divides): GAMMA32. Other differences that remain:
 # XLA's ordering and fusing of the arithmetic around the functions (maxwell's
-# norm, f, dirichlet's softmax, ball's sum), LAPACK (multivariate_normal,
+# float32 norm, f, dirichlet's softmax, ball's sum), LAPACK (multivariate_normal,
 # orthogonal), the C library's pow and tan (float32 too: weibull_min,
 # generalized_normal, ball, cauchy, gamma's boost for a < 1).
 LIBM = (0, 1)
