@@ -13,7 +13,8 @@ from fungrad.core import Tracer, canonicalize_dtype, get_aval
 
 __all__ = ['uniform', 'normal', 'truncated_normal', 'gumbel', 'exponential', 'laplace', 'logistic', 'multivariate_normal', 'bernoulli', 'rademacher', 'randint', 'categorical', 'permutation', 'choice']
 from fungrad.random._keys import *  # noqa: F403
-from fungrad.random._keys import _check_key, _shape_tuple, _is_integer_scalar, _random_bits
+from fungrad.random._keys import (_check_key, _shape_tuple, _is_integer_scalar, _random_bits,
+                                  _transcendentals)
 
 # ----------------------------------------------------------------------------
 # continuous distributions
@@ -88,8 +89,11 @@ def normal(key, shape=(), dtype=None):
     shape = _shape_tuple(shape, "normal", "shape")
     if dtype_kind(canonicalize_dtype(np.float64 if dtype is None else dtype)) == "c":
         real_dtype = dtype_finfo(canonicalize_dtype(dtype)).dtype
-        sqrt2 = np.asarray(math.sqrt(2), real_dtype)
-        parts = [_random_bits(k, real_dtype, shape, "normal") / sqrt2 for k in split(key)]
+        # JAX divides by sqrt(2) as a complex number, which XLA turns into a
+        # multiplication by its reciprocal (rounded once more)
+        inverse_sqrt2 = np.asarray(1, real_dtype) / np.asarray(math.sqrt(2), real_dtype)
+        parts = [_random_bits(k, real_dtype, shape, "normal") * inverse_sqrt2
+                 for k in split(key)]
         return lax.complex(*parts)
     dtype = _float_dtype(dtype, "normal")
     return _random_bits(key, dtype, shape, "normal")
@@ -103,9 +107,10 @@ def truncated_normal(key, lower, upper, shape=None, dtype=np.float64):
     upper = lax.convert_element_type(fnp.asarray(upper), dtype)
     shape = _param_shape("truncated_normal", shape, lower, upper)
     sqrt2 = np.array(math.sqrt(2), dtype)
-    cdf_lower, cdf_upper = lax.erf(lower / sqrt2), lax.erf(upper / sqrt2)
+    fns = _transcendentals(shape)
+    cdf_lower, cdf_upper = fns.erf(lower / sqrt2), fns.erf(upper / sqrt2)
     u = uniform(key, shape, dtype, minval=cdf_lower, maxval=cdf_upper)
-    samples = sqrt2 * lax.erf_inv(u)
+    samples = sqrt2 * fns.erf_inv(u)
     # erf saturates in the far tails; clip so the bounds always hold (as JAX).
     lower = lax.stop_gradient(lower)
     upper = lax.stop_gradient(upper)
@@ -123,37 +128,41 @@ def gumbel(key, shape=(), dtype=None, mode=None):
     if mode not in ("low", "high", "highest"):
         raise ValueError(f"fungrad.random.gumbel: `mode` must be None, 'low', 'high' or "
                          f"'highest', got {mode!r}.")
-    info = dtype_finfo(dtype)
+    info, log = dtype_finfo(dtype), _transcendentals(shape).log
     if mode == "low":
-        return -fnp.log(-fnp.log(uniform(key, shape, dtype, minval=info.tiny, maxval=1.0)))
+        return -log(-log(uniform(key, shape, dtype, minval=info.tiny, maxval=1.0)))
     both = uniform(key, (2, *shape), dtype)
     high, low = both[0], both[1]
     x = fnp.where(high >= 0.5, high, high + np.asarray(2.0 ** -info.nmant, dtype) * low
                   + np.asarray(info.tiny, dtype))
-    return -fnp.log(-fnp.log1p(-x))
+    return -log(-_transcendentals(shape).log1p(-x))
 
 
 def exponential(key, shape=(), dtype=None):
     """Standard exponential samples: -log(1 - U)."""
     key = _check_key(key, "exponential")
     dtype = _float_dtype(dtype, "exponential")
-    return -fnp.log1p(-uniform(key, shape, dtype))
+    shape = _shape_tuple(shape, "exponential", "shape")
+    return -_transcendentals(shape).log1p(-uniform(key, shape, dtype))
 
 
 def laplace(key, shape=(), dtype=None):
     """Standard Laplace samples: sign(U) * log(1 - |U|), U on (-1, 1)."""
     key = _check_key(key, "laplace")
     dtype = _float_dtype(dtype, "laplace")
+    shape = _shape_tuple(shape, "laplace", "shape")
     u = uniform(key, shape, dtype, minval=-1.0 + dtype_finfo(dtype).epsneg, maxval=1.0)
-    return fnp.sign(u) * fnp.log1p(-fnp.abs(u))
+    return fnp.sign(u) * _transcendentals(shape).log1p(-fnp.abs(u))
 
 
 def logistic(key, shape=(), dtype=np.float64):
     """Standard logistic samples: log(U / (1 - U)), U on (0, 1)."""
     key = _check_key(key, "logistic")
     dtype = _float_dtype(dtype, "logistic")
+    shape = _shape_tuple(shape, "logistic", "shape")
     u = uniform(key, shape, dtype, minval=dtype_finfo(dtype).tiny, maxval=1.0)
-    return fnp.log(u) - fnp.log1p(-u)
+    fns = _transcendentals(shape)
+    return fns.log(u) - fns.log1p(-u)
 
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=np.float64, method="cholesky"):
@@ -357,7 +366,7 @@ def _choice_indices(key, n, shape, replace, p, mode):
         cumulative = fnp.cumsum(p)
         r = cumulative[-1] * (1 - uniform(key, shape, p.dtype))
         return lax.convert_element_type(fnp.searchsorted(cumulative, r), index_dtype)
-    scores = gumbel(key, (n,), p.dtype, mode) + fnp.log(p)
+    scores = gumbel(key, (n,), p.dtype, mode) + _transcendentals((n,)).log(p)
     return lax.convert_element_type(lax.top_k(scores, size)[1], index_dtype)
 
 
