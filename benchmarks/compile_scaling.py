@@ -35,15 +35,17 @@ def chain(n: int):
 
 
 def _child(n: int, kind: str):
-    """In a fresh process: one call, then print seconds and the peak RSS growth."""
+    """In a fresh process: one call, then print its wall and CPU seconds and the
+    peak RSS growth (CPU time too: on a loaded machine the wall time of the two
+    processes measures the load as much as the work)."""
     x = fnp.asarray(np.linspace(0.1, 1.0, 8))    # a fungrad Array, as users pass
     g = fungrad.grad(chain(n))
     g = fungrad.jit(g) if kind == "jit" else g
     before = _peak_rss_bytes()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     g(x)
-    seconds = time.perf_counter() - start
-    print(seconds, _peak_rss_bytes() - before)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    print(seconds, _peak_rss_bytes() - before, cpu)
 
 
 def _peak_rss_bytes() -> int:
@@ -64,7 +66,7 @@ def _peak_rss_bytes() -> int:
 
 
 def _measure(n: int, kind: str):
-    """(seconds, peak resident-memory growth in bytes) of the first call, each
+    """(seconds, peak resident-memory growth in bytes, CPU seconds) of the first call, each
     size and kind in its own process (no caches, no tracing of allocations)."""
     import os
     import subprocess
@@ -73,15 +75,15 @@ def _measure(n: int, kind: str):
     code = f"from benchmarks.compile_scaling import _child; _child({n}, {kind!r})"
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
                          text=True, check=True).stdout.split()
-    return float(out[0]), int(out[1])
+    return float(out[0]), int(out[1]), float(out[2])
 
 
 def measure(n: int) -> dict:
-    jit_s, jit_peak = _measure(n, "jit")
-    eager_s, eager_peak = _measure(n, "eager")
+    jit_s, jit_peak, jit_cpu = _measure(n, "jit")
+    eager_s, eager_peak, eager_cpu = _measure(n, "eager")
     # (at least a byte: a size whose peak grew by nothing still has a log)
     return {"n": n, "jit_s": jit_s, "jit_peak": max(jit_peak, 1), "eager_s": eager_s,
-            "eager_peak": max(eager_peak, 1)}
+            "eager_peak": max(eager_peak, 1), "jit_cpu": jit_cpu, "eager_cpu": eager_cpu}
 
 
 def slope(rows, key="jit_s") -> float:
@@ -101,11 +103,13 @@ def rows_for_table(sizes=DEFAULT_SIZES, log=print, plot=None) -> list:
         r = rows[-1]
         log(f"    compile scaling n={n}: jit first call {r['jit_s']:.2f} s, "
             f"{r['jit_peak'] / 2**20:.0f} MiB; eager grad {r['eager_s']:.2f} s, "
-            f"{r['eager_peak'] / 2**20:.0f} MiB")
+            f"{r['eager_peak'] / 2**20:.0f} MiB; CPU {r['jit_cpu']:.2f} / {r['eager_cpu']:.2f} s")
     out = [(f"jit(grad(f)) first call, {r['n']:,}-op chain (eager grad(f))",
             f"{r['jit_s']:.2f} s, {r['jit_peak'] / 2**20:.0f} MiB "
             f"({r['eager_s']:.2f} s, {r['eager_peak'] / 2**20:.0f} MiB: "
-            f"{r['jit_s'] / r['eager_s']:.1f}x time, {r['jit_peak'] / r['eager_peak']:.1f}x memory)")
+            f"{r['jit_s'] / r['eager_s']:.1f}x time, {r['jit_peak'] / r['eager_peak']:.1f}x memory; "
+            f"CPU {r['jit_cpu']:.2f} s against {r['eager_cpu']:.2f} s: "
+            f"{r['jit_cpu'] / r['eager_cpu']:.1f}x)")
            for r in rows]
     if plot and len(rows) > 1:
         write_plot(rows, plot, log)
@@ -130,16 +134,21 @@ def write_plot(rows, path, log=print):
         return
     ns = [r["n"] for r in rows]
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9, 3.6))
-    for ax, key, unit, scale in ((ax_t, "_s", "seconds", 1), (ax_m, "_peak", "MiB", 2**20)):
-        for kind, label in (("jit", "jit(grad(f)) first call"), ("eager", "eager grad(f)")):
-            ys = [r[kind + key] / scale for r in rows]
-            ax.loglog(ns, ys, "o-", label=f"{label} (slope {slope(rows, kind + key):.2f})")
+    for ax, keys, unit, scale in ((ax_t, ("_s", "_cpu"), "seconds", 1),
+                                  (ax_m, ("_peak",), "MiB", 2**20)):
+        for key in keys:
+            for kind, label in (("jit", "jit(grad(f)) first call"), ("eager", "eager grad(f)")):
+                ys = [r[kind + key] / scale for r in rows]
+                style = "o-" if key != "_cpu" else "s--"
+                label = label + (", CPU" if key == "_cpu" else "")
+                ax.loglog(ns, ys, style, label=f"{label} (slope {slope(rows, kind + key):.2f})")
+        key = keys[0]
         first = rows[0]["jit" + key] / scale
         ax.loglog(ns, [first * n / ns[0] for n in ns], ":", color="gray", label="slope 1")
         ax.set_xlabel("operations in f")
         ax.set_ylabel(unit)
         ax.legend(fontsize=7)
-    ax_t.set_title("time", fontsize=9)
+    ax_t.set_title("time (wall; CPU dashed)", fontsize=9)
     ax_m.set_title("peak resident memory growth", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

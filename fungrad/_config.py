@@ -30,6 +30,9 @@ The options that mean something in fungrad:
   fungrad.numpy elementwise operation broadcasts arrays of different ranks.
 * ``jax_numpy_dtype_promotion``: ``"standard"`` or ``"strict"`` (no implicit
   promotion between different strongly typed dtypes).
+* ``jax_check_tracer_leaks``: only False (flax's ``nn.tabulate`` sets it so):
+  fungrad does not search for leaked tracers when a transformation ends;
+  using an escaped tracer raises ``UnexpectedTracerError``.
 * ``jax_log_compiles``: log every trace and compilation of ``jit`` (with the
   reason) at WARNING level through the ``fungrad.jit`` logger.
 * ``fungrad_jit_backend`` (environment: ``FUNGRAD_JIT_BACKEND``): the code
@@ -283,9 +286,38 @@ debug_nans = bool_option(
     "jax_debug_nans", False, "raise FloatingPointError when an operation produces a NaN")
 debug_infs = bool_option(
     "jax_debug_infs", False, "raise FloatingPointError when an operation produces an inf")
+
+
+def _parse_check_tracer_leaks(value):
+    if _parse_bool("jax_check_tracer_leaks", value):
+        raise NotImplementedError(
+            "jax_check_tracer_leaks=True: fungrad does not search for leaked tracers when a "
+            "transformation ends; a leaked tracer raises UnexpectedTracerError (naming the "
+            "transformation it escaped from) where it is used. False (no search) is accepted.")
+    return False
+
+
+check_tracer_leaks = config.add(Option(
+    "jax_check_tracer_leaks", False,
+    "search for tracers that outlive their transformation when it ends (fungrad: only False; "
+    "an escaped tracer raises UnexpectedTracerError where it is used)",
+    _parse_check_tracer_leaks, "False", context_default=True))
 log_compiles = bool_option(
     "jax_log_compiles", False,
     "log each jit trace and compilation with its reason (logger 'fungrad.jit', WARNING)")
+explain_cache_misses = bool_option(
+    "jax_explain_cache_misses", False,
+    "log why each jit cache miss retraced (which argument's shape, dtype, tree or "
+    "static value changed): WARNING level when on, DEBUG otherwise (logger 'fungrad.jit')")
+enable_checks = bool_option(
+    "jax_enable_checks", False,
+    "type-check every jaxpr jit traces and the program its passes produce (each "
+    "equation's declared types against its primitive's shape rule): slower, for "
+    "debugging primitives and passes")
+no_tracing = bool_option(
+    "jax_no_tracing", False,
+    "raise RuntimeError when jit would trace (a cache miss): checks that a loop of "
+    "jitted calls never retraces")
 threefry_partitionable = bool_option(
     "jax_threefry_partitionable", True,
     "fungrad.random uses JAX's partitionable Threefry stream layout (JAX's default "

@@ -13,17 +13,18 @@ from typing import Callable
 
 import numpy as np
 
+from fungrad._dtype_classes import is_floating, kind as dtype_kind
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, get_aval, float0
 from fungrad.interpreters import ad, batching, tape
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters import partial_eval as pe
 from fungrad.interpreters.partial_eval import trace_to_jaxpr
-from fungrad.tree_util import tree_flatten, tree_unflatten, tree_map, tree_leaves
+from fungrad.tree_util import tree_flatten, tree_unflatten, tree_map, tree_leaves, Partial
 
 __all__ = ["make_jaxpr", "eval_shape", "ShapeDtypeStruct", "jvp", "vjp", "linearize",
            "linear_transpose", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian",
-           "hessian", "vmap", "stop_gradient", "float0"]
+           "hessian", "vmap", "stop_gradient", "float0", "fwd_and_bwd"]
 
 
 # ----------------------------------------------------------------------------
@@ -49,7 +50,7 @@ def flatten_fun(f: Callable, in_tree) -> tuple[Callable, _Store]:
 
 def _as_value(x, what: str):
     """Leaves become arrays (Python scalars keep NumPy's default dtypes)."""
-    if isinstance(x, Tracer) or isinstance(x, np.ndarray) and x.dtype.kind not in "OUS":
+    if isinstance(x, Tracer) or isinstance(x, np.ndarray) and dtype_kind(x.dtype) not in "OUS":
         return x
     if isinstance(x, np.generic):
         return np.asarray(x)
@@ -61,7 +62,7 @@ def _as_value(x, what: str):
         arr = np.asarray(x)
     except Exception:
         arr = None
-    if arr is None or arr.dtype.kind in "OUS":       # objects, generators, strings
+    if arr is None or dtype_kind(arr.dtype) in "OUS":       # objects, generators, strings
         raise TypeError(f"{what}: {type(x).__name__} {x!r:.80} is not a valid array "
                         "value (use numbers or arrays in pytrees of tuples/lists/dicts)")
     return arr
@@ -334,29 +335,23 @@ def _check_cotangent(ct, aval: ShapedArray, i: int):
 
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), pullback)``; ``pullback(ct)`` returns a tuple with one
-    cotangent per primal.  The pullback may be called many times."""
+    cotangent per primal.  The pullback may be called many times.
+
+    As in JAX the pullback is a pytree (a ``tree_util.Partial``): under a
+    transformation its leaves are the residuals, so ``jit`` can return it and
+    take it as an argument (``fwd_and_bwd``).  Eagerly it holds fungrad's
+    tape, which is not an array: passed to ``jit`` it is a static argument."""
     _check_callable(fun, "vjp")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     p_leaves = [_as_value(x, "vjp primal") for x in p_leaves]
     f_flat, store, split = _flat_with_aux(fun, p_tree, has_aux, "vjp")
-    outs, backward = _vjp_flat(f_flat, p_leaves)
+    outs, backward, residuals = _vjp_flat(f_flat, p_leaves)
     outs = pe.unalias(outs, range(len(outs)), p_leaves)     # no views of the caller's arrays
     outs, aux = split([_result(o) for o in outs])
     out_tree = store.val
-    out_avals = [get_aval(o) for o in outs]
-
-    def pullback(cotangent):
-        ct_leaves, ct_tree = tree_flatten(cotangent)
-        if ct_tree != out_tree:
-            raise ValueError(f"vjp: the pullback expects a cotangent with the output's "
-                             f"structure {out_tree}, got {ct_tree}")
-        cts = [_check_cotangent(c, a, i) for i, (c, a) in enumerate(zip(ct_leaves, out_avals))]
-        cts = [Zero(ad.tangent_aval(a)) if ad.tangent_aval(a).dtype == float0 else c
-               for c, a in zip(cts, out_avals)]
-        cts_in = [ad.instantiate_zeros(c) for c in backward(cts)]
-        # (a linear path passes a cotangent through as it is: no views of it)
-        cts_in = pe.unalias(cts_in, range(len(cts_in)), ct_leaves)
-        return tree_unflatten(p_tree, [_result(c) for c in cts_in])
+    rule = _Pullback(backward, out_tree, p_tree, [get_aval(o) for o in outs],
+                     residuals is not None)
+    pullback = Partial(rule) if residuals is None else Partial(rule, list(residuals))
     out = tree_unflatten(out_tree, outs)
     return (out, pullback, aux) if has_aux else (out, pullback)
 
@@ -370,21 +365,51 @@ def _one(ans):
     return np.ones((), dtype=aval.dtype)
 
 
+class _Pullback:
+    """The static part of a vjp's pullback: ``(residuals, cotangent)`` (or just
+    the cotangent, for the eager tape) -> the primals' cotangents.  Compared
+    by identity, so one traced ``vjp`` gives one treedef (jit caches on it)."""
+
+    def __init__(self, backward, out_tree, p_tree, out_avals, takes_residuals: bool):
+        self.backward, self.out_tree, self.p_tree = backward, out_tree, p_tree
+        self.out_avals, self.takes_residuals = out_avals, takes_residuals
+
+    def __call__(self, *args):
+        if len(args) != 1 + self.takes_residuals:
+            raise TypeError(f"vjp: the pullback takes one argument, the cotangent of the "
+                            f"output, got {len(args) - self.takes_residuals}")
+        *residuals, cotangent = args
+        ct_leaves, ct_tree = tree_flatten(cotangent)
+        if ct_tree != self.out_tree:
+            raise ValueError(f"vjp: the pullback expects a cotangent with the output's "
+                             f"structure {self.out_tree}, got {ct_tree}")
+        cts = [_check_cotangent(c, a, i)
+               for i, (c, a) in enumerate(zip(ct_leaves, self.out_avals))]
+        cts = [Zero(ad.tangent_aval(a)) if ad.tangent_aval(a).dtype == float0 else c
+               for c, a in zip(cts, self.out_avals)]
+        cts_in = [ad.instantiate_zeros(c) for c in self.backward(*residuals, cts)]
+        # (a linear path passes a cotangent through as it is: no views of it)
+        cts_in = pe.unalias(cts_in, range(len(cts_in)), ct_leaves)
+        return tree_unflatten(self.p_tree, [_result(c) for c in cts_in])
+
+
 def _vjp_flat(f_flat, primals):
-    """``(outs, backward)``: eagerly (nothing being traced), the tape of
-    ``interpreters/tape.py``; under another transformation, linearize the whole
-    function into one linear jaxpr (``ad.vjp_flat``).  ``backward(cts)`` takes
-    the cotangents of the leading outputs (the others are aux values)."""
+    """``(outs, backward, residuals)``: eagerly (nothing being traced), the tape
+    of ``interpreters/tape.py`` (``backward(cts)``, residuals None); under
+    another transformation, linearize the whole function into one linear
+    jaxpr (``backward(residuals, cts)``).  ``cts`` are the cotangents of the
+    leading outputs (the others are aux values)."""
     if core.current_trace() is core.EVAL_TRACE and not core._float_checks:
         # (with jax_debug_nans/infs on, every primal result goes through EvalTrace's check)
-        return tape.vjp_eager(f_flat, primals)
+        outs, backward = tape.vjp_eager(f_flat, primals)
+        return outs, backward, None
     outs, jaxpr, residuals = ad.linearize_flat(f_flat, primals)
 
-    def backward(cts):
+    def backward(residuals, cts):
         n = len(cts)
         main = Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.eqns, jaxpr.outvars[:n])
         return ad.backward_pass(main, residuals, list(cts))
-    return outs, backward
+    return outs, backward, residuals
 
 
 def linear_transpose(fun: Callable, *primals):
@@ -414,7 +439,7 @@ def linear_transpose(fun: Callable, *primals):
 
 
 def _is_complex(dtype) -> bool:
-    return np.dtype(dtype).kind == "c"
+    return dtype_kind(np.dtype(dtype)) == "c"
 
 
 def _check_diff_inputs(dyn_args, argnums, allow_int: bool, who: str,
@@ -462,7 +487,7 @@ def _check_output_dtype(who: str, holomorphic: bool, ans):
             f"holomorphic=True; otherwise take the real part (or abs(...)**2) of the "
             f"output, or use vjp directly for the derivative of a non-holomorphic "
             f"function with complex outputs.")
-    elif dt.kind != "f":
+    elif not is_floating(dt):
         raise TypeError(f"{who} requires real-valued outputs (output dtype that is a "
                         f"sub-dtype of np.floating), but got {dt.name}. For functions "
                         f"with integer outputs use vjp directly.")
@@ -518,6 +543,36 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
         value, g = vg(*args, **kwargs)
         return (g, value[1]) if has_aux else g
     return grad_f
+
+
+def fwd_and_bwd(fun: Callable, argnums, has_aux: bool = False, jitted: bool = True):
+    """``(fwd, bwd)``, the forward and backward passes of ``fun`` as two
+    functions (JAX's ``jax.fwd_and_bwd``): ``fwd(*args)`` is
+    ``(fun(*args), residuals)`` (``(..., aux)`` with ``has_aux``), and
+    ``bwd(residuals, cotangent)`` the cotangents of the ``argnums`` arguments
+    (one, or a tuple when ``argnums`` is a sequence).  ``residuals`` is the
+    vjp's pullback, a pytree: with ``jitted`` both passes are jitted once and
+    ``bwd`` is reused across steps without retracing."""
+    _check_callable(fun, "fwd_and_bwd")
+    if not isinstance(argnums, int):
+        argnums = tuple(argnums)
+
+    def fwd(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "fwd_and_bwd")
+        f = (lambda *a: fun(*a, **kwargs)) if kwargs else fun
+        f_partial, dyn = _partial_argnums(f, args, nums)
+        return vjp(f_partial, *dyn, has_aux=has_aux)
+
+    def bwd(residuals, cotangent):
+        if not callable(residuals):
+            raise TypeError("fwd_and_bwd: bwd's first argument must be the residuals that "
+                            f"fwd returned, got {type(residuals).__name__}")
+        g = residuals(cotangent)
+        return g[0] if isinstance(argnums, int) else g
+    if jitted:
+        from fungrad.jitting import jit
+        fwd, bwd = jit(fwd), jit(bwd)
+    return fwd, bwd
 
 
 # ----------------------------------------------------------------------------

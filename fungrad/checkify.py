@@ -34,6 +34,7 @@ import math
 from typing import Callable
 
 import numpy as np
+from fungrad._dtype_classes import is_inexact
 
 from fungrad import core, lax
 from fungrad import numpy as fnp
@@ -268,7 +269,7 @@ def _default_rule(error, errors, eqn, invals):
 
 
 def _nan_check(error, name, outs):
-    floats = [o for o in outs if get_aval(o).dtype.kind in "fc" and get_aval(o).size]
+    floats = [o for o in outs if is_inexact(get_aval(o).dtype) and get_aval(o).size]
     if not floats:
         return error
     found = fnp.any(fnp.stack([fnp.any(fnp.isnan(o)) for o in floats]))

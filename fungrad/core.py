@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact, kind as dtype_kind
 from fungrad import _config
 
 __all__ = [
@@ -138,7 +139,7 @@ class ShapedArray(AbstractValue):
     def to_tangent_aval(self) -> "ShapedArray":
         """The type of this type's tangents (JAX's method): itself for floats,
         ``float0`` of the same shape for integers and booleans."""
-        if self.dtype.kind in "fc":
+        if is_inexact(self.dtype):
             return self
         return ShapedArray(self.shape, float0)
 
@@ -184,6 +185,13 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray((), scalar_dtype(x), weak_type=type(x) is not bool)
     if type(x) in _global_array_types:   # fungrad.sharding's arrays: no gather for an aval
         return x.aval
+    if type(x) in pytype_aval_mappings and not isinstance(typeof(x), ShapedArray):
+        raise NotImplementedError(
+            f"a {type(x).__name__} (of type {typeof(x)!r}) cannot be an argument of a "
+            "transformation (jit, grad, vmap, scan...) or an operand of an operation: "
+            "fungrad runs mutable array refs (jax.new_ref) and hijax types "
+            "(register_hitype) eagerly only. Pass the arrays they hold (ref[...]) and "
+            "return new values instead.")
     try:
         arr = np.asarray(x)
     except Exception as err:  # pragma: no cover - numpy's own message is kept
@@ -195,9 +203,19 @@ def get_aval(x) -> ShapedArray:
     return ShapedArray(arr.shape, arr.dtype)
 
 
-def typeof(x) -> ShapedArray:
-    """The abstract value (type) of ``x``: its ShapedArray (``jax.typeof``);
-    a TypeError for values that are not arrays or scalars."""
+# Value classes whose type is not a ShapedArray (JAX's ``pytype_aval_mappings``):
+# class -> fn(value) -> its abstract value.  Mutable array refs (fungrad.refs)
+# and the types of ``fungrad.experimental.hijax.register_hitype`` enter here.
+pytype_aval_mappings: dict[type, Callable[[Any], AbstractValue]] = {}
+
+
+def typeof(x) -> AbstractValue:
+    """The abstract value (type) of ``x``: its ShapedArray (``jax.typeof``), or
+    what ``pytype_aval_mappings`` says for a registered value class; a
+    TypeError for other values."""
+    to_type = pytype_aval_mappings.get(type(x))
+    if to_type is not None:
+        return to_type(x)
     return get_aval(x)
 
 
@@ -979,7 +997,7 @@ def _nonfinite(values) -> str | None:
     """"nan" or "inf" if a float result holds one the enabled checks look for."""
     for v in values:
         v = np.asarray(v)
-        if v.dtype.kind not in "fc" or not v.size:
+        if not is_inexact(v.dtype) or not v.size:
             continue
         if _config.debug_nans.value and np.isnan(v).any():
             return "nan"
@@ -1068,7 +1086,7 @@ def _describe_transforms(transforms) -> str:
 
 def _describe_input(x) -> str:
     aval = get_aval(x)
-    v = np.asarray(x) if aval.dtype.kind in "fc" else None
+    v = np.asarray(x) if is_inexact(aval.dtype) else None
     if v is None:
         return aval.str_short()
     held = [k for k, test in (("nan", np.isnan), ("inf", np.isinf)) if v.size and test(v).any()]
@@ -1091,7 +1109,7 @@ def wrap_array(x) -> "Array":
             return x
         if t is float:
             x, t = np.float64(x), np.float64
-        if issubclass(t, np.generic) and x.dtype.kind in "biufc":
+        if issubclass(t, np.generic) and dtype_kind(x.dtype) in "biufc":
             # a 0-d Array over the scalar's (read-only) buffer: cheaper than
             # asarray + view + setflags, on every scalar result
             return _new_ndarray(Array, (), x.dtype, x)

@@ -30,6 +30,7 @@ import functools
 from typing import Callable
 
 import numpy as np
+from fungrad._dtype_classes import is_inexact
 
 from fungrad.core import Primitive, get_aval, eval_jaxpr
 from fungrad.custom_derivatives import _being_linearized, _derived_rule
@@ -63,7 +64,7 @@ custom_vmap_call_p.batch = _batch
 
 
 def _differentiable(aval) -> bool:
-    return np.issubdtype(aval.dtype, np.inexact)
+    return is_inexact(aval.dtype)
 
 
 def _jvp(primals, tangents, jaxpr, rule):

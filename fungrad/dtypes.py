@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from fungrad import core
+from fungrad import _dtype_classes, core
 from fungrad.core import float0, get_aval
 from fungrad.numpy._lattice import TypePromotionError
+from fungrad.numpy._dtypes import issubdtype as _issubdtype
 from fungrad.numpy._shape import result_type as _result_type
 
 __all__ = ["canonicalize_dtype", "float0", "issubdtype", "result_type", "finfo", "iinfo",
            "prng_key", "extended", "KeyTy", "TypePromotionError", "dtype"]
 
-finfo = np.finfo
-iinfo = np.iinfo
+finfo = _dtype_classes.finfo    # ml_dtypes' finfo/iinfo: NumPy's, and bfloat16's, int4's ...
+iinfo = _dtype_classes.iinfo
 
 
 class extended(np.generic):
@@ -59,15 +60,9 @@ def canonicalize_dtype(dtype, allow_extended_dtype: bool = False) -> np.dtype:
 
 
 def issubdtype(a, b) -> bool:
-    """``np.issubdtype``, also for ``float0`` and the abstract ``extended``/``prng_key``."""
-    if isinstance(a, KeyTy) or isinstance(b, KeyTy):    # typed keys' dtypes
-        if isinstance(b, KeyTy):
-            return a == b
-        return isinstance(b, type) and issubclass(a.type, b)
-    is_float0 = lambda d: isinstance(d, np.dtype) and d == float0
-    if is_float0(a) or is_float0(b):       # float0 is its own category (JAX's)
-        return is_float0(a) and is_float0(b)
-    return bool(np.issubdtype(a, b))
+    """``np.issubdtype``, also for ``float0``, ml_dtypes' types and the abstract
+    ``extended``/``prng_key``."""
+    return _issubdtype(a, b)
 
 
 def result_type(*args, return_weak_type_flag: bool = False):

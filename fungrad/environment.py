@@ -14,7 +14,7 @@ from fungrad import _config, core
 from fungrad.core import Trace, Tracer, bind_on, new_trace_context
 
 __all__ = ["disable_jit", "ensure_compile_time_eval", "default_device", "clear_caches",
-           "live_arrays", "print_environment_info"]
+           "live_arrays", "print_environment_info", "copy_to_host_async", "effects_barrier"]
 
 
 def disable_jit(disable: bool = True):
@@ -60,6 +60,26 @@ def clear_caches() -> None:
     """Drop every cache of staged and compiled code (``jit``'s, control flow's)."""
     for clear in _config.on_tracing_change:
         clear()
+
+
+def copy_to_host_async(x):
+    """Start copying each leaf of ``x`` to the host (``jax.copy_to_host_async``):
+    calls the leaves' ``copy_to_host_async`` where they have one (fungrad
+    Arrays are already on the host; sharded ones fetch their blocks) and
+    returns ``x``."""
+    from fungrad.tree_util import tree_leaves
+    for leaf in tree_leaves(x):
+        start = getattr(leaf, "copy_to_host_async", None)
+        if start is not None:
+            start()
+    return x
+
+
+def effects_barrier() -> None:
+    """Wait until every side effect (``debug.print``, ``io_callback``) of the
+    functions run so far has happened (``jax.effects_barrier``).  fungrad runs
+    callbacks synchronously, in program order, before a call returns, so by
+    the time this is reached they all have."""
 
 
 def live_arrays() -> list:

@@ -23,6 +23,7 @@ import sys
 
 import numpy as np
 
+from fungrad._dtype_classes import is_small
 from fungrad.jitting import jit as _jit
 from fungrad.interpreters import codegen
 from fungrad.interpreters.lowering import module_alias as _alias
@@ -37,9 +38,11 @@ def _const_source(name: str, value) -> str:
     if arr.dtype == object:     # e.g. the call of a shard_map: not NumPy data
         raise TypeError(f"export: the generated code calls {type(value).__name__}, which is "
                         "not NumPy data; this function cannot be exported as NumPy-only code")
-    if arr.dtype.kind not in "biufcmMSU" or arr.dtype.fields is not None:
-        raise TypeError(f"export: a constant of dtype {arr.dtype} (structured or void) cannot "
-                        "be written to a NumPy-only module; use numeric arrays")
+    # dtype.kind: ml_dtypes' types (kind 'V', float8_e5m2 'f') are not NumPy's own
+    if arr.dtype.kind not in "biufcmMSU" or arr.dtype.fields is not None or is_small(arr.dtype):
+        raise TypeError(f"export: a constant of dtype {arr.dtype} (structured, void or one of "
+                        "ml_dtypes' types) cannot be written to a NumPy-only module; use "
+                        "NumPy's numeric dtypes")
     arr = arr.astype(arr.dtype.newbyteorder("="), copy=False)   # the module's bytes are native
     return (f"{name} = np.frombuffer(bytes.fromhex({arr.tobytes().hex()!r}), "
             f"dtype={arr.dtype.str!r}).reshape({arr.shape!r})")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+from fungrad._dtype_classes import is_floating
 
 from fungrad import lax
 from fungrad import numpy as fnp
@@ -57,7 +58,7 @@ def fixed_point(f: Callable, z0, params, *, tol: float = 1e-10, max_iter: int = 
     if solver not in ("iterate", "dense"):
         raise ValueError(f"fixed_point: solver must be 'iterate' or 'dense', got {solver!r}")
     z0 = fnp.asarray(z0)
-    if z0.dtype.kind != "f":
+    if not is_floating(z0.dtype):
         raise TypeError(f"fixed_point: z0 must be a float array, got {z0.dtype}")
 
     def solve(F, z_init):

@@ -21,6 +21,7 @@ import gc
 import inspect
 import logging
 import threading
+import time
 import types
 import weakref
 from collections import OrderedDict
@@ -28,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fungrad import _config, core
+from fungrad import _config, core, monitoring
 from fungrad.core import ClosedJaxpr, Tracer, get_aval, plain_array, wrap_array
 from fungrad.interpreters.codegen import compiled, compiled_scalar_or_numpy
 from fungrad.interpreters.partial_eval import (by_value, closure_convert, output_value,
@@ -83,7 +84,7 @@ def _output_kind(out_tree) -> str:
 
 class _Entry:
     __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "output_kind",
-                 "scalar_args", "may_alias", "weak_outputs", "run")
+                 "scalar_args", "may_alias", "weak_outputs", "run", "partition_runners")
 
 
 def _positional_key(args):
@@ -463,6 +464,12 @@ class Jitted:
         self._cache = _cache_for(fun, (self.static_argnums, self.static_argnames, self.backend))
         _instances.add(self)
 
+    def _cache_size(self) -> int:
+        """How many signatures are compiled for this function (JAX's
+        ``jitted._cache_size()``, which tests use to check that a loop does
+        not retrace)."""
+        return len(self._cache.entries)
+
     def _describe_position(self, n: int) -> str:
         try:
             params = list(inspect.signature(self.fun).parameters)
@@ -521,6 +528,9 @@ class Jitted:
                     self._raise_overflow(args, kwargs, (), args, err)
         entry, leaves = self._entry(args, kwargs)
         if core._global_array_types and any(type(x) in core._global_array_types for x in leaves):
+            outs = _partitioned(self, entry, leaves) if eager else None
+            if outs is not None:
+                return tree_unflatten(entry.out_tree, outs)
             _log_gather_once(self, entry, leaves)
         if eager and entry.cacheable:
             try:
@@ -570,8 +580,16 @@ class Jitted:
             out_store.append(out_tree)
             return [output_value(x, f"jit({self.name}): output {i}")
                     for i, x in enumerate(out_leaves)]
+        timed = monitoring.has_duration_listeners()
+        started = time.perf_counter() if timed else 0.0
         jaxpr, consts = trace_to_jaxpr(flat_fun, avals, self._arg_names(args, kwargs, nums),
                                        name=f"jit({self.name})")
+        if timed:
+            monitoring.record_event_duration_secs(
+                "/jax/core/compile/jaxpr_trace_duration", time.perf_counter() - started,
+                fun_name=getattr(self.fun, "__name__", self.name))
+        if _config.enable_checks.value:
+            core.typecheck_jaxpr(jaxpr)
         consts = [by_value(c) for c in consts]   # a compiled program's constants are its own
         entry = _Entry()
         entry.closed, entry.hoisted = closure_convert(jaxpr, consts)
@@ -581,7 +599,14 @@ class Jitted:
         entry.cacheable = not entry.hoisted
         entry.weak_outputs = weak_output_indices(entry.closed)
         if entry.cacheable:
+            started = time.perf_counter() if timed else 0.0
             comp = self._compiled(entry.closed)   # (checking code if traced by _call_checked)
+            if timed:
+                monitoring.record_event_duration_secs(
+                    "/jax/core/compile/backend_compile_duration",
+                    time.perf_counter() - started, fun_name=f"jit({self.name})")
+            if _config.enable_checks.value:
+                core.typecheck_jaxpr(comp.jaxpr)      # what the passes made of it
             entry.fn, entry.consts = comp.fn, comp.consts
             entry.may_alias = outputs_that_may_alias(comp.jaxpr)
             entry.run = _runner(entry)
@@ -632,9 +657,17 @@ class Jitted:
 
     def _explain_miss(self, key):
         last = self._cache.last_key
+        if _config.no_tracing.value:
+            raise RuntimeError(f"re-tracing function {self.name} for `jit` (arguments "
+                               f"{key[1]}), but 'no_tracing' is set (jax_no_tracing); "
+                               "call it with the shapes, dtypes and static values it "
+                               "was compiled for, or leave no_tracing")
         if _config.log_compiles.value:    # jax_log_compiles: every trace, with its reason
             reason = "first call" if last is None else _describe_change(last, key)
             log.warning("jit(%s): tracing for arguments %s: %s", self.name, key[1], reason)
+        elif _config.explain_cache_misses.value and last is not None:
+            log.warning("jit(%s): TRACING CACHE MISS: %s", self.name,
+                        _describe_change(last, key))
         elif log.isEnabledFor(logging.DEBUG) and last is not None:
             log.debug("jit(%s): cache miss: %s", self.name, _describe_change(last, key))
         self._cache.last_key = key
@@ -791,16 +824,18 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), *
 # it installs them here when imported (as fungrad.numpy installs the array
 # methods on core's classes).
 
-#: an object with ``check_inputs(name, in_shardings, args)`` and
-#: ``place_outputs(name, out_shardings, outputs)``, set by fungrad.sharding
+#: an object with ``check_inputs(name, in_shardings, args)``,
+#: ``place_outputs(name, out_shardings, outputs)`` and ``partitioned_runner``
+#: (fungrad/distributed/partition.py), set by fungrad.sharding
 sharding_support = None
 
 
 class JittedWithShardings(Jitted):
     """``jit(f, in_shardings=..., out_shardings=...)``: the arguments are checked
     against ``in_shardings`` (tree prefix, mesh axes dividing the dimensions),
-    the program runs as any jitted one (in this process: sharded arguments
-    are gathered, logged once), and the outputs are placed by ``out_shardings``
+    the program runs as any jitted one (arguments split along one mesh axis:
+    data-parallel on the mesh, see ``_partitioned``; other shardings gathered
+    into this process, logged once), and the outputs are placed by ``out_shardings``
     (blocks on the mesh's devices; on one device, the array itself)."""
 
     def __init__(self, fun, static_argnums, static_argnames, in_shardings, out_shardings,
@@ -818,6 +853,27 @@ class JittedWithShardings(Jitted):
         return out
 
 
+def _partitioned(jitted, entry, leaves):
+    """The outputs of ``entry``'s program run data-parallel over the mesh its
+    sharded arguments share (``distributed/partition.py``, reached through
+    ``sharding_support``: it is a library above this module), or None when that
+    is outside what is partitioned automatically (then it runs gathered)."""
+    cache = getattr(entry, "partition_runners", None)
+    if cache is None:
+        cache = entry.partition_runners = {}
+    runner = sharding_support.partitioned_runner(entry.closed, len(entry.hoisted), leaves,
+                                                 cache)
+    if runner is None:
+        return None
+    if cache.get("replicated") and not getattr(jitted, "_replicated_logged", False):
+        jitted._replicated_logged = True
+        log.warning("jit(%s): runs data-parallel on the mesh, but these operations read a "
+                    "split value along the split dimension and run on the whole "
+                    "(all-gathered) value on every device: %s", jitted.name,
+                    "; ".join(cache["replicated"]))
+    return list(runner(*entry.hoisted, *leaves))
+
+
 def _log_gather_once(jitted, entry, leaves):
     """Sharded arguments that the program reads outside a ``shard_map`` are
     gathered into this process and computed here: say so once per function."""
@@ -830,9 +886,16 @@ def _log_gather_once(jitted, entry, leaves):
     if spread:
         jitted._gather_logged = True
         log.warning("jit(%s): %d argument(s) sharded over several devices are gathered into "
-                    "this process and computed here (correct, not parallel: fungrad does not "
-                    "partition jit automatically; shard_map runs a program on the workers)",
-                    jitted.name, len(spread))
+                    "this process and computed here (correct, not parallel: %s; shard_map "
+                    "says exactly what runs on the workers)", jitted.name, len(spread),
+                    _why_not_partitioned(entry))
+
+
+def _why_not_partitioned(entry) -> str:
+    reason = (getattr(entry, "partition_runners", None) or {}).get("reason")
+    return (f"automatic partitioning stops at {reason}" if reason else
+            "the arguments are not split along one mesh axis, which is what fungrad "
+            "partitions automatically")
 
 
 def _read_outside_shard_map(jaxpr) -> set:

@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 
+from fungrad._dtype_classes import is_floating, is_inexact
 from fungrad import lax
 from fungrad import numpy as fnp
 from fungrad.flatten_util import ravel_pytree
@@ -102,7 +103,7 @@ def _check_times(t):
     t = fnp.asarray(t)
     if t.ndim != 1 or t.shape[0] < 1:
         raise ValueError(f"odeint: t must be a 1-d array of output times, got shape {t.shape}")
-    if t.dtype.kind != "f":
+    if not is_floating(t.dtype):
         t = t.astype(np.float64)
     try:
         if np.any(np.diff(np.asarray(t)) < 0):
@@ -159,7 +160,7 @@ def _odeint_flat(closed, hoisted, y0, t, arg_leaves, arg_tree, rtol, atol, mxste
     ((hoisted values, y, t, argument leaves) -> dy/dt), with the adjoint rule."""
     from fungrad.custom_derivatives import custom_vjp
     from fungrad.core import eval_jaxpr
-    bad = [i for i, x in enumerate(arg_leaves) if fnp.asarray(x).dtype.kind not in "fc"]
+    bad = [i for i, x in enumerate(arg_leaves) if not is_inexact(fnp.asarray(x).dtype)]
     if bad:
         raise TypeError(f"odeint: the extra arguments must be float arrays (leaves {bad} are "
                         "not); close over integer or boolean values in func instead")

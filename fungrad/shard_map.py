@@ -52,7 +52,7 @@ from fungrad.sharding import (Mesh, PartitionSpec, ShardedArray, block_shape, ch
                               global_shape, merge_blocks, split_blocks)
 from fungrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
-__all__ = ["shard_map", "shard_map_p"]
+__all__ = ["shard_map", "shard_map_p", "smap"]
 
 
 # ----------------------------------------------------------------------------
@@ -394,22 +394,34 @@ class _ShardMapped:
         leaves = [_as_value(x) for _, x in paths]
         specs = _spec_leaves(self.in_specs, in_tree, "in_specs")
         avals = [get_aval(x) for x in leaves]
-        key = (in_tree, tuple(specs), tuple((a.shape, a.dtype, a.weak_type) for a in avals))
+        mesh = self._current_mesh()
+        key = (in_tree, tuple(specs), tuple((a.shape, a.dtype, a.weak_type) for a in avals),
+               mesh)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._trace(paths, in_tree, specs, avals)
+            hit = self._trace(paths, in_tree, specs, avals, mesh)
             if not hit[1]:
                 if len(self._cache) >= _TRACE_CACHE_SIZE:    # bounded, as jit's cache
                     self._cache.pop(next(iter(self._cache)), None)
                 self._cache[key] = hit
         closed, hoisted, out_tree, out_specs = hit
         in_specs = (PartitionSpec(),) * len(hoisted) + tuple(specs)
-        outs = shard_map_p.bind(*hoisted, *leaves, **_params(closed, self.mesh, in_specs,
+        outs = shard_map_p.bind(*hoisted, *leaves, **_params(closed, mesh, in_specs,
                                                              out_specs, self.check_vma))
         return tree_unflatten(out_tree, outs)
 
-    def _trace(self, paths, in_tree, specs, avals):
-        mesh = self.mesh
+    def _current_mesh(self) -> Mesh:
+        """The mesh given to shard_map, else the one ``set_mesh`` put in context."""
+        if self.mesh is not None:
+            return self.mesh
+        from fungrad.sharding import get_mesh
+        mesh = get_mesh()
+        if mesh is None:
+            raise ValueError("shard_map: no mesh: pass mesh=..., or put one in context with "
+                             "jax.set_mesh(mesh)")
+        return mesh
+
+    def _trace(self, paths, in_tree, specs, avals, mesh):
         blocks = []
         for (path, _), spec, aval in zip(paths, specs, avals):
             what = f"shard_map argument args{keystr(path)} (in_specs {spec})"
@@ -448,9 +460,10 @@ def _as_value(x):
     return value
 
 
-def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs, out_specs,
+def shard_map(f: Callable | None = None, /, *, mesh: Mesh | None = None, in_specs, out_specs,
               check_vma: bool = True, check_rep: bool | None = None, axis_names=None):
-    """Map ``f`` over the blocks of ``mesh`` (see the module docstring).
+    """Map ``f`` over the blocks of ``mesh`` (see the module docstring); without
+    ``mesh``, the one ``jax.set_mesh`` put in context when the function is called.
 
     ``in_specs``/``out_specs``: PartitionSpecs (pytree prefixes of the
     positional arguments and of the outputs).  ``check_vma``: check that
@@ -461,12 +474,57 @@ def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs, out_specs,
         return lambda g: shard_map(g, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
                                    check_vma=check_vma, check_rep=check_rep,
                                    axis_names=axis_names)
-    if not isinstance(mesh, Mesh):
+    if mesh is not None and not isinstance(mesh, Mesh):
         raise TypeError(f"shard_map: mesh must be a fungrad.sharding.Mesh, got "
                         f"{type(mesh).__name__}")
-    if axis_names is not None and set(axis_names) != set(mesh.axis_names):
+    if axis_names is not None and mesh is not None and set(axis_names) != set(mesh.axis_names):
         raise NotImplementedError("shard_map: axis_names (manual over some mesh axes only) is "
                                   "not supported; every mesh axis is manual")
     if check_rep is not None:
         check_vma = check_rep
     return _ShardMapped(f, mesh, in_specs, out_specs, bool(check_vma))
+
+
+# ----------------------------------------------------------------------------
+# smap: a shard_map over one axis of the mesh in context
+# ----------------------------------------------------------------------------
+
+class _InferAxes:
+    def __repr__(self):
+        return "Infer"
+
+
+Infer = _InferAxes()
+
+
+def _axis_spec(axis_name, axis):
+    if axis is None:
+        return PartitionSpec()
+    if not isinstance(axis, int) or isinstance(axis, bool) or axis < 0:
+        raise TypeError(f"smap: axes must be non-negative ints or None, got {axis!r}")
+    return PartitionSpec(*([None] * axis), axis_name)
+
+
+def smap(f: Callable | None = None, /, *, in_axes=Infer, out_axes, axis_name):
+    """``jax.smap``: ``f`` mapped over the mesh axis ``axis_name`` of the mesh
+    in context (``jax.set_mesh``), each instance seeing its block of the
+    arguments split along ``in_axes`` (an int or None for all, or a tuple per
+    positional argument) and producing its block of the outputs, assembled
+    along ``out_axes``.  A shard_map whose specs name only ``axis_name``;
+    values are replicated over the mesh's other axes."""
+    if f is None:
+        return lambda g: smap(g, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+    if isinstance(axis_name, (list, tuple)):
+        raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got {axis_name}")
+    if in_axes is Infer:
+        raise TypeError("smap: in_axes must be given (fungrad does not infer them from "
+                        "explicitly sharded types)")
+    if in_axes is not None and not isinstance(in_axes, (int, tuple)):
+        raise TypeError("smap in_axes must be an int, None, or a tuple of entries "
+                        f"corresponding to the positional arguments, but got {in_axes}.")
+    from fungrad.tree_util import tree_map
+    to_spec = lambda a: _axis_spec(axis_name, a)            # noqa: E731
+    in_specs = to_spec(in_axes) if not isinstance(in_axes, tuple) else \
+        tree_map(to_spec, in_axes, is_leaf=lambda a: a is None)
+    out_specs = tree_map(to_spec, out_axes, is_leaf=lambda a: a is None)
+    return shard_map(f, in_specs=in_specs, out_specs=out_specs)

@@ -17,6 +17,7 @@ fungrad ``Array`` lives there (``SingleDeviceSharding``).
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,7 +31,8 @@ from fungrad.tree_util import (keystr, tree_flatten_with_path, tree_leaves, tree
 
 __all__ = ["Mesh", "PartitionSpec", "P", "Sharding", "NamedSharding", "SingleDeviceSharding",
            "ShardedArray", "Shard", "make_mesh", "device_put", "device_get", "block_until_ready",
-           "describe_shards", "AbstractMesh", "get_abstract_mesh"]
+           "describe_shards", "AbstractMesh", "get_abstract_mesh", "get_mesh", "set_mesh",
+           "reshard"]
 
 
 # ----------------------------------------------------------------------------
@@ -49,7 +51,9 @@ class PartitionSpec(tuple):
             if not ok:
                 raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a "
                                 f"tuple of names, got {p!r}")
-        return super().__new__(cls, partitions)
+        # (as JAX: a one-name tuple is that name, so P(('data',)) == P('data'))
+        return super().__new__(cls, tuple(p[0] if isinstance(p, tuple) and len(p) == 1
+                                          else p for p in partitions))
 
     def __repr__(self):
         return f"PartitionSpec{tuple.__repr__(self)}"
@@ -68,7 +72,8 @@ class PartitionSpec(tuple):
         return tuple(n for d in range(len(self)) for n in self.axes_of(d))
 
     def normalized(self) -> "PartitionSpec":
-        """The same spec with names as tuples and trailing Nones dropped."""
+        """The same spec with trailing Nones dropped (names as tuples, a single
+        name as itself)."""
         parts = [self.axes_of(d) or None for d in range(len(self))]
         while parts and parts[-1] is None:
             parts.pop()
@@ -192,11 +197,57 @@ Mesh.abstract_mesh = property(lambda self: AbstractMesh(self.axis_sizes, self.ax
 Mesh.empty = property(lambda self: self.size == 0)
 
 
+_context = threading.local()      # .mesh: the mesh jax.set_mesh put in context
+
+
+def get_mesh():
+    """The mesh ``set_mesh`` put in context in this thread, or None."""
+    return getattr(_context, "mesh", None)
+
+
 def get_abstract_mesh() -> AbstractMesh:
     """The mesh that traced code runs under (``jax.sharding.get_abstract_mesh``):
-    fungrad has no ambient mesh (meshes are passed to ``shard_map`` and
-    ``NamedSharding`` explicitly), so it is the empty one."""
-    return AbstractMesh((), ())
+    the abstract mesh of the one ``set_mesh`` put in context, else the empty
+    one."""
+    mesh = get_mesh()
+    return AbstractMesh((), ()) if mesh is None else mesh.abstract_mesh
+
+
+class set_mesh:
+    """``jax.set_mesh(mesh)``: put ``mesh`` in context for this thread, so that
+    bare ``PartitionSpec``s stand for ``NamedSharding(mesh, spec)``
+    (``device_put``, ``reshard``, ``jit``'s shardings) and ``shard_map``/
+    ``smap`` need no ``mesh=``.  A call sets it; used as a context manager,
+    the previous mesh comes back at the end of the block."""
+    __slots__ = ("previous",)
+
+    def __init__(self, mesh):
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
+        if core.current_trace() is not core.EVAL_TRACE:
+            raise ValueError("`set_mesh` can only be used outside of `jax.jit` (and other "
+                             "transformations)")
+        self.previous = get_mesh()
+        _context.mesh = mesh
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _context.mesh = self.previous
+
+
+def resolve_sharding(sharding, who: str):
+    """``sharding``, with a bare ``PartitionSpec`` made a ``NamedSharding`` over
+    the mesh in context."""
+    if not isinstance(sharding, PartitionSpec):
+        return sharding
+    mesh = get_mesh()
+    if mesh is None:
+        raise ValueError(f"{who}: a bare PartitionSpec {sharding} needs a mesh: pass "
+                         "NamedSharding(mesh, spec), or put a mesh in context with "
+                         "jax.set_mesh(mesh)")
+    return NamedSharding(mesh, sharding)
 
 
 # ----------------------------------------------------------------------------
@@ -632,12 +683,15 @@ class _JitShardingSupport:
         """(sharding, leaf, path) for every leaf, ``shardings`` a tree prefix of
         ``tree`` (a single sharding applies to every leaf)."""
         leaves = tree_flatten_with_path(tree)[0]
-        if shardings is None or isinstance(shardings, Sharding):
-            return [(shardings, leaf, keystr(p)) for p, leaf in leaves]
+        if shardings is None or isinstance(shardings, (Sharding, PartitionSpec)):
+            return [(resolve_sharding(shardings, f"jit({name}): {what}"), leaf, keystr(p))
+                    for p, leaf in leaves]
         per_leaf = []
         try:
-            tree_map(lambda s, sub: per_leaf.extend([s] * len(tree_leaves(sub))),
-                     shardings, tree, is_leaf=lambda s: s is None or isinstance(s, Sharding))
+            tree_map(lambda s, sub: per_leaf.extend(
+                         [resolve_sharding(s, f"jit({name}): {what}")] * len(tree_leaves(sub))),
+                     shardings, tree,
+                     is_leaf=lambda s: s is None or isinstance(s, (Sharding, PartitionSpec)))
         except (ValueError, TypeError) as err:
             raise ValueError(f"jit({name}): {what} must be a Sharding or a pytree prefix of the "
                              f"{'positional arguments' if what == 'in_shardings' else 'outputs'}"
@@ -650,6 +704,11 @@ class _JitShardingSupport:
                 block_shape(np.shape(leaf), sharding.spec, sharding.mesh,
                             f"jit({name}): argument {path or '0'} (shape {np.shape(leaf)}, "
                             f"mesh {dict(sharding.mesh.shape)})")
+
+    @staticmethod
+    def partitioned_runner(closed, n_hoisted, leaves, cache):
+        from fungrad.distributed.partition import partitioned_runner
+        return partitioned_runner(closed, n_hoisted, leaves, cache)
 
     def place_outputs(self, name, out_shardings, out):
         pairs = self._pairs(name, "out_shardings", out_shardings, out)
@@ -688,6 +747,41 @@ def make_array_from_callback(shape, sharding: Sharding, data_callback, dtype=Non
     return device_put(full, sharding)
 
 
+def make_array_from_single_device_arrays(shape, sharding: Sharding, arrays, *, dtype=None):
+    """The global array of ``shape`` whose block on the k-th device of
+    ``sharding`` (in ``sharding.devices_indices_map`` order) is ``arrays[k]``,
+    as ``jax.make_array_from_single_device_arrays``."""
+    shape = tuple(int(d) for d in shape)
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"make_array_from_single_device_arrays: sharding must be a Sharding, "
+                        f"got {type(sharding).__name__}")
+    indices = list(sharding.devices_indices_map(shape).values())
+    arrays = list(arrays)
+    if len(arrays) != len(indices):
+        raise ValueError(f"make_array_from_single_device_arrays: {len(arrays)} arrays given "
+                         f"for a sharding over {len(indices)} devices; pass one per device")
+    by_index = {}
+    for k, (index, block) in enumerate(zip(indices, arrays)):
+        key = tuple(s.indices(d)[:2] for s, d in zip(index, shape))
+        by_index.setdefault(key, np.asarray(block))
+    return make_array_from_callback(
+        shape, sharding,
+        lambda index: by_index[tuple(s.indices(d)[:2] for s, d in zip(index, shape))],
+        dtype=dtype)
+
+
+def make_array_from_process_local_data(sharding: Sharding, local_data, global_shape=None):
+    """``jax.make_array_from_process_local_data``: with one controller process
+    its local data is the whole array, placed by ``sharding``."""
+    local_data = np.asarray(local_data)
+    if global_shape is not None and tuple(global_shape) != local_data.shape:
+        raise ValueError(f"make_array_from_process_local_data: global_shape "
+                         f"{tuple(global_shape)} differs from the local data's shape "
+                         f"{local_data.shape}, but this is the only process, so its data is "
+                         "the whole array")
+    return device_put(local_data, sharding)
+
+
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """Place ``x`` (a pytree of arrays) on ``device`` (a device or a sharding).
 
@@ -702,10 +796,35 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     for path, leaf in paths:
         _check_leaf(leaf, keystr(path))
     leaves = [leaf for _, leaf in paths]
+    device = resolve_sharding(device, "device_put")
     if device is None or isinstance(device, (Device, Sharding)):
         return tree_unflatten(treedef, [_put_one(v, device) for v in leaves])
     where = treedef.flatten_up_to(device)
     return tree_unflatten(treedef, [_put_one(v, w) for v, w in zip(leaves, where)])
+
+
+def reshard(xs, out_shardings):
+    """``jax.reshard``: ``xs`` (a pytree) placed by ``out_shardings`` (a
+    sharding, bare ``PartitionSpec`` with a mesh in context, or a pytree prefix
+    of them).  Inside ``jit`` the values are unchanged: fungrad's ``jit``
+    partitions by its arguments' shardings (``with_sharding_constraint``)."""
+    leaves, treedef = tree_flatten_with_path(xs)
+    if out_shardings is None:
+        raise ValueError("reshard: out_shardings must be a sharding or PartitionSpec, "
+                         "not None")
+    if isinstance(out_shardings, (Sharding, PartitionSpec)):
+        per_leaf = [out_shardings] * len(leaves)
+    else:
+        per_leaf = _JitShardingSupport._pairs("reshard", "out_shardings", out_shardings, xs)
+        per_leaf = [s_ for s_, _, _ in per_leaf]
+    placed = []
+    for (path, x), sharding in zip(leaves, per_leaf):
+        sharding = resolve_sharding(sharding, "reshard")
+        if isinstance(sharding, NamedSharding):
+            check_spec(sharding.spec, sharding.mesh, f"reshard: {keystr(path) or 'x'}",
+                       np.ndim(x))
+        placed.append(x if isinstance(x, Tracer) else _put_one(x, sharding))
+    return tree_unflatten(treedef, placed)
 
 
 def device_get(x):

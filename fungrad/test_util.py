@@ -33,6 +33,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from fungrad._dtype_classes import BFLOAT16, finfo as dtype_finfo, is_inexact, issubdtype as dtype_issubdtype
 from fungrad import api
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
@@ -43,19 +44,20 @@ _DEFAULTS = {
     np.dtype(np.float64): (1e-4, 1e-5, 1e-5),
     np.dtype(np.float32): (1e-2, 2e-2, 2e-2),
     np.dtype(np.float16): (1e-1, 1e-1, 1e-1),
+    BFLOAT16: (1e-1, 1e-1, 1e-1),         # JAX's gradient tolerance for bfloat16
     np.dtype(np.complex128): (1e-4, 1e-5, 1e-5),
     np.dtype(np.complex64): (1e-2, 2e-2, 2e-2),
 }
 
 
 def _is_float(x) -> bool:
-    return np.issubdtype(np.asarray(x).dtype, np.inexact)
+    return is_inexact(np.asarray(x).dtype)
 
 
 def _defaults(leaves, eps, rtol, atol):
     dts = [np.asarray(x).dtype for x in leaves if _is_float(x)]
     # the least precise leaf sets the defaults (complex64 is as coarse as float32)
-    worst = max(dts, key=lambda d: np.finfo(d).eps) if dts else np.dtype(np.float64)
+    worst = max(dts, key=lambda d: dtype_finfo(d).eps) if dts else np.dtype(np.float64)
     d_eps, d_rtol, d_atol = _DEFAULTS.get(worst, _DEFAULTS[np.dtype(np.float64)])
     return (d_eps if eps is None else eps, d_rtol if rtol is None else rtol,
             d_atol if atol is None else atol)
@@ -67,7 +69,7 @@ def _random_like(rng, leaves):
     out = []
     for x in leaves:
         x = np.asarray(x)
-        if np.issubdtype(x.dtype, np.complexfloating):
+        if dtype_issubdtype(x.dtype, np.complexfloating):
             re, im = rng.standard_normal(x.shape), rng.standard_normal(x.shape)
             out.append((re + 1j * im).astype(x.dtype))
         elif _is_float(x):

@@ -285,3 +285,15 @@ def test_disable_jit_runs_control_flow_in_python(capsys):
         with pytest.raises(ValueError, match="zero-length scan"):
             lax.scan(body, 0.0, np.zeros(0))
     assert capsys.readouterr().out.splitlines() == ["c 0.0 x 0.0", "c 0.0 x 1.0", "c 1.0 x 2.0"]
+
+
+def test_check_tracer_leaks_false_is_accepted_true_says_what_fungrad_does():
+    """flax.linen's nn.tabulate runs under ``jax.check_tracer_leaks(False)``."""
+    with fungrad.check_tracer_leaks(False):
+        assert fungrad.config.jax_check_tracer_leaks is False
+        assert float(fungrad.jit(lambda x: x + 1)(1.0)) == 2.0
+    with pytest.raises(NotImplementedError, match="UnexpectedTracerError"):
+        fungrad.config.update("jax_check_tracer_leaks", True)
+    with pytest.raises(NotImplementedError, match="leaked tracers"):
+        fungrad.check_tracer_leaks()          # (the context manager's default is True)
+    assert fungrad.config.jax_check_tracer_leaks is False

@@ -125,7 +125,20 @@ def test_jit_with_shardings_is_correct_and_places_its_outputs(cluster, caplog):
     with caplog.at_level(logging.WARNING, logger="fungrad.jit"):
         out, total = step(w, xb)
         step(w, xb)
-    assert caplog.text.count("gathered into this process") == 1     # said once
+        # partitioned automatically (distributed/partition.py): not gathered
+        assert "gathered" not in caplog.text
+        # a sort along the sharded axis runs on the all-gathered value on every
+        # worker, the rest split (said once)
+        sort = fungrad.jit(lambda x: fnp.sort(x, axis=0) * x)
+        np.testing.assert_allclose(fungrad.device_get(sort(xb)), np.sort(x, axis=0) * x,
+                                   rtol=1e-15)
+        sort(xb)
+        # a program with a side effect runs once, gathered into this process (said once)
+        noisy = fungrad.jit(lambda x: fungrad.debug.callback(lambda v: None, x) or x + 1)
+        np.testing.assert_array_equal(noisy(xb), x + 1)
+        noisy(xb)
+    assert caplog.text.count("all-gathered") == 1
+    assert caplog.text.count("gathered into this process") == 1
     assert isinstance(out, ShardedArray) and out.sharding == batch
     np.testing.assert_allclose(fungrad.device_get(out), np.tanh(x @ w), rtol=1e-14)
     np.testing.assert_allclose(total, np.sum(x ** 2), rtol=1e-14)
@@ -320,6 +333,31 @@ def test_data_parallel_training_matches_one_process_jit(cluster):
         p, loss = step(p, *batch)
     assert all(isinstance(leaf, ShardedArray) for leaf in fungrad.tree_util.tree_leaves(p))
     assert_trees_close(fungrad.device_get(p), p_ref, rtol=1e-11)
+
+
+def test_plain_jit_of_a_training_step_runs_on_the_workers(cluster):
+    """The modern JAX way: device_put the batch with NamedSharding(mesh,
+    P('data')), then a plain jit of the step; fungrad partitions it (the
+    gradient's sum over the batch becomes a psum across the workers)."""
+    params, x, y = _mlp_problem()
+    mesh = worker_mesh()
+
+    def train_step(params, xb, yb):
+        loss, g = fungrad.value_and_grad(_loss)(params, xb, yb)
+        return _sgd(params, g), loss
+    step = fungrad.jit(train_step)
+    batch = fungrad.device_put((x, y), NamedSharding(mesh, P("data")))
+    p, p_ref = params, params
+    for _ in range(3):
+        p, loss = step(p, *batch)
+        p_ref, loss_ref = step(p_ref, x, y)
+        np.testing.assert_allclose(fungrad.device_get(loss), loss_ref, rtol=1e-12)
+    # the step ran as a shard_map on the workers: its outputs live there
+    assert all(isinstance(leaf, ShardedArray) for leaf in fungrad.tree_util.tree_leaves(p))
+    assert_trees_close(fungrad.device_get(p), p_ref, rtol=1e-11)
+    per_example = fungrad.jit(lambda x: fnp.tanh(x) * 2)(batch[0])
+    assert isinstance(per_example, ShardedArray) and per_example.sharding.spec == P("data")
+    np.testing.assert_allclose(fungrad.device_get(per_example), np.tanh(x) * 2, rtol=1e-15)
 
 
 def test_a_killed_worker_does_not_change_the_results(cluster):

@@ -19,8 +19,7 @@ flax is installed without its dependencies::
         pygments==2.21.0 msgpack==1.2.4 PyYAML==6.0.4 typing_extensions==4.16.0 \\
         optax==0.2.8 absl-py==2.5.1
 
-(flax.nnx is not covered: flax 0.12.8's nnx needs jax.experimental.hijax,
-see docs/jax_coverage.md.)
+(flax.nnx, and nn.tabulate, are covered by tests/test_eco_nnx.py.)
 """
 import importlib.util
 

@@ -215,6 +215,22 @@ def test_jit_equals_eager(case: Case):
     run()
 
 
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_jit_as_threaded_code_equals_eager(case: Case, monkeypatch):
+    # every primitive's kernel in the threaded code that runs long programs
+    # (fungrad/interpreters/threaded.py), here for programs of any length
+    from fungrad.interpreters import threaded
+    monkeypatch.setattr(threaded, "MIN_EQNS", -1)
+
+    @settings(max_examples=max(1, _examples(case, "staged") // 2))
+    @given(case_inputs(case))
+    def run(inputs):
+        args = inputs[0]
+        _assert_same(fungrad.jit(case.fun)(*args), case.fun(*args), case,
+                     f"{case.name} threaded jit vs eager")
+    run()
+
+
 def _diff_argnums(case: Case, args):
     return [i for i, (a, x) in enumerate(zip(case.args, args))
             if a.diff and np.issubdtype(x.dtype, np.inexact)]

@@ -232,6 +232,13 @@ def test_dot_general_preferred_element_type_and_ints():
     np.testing.assert_array_equal(lax.dot(i, i.T), i @ i.T)
 
 
+def test_dot_general_accepts_out_sharding():
+    """JAX's keyword (flax.nnx's Linear passes it): one device, no effect."""
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(
+        lax.dot_general(a, b, (((1,), (0,)), ((), ())), out_sharding=None), a @ b)
+
+
 def test_vmap_of_dot_general_folds_the_batch_into_one_matmul():
     a, b = rand(4, 2, 3), rand(3, 5)
     f = fungrad.vmap(lambda x: lax.dot(x, b))
@@ -636,3 +643,16 @@ def test_complex_linalg_under_vmap_jit_and_second_order():
     np.testing.assert_allclose(fungrad.jit(fungrad.vmap(g))(a), loop, rtol=1e-12)
     check_grads(lambda a: LA.svd(a, compute_uv=False) ** 2 + LA.eigvalsh(a @ a.conj().T), (a[0],),
                 order=2)
+
+
+def test_products_and_convolutions_accept_out_sharding():
+    """flax.nnx's Conv, Einsum and Embed.attend pass JAX's out_sharding."""
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(fnp.dot(a, b, out_sharding=None), a @ b)
+    np.testing.assert_array_equal(fnp.matmul(a, b, out_sharding=None), a @ b)
+    np.testing.assert_array_equal(fnp.tensordot(a, b, 1, out_sharding=None), a @ b)
+    np.testing.assert_array_equal(fnp.einsum("ij,jk->ik", a, b, out_sharding=None), a @ b)
+    x, w = np.ones((1, 1, 4)), np.ones((1, 1, 2))
+    np.testing.assert_array_equal(
+        lax.conv_general_dilated(x, w, (1,), "VALID", out_sharding=None),
+        lax.conv_general_dilated(x, w, (1,), "VALID"))

@@ -181,3 +181,22 @@ def test_typed_keys_are_jax_arrays():
     assert isinstance(key, fungrad.Array) and isinstance(key, fungrad.numpy.ndarray)
     assert isinstance(fungrad.random.split(key, 3), fungrad.Array)
     assert not isinstance([1, 2], fungrad.Array) and not isinstance(object(), fungrad.Array)
+
+
+def test_jnp_issubdtype_and_typeof_know_key_dtypes():
+    """flax.nnx's Rngs asks ``jnp.issubdtype(key.dtype, jax.dtypes.prng_key)``
+    and ``jax.typeof(key)`` (regressions: NumPy's issubdtype raised TypeError,
+    typeof refused key arrays)."""
+    keys = random.split(random.key(0), 3)
+    assert fnp.issubdtype(keys.dtype, dtypes.prng_key) and fnp.issubdtype(keys.dtype, dtypes.extended)
+    assert not fnp.issubdtype(keys.dtype, np.integer) and not fnp.issubdtype(np.uint32, dtypes.prng_key)
+    assert fnp.issubdtype(np.float32, fnp.floating) and not fnp.issubdtype(dtypes.float0, fnp.floating)
+    ty = fungrad.typeof(keys)
+    assert ty.shape == (3,) and ty.dtype == keys.dtype
+    assert fungrad.typeof(keys[0]).shape == ()
+
+
+def test_bernoulli_accepts_out_sharding():
+    key = random.key(3)
+    np.testing.assert_array_equal(random.bernoulli(key, 0.3, (5,), out_sharding=None),
+                                  random.bernoulli(key, 0.3, (5,)))

@@ -406,8 +406,9 @@ def test_vmap_over_many_keys_and_nested_vmap():
 def test_export_gives_the_same_samples(tmp_path):
     from tests.export_check import check_exported
 
-    def draw(k):
-        return random.normal(k, (4,)), random.bits(k, (3,), np.uint64), random.fold_in(k, 2)
+    def draw(k):      # (exponential, truncated_normal: XLA's log1p, erf, erf_inv emulated)
+        return (random.normal(k, (4,)), random.bits(k, (3,), np.uint64), random.fold_in(k, 2),
+                random.exponential(k, (3,)), random.truncated_normal(k, -1.0, 2.0, (3,)))
     check_exported(draw, K42, tmp_path=tmp_path, name="draw", rtol=0, atol=0,
                    calls=[(np.asarray(K42),)])      # a NumPy-only module, bit for bit
     for got, want in zip(fungrad.jit(draw)(K42), draw(K42)):
@@ -453,4 +454,6 @@ def test_kernels_match_the_slow_reference_across_chunks_and_wrapping_keys(key):
                                     ((CHUNK + 5,), np.float64, "normal")]:
         got = np.asarray(prng.random_sample(key, shape, dtype, transform))
         want = _sample_ref(key, shape, dtype, transform)
-        np.testing.assert_allclose(got, want, rtol=1e-14 if transform == "normal" else 0, atol=0)
+        # normals: scipy's erfinv against XLA's (which fungrad reproduces), whose
+        # 1 - u**2 cancels for |u| near 1: ~1e-13 relative in the far tails
+        np.testing.assert_allclose(got, want, rtol=1e-12 if transform == "normal" else 0, atol=0)

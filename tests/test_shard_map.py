@@ -284,7 +284,7 @@ def test_mesh_spec_mismatches_raise_value_errors():
     with pytest.raises(TypeError, match="keyword"):
         fungrad.shard_map(ident, mesh=mesh, in_specs=P(), out_specs=P())(b=np.ones(4))
     with pytest.raises(TypeError, match="Mesh"):
-        fungrad.shard_map(ident, mesh=None, in_specs=P(), out_specs=P())
+        fungrad.shard_map(ident, mesh="data", in_specs=P(), out_specs=P())
 
 
 def test_collectives_inside_control_flow_raise_not_implemented():
@@ -325,3 +325,60 @@ def test_export_refuses_a_shard_map():
                           out_specs=P("data"))
     with pytest.raises(TypeError, match="shard_map.*cannot be exported"):
         fungrad.export(f, np.ones(4))
+
+
+# --- a mesh in context: set_mesh, bare PartitionSpecs, reshard, smap -------------
+
+def test_set_mesh_as_setter_and_context_manager():
+    from fungrad.sharding import get_abstract_mesh, get_mesh
+    mesh = mesh_1d(2)
+    assert get_mesh() is None and get_abstract_mesh().empty
+    with fungrad.set_mesh(mesh):
+        assert get_mesh() is mesh and get_abstract_mesh() == mesh.abstract_mesh
+        x = fungrad.device_put(np.arange(4.0), P("data"))
+        assert x.sharding == NamedSharding(mesh, P("data"))
+        y = fungrad.reshard({"a": np.ones((4, 2))}, P(None, None))["a"]
+        assert y.sharding == NamedSharding(mesh, P())
+    assert get_mesh() is None
+    setter = fungrad.set_mesh(mesh)            # a plain call sets it
+    try:
+        assert get_mesh() is mesh
+    finally:
+        setter.__exit__(None, None, None)
+    assert get_mesh() is None
+
+
+def test_bare_specs_without_a_mesh_say_what_to_do():
+    with pytest.raises(ValueError, match="set_mesh"):
+        fungrad.device_put(np.ones(4), P("data"))
+    with pytest.raises(ValueError, match="no mesh"):
+        fungrad.shard_map(lambda x: x, in_specs=P("data"), out_specs=P("data"))(np.ones(4))
+    with pytest.raises(ValueError, match="outside of `jax.jit`"):
+        fungrad.jit(lambda x: fungrad.set_mesh(mesh_1d(2)) and x)(1.0)
+    with pytest.raises(ValueError, match="Expected mesh"):
+        fungrad.set_mesh("data")
+
+
+def test_shard_map_and_smap_use_the_mesh_in_context():
+    mesh = mesh_2d()
+    x = np.arange(24.0).reshape(4, 6)
+    with fungrad.set_mesh(mesh):
+        summed = fungrad.shard_map(lambda b: lax.psum(fnp.sum(b), mesh.axis_names[0]),
+                                   in_specs=P(mesh.axis_names[0]), out_specs=P())(x)
+        np.testing.assert_allclose(summed, x.sum(), rtol=1e-15)
+        f = fungrad.smap(lambda b, w: (fnp.tanh(b) * w, lax.psum(fnp.sum(b), mesh.axis_names[0])),
+                         in_axes=(0, None), out_axes=(0, None), axis_name=mesh.axis_names[0])
+        out, total = f(x, 0.5)
+        np.testing.assert_allclose(out, np.tanh(x) * 0.5, rtol=1e-15)
+        np.testing.assert_allclose(total, x.sum(), rtol=1e-15)
+        cols = fungrad.smap(lambda b: b * 2, in_axes=1, out_axes=1,
+                            axis_name=mesh.axis_names[1])(x)
+        np.testing.assert_allclose(cols, 2 * x, rtol=1e-15)
+        # under jit and grad as any shard_map
+        g = fungrad.jit(fungrad.grad(lambda x: fnp.sum(f(x, 0.5)[0])))(x)
+        np.testing.assert_allclose(g, fungrad.grad(lambda x: fnp.sum(fnp.tanh(x) * 0.5))(x),
+                                   rtol=1e-14)
+    with pytest.raises(TypeError, match="in_axes must be given"):
+        fungrad.smap(lambda b: b, out_axes=0, axis_name="x")
+    with pytest.raises(TypeError, match="axis_name"):
+        fungrad.smap(lambda b: b, in_axes=0, out_axes=0, axis_name=("x", "y"))

@@ -32,6 +32,7 @@ import fungrad.sharding as sharding  # noqa: E402
 import fungrad.distributed as distributed  # noqa: E402
 from fungrad import checkify, debug, dtypes, profiler  # noqa: E402
 import fungrad.extend.core as extend_core  # noqa: E402
+from fungrad import ops, image, monitoring, dlpack  # noqa: E402
 
 MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg", fnp_linalg),
            ("fungrad.numpy.fft", fnp_fft),
@@ -48,7 +49,9 @@ MODULES = [("fungrad", fungrad), ("fungrad.numpy", fnp), ("fungrad.numpy.linalg"
            ("fungrad.sharding", sharding), ("fungrad.distributed", distributed),
            ("fungrad.debug", debug), ("fungrad.checkify", checkify),
            ("fungrad.profiler", profiler), ("fungrad.dtypes", dtypes),
-           ("fungrad.extend.core", extend_core)]
+           ("fungrad.extend.core", extend_core), ("fungrad.ops", ops),
+           ("fungrad.image", image), ("fungrad.monitoring", monitoring),
+           ("fungrad.dlpack", dlpack)]
 # each jax.scipy.stats distribution is a module of functions (norm.pdf, ...)
 MODULES += [(f"fungrad.scipy.stats.{name}", getattr(scipy_stats, name))
             for name in sorted(getattr(scipy_stats, "__all__", []))

@@ -14,6 +14,7 @@ import abc
 from typing import Any
 
 import numpy as np
+from fungrad._dtype_classes import is_inexact
 
 from fungrad.dtypes import (TypePromotionError, canonicalize_dtype, dtype, extended, finfo,
                             iinfo, issubdtype, prng_key, result_type)
@@ -38,7 +39,7 @@ class ExtendedDType(abc.ABC):
 def supports_inf(dt) -> bool:
     """Can ``dt`` represent infinity?  (Floats do, except float8 variants without inf.)"""
     dt = np.dtype(dt)
-    if not np.issubdtype(dt, np.inexact):
+    if not is_inexact(dt):
         return False
     with np.errstate(over="ignore", invalid="ignore"):
         return bool(np.isinf(np.array(np.inf).astype(dt)))

@@ -20,7 +20,8 @@ from fungrad.distributed.security import resolve_security, warn_if_exposed
 
 __all__ = ["WorkerDevice", "Cluster", "RemoteRef", "initialize", "shutdown", "is_initialized",
            "client", "devices", "local_devices", "device_count", "local_device_count",
-           "default_backend", "process_index", "process_count", "simulated_devices",
+           "default_backend", "process_index", "process_count", "process_indices",
+           "host_id", "host_count", "host_ids", "simulated_devices",
            "gather_refs", "wait_refs"]
 
 
@@ -267,6 +268,15 @@ def process_index() -> int:
 def process_count() -> int:
     """The number of controller processes: 1 (workers are devices, not controllers)."""
     return 1
+
+
+def process_indices() -> list:
+    """The indices of the controller processes: ``[0]``."""
+    return list(range(process_count()))
+
+
+# JAX's older names for the process functions (still in its namespace)
+host_id, host_count, host_ids = process_index, process_count, process_indices
 
 
 def simulated_devices(n: int) -> list:

@@ -35,6 +35,7 @@ from typing import Callable
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact
 from fungrad import core, lax
 from fungrad.core import Tracer, get_aval, new_trace_context
 from fungrad.interpreters import ad
@@ -96,7 +97,7 @@ class JetTrace(core.Trace):
 # ----------------------------------------------------------------------------
 
 def _inexact(x) -> bool:
-    return np.issubdtype(get_aval(x).dtype, np.inexact)
+    return is_inexact(get_aval(x).dtype)
 
 
 def _term(x, cs, k):

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact
 from fungrad import core
 from fungrad.core import (ClosedJaxpr, ShapedArray, Tracer, Trace, Var, Literal, Jaxpr,
                           eval_jaxpr, get_aval, bind_on, new_trace_context, float0)
@@ -64,7 +65,7 @@ class Zero:
 
 def is_float(dtype) -> bool:
     """Real or complex floating point: the dtypes with a tangent space."""
-    return np.dtype(dtype).kind in "fc"
+    return is_inexact(np.dtype(dtype))
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:

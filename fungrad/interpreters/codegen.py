@@ -28,11 +28,13 @@ import keyword
 import math
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact, kind as dtype_kind
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
-from fungrad.interpreters.lowering import (SCALAR_FORMS, Call, Const, Expr, Source, render,
+from fungrad.interpreters.lowering import (SCALAR_FORMS, scalar_type_name, Call, Const, Expr, Source, render,
                                             value_source)
 from fungrad.interpreters.passes import optimize
 
@@ -67,7 +69,7 @@ class _Names:
 
     def __call__(self, atom) -> str:
         if isinstance(atom, Literal):
-            if np.dtype(atom.aval.dtype).kind in _NUMERIC_KINDS:
+            if dtype_kind(np.dtype(atom.aval.dtype)) in _NUMERIC_KINDS:
                 return literal_source(atom.val, atom.aval.dtype)
             return self.const(atom.val)       # a string or object scalar: by name
         return self.names[atom]
@@ -80,16 +82,17 @@ def literal_source(val, dtype) -> str:
     """Source for a scalar literal of a numeric dtype that keeps its dtype (the
     value goes through ``item()``, so only a Python number is written)."""
     dtype = np.dtype(dtype)
-    if dtype.kind not in _NUMERIC_KINDS:
+    if dtype_kind(dtype) not in _NUMERIC_KINDS:
         raise TypeError(f"codegen: a literal of dtype {dtype} is bound by name, not written")
     val = np.asarray(val, dtype).item()
     text = value_source(val)
     if dtype in (np.dtype(np.float64), np.dtype(np.int64)):
         return text
-    return f"np.{dtype.name}({text})"
+    return f"{scalar_type_name(dtype)}({text})"
 
 
-def _impl_call(prim, args, params) -> Source:
+def impl_call(prim, args, params) -> Source:
+    """Source calling ``prim``'s impl at run time (for primitives without a lowering)."""
     # the primitive's name and params are the user's objects: bound by name
     parts = ", ".join(list(args) + (["**{}"] if params else []))
     return Source(f"_impl[{{}}]({parts})", Const(prim.name),
@@ -147,7 +150,7 @@ def _last_uses(jaxpr: Jaxpr) -> dict:
 def _lower_eqn(eqn, args) -> Expr:
     prim = eqn.primitive
     if prim.lowering is None:
-        return _impl_call(prim, args, eqn.params)
+        return impl_call(prim, args, eqn.params)
     if eqn.params:
         _check_params(prim, eqn.params)
     return prim.lowering(args, [a.aval for a in eqn.inputs], **eqn.params)
@@ -241,7 +244,7 @@ def _emit_check(eqn, args, out_names, names: _Names, lines, indent):
         c = np.log(a)
         if np.isnan(c).any(): raise _nonfinite(_b0, (c,), (a,))
     """
-    outs = [n for n, v in zip(out_names, eqn.outvars) if v.aval.dtype.kind in "fc"]
+    outs = [n for n, v in zip(out_names, eqn.outvars) if is_inexact(v.aval.dtype)]
     if not outs:
         return
     test = " or ".join(_CHECK_TESTS[names.float_checks].format(n) for n in outs)
@@ -386,7 +389,7 @@ def compile_source(source: str, name: str = "fn", block_consts=None, modules=Non
     another process (a Dask worker) receives with shipped source."""
     bound = {alias: importlib.import_module(m) if isinstance(m, str) else m
              for alias, m in (modules or {}).items()}
-    namespace = {"np": np, "_impl": _IMPLS,
+    namespace = {"np": np, "ml_dtypes": ml_dtypes, "_impl": _IMPLS,
                  "_unbound_axis": _unbound_axis, "_nonfinite": core.nonfinite_error,
                  **(block_consts or {}), **bound}
     for k, text in enumerate(_top_level_functions(source)):
@@ -438,7 +441,18 @@ def _check_names(code) -> None:
 
 def compile_jaxpr(jaxpr: Jaxpr, name: str = "fn", consts=(),
                   reuse_buffers: bool = True, float_checks: str = "") -> CompiledFunction:
-    """Lower and compile a flat ``jaxpr`` (compile/exec once)."""
+    """Lower and compile a flat ``jaxpr`` (compile/exec once); a program of more
+    than ``threaded.MIN_EQNS`` equations runs as threaded code instead (its
+    source is not compiled: see ``interpreters/threaded.py``)."""
+    from fungrad.interpreters import threaded
+    if len(jaxpr.eqns) > threaded.MIN_EQNS and not float_checks:
+        return threaded.compile_threaded(jaxpr, name, consts)
+    return compile_as_source(jaxpr, name, consts, reuse_buffers, float_checks)
+
+
+def compile_as_source(jaxpr: Jaxpr, name: str = "fn", consts=(),
+                      reuse_buffers: bool = True, float_checks: str = "") -> CompiledFunction:
+    """``compile_jaxpr`` through generated source, whatever the program's length."""
     source, block_consts, modules = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers,
                                                            float_checks)
     return CompiledFunction(compile_source(source, name, block_consts, modules), source, jaxpr,
@@ -505,12 +519,16 @@ def _np_scalar(x):
 
 def compile_scalar_or_numpy(closed: ClosedJaxpr, name: str = "fn") -> CompiledFunction:
     """``compile_closed``, or for an all-float64-scalar program its Python-float
-    twin (``scalar_source``) with the NumPy version as the fallback."""
+    twin (``scalar_source``) with the NumPy version as the fallback.  (A long
+    program run as threaded code gets no twin: its source is what the
+    threaded code saves compiling.)"""
     numpy_version = compile_closed(closed, name)
+    if not isinstance(numpy_version, CompiledFunction):
+        return numpy_version
     source = scalar_source(closed.jaxpr, name, "_numpy_version")
     if source is None:
         return numpy_version
-    namespace = {"_math": math, "np": np, "_numpy_version": numpy_version.fn,
+    namespace = {"_math": math, "np": np, "ml_dtypes": ml_dtypes, "_numpy_version": numpy_version.fn,
                  "_np_scalar": _np_scalar}
     code = compile(source, f"<fungrad.jit {name}>", "exec")
     _check_names(code)
@@ -570,7 +588,7 @@ def expression_function(rule, num_args: int, **params) -> Callable:
         bound[f"_b{len(bound)}"] = value
         return f"_b{len(bound) - 1}"
     body = render(rule(names, **params), modules, bind=bind)
-    namespace = {"np": np, **modules, **bound}
+    namespace = {"np": np, "ml_dtypes": ml_dtypes, **modules, **bound}
     exec(compile(f"def impl({', '.join(names)}):\n    return {body}\n",
                  f"<fungrad.lowering {getattr(rule, '__name__', 'rule')}>", "exec"), namespace)
     return namespace["impl"]

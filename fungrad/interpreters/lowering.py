@@ -45,6 +45,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from fungrad._dtype_classes import is_small, kind as dtype_kind
 
 __all__ = ["Expr", "Call", "Source", "Const", "call", "dtype_source", "render", "value_source",
            "is_literal", "check_callable", "module_alias", "OPERATORS", "SCALAR_FORMS"]
@@ -106,9 +107,16 @@ def call(fn, /, *args, **kwargs) -> Call:
     return Call(fn, args, kwargs)
 
 
+def scalar_type_name(dtype) -> str:
+    """Source naming ``dtype``'s scalar type: ``np.float32``, or for ml_dtypes'
+    types ``ml_dtypes.bfloat16`` (generated code's namespace has ``ml_dtypes``)."""
+    dtype = np.dtype(dtype)
+    return f"ml_dtypes.{dtype.name}" if is_small(dtype) else f"np.{dtype.name}"
+
+
 def dtype_source(dtype) -> Source:
     """A dtype as the scalar type NumPy code names it: ``np.float32``."""
-    return Source(f"np.{np.dtype(dtype).name}")
+    return Source(scalar_type_name(dtype))
 
 
 # ufuncs whose Python operator calls them on arrays and NumPy scalars (same
@@ -130,9 +138,9 @@ def is_literal(v) -> bool:
     if t is slice:
         return is_literal((v.start, v.stop, v.step))
     if isinstance(v, np.dtype):
-        return v.kind in "biufc" and v.fields is None and v.isnative
+        return dtype_kind(v) in "biufc" and v.fields is None and v.isnative
     if isinstance(v, np.generic):
-        return type(v).__module__ == "numpy" and v.dtype.kind in "biufc"
+        return type(v).__module__ == "numpy" and dtype_kind(v.dtype) in "biufc"
     return False
 
 

@@ -44,6 +44,7 @@ import logging
 
 import numpy as np
 
+from fungrad._dtype_classes import is_small, kind as dtype_kind
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
 from fungrad.interpreters.codegen import (_Names, _check_names, _check_params, _emit_jaxpr,
@@ -104,7 +105,9 @@ class _StableNames(_Names):
 
 def _compilable_aval(aval) -> bool:
     dtype = getattr(aval, "dtype", None)
-    return (isinstance(dtype, np.dtype) and dtype.kind in "biuf" and dtype.isnative
+    # numba has none of ml_dtypes' types (bfloat16, float8_*, int4, ...)
+    return (isinstance(dtype, np.dtype) and dtype_kind(dtype) in "biuf" and not is_small(dtype)
+            and dtype.isnative
             and dtype != np.float16 and isinstance(getattr(aval, "shape", None), tuple))
 
 
@@ -149,7 +152,7 @@ class NumbaBlock:
         if isinstance(a, Literal):
             if not _compilable_aval(a.aval):
                 raise NotCompilable(f"a literal of dtype {a.aval.dtype}")
-            if a.aval.dtype.kind == "b":
+            if dtype_kind(a.aval.dtype) == "b":
                 return "True" if bool(a.val) else "False"
             return literal_source(a.val, a.aval.dtype)
         return self.names(a)
@@ -161,7 +164,7 @@ def _ufunc_source(eqn, args) -> str:
     if not isinstance(expr, Call) or expr.kwargs or not isinstance(expr.fn, np.ufunc):
         raise NotCompilable(f"{eqn.primitive.name} has no compiled lowering")
     kinds = UFUNC_KINDS.get(expr.fn)
-    if kinds is None or any(a.aval.dtype.kind not in kinds for a in eqn.inputs):
+    if kinds is None or any(dtype_kind(a.aval.dtype) not in kinds for a in eqn.inputs):
         raise NotCompilable(f"{eqn.primitive.name} on {[a.aval.dtype for a in eqn.inputs]}")
     if not all(type(a) is str for a in expr.args):
         raise NotCompilable(f"{eqn.primitive.name}: a non-operand argument")
@@ -298,7 +301,7 @@ def _emit_fused(block: NumbaBlock, group, shape, live_after) -> None:
 
 
 def _type(dtype) -> str:
-    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+    return "np.bool_" if dtype_kind(dtype) == "b" else f"np.{dtype.name}"
 
 
 # ----------------------------------------------------------------------------

@@ -30,7 +30,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fungrad import core
+from fungrad._dtype_classes import kind as dtype_kind
+from fungrad import _config, core
 from fungrad.core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Trace, Tracer,
                           Var, bind_on, eval_jaxpr, get_aval, new_trace_context,
                           with_weak_types)
@@ -63,9 +64,22 @@ class StagingTracer(Tracer):
         return self._aval
 
 
+#: bumped when an option that changes what tracing produces changes (x64,
+#: promotion): staging traces then forget the output avals they remembered
+_memo_generation = [0]
+
+
+def _new_memo_generation():
+    _memo_generation[0] += 1
+
+
+_config.on_tracing_change.append(_new_memo_generation)
+
+
 class StagingTrace(Trace):
     """Records equations into a jaxpr (see the module docstring for ``fold_known``)."""
-    __slots__ = ("fold_known", "eqns", "invars", "const_vars", "const_vals", "name", "avals")
+    __slots__ = ("fold_known", "eqns", "invars", "const_vars", "const_vals", "name", "avals",
+                 "out_avals_memo", "memo_generation")
     kind = "staging"
 
     def __init__(self, parent, fold_known=False, name=None):
@@ -79,6 +93,8 @@ class StagingTrace(Trace):
         # one ShapedArray per distinct aval of this jaxpr's variables (they are
         # never mutated): long programs repeat a few shapes over and over
         self.avals: dict = {}
+        self.out_avals_memo: dict = {}           # (see _out_avals)
+        self.memo_generation = _memo_generation[0]
 
     def new_arg(self, aval: ShapedArray, provenance=None) -> StagingTracer:
         var = Var(aval)
@@ -116,23 +132,50 @@ class StagingTrace(Trace):
 
     def stage(self, prim, args, params):
         """Record ``prim(*args)`` as an equation; returns the output tracer(s)."""
-        atoms = [self.to_atom(a) for a in args]
-        in_avals = [a.aval for a in atoms]
-        out_aval = prim.abstract_eval(*in_avals, **params)
-        out_avals = out_aval if prim.multiple_results else [out_aval]
-        if prim.weak_type_rule is not None:
-            out_avals = with_weak_types(prim, in_avals, params, out_avals)
-        avals = self.avals
-        outvars = [Var(avals.setdefault(a, a)) for a in out_avals]
+        atoms = [a._var if type(a) is StagingTracer and a._trace is self else self.to_atom(a)
+                 for a in args]
+        out_avals = self._out_avals(prim, atoms, params)
+        outvars = [Var(a) for a in out_avals]
         # the user's line, while jax_debug_nans/infs is on (finding it costs a
         # quarter of tracing time on CPython 3.11: reading f_back creates frame objects)
         source = core.current_source() if core._float_checks else None
         self.eqns.append(JaxprEqn(prim, atoms, params, outvars, source))
         # remember which argument a value derives from, for concretization errors
-        prov = next((a.provenance for a in args if type(a) is StagingTracer
-                     and a.provenance), None)
+        prov = None
+        for a in args:
+            if type(a) is StagingTracer and a.provenance:
+                prov = a.provenance
+                break
         outs = [StagingTracer(self, v.aval, v, prov) for v in outvars]
         return outs if prim.multiple_results else outs[0]
+
+    def _out_avals(self, prim, atoms, params) -> list:
+        """The output avals of ``prim`` on ``atoms``, one object per distinct aval
+        (``self.avals``).  Long programs apply a few primitives to a few types
+        over and over: an application without params on avals seen before is
+        a dict lookup (keyed on the variables' avals' identities, which stay
+        valid: the entry holds them; a literal's own aval by value; ``_memo_generation`` changes with the options that
+        change what tracing produces) instead of the abstract-evaluation rule."""
+        key = None
+        if not params:
+            key = (prim, *[id(a.aval) if type(a) is Var else a.aval for a in atoms])
+            memo = self.out_avals_memo
+            if self.memo_generation != _memo_generation[0]:
+                memo.clear()
+                self.memo_generation = _memo_generation[0]
+            hit = memo.get(key)
+            if hit is not None:
+                return hit[0]
+        in_avals = [a.aval for a in atoms]
+        out_aval = prim.abstract_eval(*in_avals, **params)
+        out_avals = out_aval if prim.multiple_results else [out_aval]
+        if prim.weak_type_rule is not None:       # (JAX's weak types, by the rule)
+            out_avals = with_weak_types(prim, in_avals, params, out_avals)
+        avals = self.avals
+        out_avals = [avals.setdefault(a, a) for a in out_avals]
+        if key is not None:
+            self.out_avals_memo[key] = (out_avals, [a.aval for a in atoms])
+        return out_avals
 
     def build(self, outs) -> tuple[Jaxpr, list]:
         """The jaxpr with outputs ``outs`` and the values of its constvars."""
@@ -230,7 +273,7 @@ def output_value(x, what: str):
     output (``what``) if it is not a number or array of numbers (a str, an
     object, a generator), which no compiled code can return."""
     arr = as_value(x)
-    if not isinstance(arr, Tracer) and arr.dtype.kind in "OUS":
+    if not isinstance(arr, Tracer) and dtype_kind(arr.dtype) in "OUS":
         raise TypeError(f"{what} has type {type(x).__name__} ({x!r:.60}), not an array: traced "
                         "functions return numbers or arrays (in tuples, lists, dicts); return "
                         "other values from outside the transformation, or mark inputs static")
@@ -347,7 +390,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     for eqn in reversed(jaxpr.eqns):
         if any(v in live for v in eqn.outvars) or (keep_effects and has_effects(eqn)):
             kept.append(eqn)
-            live.update(a for a in eqn.inputs if isinstance(a, Var))
+            live.update(eqn.inputs)     # (literals too: harmless, and no filter to run)
     kept.reverse()
     used_inputs = [v in live for v in jaxpr.invars]
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept, outvars), used_inputs

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact
 from fungrad.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 from fungrad.interpreters import array_ops
 from fungrad.interpreters.partial_eval import dce_jaxpr, has_effects
@@ -91,27 +92,111 @@ def _with_inputs(eqn: JaxprEqn, inputs) -> JaxprEqn:
 
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
     """Remove equations that are algebraic no-ops; rewire their users."""
+    return _rewrite(jaxpr, simplify=True)
+
+
+def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
+    """Evaluate scalar equations whose inputs are all literals."""
+    return _rewrite(jaxpr, fold=True)
+
+
+def cse(jaxpr: Jaxpr) -> Jaxpr:
+    """Reuse the outputs of an earlier identical equation."""
+    return _rewrite(jaxpr, merge=True)
+
+
+def _rewrite(jaxpr: Jaxpr, fold=False, simplify=False, merge=False) -> Jaxpr:
+    """``fold_constants``, ``simplify`` and ``cse`` (those asked for) in one walk
+    over the equations: each equation, its inputs renamed, is folded, or
+    dropped as a no-op, or merged with an earlier identical one, or kept.  (One
+    walk instead of three: on long programs each walk costs a few
+    microseconds per equation, and most rewrite nothing.)"""
     subst: dict = {}
     producer: dict = {}
-    eqns = []
-    read = lambda a: subst.get(a, a) if isinstance(a, Var) else a
     filled: dict = {}     # var -> the scalar it is a broadcast of
+    seen: dict = {}
+    eqns = []
     for eqn in jaxpr.eqns:
-        eqn = _with_inputs(eqn, [read(a) for a in eqn.inputs])
-        if eqn.primitive is array_ops.broadcast_in_dim_p and isinstance(eqn.inputs[0], Literal):
-            filled[eqn.outvars[0]] = np.asarray(eqn.inputs[0].val).item()
-        fwd = _forward(eqn, filled)
-        if fwd is None and eqn.primitive.involution:      # neg(neg x)
-            inner = producer.get(eqn.inputs[0])
-            if inner is not None and inner.primitive is eqn.primitive:
-                fwd = inner.inputs[0]
-        if fwd is not None:
-            subst[eqn.outvars[0]] = fwd
+        # (Literals hash by identity, and are never renamed)
+        inputs = [subst.get(a, a) for a in eqn.inputs] if subst else eqn.inputs
+        if fold and _folds(eqn, inputs):
+            p = eqn.primitive
+            value = np.asarray(p.impl(*[np.asarray(a.val, a.aval.dtype) for a in inputs],
+                                      **eqn.params))
+            subst[eqn.outvars[0]] = Literal(value, eqn.outvars[0].aval)
             continue
-        for v in eqn.outvars:
-            producer[v] = eqn
+        eqn = _with_inputs(eqn, inputs)
+        if simplify:
+            fwd = _simplified(eqn, producer, filled)
+            if fwd is not None:
+                subst[eqn.outvars[0]] = fwd
+                continue
+        if merge:
+            key = _cse_key(eqn)
+            if key is not None:
+                earlier = seen.get(key)
+                if earlier is not None:
+                    subst.update(zip(eqn.outvars, earlier))
+                    continue
+                seen[key] = eqn.outvars
         eqns.append(eqn)
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
+    outvars = [subst.get(v, v) for v in jaxpr.outvars] if subst else jaxpr.outvars
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, outvars)
+
+
+def _folds(eqn, inputs) -> bool:
+    p = eqn.primitive
+    return (bool(inputs) and isinstance(inputs[0], Literal)
+            and all(isinstance(a, Literal) for a in inputs)
+            and not p.multiple_results and eqn.outvars[0].aval.shape == ()
+            and p.collective is None)
+
+
+def _simplified(eqn, producer, filled):
+    """The atom ``eqn``'s output equals when it is a no-op (``x * 1``,
+    ``neg(neg x)``), else None (and an involution is recorded as its outputs'
+    producer)."""
+    prim = eqn.primitive
+    if prim is array_ops.broadcast_in_dim_p and isinstance(eqn.inputs[0], Literal):
+        filled[eqn.outvars[0]] = np.asarray(eqn.inputs[0].val).item()
+    if prim.unit is None and prim.forwards_when is None and not prim.involution:
+        fwd = None                          # (sin, cos, ...: nothing to look at)
+    else:
+        fwd = _forward(eqn, filled)
+    if fwd is None and prim.involution:      # neg(neg x)
+        inner = producer.get(eqn.inputs[0])
+        if inner is not None and inner.primitive is eqn.primitive:
+            fwd = inner.inputs[0]
+    if fwd is None and prim.involution:   # (only what the test above reads: a map of
+        for v in eqn.outvars:             # every variable was tens of MB on long programs)
+            producer[v] = eqn
+    return fwd
+
+
+def _cse_key(eqn):
+    """What identifies the equation's value among the earlier ones, or None if it
+    is never merged (remat: recomputation is its point; effects: each must
+    happen; unhashable params)."""
+    prim = eqn.primitive
+    if prim.remat or prim.effectful or eqn.params and has_effects(eqn):
+        return None       # (without params, effectful is has_effects' whole answer)
+    try:
+        in_keys = tuple(eqn.inputs)
+        if not all(type(a) is Var for a in in_keys):
+            in_keys = tuple(map(_key, in_keys))
+        if eqn.primitive.commutative:
+            if len(in_keys) == 2 and type(in_keys[0]) is Var and type(in_keys[1]) is Var:
+                if in_keys[1].id < in_keys[0].id:       # (_order's, for two variables)
+                    in_keys = in_keys[::-1]
+            else:
+                in_keys = tuple(sorted(in_keys, key=_order))
+        params = tuple(sorted(eqn.params.items())) if eqn.params else ()
+        # (one flat tuple: a key per equation is held until the end of the walk)
+        key = (eqn.primitive, params, len(in_keys), *in_keys)
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _fold_operand_transpose(dims, perm, ndim):
@@ -190,76 +275,21 @@ def _fold_operands(eqn, producer):
     return JaxprEqn(eqn.primitive, inputs, params, eqn.outvars, eqn.source)
 
 
-def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
-    """Evaluate scalar equations whose inputs are all literals."""
-    subst: dict = {}
-    eqns = []
-    read = lambda a: subst.get(a, a) if isinstance(a, Var) else a
-    for eqn in jaxpr.eqns:
-        inputs = [read(a) for a in eqn.inputs]
-        p = eqn.primitive
-        if (inputs and all(isinstance(a, Literal) for a in inputs) and not p.multiple_results
-                and eqn.outvars[0].aval.shape == () and p.collective is None):
-            value = np.asarray(p.impl(*[np.asarray(a.val, a.aval.dtype) for a in inputs],
-                                      **eqn.params))
-            subst[eqn.outvars[0]] = Literal(value, eqn.outvars[0].aval)
-            continue
-        eqns.append(_with_inputs(eqn, inputs))
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
-
-
 def _key(atom):
+    # (a zero by its text: 0.0 == -0.0, but x * 0.0 and x * -0.0 differ in sign)
     if isinstance(atom, Literal):
         val = atom.val
         if type(val) is float:              # (the common literal, keyed without NumPy)
-            return ("lit", _F64_STR, val)
+            return ("lit", atom.aval.dtype.char, val if val else repr(val))
         val = np.asarray(val)
-        return ("lit", val.dtype.str, val.item())
+        return ("lit", val.dtype.str, repr(val.item()))
     return atom
-
-
-_F64_STR = np.dtype(np.float64).str
 
 
 def _order(key):
     # a canonical order of commutative operands that is cheap to compute
     # (repr of a Var formats its aval: most of cse's time on big programs)
     return (0, key.id, "") if isinstance(key, Var) else (1, 0, repr(key))
-
-
-def cse(jaxpr: Jaxpr) -> Jaxpr:
-    """Reuse the outputs of an earlier identical equation."""
-    seen: dict = {}
-    subst: dict = {}
-    eqns = []
-    read = lambda a: subst.get(a, a) if isinstance(a, Var) else a
-    for eqn in jaxpr.eqns:
-        inputs = [read(a) for a in eqn.inputs]
-        if eqn.primitive.remat or has_effects(eqn):   # never merged: recomputation
-            # is the point of remat, and each effect (a print, a check) must happen
-            eqns.append(_with_inputs(eqn, inputs))
-            continue
-        try:
-            in_keys = tuple(map(_key, inputs))
-            if eqn.primitive.commutative:
-                if len(in_keys) == 2 and type(in_keys[0]) is Var and type(in_keys[1]) is Var:
-                    if in_keys[1].id < in_keys[0].id:       # (_order's, for two variables)
-                        in_keys = in_keys[::-1]
-                else:
-                    in_keys = tuple(sorted(in_keys, key=_order))
-            params = tuple(sorted(eqn.params.items())) if eqn.params else ()
-            key = (eqn.primitive, in_keys, params)
-            hash(key)
-        except TypeError:      # unhashable params: never merged
-            key = None
-        if key is not None and key in seen:
-            for v, w in zip(eqn.outvars, seen[key]):
-                subst[v] = w
-            continue
-        if key is not None:
-            seen[key] = eqn.outvars
-        eqns.append(_with_inputs(eqn, inputs))
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
 
 
 def _use_counts(jaxpr: Jaxpr) -> dict:
@@ -297,7 +327,7 @@ def _factored(eqn, producer, uses, eqns):
     if eqn.params or len(eqn.inputs) != 2 or len(eqn.outvars) != 1:
         return False
     dtype, shape = eqn.outvars[0].aval.dtype, eqn.outvars[0].aval.shape
-    if dtype.kind not in "fc":
+    if not is_inexact(dtype):
         return False
     p, q = eqn.inputs
     mul = getattr(producer.get(p), "primitive", None)
@@ -320,11 +350,30 @@ def _factored(eqn, producer, uses, eqns):
     return True
 
 
+def _has_sum_of_products(jaxpr: Jaxpr) -> bool:
+    """Does some equation combine two products it distributes over (what
+    ``_factored`` needs first)?  One cheap walk, to skip the pass otherwise."""
+    product_of: dict = {}
+    for eqn in jaxpr.eqns:
+        prim = eqn.primitive
+        if prim.distributes_over:
+            for v in eqn.outvars:
+                product_of[v] = prim
+        if len(eqn.inputs) == 2 and product_of:
+            mul = product_of.get(eqn.inputs[0])
+            if mul is not None and product_of.get(eqn.inputs[1]) is mul and \
+                    prim in mul.distributes_over:
+                return True
+    return False
+
+
 def factor_products(jaxpr: Jaxpr) -> Jaxpr:
     """Take a common full-size factor out of a sum of two single-use products:
     ``x*a + (x*b)*c`` -> ``x*(a + b*c)``, for primitives declaring that
     multiplication ``distributes_over`` them (the products left unused go to
     dce).  The results differ from the unfactored ones by rounding only."""
+    if not _has_sum_of_products(jaxpr):
+        return jaxpr                        # (most programs: no walks building maps)
     uses = _use_counts(jaxpr)
     producer = {v: e for e in jaxpr.eqns for v in e.outvars}
     eqns: list = []
@@ -381,7 +430,8 @@ def optimize(closed: ClosedJaxpr, _memo: dict | None = None) -> ClosedJaxpr:
     # remat calls stay whole through CSE (spliced afterwards, if inlinable)
     flat = inline_calls(closed, which=lambda prim: not prim.remat)
     jaxpr = _optimize_sub_jaxprs(flat.jaxpr, memo)
-    jaxpr = fold_transposes(factor_products(cse(simplify(fold_constants(jaxpr)))))
+    jaxpr = fold_transposes(factor_products(_rewrite(jaxpr, fold=True, simplify=True,
+                                                     merge=True)))
     spliced = inline_calls(ClosedJaxpr(jaxpr, flat.consts), which=lambda prim: prim.remat)
     return ClosedJaxpr(dce(spliced.jaxpr), spliced.consts)
 
@@ -391,6 +441,9 @@ def _optimize_sub_jaxprs(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     equations where something changed; the old ones are left as they were)."""
     eqns = []
     for eqn in jaxpr.eqns:
+        if not eqn.params:
+            eqns.append(eqn)
+            continue
         changed = {}
         for name, value in eqn.params.items():
             if isinstance(value, ClosedJaxpr):

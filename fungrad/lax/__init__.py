@@ -39,6 +39,19 @@ _array_ops.register(add=add, full=full, reduce_sum=reduce_sum, reshape=reshape, 
 # (``custom_jvp_call_p``, ``checkpoint_p``, ...) through the registry, which is
 # a lookup in core, not an import of a higher layer.
 from fungrad import core as _core  # noqa: E402
+from fungrad.lax.utils import (computes_small_dtypes_wide as _computes_small_dtypes_wide,  # noqa
+                               small_dtypes_run_the_impl as _small_dtypes_run_the_impl)
+from fungrad.lax.elementwise import WIDE_FOR_SMALL_DTYPES as _WIDE  # noqa: E402
+# bfloat16, float8, int4 ...: computed in float32 (int8) and rounded back, as XLA's
+# CPU backend does (after every rule is registered: some ops replace their lowering)
+for _prim in _WIDE + [_core.primitives[_name] for _name in (
+        "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin", "cumsum",
+        "cumprod", "cummax", "cummin", "cumlogsumexp", "reduce_window_sum", "reduce_window_max",
+        "reduce_window_min", "conv_general_dilated", "pow", "integer_pow")]:
+    _computes_small_dtypes_wide(_prim, bit_pattern={"shift_right_logical": "value",
+                                                    "clz": "leading zeros"}.get(_prim.name))
+for _name in ("gather", "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max"):
+    _small_dtypes_run_the_impl(_core.primitives[_name])
 globals().update({f"{_name}_p": _prim for _name, _prim in _core.primitives.items()})
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad._dtype_classes import finfo as dtype_finfo, issubdtype as dtype_issubdtype
 from fungrad.core import get_aval
 from fungrad.interpreters import batching
 from fungrad.lax.dot import dot_general
@@ -75,12 +76,12 @@ def _as_col(v):
 
 
 def _is_complex(x):
-    return np.issubdtype(get_aval(x).dtype, np.complexfloating)
+    return dtype_issubdtype(get_aval(x).dtype, np.complexfloating)
 
 
 def _real_dtype(dtype):
     """float32 for complex64, float64 for complex128; real dtypes unchanged."""
-    return np.finfo(dtype).dtype if np.issubdtype(dtype, np.complexfloating) else np.dtype(dtype)
+    return dtype_finfo(dtype).dtype if dtype_issubdtype(dtype, np.complexfloating) else np.dtype(dtype)
 
 
 def _H(x):

@@ -30,6 +30,7 @@ from typing import Callable
 
 import numpy as np
 
+from fungrad._dtype_classes import kind as dtype_kind
 from fungrad import core
 from fungrad.core import Primitive, ShapedArray, wrap_array
 from fungrad.interpreters import batching
@@ -159,7 +160,7 @@ def _checked_results(results, result_avals, name) -> list:
             raise ValueError(f"pure_callback: {name} returned shape {r.shape} for result {i}, "
                              f"but result_shape_dtypes declares {aval.shape}")
         if r.dtype != aval.dtype:
-            if r.dtype.kind != aval.dtype.kind and not np.can_cast(r.dtype, aval.dtype):
+            if dtype_kind(r.dtype) != dtype_kind(aval.dtype) and not np.can_cast(r.dtype, aval.dtype):
                 raise TypeError(f"pure_callback: {name} returned dtype {r.dtype} for result "
                                 f"{i}, but result_shape_dtypes declares {aval.dtype}; "
                                 f"convert it in the callback (.astype)")

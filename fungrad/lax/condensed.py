@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad._dtype_classes import finfo as dtype_finfo
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal, tangent_aval
@@ -112,7 +113,7 @@ def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable
 def _tridiagonal_shape(a, *, lower):
     _check_square_float("tridiagonal", a)
     batch, n = a.shape[:-2], a.shape[-1]
-    real = np.finfo(a.dtype).dtype
+    real = dtype_finfo(a.dtype).dtype
     return [ShapedArray(a.shape, a.dtype), ShapedArray(batch + (n,), real),
             ShapedArray(batch + (max(n - 1, 0),), real),
             ShapedArray(batch + (max(n - 1, 0),), a.dtype)]

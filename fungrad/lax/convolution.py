@@ -350,7 +350,8 @@ conv_general_dilated_p.batch = _conv_batch
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
-                         batch_group_count=1, precision=None, preferred_element_type=None):
+                         batch_group_count=1, precision=None, preferred_element_type=None,
+                         out_sharding=None):
     """General n-d convolution with strides, padding and dilations
     (``jax.lax.conv_general_dilated``).
 
@@ -359,8 +360,9 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     ``ceil(in / stride)`` positions, computed on the undilated lhs and the
     dilated kernel, as JAX does.  ``dimension_numbers``: None (``NC...``,
     ``OI...``, ``NC...``), a ``ConvDimensionNumbers`` of axis permutations, or
-    layout strings such as ``('NHWC', 'HWIO', 'NHWC')``.  ``precision`` is
-    accepted for JAX compatibility (NumPy computes at the operands' precision).
+    layout strings such as ``('NHWC', 'HWIO', 'NHWC')``.  ``precision`` and
+    ``out_sharding`` are accepted for JAX compatibility (NumPy computes at the
+    operands' precision, on one device).
     """
     check_precision(precision, "lax.conv_general_dilated")
     lhs, rhs = as_operand(lhs), as_operand(rhs)

@@ -14,8 +14,9 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import compute_dtype, is_small, is_floating, is_integer
 from fungrad.core import Primitive, ShapedArray, get_aval
-from fungrad.interpreters.lowering import Source, call
+from fungrad.interpreters.lowering import Source, call, scalar_type_name
 from fungrad.interpreters.ad import defbilinear
 from fungrad.lax.elementwise import convert_element_type
 from fungrad.lax.structural import transpose
@@ -107,6 +108,11 @@ def _dot_general_numpy(lhs, rhs, *, dimension_numbers, preferred_element_type=No
     # Canonical form (batch, free, contract) @ (batch, contract, free), then one
     # BLAS-backed np.matmul on 2-D or 3-D views (no einsum loops).
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    if is_small(lhs.dtype):     # bfloat16, int4 ...: XLA's CPU way, in float32 (int8), rounded
+        out = _dot_general_numpy(lhs.astype(compute_dtype(lhs.dtype)),
+                                 rhs.astype(compute_dtype(rhs.dtype)),
+                                 dimension_numbers=dimension_numbers)
+        return out.astype(preferred_element_type or lhs.dtype)
     if _is_matmul_layout(lhs.ndim, rhs.ndim, dimension_numbers):
         out = np.matmul(lhs, rhs)
     else:
@@ -222,8 +228,13 @@ def _dot_general_lower(args, in_avals, *, dimension_numbers, preferred_element_t
     # transposes (views, BLAS reads transposed operands), batch dims left to
     # np.matmul's broadcasting, and one np.matmul.
     lhs, rhs = in_avals
-    cast = (lambda expr: expr) if preferred_element_type is None else (
-        lambda expr: Source(f"{{}}.astype(np.{preferred_element_type.name})", expr))
+    out_dtype = preferred_element_type
+    if is_small(lhs.dtype):     # as the impl: in float32 (int8 for int4), then rounded
+        up = scalar_type_name(compute_dtype(lhs.dtype))
+        args = [Source(f"np.asarray({{}}).astype({up})", a) for a in args]
+        out_dtype = preferred_element_type or lhs.dtype
+    cast = (lambda expr: expr) if out_dtype is None else (
+        lambda expr: Source(f"{{}}.astype({scalar_type_name(out_dtype)})", expr))
     if _is_matmul_layout(lhs.ndim, rhs.ndim, dimension_numbers):
         return cast(call(np.matmul, args[0], args[1]))
     lhs_steps, rhs_steps, k, out_shape = _matmul_plan(lhs.shape, rhs.shape, dimension_numbers)
@@ -262,9 +273,9 @@ def _dot_general_numba(args, in_avals, out_avals, *, dimension_numbers,
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = in_avals
     if (not lc and not lb and lhs.ndim == rhs.ndim == 1 and lhs.dtype == rhs.dtype
-            and lhs.dtype.kind == "f"):
+            and is_floating(lhs.dtype)):
         return f"np.outer({args[0]}, {args[1]})"
-    if (lb or rb or len(lc) != 1 or lhs.dtype != rhs.dtype or lhs.dtype.kind != "f"
+    if (lb or rb or len(lc) != 1 or lhs.dtype != rhs.dtype or not is_floating(lhs.dtype)
             or out_avals[0].dtype != lhs.dtype or lhs.ndim not in (1, 2)
             or rhs.ndim not in (1, 2) or 0 in lhs.shape or 0 in rhs.shape):
         return None
@@ -277,13 +288,15 @@ def _dot_general_numba(args, in_avals, out_avals, *, dimension_numbers,
 dot_general_p.numba_lowering = _dot_general_numba
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
+                out_sharding=None):
     """General tensor contraction (``jax.lax.dot_general``).
 
     ``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch,
     rhs_batch))``; the result has the batch dims, then lhs's free dims, then
-    rhs's free dims.  ``precision`` is accepted for JAX compatibility (NumPy
-    always computes at the operands' precision).
+    rhs's free dims.  ``precision`` and ``out_sharding`` are accepted for JAX
+    compatibility (NumPy always computes at the operands' precision, on one
+    device).
     """
     check_precision(precision, "lax.dot_general")
     lhs, rhs = as_operand(lhs), as_operand(rhs)
@@ -427,7 +440,7 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
     mode, ragged = _ragged_mode(get_aval(lhs).ndim, dims)
     (lc, rc), (lb, rb) = dims.dot_dimension_numbers
     gs = get_aval(group_sizes)
-    if gs.dtype.kind not in "iu" or gs.ndim == 0:
+    if not is_integer(gs.dtype) or gs.ndim == 0:
         raise TypeError(f"ragged_dot_general: group_sizes must be an integer array (..., g), "
                         f"got {gs.str_short()}")
     prefix = _prefix_dims(mode, get_aval(lhs).ndim, ragged, lb, lc)

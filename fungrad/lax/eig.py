@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from fungrad._dtype_classes import issubdtype as dtype_issubdtype, kind as dtype_kind
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.lax.kernels.eig import eig as _eig_numpy
@@ -162,7 +163,7 @@ def _square_operand(name, a):
     float64 (NumPy's rule), float16 becomes float32."""
     a = as_operand(a)
     aval = get_aval(a)
-    if aval.dtype.kind in "biu":
+    if dtype_kind(aval.dtype) in "biu":
         a = convert_element_type(a, np.float64)
     elif aval.dtype == np.float16:
         a = convert_element_type(a, np.float32)
@@ -208,7 +209,7 @@ def sqrtm(A, disp=True, blocksize=64):
     vl_h = conj(_mT(vl))
     scale = div(sqrt(w), _diag_part(_mm(vl_h, vr)))
     x = _mm(mul(vr, _as_row(scale)), vl_h)
-    if np.issubdtype(get_aval(a).dtype, np.complexfloating):
+    if dtype_issubdtype(get_aval(a).dtype, np.complexfloating):
         return x
     if not isinstance(w, Tracer) and _has_negative_real_eigenvalue(w):
         return x

@@ -36,15 +36,16 @@ import math
 
 import numpy as np
 
+from fungrad._dtype_classes import finfo as dtype_finfo, is_floating, is_inexact, is_integer, issubdtype as dtype_issubdtype, kind as dtype_kind
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval, strip_weak_type_rule
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.codegen import expression_function
-from fungrad.interpreters.lowering import Source, call
+from fungrad.interpreters.lowering import Source, call, scalar_type_name
 from fungrad.interpreters.ad import (defjvp, defjvp2, deflinear, defbilinear, defjvp_zero,
                                      unbroadcast, is_undefined_primal, Zero, instantiate_zeros)
 from fungrad.lax.kernels import bits as bits_kernels, special as special_kernels
-from fungrad.lax.utils import (def_lowering, call_lowering, as_operand, check_same_dtypes,
-                               broadcast_shapes, numba_type)
+from fungrad.lax.utils import (def_lowering, call_lowering,
+                               as_operand, check_same_dtypes, broadcast_shapes, numba_type)
 
 __all__ = [
     # unary arithmetic and rounding
@@ -91,7 +92,7 @@ class _Kind:
 
     def check(self, name, *avals):
         for a in avals:
-            if a.dtype.kind not in self.kinds:
+            if dtype_kind(a.dtype) not in self.kinds:
                 raise TypeError(f"lax.{name} requires {self.words} arguments, got "
                                 f"{', '.join(v.dtype.name for v in avals)}. {self.fix}")
 
@@ -128,7 +129,8 @@ def _checked(name, kind, impl, same_dtype):
             dtype = getattr(a, "dtype", None)     # None: a Python scalar (weak)
             if dtype is None:
                 continue
-            if dtype.kind not in kinds:
+            # dtype.kind first (no call): ml_dtypes' types are 'V' there, 'f'/'i' after
+            if dtype.kind not in kinds and dtype_kind(dtype) not in kinds:
                 kind.check(name, *[get_aval(v) for v in args])
             if same_dtype and first is not None and dtype != first:
                 check_same_dtypes(name, *[get_aval(v) for v in args])
@@ -148,7 +150,7 @@ def _rule_checked(rule, impl):
 
 
 def _real_dtype(dtype):
-    return np.finfo(dtype).dtype if np.issubdtype(dtype, np.complexfloating) else dtype
+    return dtype_finfo(dtype).dtype if dtype_issubdtype(dtype, np.complexfloating) else dtype
 
 
 def _unary_rule(name, kind, out_dtype=None):
@@ -179,6 +181,12 @@ def _impl_and_lowering(impl, lowering, num_args):
     return impl, lowering
 
 
+# the elementwise primitives that compute on ml_dtypes' types in float32 (int8),
+# as XLA's CPU code does: fungrad.lax wraps them once every rule is registered
+# (lax.utils.computes_small_dtypes_wide)
+WIDE_FOR_SMALL_DTYPES: list = []
+
+
 def _unary(name, impl, kind=NUMBER, out_dtype=None, lowering=None):
     """A unary elementwise primitive with impl, shape rule, batching and lowering."""
     impl, lowering = _impl_and_lowering(impl, lowering, 1)
@@ -187,17 +195,21 @@ def _unary(name, impl, kind=NUMBER, out_dtype=None, lowering=None):
     p.def_abstract_eval(_unary_rule(name, kind, out_dtype))
     batching.vectorized_batcher(p)
     def_lowering(p, lowering)
+    WIDE_FOR_SMALL_DTYPES.append(p)
     return p
 
 
-def _nary(name, impl, kind=NUMBER, out_dtype=None, lowering=None, num_args=2):
-    """An n-ary elementwise primitive (NumPy broadcasting between operands)."""
+def _nary(name, impl, kind=NUMBER, out_dtype=None, lowering=None, num_args=2, wide=True):
+    """An n-ary elementwise primitive (NumPy broadcasting between operands);
+    ``wide``: computes on ml_dtypes' types in float32 (int8), as XLA's CPU code."""
     impl, lowering = _impl_and_lowering(impl, lowering, num_args)
     p = Primitive(name)
     p.def_impl(_checked(name, kind, impl, same_dtype=True))
     p.def_abstract_eval(_nary_rule(name, kind, out_dtype))
     batching.broadcasting_batcher(p)
     def_lowering(p, lowering)
+    if wide:
+        WIDE_FOR_SMALL_DTYPES.append(p)
     return p
 
 
@@ -344,7 +356,7 @@ def is_finite(x):
 # ----------------------------------------------------------------------------
 
 def _abs_jvp(g, ans, x):
-    if np.issubdtype(get_aval(x).dtype, np.complexfloating):
+    if dtype_issubdtype(get_aval(x).dtype, np.complexfloating):
         # d|x| = Re(conj(x) dx) / |x|  (0/0 at x = 0 replaced by 0, as JAX)
         safe = select_n(eq(ans, _const(ans, 0)), ans, _ones(ans))
         return div(real(mul(conj(x), g)), safe)
@@ -363,7 +375,7 @@ def _integer_pow_rule(x, y):
     if not isinstance(y, (int, np.integer)) or isinstance(y, bool):
         raise TypeError(f"lax.integer_pow: the exponent y must be a Python int, got {y!r}; "
                         "for array exponents use lax.pow.")
-    if y < 0 and not np.issubdtype(x.dtype, np.inexact):
+    if y < 0 and not is_inexact(x.dtype):
         raise ValueError(f"lax.integer_pow: {x.dtype.name} to the negative power {y} is "
                          "not an integer; convert the base to float first.")
     return ShapedArray(x.shape, x.dtype)
@@ -393,7 +405,7 @@ integer_pow_p.forwards_when = lambda params: params["y"] == 1
 def_lowering(integer_pow_p,
              lambda a, y: call(np.square, a[0]) if y == 2 else call(np.power, a[0], y))
 integer_pow_p.numba_lowering = lambda a, in_avals, out_avals, y: (
-    None if in_avals[0].dtype.kind != "f" else f"({a[0]} * {a[0]})" if y == 2 else
+    None if not is_floating(in_avals[0].dtype) else f"({a[0]} * {a[0]})" if y == 2 else
     f"np.power({a[0]}, {numba_type(in_avals[0].dtype)}({int(y)}))")
 integer_pow_p.numba_elementwise = True
 
@@ -402,7 +414,7 @@ defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)))
 
 rsqrt_p = _unary("rsqrt", None, INEXACT, lowering=lambda a: Source(f"1 / np.sqrt({a[0]})"))
 rsqrt_p.numba_lowering = lambda a, in_avals, out_avals: (
-    f"{numba_type(in_avals[0].dtype)}(1) / np.sqrt({a[0]})" if in_avals[0].dtype.kind == "f"
+    f"{numba_type(in_avals[0].dtype)}(1) / np.sqrt({a[0]})" if is_floating(in_avals[0].dtype)
     else None)
 rsqrt_p.numba_elementwise = True
 defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))))
@@ -471,7 +483,7 @@ def _logistic_impl(x):
 
 
 def _logistic_lowering(args, in_avals):
-    if in_avals[0].dtype.kind == "c":
+    if dtype_kind(in_avals[0].dtype) == "c":
         return Source(f"1 / (1 + np.exp(-{args[0]}))")
     # exp of -|x| only: never overflows, full relative accuracy in both tails
     return Source(f"(lambda x, e: np.where(x >= 0, 1 / (1 + e), e / (1 + e)))"
@@ -687,7 +699,7 @@ complex_p = _nary("complex", lambda x, y: x + 1j * y, FLOAT, _complex_dtype,
 
 deflinear(real_p, lambda ct, x: [complex(ct, _zeros(ct))])
 deflinear(imag_p, lambda ct, x: [complex(_zeros(ct), neg(ct))])
-deflinear(conj_p, lambda ct, x: [conj(ct) if np.issubdtype(x.aval.dtype, np.complexfloating)
+deflinear(conj_p, lambda ct, x: [conj(ct) if dtype_issubdtype(x.aval.dtype, np.complexfloating)
                                  else ct])   # conj of a real array is the identity
 deflinear(complex_p, lambda ct, x, y: [
     unbroadcast(real(ct), x.aval) if is_undefined_primal(x) else None,
@@ -741,7 +753,7 @@ defbilinear(mul_p,
 
 
 def _div_impl(x, y):
-    if np.issubdtype(np.result_type(x, y), np.inexact):
+    if is_inexact(np.result_type(x, y)):
         return np.true_divide(x, y)
     # integers: lax.div rounds towards zero (C semantics), as in JAX
     with np.errstate(divide="ignore"):
@@ -751,7 +763,7 @@ def _div_impl(x, y):
 
 def _div_lowering(args, in_avals):
     x, y = args
-    if in_avals[0].dtype.kind in "fc":
+    if is_inexact(in_avals[0].dtype):
         return call(np.true_divide, x, y)
     # integers: round towards zero (C / XLA semantics), not NumPy's floor
     return Source(f"(np.floor_divide({x}, {y}) + ((np.remainder({x}, {y}) != 0) & "
@@ -816,7 +828,7 @@ def rem(x, y):
 
 def _pow_rule(x, y):
     INEXACT.check("pow", x)
-    if np.issubdtype(y.dtype, np.integer):
+    if is_integer(y.dtype):
         out_dtype = x.dtype
     elif y.dtype == x.dtype or y.weak_type:
         out_dtype = x.dtype
@@ -834,7 +846,7 @@ def _pow_impl(x, y):
 
 
 def _pow_jvp_base(g, ans, x, y):
-    if np.issubdtype(get_aval(y).dtype, np.integer):
+    if is_integer(get_aval(y).dtype):
         y = convert_element_type(y, get_aval(x).dtype)
         # y x^(y-1), with 0 for y = 0 even at x = 0 (as JAX)
         jac = select_n(eq(y, _const(y, 0)),
@@ -858,7 +870,7 @@ batching.broadcasting_batcher(pow_p)
 def_lowering(pow_p, lambda a: Source(
     f"np.asarray(np.power({a[0]}, {a[1]})).astype(np.asarray({a[0]}).dtype)"))
 pow_p.numba_lowering = lambda a, in_avals, out_avals: (
-    f"np.power({a[0]}, {a[1]})" if in_avals[0].dtype.kind == "f"
+    f"np.power({a[0]}, {a[1]})" if is_floating(in_avals[0].dtype)
     and in_avals[1].dtype == in_avals[0].dtype else None)
 pow_p.numba_elementwise = True
 
@@ -899,7 +911,8 @@ defjvp(atan2_p,
        lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
        lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
 
-nextafter_p = _nary("nextafter", np.nextafter, FLOAT)
+# not in float32: the next bfloat16 is not the next float32 rounded (ml_dtypes has the loop)
+nextafter_p = _nary("nextafter", np.nextafter, FLOAT, wide=False)
 # nextafter(x, y) differs from x by one ulp: its derivative is 1 in x, 0 in y
 defjvp(nextafter_p, lambda g, x, y: _brcast(g, y), None)
 
@@ -1077,7 +1090,7 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
     ReducePrecision).  ``reduce_precision(x, 8, 23)`` of float64 is float32
     rounding, ``(5, 10)`` float16's, ``(8, 7)`` bfloat16's."""
     operand = _operand(operand)
-    info = np.finfo(get_aval(operand).dtype) if get_aval(operand).dtype.kind == "f" else None
+    info = dtype_finfo(get_aval(operand).dtype) if is_floating(get_aval(operand).dtype) else None
     bits = []
     for what, value, most in (("exponent_bits", exponent_bits, info and info.nexp),
                               ("mantissa_bits", mantissa_bits, info and info.nmant)):
@@ -1117,7 +1130,7 @@ def _select_n_lowering(args):
 def _select_n_rule(which, *cases):
     if not cases:
         raise TypeError("lax.select_n requires at least one case")
-    if which.dtype != np.bool_ and not np.issubdtype(which.dtype, np.integer):
+    if which.dtype != np.bool_ and not is_integer(which.dtype):
         raise TypeError(f"lax.select_n: `which` must be boolean or integer, got "
                         f"{which.dtype.name}; compare it first (e.g. x > 0).")
     if which.dtype == np.bool_ and len(cases) > 2:
@@ -1193,7 +1206,7 @@ clamp_p = _nary("clamp", None, ANY, num_args=3,
 clamp_p.keeps_finite = True
 clamp_p.numba_lowering = lambda a, in_avals, out_avals: (
     f"np.minimum(np.maximum({a[1]}, {a[0]}), {a[2]})"
-    if all(v.dtype.kind in "iuf" for v in in_avals) else None)
+    if all(dtype_kind(v.dtype) in "iuf" for v in in_avals) else None)
 clamp_p.numba_elementwise = True
 
 
@@ -1241,14 +1254,14 @@ def _convert_params(new_dtype, weak_type):
 def _convert_jvp(primals, tangents, new_dtype, weak_type=False):
     (x,), (t,) = primals, tangents
     ans = convert_element_type_p.bind(x, **_convert_params(new_dtype, weak_type))
-    if type(t) is Zero or not np.issubdtype(new_dtype, np.inexact):
+    if type(t) is Zero or not is_inexact(new_dtype):
         return ans, Zero(ad.tangent_aval(get_aval(ans)))
     return ans, convert_element_type_p.bind(t, **_convert_params(new_dtype, weak_type))
 
 
 def _convert_transpose(ct, x, new_dtype, weak_type=False):
     old = x.aval.dtype
-    if np.issubdtype(new_dtype, np.complexfloating) and not np.issubdtype(old, np.complexfloating):
+    if dtype_issubdtype(new_dtype, np.complexfloating) and not dtype_issubdtype(old, np.complexfloating):
         ct = real(ct)          # real -> complex embeds; its transpose takes the real part
     return [convert_element_type_p.bind(ct, **_convert_params(old, x.aval.weak_type))]
 
@@ -1265,14 +1278,14 @@ batching.vectorized_batcher(convert_element_type_p)
 convert_element_type_p.weak_type_rule = lambda avals, params: params.get("weak_type", False)
 convert_element_type_p.weak_from_params = True
 def_lowering(convert_element_type_p, lambda a, new_dtype, weak_type=False: Source(
-    f"np.asarray({a[0]}).astype(np.{new_dtype.name})"))
+    f"np.asarray({a[0]}).astype({scalar_type_name(new_dtype)})"))
 
 
 def _convert_numba(args, in_avals, out_avals, new_dtype, weak_type=False):
     old, new, x = in_avals[0].dtype, np.dtype(new_dtype), args[0]
-    if new.kind == "b":
+    if dtype_kind(new) == "b":
         return f"({x} != 0)"
-    if old.kind == "f" and new.kind in "iu":
+    if is_floating(old) and is_integer(new):
         return None          # NaN and out-of-range values: undefined in LLVM
     if in_avals[0].shape == ():
         return f"{numba_type(new)}({x})"
@@ -1331,7 +1344,7 @@ bitcast_convert_type_p.weak_type_rule = strip_weak_type_rule
 defjvp_zero(bitcast_convert_type_p)
 bitcast_convert_type_p.batch = _bitcast_batch
 def_lowering(bitcast_convert_type_p, lambda a, new_dtype: Source(
-    f"(lambda x: np.ravel(x).view(np.{new_dtype.name}).reshape("
+    f"(lambda x: np.ravel(x).view({scalar_type_name(new_dtype)}).reshape("
     f"x.shape + (x.dtype.itemsize // {new_dtype.itemsize},) if x.dtype.itemsize > "
     f"{new_dtype.itemsize} else x.shape[:-1] if x.dtype.itemsize < {new_dtype.itemsize} "
     f"else x.shape))(np.asarray({a[0]}))"))
@@ -1358,14 +1371,14 @@ def _iota_rule(*, dtype, shape, dimension):
     if not 0 <= dimension < len(shape):
         raise ValueError(f"lax.broadcasted_iota: dimension {dimension} is out of range "
                          f"for shape {shape}")
-    if not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.inexact)):
+    if not (is_integer(dtype) or is_inexact(dtype)):
         raise TypeError(f"lax.iota: dtype must be numeric, got {np.dtype(dtype).name}")
     return ShapedArray(shape, dtype)
 
 
 def _iota_lowering(args, dtype, shape, dimension):
     expanded = tuple(n if i == dimension else 1 for i, n in enumerate(shape))
-    return Source(f"np.broadcast_to(np.arange({shape[dimension]}, dtype=np.{dtype.name})"
+    return Source(f"np.broadcast_to(np.arange({shape[dimension]}, dtype={scalar_type_name(dtype)})"
                   f".reshape({expanded}), {shape}).copy()")
 
 

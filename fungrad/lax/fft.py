@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from fungrad._dtype_classes import finfo as dtype_finfo, is_floating, issubdtype as dtype_issubdtype
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import deflinear
@@ -71,7 +72,7 @@ def _canonical_fft_type(fft_type) -> str:
 
 
 def _real_dtype(dtype):
-    return np.finfo(dtype).dtype
+    return dtype_finfo(dtype).dtype
 
 
 def _complex_dtype(dtype):
@@ -101,8 +102,8 @@ def _check_lengths(x, fft_type, fft_lengths):
 def _fft_shape(x, fft_type, fft_lengths):
     if fft_type not in _NUMPY_FN:
         _canonical_fft_type(fft_type)          # raises the error
-    complex_in = np.issubdtype(x.dtype, np.complexfloating)
-    if fft_type == "RFFT" and (complex_in or x.dtype.kind != "f" or x.dtype.itemsize < 4):
+    complex_in = dtype_issubdtype(x.dtype, np.complexfloating)
+    if fft_type == "RFFT" and (complex_in or not is_floating(x.dtype) or x.dtype.itemsize < 4):
         raise TypeError(f"lax.fft: RFFT needs a real float32/float64 operand, got "
                         f"{x.dtype.name}; use FFT for complex input, or convert it")
     if fft_type != "RFFT" and not complex_in:
@@ -191,16 +192,16 @@ def _operand_for(x, fft_type):
     (integers and bools become float64 / complex128, float16 float32)."""
     dtype = get_aval(x).dtype
     if fft_type == "RFFT":
-        if np.issubdtype(dtype, np.complexfloating):
+        if dtype_issubdtype(dtype, np.complexfloating):
             raise TypeError(f"lax.fft: RFFT takes real input, got {dtype.name}; "
                             "use FftType.FFT for complex input")
-        target = dtype if dtype.kind == "f" and dtype.itemsize >= 4 else (
+        target = dtype if is_floating(dtype) and dtype.itemsize >= 4 else (
             np.float32 if dtype == np.float16 else np.float64)
-    elif np.issubdtype(dtype, np.complexfloating):
+    elif dtype_issubdtype(dtype, np.complexfloating):
         target = dtype
     else:
         target = np.complex64 if dtype in (np.float16, np.float32) else (
-            _complex_dtype(dtype) if dtype.kind == "f" else np.complex128)
+            _complex_dtype(dtype) if is_floating(dtype) else np.complex128)
     return convert_element_type(x, target)
 
 

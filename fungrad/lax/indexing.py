@@ -50,6 +50,7 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import iinfo as dtype_iinfo, is_inexact, is_integer, issubdtype as dtype_issubdtype
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval, operand_weak_type
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal, tangent_aval
@@ -57,13 +58,13 @@ from fungrad.interpreters.lowering import Source, call
 from fungrad.lax.kernels import scatter as _scatter_kernels
 from fungrad.lax.utils import canonical_axes, checked_bind, def_lowering, as_operand
 from fungrad.lax import structural
-from fungrad.lax.xla_scatter import ScatterDimensionNumbers, numpy_index
+from fungrad.lax.xla_scatter import ScatterDimensionNumbers, GatherScatterMode, mode_name, numpy_index
 
 __all__ = [
     "gather", "scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min",
     "scatter_max", "scatter_apply", "index_take", "dynamic_slice", "dynamic_update_slice", "dynamic_index_in_dim",
     "dynamic_slice_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
-    "index_in_dim", "slice_in_dim", "ScatterDimensionNumbers",
+    "index_in_dim", "slice_in_dim", "ScatterDimensionNumbers", "GatherScatterMode",
     "gather_p", "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p",
     "scatter_max_p", "dynamic_slice_p", "dynamic_update_slice_p",
 ]
@@ -76,7 +77,7 @@ _SLICE_ALL = ("slice", 0, None, 1)   # stop None with step 1 never occurs otherw
 # ----------------------------------------------------------------------------
 
 def _is_int_array_value(x) -> bool:
-    return np.issubdtype(get_aval(x).dtype, np.integer)
+    return is_integer(get_aval(x).dtype)
 
 
 def build_indexer(shape, index, who="indexing"):
@@ -203,7 +204,7 @@ def _check_indexer(who, operand, indexer, index_avals):
         raise TypeError(f"{who}: the indexer {indexer} indexes {n_consuming} dimensions "
                         f"but the operand has shape {operand.shape}")
     for a in index_avals:
-        if not np.issubdtype(a.dtype, np.integer):
+        if not is_integer(a.dtype):
             raise TypeError(f"{who}: index arrays must be integers, got {a.dtype.name}")
     dim = 0
     for e in indexer:
@@ -258,12 +259,12 @@ def _adv_mask_in_output(masks, indexer, index_shapes, operand_shape):
 def default_fill_value(dtype):
     """JAX's fill for out-of-bounds gathers: NaN, the minimum int, or True."""
     dtype = np.dtype(dtype)
-    if np.issubdtype(dtype, np.inexact):
+    if is_inexact(dtype):
         return np.nan
-    if np.issubdtype(dtype, np.signedinteger):
-        return int(np.iinfo(dtype).min)
-    if np.issubdtype(dtype, np.unsignedinteger):
-        return int(np.iinfo(dtype).max)
+    if dtype_issubdtype(dtype, np.signedinteger):
+        return int(dtype_iinfo(dtype).min)
+    if dtype_issubdtype(dtype, np.unsignedinteger):
+        return int(dtype_iinfo(dtype).max)
     return True
 
 
@@ -386,6 +387,7 @@ def gather(operand, index, *, mode=None, fill_value=None):
 
 
 def _gather_mode(mode):
+    mode = mode_name(mode, "gather")
     if mode in (None, "clip", "promise_in_bounds"):
         return "clip"
     if mode in ("fill", "drop"):
@@ -734,6 +736,7 @@ _scatter_extremal_jvp(scatter_max_p)
 # --- public scatter functions -------------------------------------------------------
 
 def _scatter_mode(mode):
+    mode = mode_name(mode, "scatter")
     if mode in (None, "drop", "fill", "promise_in_bounds"):
         return "drop"
     if mode == "clip":
@@ -819,7 +822,7 @@ def index_take(src, idxs, axes):
     wrapped = []
     for idx, axis in zip(idxs, axes):
         idx = as_operand(idx)
-        if get_aval(idx).dtype.kind not in "iu":
+        if not is_integer(get_aval(idx).dtype):
             raise TypeError(f"index_take: indices must be integers, got "
                             f"{get_aval(idx).dtype.name}")
         size = np.asarray(shape[axis], get_aval(idx).dtype)
@@ -933,7 +936,7 @@ def _check_starts(who, operand, starts, sizes):
         raise TypeError(f"{who}: an operand of shape {operand.shape} needs {operand.ndim} "
                         f"start indices and sizes, got {len(starts)} and {len(sizes)}")
     for s in starts:
-        if s.ndim != 0 or not np.issubdtype(s.dtype, np.integer):
+        if s.ndim != 0 or not is_integer(s.dtype):
             raise TypeError(f"{who}: start indices must be integer scalars, got "
                             f"{s.str_short()}")
     for n, k in zip(operand.shape, sizes):

@@ -49,6 +49,7 @@ import numpy as np
 
 # the multi-step NumPy computations live in a NumPy-only module, so that the
 # impls, the jit lowerings and fungrad.export share one copy
+from fungrad._dtype_classes import finfo as dtype_finfo, is_floating, is_integer
 from fungrad.lax.kernels.linalg import (  # noqa: E402
     triangular_solve as _triangular_solve_numpy, cholesky as _cholesky_numpy, lu as _lu_numpy,
     lu_pivots_to_permutation as _lu_pivots_to_permutation_numpy,
@@ -57,7 +58,7 @@ from fungrad.lax.kernels.linalg import (  # noqa: E402
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
-from fungrad.interpreters.lowering import Source, call
+from fungrad.interpreters.lowering import Source, call, scalar_type_name
 from fungrad.interpreters.ad import Zero, defjvp, defjvp2, defjvp_zero, tangent_aval
 from fungrad.lax.elementwise import (add, sub, mul, div, neg, conj, real, eq, select_n,
                                      convert_element_type)
@@ -223,7 +224,7 @@ def cholesky(x, *, symmetrize_input=True):
 
 def _cholesky_update_shape(r, w):
     _check_square_float("cholesky_update (argument r_matrix)", r)
-    if r.dtype.kind != "f" or w.dtype != r.dtype:
+    if not is_floating(r.dtype) or w.dtype != r.dtype:
         raise TypeError(f"cholesky_update takes real float32/float64 r_matrix and w_vector of "
                         f"one dtype (as JAX), got {r.dtype.name} and {w.dtype.name}")
     if w.shape != r.shape[:-1]:
@@ -340,7 +341,7 @@ def lu(x):
 
 
 def _lu_pivots_to_permutation_shape(pivots, *, permutation_size):
-    if not np.issubdtype(pivots.dtype, np.integer) or pivots.ndim < 1:
+    if not is_integer(pivots.dtype) or pivots.ndim < 1:
         raise TypeError(f"lu_pivots_to_permutation expects an integer array of pivots "
                         f"(..., k), got {pivots.str_short()}")
     if pivots.shape[-1] > permutation_size:
@@ -374,7 +375,7 @@ def _permutation_matrix_numpy(permutation, dtype):
 
 
 def _permutation_matrix_shape(permutation, *, dtype):
-    if not np.issubdtype(permutation.dtype, np.integer) or permutation.ndim < 1:
+    if not is_integer(permutation.dtype) or permutation.ndim < 1:
         raise TypeError(f"permutation_matrix expects an integer array (..., n), got "
                         f"{permutation.str_short()}")
     n = permutation.shape[-1]
@@ -389,7 +390,7 @@ defjvp_zero(permutation_matrix_p)
 _batch_at_front(permutation_matrix_p)
 def_lowering(permutation_matrix_p, lambda a, dtype: Source(
     f"(np.asarray({a[0]})[..., :, None] == np.arange(np.shape({a[0]})[-1]))"
-    f".astype(np.{dtype.name})"))
+    f".astype({scalar_type_name(dtype)})"))
 
 
 def permutation_matrix(permutation, dtype=np.float64):
@@ -967,7 +968,7 @@ def qdwh(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=
     if aval.ndim != 2 or aval.shape[0] < aval.shape[1]:
         raise ValueError(f"qdwh: x must be one (m, n) matrix with m >= n, got shape {aval.shape}")
     max_iterations = 10 if max_iterations is None else int(max_iterations)
-    eps = float(np.finfo(aval.dtype).eps) if eps is None else float(eps)
+    eps = float(dtype_finfo(aval.dtype).eps) if eps is None else float(eps)
     rdt = _real_dtype(aval.dtype)
     magnitudes = lax.abs(x)
     one_norm = lax.reduce_max(reduce_sum(magnitudes, (0,)), (0,))

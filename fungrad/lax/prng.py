@@ -10,7 +10,8 @@ all of its rules (the samplers of ``fungrad.random`` are built on them).
   the key's Threefry stream (``kernels/prng.py``'s ``sample`` defines them):
   its bits, floats on [0, 1), floats on (-1, 1), standard normals by the
   inverse CDF -- JAX's ``random_bits``, ``uniform`` and ``normal`` bit for bit
-  (up to erf_inv's last bits), in either of JAX's stream layouts.
+  (normals: XLA's erf_inv emulated, for draws of up to
+  ``kernels/prng.py``'s EXACT_SAMPLES per key), in either of JAX's stream layouts.
 
 Why one primitive for a whole sample rather than Threefry then lax ops: a
 NumPy program cannot fuse operations, and 25 million float64 normals built
@@ -21,7 +22,8 @@ Rules: both primitives have integer inputs only, so their derivatives are
 zero (``defjvp_zero``); they are not linear. Batching moves the batch axis of
 the keys (or of the broadcast operands) to the front, which the impls map
 over. Impl and lowering are one NumPy-only kernel each (``kernels/prng.py``,
-which uses ``kernels/special.py``'s ErfInvWriter for normals), so ``jit`` and
+which uses ``kernels/xla_cpu_math.py`` or, for large draws, ``kernels/special.py``'s
+ErfInvWriter for normals), so ``jit`` and
 ``export`` run the same code.
 """
 from __future__ import annotations
@@ -30,14 +32,18 @@ import math
 
 import numpy as np
 
+from fungrad._dtype_classes import kind as dtype_kind
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
-from fungrad.interpreters.ad import defjvp, defjvp_zero
+from fungrad.interpreters.ad import defjvp, defjvp2, defjvp_zero
 from fungrad.lax import elementwise as _elementwise
 from fungrad.lax.kernels import prng as _kernel
+from fungrad.lax.kernels import xla_cpu_math as _xla_math
 from fungrad.lax.utils import as_operand, broadcast_shapes, checked_bind, def_kernel
 
-__all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p", "random_fma_p"]
+__all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p", "random_fma_p",
+           "random_log_p", "random_log1p_p", "random_exp_p", "random_tan_p",
+           "random_pow_p", "random_erf_p", "random_erf_inv_p"]
 
 _U32 = np.dtype(np.uint32)
 TRANSFORMS = ("bits", "unit", "signed", "normal")
@@ -89,7 +95,7 @@ def _sample_shape(keys, shape, dtype, transform, partitionable):
                         f"{keys.dtype} of shape {keys.shape}.")
     dtype = np.dtype(dtype)
     kinds = "u" if transform == "bits" else "f"
-    if transform not in TRANSFORMS or dtype.kind not in kinds:
+    if transform not in TRANSFORMS or dtype_kind(dtype) not in kinds:
         raise TypeError(f"random_sample: transform {transform!r} with dtype {dtype} is not "
                         f"one of 'bits' (unsigned dtypes) or {TRANSFORMS[1:]} (float dtypes).")
     blocks = math.prod(shape) * (2 if dtype.itemsize == 8 and not partitionable else 1)
@@ -129,7 +135,9 @@ def random_sample(key, shape, dtype, transform, partitionable=True):
 # uniforms (and truncated_normal, cauchy, ...) bit for bit needs an FMA, which
 # NumPy lacks: the kernel emulates it exactly.
 
-random_fma_p = _elementwise._nary("random_fma", _kernel.fma, _elementwise.FLOAT, num_args=3)
+# not wide: the kernel rounds bfloat16/float8 twice itself, as XLA does
+random_fma_p = _elementwise._nary("random_fma", _kernel.fma, _elementwise.FLOAT, num_args=3,
+                                  wide=False)
 defjvp(random_fma_p,
        lambda g, a, b, c: _elementwise._brcast(_elementwise.mul(g, b), c),
        lambda g, a, b, c: _elementwise._brcast(_elementwise.mul(a, g), c),
@@ -139,6 +147,74 @@ defjvp(random_fma_p,
 def random_fma(a, b, c):
     """``a * b + c`` rounded once (float operands of one dtype, broadcasting)."""
     return checked_bind(random_fma_p, *(as_operand(x) for x in (a, b, c)))
+
+
+# ----------------------------------------------------------------------------
+# XLA's CPU log, log1p, exp, tan, pow, erf, erf_inv, for the samplers
+# ----------------------------------------------------------------------------
+# JAX's samplers pass their uniforms through these, and XLA's CPU code for them
+# is not NumPy's (nor fungrad's lax ops'): its own polynomials, fused
+# multiply-adds, the C library's float64 log and erf (kernels/xla_cpu_math.py
+# emulates them). Samplers use these primitives for JAX's numbers exactly; the
+# derivatives are the functions' own.
+
+def _xla_unary(name, kernel, jvp=None, jvp_of_answer=None):
+    p = _elementwise._unary(f"random_{name}", kernel, _elementwise.FLOAT)
+    if jvp is not None:
+        defjvp(p, jvp)
+    else:
+        defjvp2(p, jvp_of_answer)
+    return p
+
+
+_e = _elementwise
+random_log_p = _xla_unary("log", _xla_math.log, lambda g, x: _e.div(g, x))
+random_log1p_p = _xla_unary("log1p", _xla_math.log1p,
+                            lambda g, x: _e.div(g, _e.add(x, _e._const(x, 1))))
+random_exp_p = _xla_unary("exp", _xla_math.exp, jvp_of_answer=lambda g, ans, x: _e.mul(g, ans))
+random_tan_p = _xla_unary("tan", _xla_math.tan, jvp_of_answer=lambda g, ans, x: _e.mul(
+    g, _e.add(_e._const(x, 1), _e.square(ans))))
+random_pow_p = _elementwise._nary("random_pow", _xla_math.power, _elementwise.FLOAT)
+defjvp2(random_pow_p, _elementwise._pow_jvp_base, _elementwise._pow_jvp_exponent)
+random_erf_p = _xla_unary("erf", _xla_math.erf, lambda g, x: _e.mul(g, _e.mul(
+    _e._const(x, 2 / math.sqrt(math.pi)), _e.exp(_e.neg(_e.square(x))))))
+random_erf_inv_p = _xla_unary("erf_inv", _xla_math.erf_inv, jvp_of_answer=lambda g, ans, x: _e.mul(
+    g, _e.mul(_e._const(x, math.sqrt(math.pi) / 2), _e.exp(_e.square(ans)))))
+
+
+def random_log(x):
+    """XLA's CPU ``log`` (float operands), bit for bit."""
+    return checked_bind(random_log_p, as_operand(x))
+
+
+def random_log1p(x):
+    """XLA's CPU ``log1p`` (float operands), bit for bit."""
+    return checked_bind(random_log1p_p, as_operand(x))
+
+
+def random_exp(x):
+    """XLA's CPU ``exp`` (float operands), bit for bit."""
+    return checked_bind(random_exp_p, as_operand(x))
+
+
+def random_tan(x):
+    """XLA's CPU ``tan`` (float operands), bit for bit: the C library's."""
+    return checked_bind(random_tan_p, as_operand(x))
+
+
+def random_pow(x, y):
+    """XLA's CPU ``pow`` (float operands of one dtype), bit for bit: the C library's."""
+    return checked_bind(random_pow_p, as_operand(x), as_operand(y))
+
+
+def random_erf(x):
+    """XLA's CPU ``erf`` (float operands), bit for bit."""
+    return checked_bind(random_erf_p, as_operand(x))
+
+
+def random_erf_inv(x):
+    """XLA's CPU ``erf_inv`` (float operands), bit for bit."""
+    return checked_bind(random_erf_inv_p, as_operand(x))
 
 
 # ----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import functools
 
 import numpy as np
 
+from fungrad._dtype_classes import iinfo as dtype_iinfo, is_floating, is_inexact, is_integer, kind as dtype_kind
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval, strip_weak_type_rule
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
@@ -62,7 +63,7 @@ def _reduce_shape(name: str, kinds: str | None = None):
     """Shape rule of a reduction; ``kinds`` restricts the dtype kinds (e.g. 'bui')."""
     def rule(x, axes):
         _check_axes(name, axes, x.ndim)
-        if kinds is not None and x.dtype.kind not in kinds:
+        if kinds is not None and dtype_kind(x.dtype) not in kinds:
             raise TypeError(f"{name} requires a boolean or integer operand, got "
                             f"{x.dtype.name}")
         return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
@@ -112,7 +113,7 @@ def _reduce_numba(fn, nonempty=False):
     axes one at a time (sum only), of floating arrays (numba sums small ints in int64)."""
     def rule(args, in_avals, out_avals, axes, **_):
         aval = in_avals[0]
-        if aval.dtype.kind != "f" or (nonempty and aval.size == 0):
+        if not is_floating(aval.dtype) or (nonempty and aval.size == 0):
             return None
         if aval.shape == () or not axes:
             return args[0]
@@ -143,16 +144,16 @@ def reduce_sum(operand, axes):
 def _max_identity(dtype):
     if dtype == np.bool_:
         return False
-    if np.issubdtype(dtype, np.integer):
-        return int(np.iinfo(dtype).min)
+    if is_integer(dtype):
+        return int(dtype_iinfo(dtype).min)
     return -np.inf
 
 
 def _min_identity(dtype):
     if dtype == np.bool_:
         return True
-    if np.issubdtype(dtype, np.integer):
-        return int(np.iinfo(dtype).max)
+    if is_integer(dtype):
+        return int(dtype_iinfo(dtype).max)
     return np.inf
 
 
@@ -291,7 +292,7 @@ def _bool_reduce_numba(fn):
     """np.all / np.any of a boolean array over all its axes (numba compiles it)."""
     def rule(args, in_avals, out_avals, axes):
         aval = in_avals[0]
-        if aval.dtype.kind != "b" or (aval.shape and len(axes) != aval.ndim):
+        if dtype_kind(aval.dtype) != "b" or (aval.shape and len(axes) != aval.ndim):
             return None
         return f"np.{fn}({args[0]})" if aval.shape else args[0]
     return rule
@@ -326,7 +327,7 @@ def reduce_xor(operand, axes):
 def _arg_shape(name):
     def rule(x, axis, index_dtype):
         _check_axis(name, axis, x.ndim)
-        if not np.issubdtype(index_dtype, np.integer):
+        if not is_integer(index_dtype):
             raise TypeError(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
         if x.shape[axis] == 0:
             raise ValueError(f"{name}: attempt to get the {name} of an empty sequence "
@@ -381,7 +382,7 @@ def argmin(operand, axis, index_dtype):
 def _cumulative_shape(name, float_only=False):
     def rule(x, axis, reverse):
         _check_axis(name, axis, x.ndim)
-        if float_only and not np.issubdtype(x.dtype, np.inexact):
+        if float_only and not is_inexact(x.dtype):
             raise TypeError(f"{name} requires a floating-point operand, got {x.dtype.name}; "
                             "convert it first (e.g. x.astype(float))")
         if x.dtype == np.bool_ and name != "cummax" and name != "cummin":
@@ -473,7 +474,7 @@ def _cumsum_numba(block, eqn, args, out_names):
     from fungrad.interpreters.numba_backend import NotCompilable
     from fungrad.core import Var
     aval, axis, reverse = eqn.inputs[0].aval, eqn.params["axis"], eqn.params["reverse"]
-    if aval.dtype.kind != "f" or aval.shape == ():
+    if not is_floating(aval.dtype) or aval.shape == ():
         raise NotCompilable("cumsum of a scalar or of integers")
     perm = tuple(d for d in range(aval.ndim) if d != axis) + (axis,)
     inverse = tuple(int(i) for i in np.argsort(perm))
@@ -654,7 +655,7 @@ def reduce(operands, init_values, computation, dimensions):
     dims = canonical_axes("reduce", dimensions, aval.ndim)
     if len(flat_ops) == 1:
         kind = monoid_of(computation, aval.dtype)
-        if kind is not None and aval.dtype.kind in _MONOID_KINDS[kind]:
+        if kind is not None and dtype_kind(aval.dtype) in _MONOID_KINDS[kind]:
             return tree_unflatten(tree, [_monoid_reduce(kind, flat_ops[0], flat_init[0], dims)])
     return tree_unflatten(tree, _fold(flat_ops, flat_init, computation, tree, dims))
 

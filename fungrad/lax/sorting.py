@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad._dtype_classes import is_floating, is_integer
 from fungrad.core import Primitive, ShapedArray, get_aval, standard_weak_type
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, defjvp_zero, tangent_aval, is_undefined_primal
@@ -54,7 +55,7 @@ def _iota_like(shape, dimension):
 
 def _take_shape(x, indices, axis):
     _check_dimension("take_along_axis", axis, x.ndim)
-    if not np.issubdtype(indices.dtype, np.integer):
+    if not is_integer(indices.dtype):
         raise TypeError(f"take_along_axis: indices must be integers, got {indices.dtype.name}")
     if indices.ndim != x.ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, indices.shape))
                                      if i != axis):
@@ -318,7 +319,7 @@ def top_k(operand, k: int, *, axis: int = -1):
 def _approx_k(who, operand, k, reduction_dimension, largest):
     operand = as_operand(operand)
     aval = get_aval(operand)
-    if aval.dtype.kind != "f":
+    if not is_floating(aval.dtype):
         raise TypeError(f"{who}: operand must be a floating-point array, got "
                         f"{aval.dtype.name}")
     if aval.ndim == 0:

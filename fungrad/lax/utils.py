@@ -8,6 +8,8 @@ from typing import Callable
 
 import numpy as np
 
+from fungrad._dtype_classes import (SMALL_DTYPE_CLASSES, compute_dtype, iinfo, is_small,
+                                    kind as dtype_kind)
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval, scalar_dtype, weak_array
 from fungrad.interpreters.lowering import call, check_callable
 
@@ -34,7 +36,67 @@ def def_lowering(prim: Primitive, rule: Callable, typed: bool = False) -> None:
 def numba_type(dtype) -> str:
     """The source naming ``dtype``'s scalar type in code numba compiles."""
     dtype = np.dtype(dtype)
-    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+    return "np.bool_" if dtype_kind(dtype) == "b" else f"np.{dtype.name}"
+
+
+def computes_small_dtypes_wide(prim: Primitive, bit_pattern: str | None = None) -> None:
+    """Run ``prim`` (one result) on operands of ml_dtypes' types as XLA's CPU
+    backend does: in float32 (int8 for int4, uint8 for uint4), the result
+    rounded back to the dtype its shape rule gives -- for reductions,
+    cumulative sums, windows and convolutions, whose NumPy code would otherwise
+    accumulate in bfloat16 or run int4 through NumPy's int8 loops.  Impl and
+    lowering keep their own code for every other dtype.
+
+    ``bit_pattern`` ("value" for a logical shift, "leading zeros" for clz):
+    the op reads a small integer as its own width's bit pattern, a uint8 below
+    2**bits (int4's -1 is 0b1111); leading zeros count only those bits."""
+    impl, lowering = prim.impl, prim.lowering
+
+    def wide_impl(*args, **params):
+        for a in args:
+            if type(getattr(a, "dtype", None)) in SMALL_DTYPE_CLASSES:
+                break
+        else:                                 # no operand of a small type: as before
+            return impl(*args, **params)
+        out = prim.abstract_eval(*[get_aval(a) for a in args], **params)
+        wide = [np.asarray(a).astype(compute_dtype(a.dtype)) if is_small(a.dtype) else a
+                for a in args]
+        if bit_pattern and dtype_kind(args[0].dtype) in "iu":
+            return _on_bit_pattern(impl, args, wide, params, bit_pattern).astype(out.dtype)
+        return np.asarray(impl(*wide, **params)).astype(out.dtype)
+
+    def wide_lowering(args, in_avals, **params):
+        # (in_avals may be unknown, None: codegen.lowered_source of an untyped rule)
+        if not any(type(getattr(a, "dtype", None)) in SMALL_DTYPE_CLASSES for a in in_avals):
+            return lowering(args, in_avals, **params)
+        from fungrad.interpreters.codegen import impl_call    # late: codegen imports lax
+        return impl_call(prim, args, params)        # the generated code calls wide_impl
+    prim.impl, prim.lowering = wide_impl, wide_lowering
+
+
+def _on_bit_pattern(impl, args, wide, params, bit_pattern):
+    bits = iinfo(args[0].dtype).bits
+    patterns = [(np.asarray(w).astype(np.int16) & (2**bits - 1)).astype(np.uint8)
+                if is_small(a.dtype) else a for a, w in zip(args, wide)]
+    out = np.asarray(impl(*patterns, **params))
+    if bit_pattern == "leading zeros":    # the uint8's, less the 8 - bits above the pattern
+        out = out - (8 - bits)
+    return out
+
+
+def small_dtypes_run_the_impl(prim: Primitive) -> None:
+    """Under ``jit``, run ``prim``'s eager impl for operands of ml_dtypes' types:
+    for lowerings whose generated code decides by ``x.dtype.kind`` at run time
+    (gather's fill, scatter's identities), which is 'V' for bfloat16 and int4,
+    while the impl asks fungrad._dtype_classes."""
+    lowering = prim.lowering
+
+    def rule(args, in_avals, **params):
+        if any(type(getattr(a, "dtype", None)) in SMALL_DTYPE_CLASSES for a in in_avals):
+            from fungrad.interpreters.codegen import impl_call    # late: codegen imports lax
+            return impl_call(prim, args, params)
+        return lowering(args, in_avals, **params)
+    prim.lowering = rule
 
 
 def call_lowering(fn: Callable) -> Callable:

@@ -38,6 +38,7 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact, is_integer, kind as dtype_kind
 from fungrad.core import Primitive, ShapedArray, Tracer, get_aval
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import (Zero, deflinear, defjvp_zero, instantiate_zeros,
@@ -86,7 +87,7 @@ def _window_shape_rule(kind, name, out_dtype=None):
     def rule(x, **params):
         params = {k: params[k] for k in _WINDOW_PARAMS}
         _check_params(name, x, **params)
-        if x.dtype.kind not in _KINDS_OF_DTYPE[kind]:
+        if dtype_kind(x.dtype) not in _KINDS_OF_DTYPE[kind]:
             raise TypeError(f"{name} does not support operands of dtype {x.dtype.name}")
         shape = _wn.window_output_shape(x.shape, *params.values())
         return ShapedArray(shape, x.dtype if out_dtype is None else out_dtype)
@@ -216,7 +217,7 @@ def _scatter_taps_transpose(ct, c, idx, *, operand_shape, **params):
 
 
 def _check_tap_operands(name, values, idx):
-    if idx.dtype.kind not in "iu":
+    if not is_integer(idx.dtype):
         raise TypeError(f"{name}: the window index must be an integer array, got dtype "
                         f"{idx.dtype.name}")
 
@@ -378,7 +379,7 @@ def _combine_init(kind, out, init, operand_dtype):
                         f"from the operand dtype {operand_dtype.name}; convert one of them")
     if not isinstance(init, Tracer):
         value = np.asarray(init)
-        if operand_dtype.kind in "biu" and value.dtype.kind in "fc" and not (
+        if dtype_kind(operand_dtype) in "biu" and is_inexact(value.dtype) and not (
                 np.isfinite(value) and value == np.round(value)):
             raise TypeError(f"reduce_window: init_value {init!r} is not a value of the "
                             f"operand dtype {operand_dtype.name}; for max / min of "

@@ -20,6 +20,7 @@ Batching dimensions (``operand_batching_dims``) are not supported.
 """
 from __future__ import annotations
 
+import enum
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -27,7 +28,45 @@ import numpy as np
 from fungrad.core import get_aval
 from fungrad.lax import elementwise, structural
 
-__all__ = ["ScatterDimensionNumbers"]
+__all__ = ["ScatterDimensionNumbers", "GatherScatterMode"]
+
+
+class GatherScatterMode(enum.Enum):
+    """``jax.lax.GatherScatterMode``: what a gather or scatter does with an
+    out-of-bounds index.  fungrad's gathers and scatters take the enum or its
+    string names; ``mode_name`` turns either into the string they use."""
+    CLIP = 1
+    FILL_OR_DROP = 2
+    PROMISE_IN_BOUNDS = 3
+    ONE_HOT = 4
+
+    @staticmethod
+    def from_any(s):
+        if isinstance(s, GatherScatterMode):
+            return s
+        if s is None or s in ("fill", "drop"):
+            return GatherScatterMode.FILL_OR_DROP
+        if s == "clip":
+            return GatherScatterMode.CLIP
+        if s == "promise_in_bounds":
+            return GatherScatterMode.PROMISE_IN_BOUNDS
+        if s == "one_hot":
+            return GatherScatterMode.ONE_HOT
+        raise ValueError(f"Unknown gather mode {s!r}; use 'clip', 'fill', 'drop', "
+                         "'promise_in_bounds' or a lax.GatherScatterMode")
+
+
+def mode_name(mode, who: str):
+    """A gather/scatter ``mode`` as fungrad's string spelling (``None`` kept:
+    each caller has its own default, as in JAX)."""
+    if not isinstance(mode, GatherScatterMode):
+        return mode
+    if mode is GatherScatterMode.ONE_HOT:
+        raise NotImplementedError(f"{who}: GatherScatterMode.ONE_HOT (XLA's one-hot "
+                                  "matmul strategy) is not supported; use FILL_OR_DROP, "
+                                  "which gives the same values for in-bounds indices")
+    return {GatherScatterMode.CLIP: "clip", GatherScatterMode.FILL_OR_DROP: "fill",
+            GatherScatterMode.PROMISE_IN_BOUNDS: "promise_in_bounds"}[mode]
 
 
 class ScatterDimensionNumbers(NamedTuple):

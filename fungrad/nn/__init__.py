@@ -16,6 +16,7 @@ import math
 import operator
 
 import numpy as np
+from fungrad._dtype_classes import is_integer
 
 from fungrad import lax
 import fungrad.numpy as fnp
@@ -220,7 +221,7 @@ def one_hot(x, num_classes, *, dtype=np.float64, axis=-1):
     all-zero row, as in JAX."""
     count = _class_count(num_classes)
     x = fnp.asarray(x)
-    if not np.issubdtype(x.dtype, np.integer):
+    if not is_integer(x.dtype):
         raise TypeError(f"one_hot: x must hold integer class indices, got dtype {x.dtype}; "
                         "convert it first, e.g. x.astype(int)")
     out_ndim = x.ndim + 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from fungrad._dtype_classes import finfo as dtype_finfo, is_integer
 
 from fungrad.core import get_aval
 import fungrad.numpy as fnp
@@ -74,8 +75,7 @@ def _seq_lengths(name, lengths, batch):
     if lengths is None:
         return None
     lengths = fnp.asarray(lengths)
-    if get_aval(lengths).shape != (batch,) or not np.issubdtype(get_aval(lengths).dtype,
-                                                                 np.integer):
+    if get_aval(lengths).shape != (batch,) or not is_integer(get_aval(lengths).dtype):
         raise ValueError(f"dot_product_attention: {name} must be an integer array of shape "
                          f"(B,) = ({batch},), got {get_aval(lengths).dtype}"
                          f"{list(get_aval(lengths).shape)}")
@@ -132,7 +132,7 @@ def _attend(q, k, v, bias, keep, scale):
     if bias is not None:
         logits = fnp.asarray(logits + bias, dtype=dtype)
     if keep is not None:
-        logits = fnp.where(keep, logits, -0.7 * float(np.finfo(dtype).max))
+        logits = fnp.where(keep, logits, -0.7 * float(dtype_finfo(dtype).max))
     probs = fnp.reshape(softmax(logits, axis=-1), (B, K, G, T, S))
     out = fnp.einsum("bkgts,bskh->btkgh", probs, v)
     return fnp.reshape(out, (B, T, N, H))

@@ -24,6 +24,7 @@ import numbers
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from fungrad._dtype_classes import is_floating
 
 from fungrad import lax
 import fungrad.numpy as fnp
@@ -115,7 +116,7 @@ def _shape_tuple(shape):
 
 def _float_dtype(dtype):
     dtype = np.dtype(dtype)
-    if not np.issubdtype(dtype, np.floating):
+    if not is_floating(dtype):
         raise TypeError(f"initializers produce real floating arrays, got dtype {dtype}; "
                         "pass e.g. dtype=numpy.float32")
     return dtype

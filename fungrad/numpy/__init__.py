@@ -35,9 +35,10 @@ from fungrad.numpy import _dispatch as _dispatch_module
 _dispatch_module.install()  # NumPy's own functions on tracers (NEP 13/18)
 
 # dtypes and constants, as jax.numpy re-exports them
-from numpy import (dtype, pi, e, inf, nan, newaxis, finfo, iinfo, issubdtype,  # noqa: F401
+from numpy import (dtype, pi, e, inf, nan, newaxis,  # noqa: F401
                    integer, floating, inexact, number, complexfloating, signedinteger,
                    unsignedinteger, generic)
+from fungrad.numpy._dtypes import issubdtype  # noqa: E402,F401
 from fungrad.numpy._scalar_types import scalar_type as _scalar_type  # noqa: E402
 # JAX's scalar types: float32(x) is a 0-d array, float32.dtype a NumPy dtype
 (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
@@ -47,11 +48,12 @@ from fungrad.numpy._scalar_types import scalar_type as _scalar_type  # noqa: E40
 bool_ = _scalar_type(_np.bool_)
 from fungrad.core import Array as ndarray  # noqa: F401
 bool = bool_  # noqa: A001
-try:    # the machine-learning dtypes, when ml_dtypes (JAX's provider of them) is installed
-    from ml_dtypes import (bfloat16, float8_e4m3fn, float8_e5m2,  # noqa: F401
-                           float8_e4m3fnuz, float8_e5m2fnuz, float8_e4m3b11fnuz)
-except ImportError:
-    pass
+# the machine-learning dtypes (bfloat16, float8_*, int4, ...: ml_dtypes' types, as JAX's)
+from fungrad import _dtype_classes as _dtype_classes  # noqa: E402
+for _small in (*_dtype_classes.SMALL_FLOATS, *_dtype_classes.SMALL_SIGNED,
+               *_dtype_classes.SMALL_UNSIGNED):
+    globals()[_small.name] = _scalar_type(_small.type)
+del _small
 euler_gamma = _np.euler_gamma
 
 # the array API standard's additions (finfo/iinfo replace NumPy's: they take arrays)

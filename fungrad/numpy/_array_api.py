@@ -17,6 +17,7 @@ error, as in JAX.
 from __future__ import annotations
 
 import numpy as np
+from fungrad._dtype_classes import finfo as dtype_finfo, iinfo as dtype_iinfo, kind as dtype_kind
 
 from fungrad import core
 
@@ -28,15 +29,12 @@ _API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 CPU = "cpu"
 
 # the standard's dtypes (no float16), by kind
-_KINDS = {
-    "bool": ("bool",),
-    "signed integer": ("int8", "int16", "int32", "int64"),
-    "unsigned integer": ("uint8", "uint16", "uint32", "uint64"),
-    "real floating": ("float32", "float64"),
-    "complex floating": ("complex64", "complex128"),
-}
-_KINDS["integral"] = _KINDS["signed integer"] + _KINDS["unsigned integer"]
-_KINDS["numeric"] = _KINDS["integral"] + _KINDS["real floating"] + _KINDS["complex floating"]
+# the standard's kind names as dtype kind letters (fungrad._dtype_classes.kind:
+# float16, bfloat16 and the float8 types are real floating, int4 integral, as JAX)
+_STANDARD_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                    "uint64", "float32", "float64", "complex64", "complex128")
+_KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
+          "real floating": "f", "complex floating": "c", "numeric": "iufc"}
 
 
 def default_dtypes() -> dict:
@@ -72,33 +70,33 @@ class __array_namespace_info__:  # noqa: N801 (the standard's name)
 
     def dtypes(self, *, device=None, kind=None) -> dict:
         _check_device(device, "dtypes")
-        names = [n for group in _KINDS.values() for n in group] if kind is None else \
-            [n for k in (kind if isinstance(kind, tuple) else (kind,)) for n in _kind_names(k)]
-        return {n: np.dtype(n) for n in dict.fromkeys(names)}
+        if kind is not None:
+            isdtype(np.dtype(bool), kind)              # an unknown kind name raises
+        return {n: np.dtype(n) for n in _STANDARD_DTYPES
+                if kind is None or isdtype(np.dtype(n), kind)}
 
 
-def _kind_names(kind) -> tuple:
-    if isinstance(kind, str):
-        if kind not in _KINDS:
-            raise ValueError(f"unknown dtype kind {kind!r}; the standard's kinds are "
-                             f"{sorted(_KINDS)}")
-        return _KINDS[kind]
-    return (np.dtype(kind).name,)
+def _kind_letters(kind) -> str:
+    if kind not in _KINDS:
+        raise ValueError(f"unknown dtype kind {kind!r}; the standard's kinds are "
+                         f"{sorted(_KINDS)}")
+    return _KINDS[kind]
 
 
 def isdtype(dtype, kind):
     """Whether ``dtype`` is of ``kind``: a dtype, one of the standard's kind names
     ("bool", "signed integer", "unsigned integer", "integral", "real floating",
     "complex floating", "numeric") or a tuple of them."""
-    if isinstance(dtype, type) and issubclass(dtype, np.generic):   # fnp.float32 ...
-        dtype = np.dtype(dtype)
+    if isinstance(dtype, type) and (issubclass(dtype, np.generic)
+                                    or isinstance(getattr(dtype, "dtype", None), np.dtype)):
+        dtype = np.dtype(dtype)        # np.float32, fnp.float32, fnp.bfloat16 ...
     if not isinstance(dtype, np.dtype):
         raise TypeError(f"isdtype: dtype must be a dtype, got {type(dtype).__name__} "
                         f"{dtype!r:.40}; pass x.dtype")
     if isinstance(kind, tuple):
         return any(isdtype(dtype, k) for k in kind)
     if isinstance(kind, str):
-        return dtype.name in _kind_names(kind)
+        return dtype_kind(dtype) in _kind_letters(kind)
     return dtype == np.dtype(kind)
 
 
@@ -138,7 +136,7 @@ class _finfo:
 
 def finfo(type, /):  # noqa: A002 (the standard's name)
     """Machine limits of a floating dtype (or of an array's dtype)."""
-    return _finfo(np.finfo(_dtype_of(type, "finfo")))
+    return _finfo(dtype_finfo(_dtype_of(type, "finfo")))
 
 
 class _iinfo:
@@ -158,7 +156,7 @@ class _iinfo:
 
 def iinfo(type, /):  # noqa: A002
     """Machine limits of an integer dtype (or of an array's dtype)."""
-    return _iinfo(np.iinfo(_dtype_of(type, "iinfo")))
+    return _iinfo(dtype_iinfo(_dtype_of(type, "iinfo")))
 
 
 # ----------------------------------------------------------------------------

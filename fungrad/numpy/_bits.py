@@ -8,6 +8,7 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import kind as dtype_kind
 from fungrad import lax
 from fungrad.numpy._dtypes import asarray_operand, promote
 from fungrad.numpy._util import _fnp
@@ -41,7 +42,7 @@ def packbits(a, /, axis=None, bitorder="big"):
     (``numpy.packbits``)."""
     fnp = _fnp()
     a = fnp.asarray(asarray_operand(a))
-    if a.dtype.kind not in "biu":
+    if dtype_kind(a.dtype) not in "biu":
         raise TypeError(f"packbits: expected an integer or boolean array, got {a.dtype.name}")
     weights = _bit_weights(bitorder)
     moved, axis = _axis_to_end(fnp, (a != 0).astype(np.uint8), axis)
@@ -80,12 +81,12 @@ def bitwise_count(x, /):
     """The number of set bits of ``|x|`` (uint8; ``numpy.bitwise_count``)."""
     fnp = _fnp()
     x = fnp.asarray(asarray_operand(x))
-    if x.dtype.kind not in "biu":
+    if dtype_kind(x.dtype) not in "biu":
         raise TypeError(f"bitwise_count: expected an integer or boolean array, got "
                         f"{x.dtype.name}")
     if x.dtype == np.bool_:
         return x.astype(np.uint8)
-    magnitude = fnp.abs(x) if x.dtype.kind == "i" else x
+    magnitude = fnp.abs(x) if dtype_kind(x.dtype) == "i" else x
     return lax.population_count(magnitude).astype(np.uint8)
 
 
@@ -94,7 +95,7 @@ def spacing(x, /):
     (``numpy.spacing``; the smallest subnormal for 0 and -0, NaN for inf and NaN)."""
     fnp = _fnp()
     (x,) = promote("spacing", x, to_float=True)
-    if x.dtype.kind == "c":
+    if dtype_kind(x.dtype) == "c":
         raise TypeError("spacing: complex numbers have no spacing (as in NumPy)")
     x = lax.stop_gradient(x)
     infinite = fnp.isinf(x)

@@ -21,6 +21,7 @@ with the reversed ``v``.
 from __future__ import annotations
 
 import numpy as np
+from fungrad._dtype_classes import issubdtype as dtype_issubdtype
 
 from fungrad import lax
 from fungrad.core import get_aval
@@ -71,7 +72,7 @@ def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None
     ``c[k] = sum_n a[n + k] * conj(v[n])``."""
     check_precision(precision, "fungrad.numpy.correlate")
     a, v = _check("correlate", a, v, mode)
-    if np.issubdtype(get_aval(v).dtype, np.complexfloating):
+    if dtype_issubdtype(get_aval(v).dtype, np.complexfloating):
         v = lax.conj(v)
     m, n = get_aval(a).shape[0], get_aval(v).shape[0]
     out = _correlate_slice(a, v, *_mode_slice(mode, m, n))

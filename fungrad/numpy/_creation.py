@@ -28,6 +28,7 @@ Python data and 64-bit NumPy input to them, as JAX's; an explicit ``dtype``
 from __future__ import annotations
 
 import numpy as np
+from fungrad._dtype_classes import iinfo as dtype_iinfo, is_integer, kind as dtype_kind
 
 from fungrad import core, lax
 from fungrad.core import ShapedArray, Tracer, get_aval
@@ -67,8 +68,8 @@ def _canonical(arr: np.ndarray) -> np.ndarray:
     dtype = core.canonicalize_dtype(arr.dtype)
     if dtype == arr.dtype:
         return arr
-    if dtype.kind in "iu" and arr.size:
-        info = np.iinfo(dtype)
+    if is_integer(dtype) and arr.size:
+        info = dtype_iinfo(dtype)
         if arr.min() < info.min or arr.max() > info.max:
             raise OverflowError(f"integers up to {arr.max()} do not fit in {dtype.name} "
                                 "(jax_enable_x64 is off; turn it on, or pass dtype=np.int64)")
@@ -76,7 +77,7 @@ def _canonical(arr: np.ndarray) -> np.ndarray:
 
 
 def _check_numeric(arr: np.ndarray, who: str) -> np.ndarray:
-    if arr.dtype.kind not in _NUMERIC_KINDS:
+    if dtype_kind(arr.dtype) not in _NUMERIC_KINDS:
         raise TypeError(f"{who}: fungrad arrays hold booleans and numbers, but this "
                         f"input gives dtype {arr.dtype} (strings, objects and dates are "
                         "not supported); convert it to numbers first.")
@@ -338,7 +339,7 @@ def linspace(start, stop, /, num=50, endpoint=True, retstep=False, dtype=None, a
         y = moveaxis(y, 0, axis)
     if dtype is not None:
         dtype = user_dtype(dtype)
-        if np.issubdtype(dtype, np.integer):
+        if is_integer(dtype):
             y = lax.floor(y)   # NumPy rounds down, not towards zero
         y = _astype(y, dtype)
     return (_out(y), _out(step)) if retstep else _out(y)
@@ -379,7 +380,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     num = _static_int(num, "geomspace's num")
     dt = np.result_type(start.dtype, stop.dtype, float(num), np.zeros((), dtype))
     start, stop = _astype(start, dt), _astype(stop, dt)
-    if dt.kind == "c":
+    if dtype_kind(dt) == "c":
         raise NotImplementedError("geomspace: complex endpoints are not supported")
     sign = fnp.sign(start)
     start, stop = lax.div(start, sign), lax.div(stop, sign)

@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact, is_integer, kind as dtype_kind
 from fungrad import lax
 from fungrad.numpy._dtypes import asarray_operand
 from fungrad.numpy._util import _fnp, _shape
@@ -26,7 +27,7 @@ def _along(x, axis, start, stop):
 
 def _inexact(fnp, x):
     x = fnp.asarray(x)
-    return x if x.dtype.kind in "fc" else x.astype(np.float64)
+    return x if is_inexact(x.dtype) else x.astype(np.float64)
 
 
 def _spacing_along(fnp, h, f, axis):
@@ -119,14 +120,14 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
     the derivative is the identity."""
     fnp = _fnp()
     p = fnp.asarray(asarray_operand(p))
-    if p.dtype.kind == "c":
+    if dtype_kind(p.dtype) == "c":
         raise ValueError("unwrap: complex inputs are not supported (as in NumPy and JAX)")
     if p.ndim == 0:
         raise ValueError("unwrap: p must have at least one dimension")
     axis = operator.index(axis) % p.ndim
     dd = fnp.diff(p, axis=axis)
     dtype = fnp.result_type(dd, period)
-    if np.issubdtype(dtype, np.integer):
+    if is_integer(dtype):
         high, rest = divmod(operator.index(period), 2)
         ambiguous = rest == 0
     else:

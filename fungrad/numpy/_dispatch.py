@@ -26,6 +26,7 @@ import warnings
 
 import numpy as np
 
+from fungrad._dtype_classes import kind as dtype_kind
 import fungrad.numpy as fnp
 from fungrad import core
 from fungrad.core import Tracer
@@ -184,7 +185,7 @@ def _stand_in(x):
     if not isinstance(x, Tracer):
         return x
     if x.aval.weak_type:
-        return {"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1.0 + 0j}[x.dtype.kind]
+        return {"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1.0 + 0j}[dtype_kind(x.dtype)]
     return np.ones(tuple(min(d, 1) for d in x.shape), x.dtype)
 
 
@@ -250,7 +251,7 @@ def _as_dtypes(out, dtypes):
         return out
     # only within a kind or upwards (float32 -> float64, int32 -> float64): never
     # complex -> real, whose NumPy dtype may depend on the values (eigvals, roots)
-    return tree_unflatten(tree, [fnp.astype(leaf, d) if dtype_of(leaf) != d and d.kind in "biufc"
+    return tree_unflatten(tree, [fnp.astype(leaf, d) if dtype_of(leaf) != d and dtype_kind(d) in "biufc"
                                  and np.can_cast(dtype_of(leaf), d, "same_kind") else leaf
                                  for leaf, d in zip(leaves, dtypes)])
 

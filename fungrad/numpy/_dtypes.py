@@ -11,8 +11,9 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from fungrad._dtype_classes import SMALL_SIGNED, SMALL_UNSIGNED, is_inexact
 
-from fungrad import _config, core
+from fungrad import _config, _dtype_classes, core
 from fungrad.core import Array, Tracer, get_aval
 from fungrad.numpy._lattice import TypePromotionError, lattice_result_type  # noqa: F401
 
@@ -104,7 +105,8 @@ def result_type(*args) -> np.dtype:
 # up to 32 bits -> float32, 64-bit integers -> float64, whatever jax_enable_x64
 _TO_INEXACT = {**{np.dtype(t): np.dtype(np.float32) for t in (
                    np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32)},
-               np.dtype(np.int64): np.dtype(np.float64), np.dtype(np.uint64): np.dtype(np.float64)}
+               np.dtype(np.int64): np.dtype(np.float64), np.dtype(np.uint64): np.dtype(np.float64),
+               **{t: np.dtype(np.float32) for t in (*SMALL_SIGNED, *SMALL_UNSIGNED)}}
 
 
 def inexact_dtype(dtype, args=()) -> np.dtype:
@@ -112,7 +114,7 @@ def inexact_dtype(dtype, args=()) -> np.dtype:
     for sin, true_divide, mean ...: ``sin(int8)`` and ``int32 / int32`` are
     float32, ``int64 / int64`` float64 (float32 without x64)."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
+    if is_inexact(dtype):
         return dtype
     return x32_default(_TO_INEXACT[dtype], args)
 
@@ -156,11 +158,11 @@ def promote(name: str, *args, to_float: bool = False):
     if isinstance(first, _ARRAYS):
         dtype = first.dtype
         if all(isinstance(a, _ARRAYS) and a.dtype == dtype for a in args[1:]) and (
-                not to_float or dtype.kind in "fc"):
+                not to_float or is_inexact(dtype)):
             return args
     check_promotion(name, args, ranks=False)
     dtype, weak = weak_result_type(*args)
-    if to_float and not np.issubdtype(dtype, np.inexact):
+    if to_float and not is_inexact(dtype):
         dtype = inexact_dtype(dtype, args)
     from fungrad.lax.elementwise import convert_weak_type
     out = []
@@ -172,3 +174,26 @@ def promote(name: str, *args, to_float: bool = False):
             a = asarray_operand(a)
             out.append(a if dtype_of(a) == dtype else convert_weak_type(a, dtype, weak))
     return out
+
+
+def _is_extended(d) -> bool:
+    """A dtype that is not one of NumPy's (typed PRNG keys' ``key<fry>``): its
+    ``type`` is the scalar class it belongs to."""
+    return (not isinstance(d, (np.dtype, type, str))
+            and isinstance(getattr(d, "type", None), type))
+
+
+def issubdtype(a, b) -> bool:
+    """``jnp.issubdtype`` (the same as ``jax.dtypes.issubdtype``): NumPy's, and
+    also for ``float0`` (its own category), ml_dtypes' types
+    (``issubdtype(bfloat16, np.floating)`` is True, as in JAX) and extended
+    dtypes, which are subtypes of the abstract classes their ``type`` derives
+    from (``issubdtype(random.key(0).dtype, dtypes.prng_key)``)."""
+    if _is_extended(a) or _is_extended(b):
+        if _is_extended(b):
+            return a == b
+        return isinstance(b, type) and issubclass(a.type, b)
+    is_float0 = lambda d: isinstance(d, np.dtype) and d == core.float0
+    if is_float0(a) or is_float0(b):
+        return is_float0(a) and is_float0(b)
+    return bool(_dtype_classes.issubdtype(a, b))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact, kind as dtype_kind
 from fungrad.core import Tracer
 from fungrad.numpy._dtypes import asarray_operand
 from fungrad.numpy._util import (_builtin_range, _builtin_max, _fnp, _at, _ravel, _shape, _dtype,
@@ -48,8 +49,8 @@ def _edges_1d(name, a, bins, value_range):
         if count < 1:
             raise ValueError(f"{name}: bins must be a positive integer, got {count}")
         first, last = _outer_edges(name, a, value_range)
-        dtype = np.result_type(_dtype(a), np.float64 if _dtype(a).kind in "biu" else _dtype(a))
-        dtype = np.float64 if dtype.kind not in "fc" else dtype
+        dtype = np.result_type(_dtype(a), np.float64 if dtype_kind(_dtype(a)) in "biu" else _dtype(a))
+        dtype = np.float64 if not is_inexact(dtype) else dtype
         return fnp.linspace(fnp.asarray(first, dtype), fnp.asarray(last, dtype), count + 1)
     edges = asarray_operand(bins)
     if len(_shape(edges)) != 1 or _shape(edges)[0] < 1:
@@ -182,7 +183,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     dropped, and ``length`` is needed under transformations."""
     fnp = _fnp()
     x = asarray_operand(x)
-    if _dtype(x).kind not in "biu":
+    if dtype_kind(_dtype(x)) not in "biu":
         raise TypeError(f"bincount: x must be an integer array, got {_dtype(x).name}; "
                         "cast it with x.astype(int)")
     if len(_shape(x)) != 1:
@@ -200,7 +201,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if weights is None:
         updates = fnp.ones(_shape(x), np.int64)
     else:
-        updates = weights if _dtype(weights).kind in "fc" else weights.astype(np.float64)
+        updates = weights if is_inexact(_dtype(weights)) else weights.astype(np.float64)
     index = fnp.maximum(x.astype(np.int64), 0)
     return _at(fnp.zeros((length,), _dtype(updates)))[index].add(updates, mode="drop")
 

@@ -26,6 +26,7 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import is_floating, is_inexact, is_integer
 from fungrad import lax
 from fungrad.core import (Tracer, ConcretizationTypeError, get_aval, wrap_array,
                           current_trace, EVAL_TRACE)
@@ -70,15 +71,15 @@ def _classify(item):
         dtype = item.dtype
         if dtype == np.bool_:
             raise _mask_error("mask" if item.ndim else "scalar")
-        if not np.issubdtype(dtype, np.integer):
+        if not is_integer(dtype):
             raise IndexError(f"{_INDEX_ERROR}; got a traced array of dtype {dtype.name}")
         return "array", item
     arr = np.asarray(item)
     if arr.dtype == np.bool_:
         return ("bool", bool(arr)) if arr.ndim == 0 else ("mask", arr)
-    if arr.size == 0 and arr.dtype.kind == "f":      # [] is an empty integer index
+    if arr.size == 0 and is_floating(arr.dtype):      # [] is an empty integer index
         arr = arr.astype(np.intp)
-    if not np.issubdtype(arr.dtype, np.integer):
+    if not is_integer(arr.dtype):
         raise IndexError(f"{_INDEX_ERROR}; got {type(item).__name__} of dtype {arr.dtype}")
     return ("int", int(arr)) if arr.ndim == 0 else ("array", arr)
 
@@ -155,6 +156,7 @@ def _kinds(items):
 
 def getitem(x, idx, mode=None, fill_value=None):
     """``x[idx]`` with NumPy's semantics (see the module docstring)."""
+    mode = lax.xla_scatter.mode_name(mode, "x.at[...].get")
     if mode not in (None, "clip", "fill", "drop", "promise_in_bounds"):
         raise ValueError(f"x.at[...].get: unknown mode {mode!r}; use 'promise_in_bounds', "
                          "'clip', 'fill' or 'drop'")
@@ -279,7 +281,7 @@ class _IndexUpdateRef:
     def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
         import fungrad.numpy as fnp
         x = asarray_operand(self.array)
-        if not np.issubdtype(x.dtype, np.inexact):
+        if not is_inexact(x.dtype):
             raise TypeError(f"x.at[...].divide on an array of dtype {x.dtype.name} would "
                             "change its dtype (NumPy refuses too): convert x to a float "
                             "dtype first")
@@ -337,7 +339,7 @@ def _canonical_axis(who, axis, ndim):
 
 def _index_array(who, indices):
     indices = asarray_operand(indices)
-    if not np.issubdtype(get_aval(indices).dtype, np.integer):
+    if not is_integer(get_aval(indices).dtype):
         raise TypeError(f"{who}: indices must be integers, got {get_aval(indices).dtype.name}")
     return indices
 
@@ -784,7 +786,7 @@ def put(a, ind, v, mode=None, *, inplace=True):
     data = asarray_operand(a)
     ind = fnp.ravel(asarray_operand(ind))
     values = fnp.ravel(asarray_operand(v))
-    if get_aval(ind).dtype.kind not in "iu":
+    if not is_integer(get_aval(ind).dtype):
         raise TypeError(f"put: indices must be integers, got {get_aval(ind).dtype.name}")
     size, count = get_aval(data).size, get_aval(ind).size
     if size == 0 or count == 0 or get_aval(values).size == 0:

@@ -11,6 +11,11 @@ lattice itself lands on a weak type (``uint64 + int64``, ``int32 + 2.5``), the
 result is that kind's default dtype (float64, or float32 with
 ``jax_enable_x64`` off) and stays weakly typed.
 
+ml_dtypes' small types are nodes too, as in JAX: ``bfloat16`` sits beside
+``float16`` (both promote to float32), while the float8/float6/float4 types and
+int2/int4/uint2/uint4 have no edge out, so they combine only with themselves,
+bool and the weak types (``float8_e4m3fn + bfloat16`` raises).
+
 Without ``jax_enable_x64`` the one edge that forms a 64-bit type from 32-bit
 ones (``uint32 -> int64``) goes to ``int32`` instead, as in JAX.  Under
 ``jax_numpy_dtype_promotion="strict"`` only weak types promote (to any type of
@@ -22,7 +27,8 @@ import functools
 
 import numpy as np
 
-from fungrad import _config, core
+from fungrad import _config, _dtype_classes, core
+from fungrad._dtype_classes import BFLOAT16 as BF16, SMALL_FLOATS, SMALL_SIGNED, SMALL_UNSIGNED
 
 _D = np.dtype
 B = _D(np.bool_)
@@ -34,6 +40,8 @@ WEAK_TYPES = (int, float, complex)          # the weak types i*, f*, c*
 _INTS = [U8, U16, U32, U64, I8, I16, I32, I64]
 _FLOATS = [F16, F32, F64]
 _COMPLEXES = [C64, C128]
+_SMALL_INTS = [*SMALL_UNSIGNED, *SMALL_SIGNED]
+_SMALL = [*_SMALL_INTS, *SMALL_FLOATS]
 
 
 class TypePromotionError(TypeError, ValueError):
@@ -45,19 +53,22 @@ class TypePromotionError(TypeError, ValueError):
 
 def _standard_edges(x64: bool) -> dict:
     edges = {
-        B: [int], int: [U8, I8],
+        B: [int], int: [U8, I8, *_SMALL_INTS],
         U8: [I16, U16], U16: [I32, U32], U32: [I64, U64] if x64 else [I32, U64],
         U64: [float],
         I8: [I16], I16: [I32], I32: [I64], I64: [float],
-        float: [F16, complex], F16: [F32], F32: [F64, C64], F64: [C128],
+        float: [*SMALL_FLOATS, F16, complex], F16: [F32], F32: [F64, C64], F64: [C128],
         complex: [C64], C64: [C128], C128: [],
     }
+    edges.update({t: [] for t in _SMALL})        # no implicit promotion out of them,
+    edges[BF16] = [F32]                          # except bfloat16's, beside float16's
     return edges
 
 
 def _strict_edges() -> dict:
-    edges = {t: [] for t in [B, *_INTS, *_FLOATS, *_COMPLEXES]}
-    edges.update({int: [float, *_INTS], float: [complex, *_FLOATS], complex: _COMPLEXES})
+    edges = {t: [] for t in [B, *_INTS, *_FLOATS, *_COMPLEXES, *_SMALL]}
+    edges.update({int: [float, *_INTS, *_SMALL_INTS], float: [complex, *_FLOATS, *SMALL_FLOATS],
+                  complex: _COMPLEXES})
     return edges
 
 
@@ -104,12 +115,27 @@ def _least_upper_bound(table_key, nodes: frozenset):
                         "lattice has booleans, integers, floats and complexes)") from None
     least = (common & nodes) or {c for c in common if common <= table[c]}
     if len(least) != 1:
-        shown = tuple(_show(n) for n in nodes)
-        raise TypePromotionError(
-            f"Input dtypes {shown} have no available implicit dtype promotion path when "
-            "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
-            "desired output type (x.astype(...)), or set jax_numpy_dtype_promotion=standard.")
+        raise TypePromotionError(_no_path_message(table_key, nodes))
     return least.pop()
+
+
+def _no_path_message(table_key, nodes) -> str:
+    shown = tuple(_show(n) for n in nodes)
+    if table_key == "strict":
+        return (f"Input dtypes {shown} have no available implicit dtype promotion path when "
+                "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
+                "desired output type (x.astype(...)), or set jax_numpy_dtype_promotion=standard.")
+    # the class JAX names, first of: 8-bit, 6-bit, 4-bit floats, then small integers
+    small_floats = sorted((n for n in nodes if n in SMALL_FLOATS and n != BF16),
+                          key=lambda d: -_dtype_classes.finfo(d).bits)
+    if small_floats:
+        what, fix = f"{_dtype_classes.finfo(small_floats[0]).bits}-bit floats", "float32"
+    else:
+        what, fix = "1-bit, 2-bit and 4-bit integers", "int32"
+    return (f"Input dtypes {shown} have no available implicit dtype promotion path. To avoid "
+            f"unintended promotion, {what} do not support implicit promotion. If you'd like "
+            "your inputs to be promoted to another type, do so explicitly, e.g. "
+            f"x.astype('{fix}').")
 
 
 def least_upper_bound(*nodes):
@@ -124,7 +150,7 @@ def jax_type(dtype: np.dtype, weak: bool):
     """The lattice node of a value: its dtype, or the weak type of its kind."""
     if not weak or dtype == B:
         return dtype
-    return {"i": int, "u": int, "f": float, "c": complex}[dtype.kind]
+    return {"i": int, "u": int, "f": float, "c": complex}[_dtype_classes.kind(dtype)]
 
 
 def default_dtype(kind: str) -> np.dtype:
@@ -144,7 +170,7 @@ def lattice_result_type(typed) -> tuple:
         weak = _is_weak_node(node)
         dtype = default_dtype(_D(node).kind) if weak else node
     if weak and dtype != B:
-        return default_dtype(dtype.kind), True
+        return default_dtype(_dtype_classes.kind(dtype)), True
     return dtype, False
 
 

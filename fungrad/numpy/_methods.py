@@ -8,6 +8,7 @@ function of the same meaning.
 """
 from __future__ import annotations
 
+from fungrad._dtype_classes import is_inexact, kind as dtype_kind
 import fungrad.numpy as fnp
 from fungrad import core
 from fungrad.core import Tracer
@@ -165,7 +166,7 @@ def _array_operator(dunder, fname, swap):
 
     def fast_cases(dtype):
         same = _native_loop(ufunc, dtype, 2)
-        cases = (same, same and dtype.kind in "iufc", same and dtype.kind in "fc")
+        cases = (same, same and dtype_kind(dtype) in "iufc", same and is_inexact(dtype))
         fast[dtype] = cases
         return cases
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad._dtype_classes import finfo as dtype_finfo, kind as dtype_kind
 from fungrad import lax
 from fungrad.core import Tracer
 from fungrad.numpy._convolve import convolve
@@ -168,7 +169,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         raise ValueError(f"polyfit: y must be 1-d or 2-d with len(x)={_shape(x)[0]} rows, "
                          f"got shape {_shape(y)}")
     order = deg + 1
-    rcond = _shape(x)[0] * float(np.finfo(_dtype(x)).eps) if rcond is None else rcond
+    rcond = _shape(x)[0] * float(dtype_finfo(_dtype(x)).eps) if rcond is None else rcond
     lhs, rhs = vander(x, order), y
     if w is not None:
         w = asarray_operand(w)
@@ -241,7 +242,7 @@ def poly(seq_of_zeros):
     zeros = asarray_operand(seq_of_zeros)
     if len(_shape(zeros)) == 2 and _shape(zeros)[0] == _shape(zeros)[1] and _shape(zeros)[0]:
         # a matrix: its characteristic polynomial, real for real input as NumPy's
-        real_input = _dtype(zeros).kind != "c"
+        real_input = dtype_kind(_dtype(zeros)) != "c"
         coefficients = poly(fnp.linalg.eigvals(zeros))
         return fnp.real(coefficients) if real_input else coefficients
     if len(_shape(zeros)) == 0:
@@ -256,7 +257,7 @@ def poly(seq_of_zeros):
     for i in _builtin_range(_shape(zeros)[0]):
         factor = fnp.stack([fnp.ones((), dtype), -zeros[i].astype(dtype)])
         coefficients = convolve(coefficients, factor)
-    if dtype.kind == "c" and not isinstance(zeros, Tracer):
+    if dtype_kind(dtype) == "c" and not isinstance(zeros, Tracer):
         values = np.asarray(zeros)
         if np.array_equal(np.sort_complex(values[values.imag > 0]),
                           np.sort_complex(np.conjugate(values[values.imag < 0]))):

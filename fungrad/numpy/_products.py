@@ -4,7 +4,8 @@ tensordot, einsum, kron, cross, vecdot.
 Everything lowers to ``lax.dot_general`` (one BLAS matmul per contraction) plus
 structural ops; dtypes are promoted as NumPy does first.  ``einsum`` parses
 NumPy's subscript language and contracts pairwise in an order chosen by its
-own greedy path optimiser.
+own greedy path optimiser.  ``out_sharding`` (``dot``, ``matmul``,
+``tensordot``, ``einsum``) is accepted for JAX compatibility: one device.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import issubdtype as dtype_issubdtype
 from fungrad import lax
 from fungrad.core import get_aval
 from fungrad.numpy._dtypes import asarray_operand, promote
@@ -36,7 +38,7 @@ def _with_dtype(x, preferred_element_type):
 
 
 def _conj_if_complex(x):
-    if np.issubdtype(get_aval(x).dtype, np.complexfloating):
+    if dtype_issubdtype(get_aval(x).dtype, np.complexfloating):
         import fungrad.numpy as fnp
         return fnp.conj(x)
     return x
@@ -44,7 +46,7 @@ def _conj_if_complex(x):
 
 # --- matmul ---------------------------------------------------------------------
 
-def matmul(a, b, /, *, precision=None, preferred_element_type=None):
+def matmul(a, b, /, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Matrix product with NumPy's rules: 1-D operands are promoted to a row
     (first) or column (second) and the added axis removed again; leading axes
     are batch axes that broadcast."""
@@ -106,7 +108,7 @@ def _batched_matmul(a, b, batch):
 
 # --- dot, vdot, inner, outer ------------------------------------------------------------
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's ``dot``: scalars multiply; otherwise the last axis of ``a`` is
     contracted with the only axis (1-D) or second-to-last axis of ``b``."""
     check_precision(precision, "fungrad.numpy.dot")
@@ -172,7 +174,8 @@ def _axes_list(axes, ndim, who):
     return tuple(out)
 
 
-def tensordot(a, b, /, axes=2, *, precision=None, preferred_element_type=None):
+def tensordot(a, b, /, axes=2, *, precision=None, preferred_element_type=None,
+              out_sharding=None):
     """Sum products over ``axes``: an int N (last N axes of ``a`` with the first N
     of ``b``) or a pair of axis sequences."""
     check_precision(precision, "fungrad.numpy.tensordot")
@@ -456,7 +459,7 @@ def _einsum_path(optimize, label_lists, sizes, out_labels):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, dtype=None, _dot_general=None):
+           preferred_element_type=None, dtype=None, out_sharding=None, _dot_general=None):
     """Einstein summation with NumPy's subscript language (``'ij,jk->ik'``,
     ``'...ij,...jk'``, implicit output, repeated labels for traces/diagonals,
     the interleaved ``einsum(a, [0, 1], b, [1, 2])`` form).

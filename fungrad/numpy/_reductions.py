@@ -17,6 +17,7 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import is_small, finfo as dtype_finfo, iinfo as dtype_iinfo, is_inexact, is_integer, kind as dtype_kind
 from fungrad import core, lax
 from fungrad.core import Tracer, get_aval
 from fungrad.numpy._dtypes import asarray_operand, inexact_dtype, result_type
@@ -111,9 +112,9 @@ def _accumulator_dtype(x_dtype, dtype, promote_integers=True):
         return np.dtype(dtype)
     if not promote_integers:
         return x_dtype
-    if x_dtype == np.bool_ or (x_dtype.kind == "i" and x_dtype.itemsize < 8):
+    if x_dtype == np.bool_ or (dtype_kind(x_dtype) == "i" and x_dtype.itemsize < 8):
         return core.canonicalize_dtype(np.int64)       # (int32 without jax_enable_x64)
-    if x_dtype.kind == "u" and x_dtype.itemsize < 8:
+    if dtype_kind(x_dtype) == "u" and x_dtype.itemsize < 8:
         return core.canonicalize_dtype(np.uint64)
     return x_dtype
 
@@ -134,7 +135,7 @@ def _float_dtype(x_dtype, dtype=None):
 
 
 def _real_dtype(dtype):
-    return np.dtype(np.finfo(dtype).dtype) if np.dtype(dtype).kind == "c" else np.dtype(dtype)
+    return np.dtype(dtype_finfo(dtype).dtype) if dtype_kind(np.dtype(dtype)) == "c" else np.dtype(dtype)
 
 
 def _isnan(x):
@@ -142,7 +143,7 @@ def _isnan(x):
 
 
 def _has_nan_kind(x):
-    return get_aval(x).dtype.kind in "fc"
+    return is_inexact(get_aval(x).dtype)
 
 
 def _combine_where(where, extra):
@@ -192,8 +193,8 @@ def _identity_for(kind, dtype):
     """Fill value that never wins a max (kind='max') or a min (kind='min')."""
     if dtype == np.bool_:
         return kind == "min"
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
+    if is_integer(dtype):
+        info = dtype_iinfo(dtype)
         return info.min if kind == "max" else info.max
     return -np.inf if kind == "max" else np.inf
 
@@ -317,7 +318,8 @@ def count_nonzero(a, /, axis=None, *, keepdims=False):
 # ----------------------------------------------------------------------------
 
 def _compute_dtype(dtype):
-    return np.dtype(np.float32) if dtype == np.float16 else dtype   # NumPy's float16 rule
+    # NumPy's float16 rule, and JAX's for float16/bfloat16 (float8 too): in float32
+    return np.dtype(np.float32) if dtype == np.float16 or is_small(dtype) else dtype
 
 
 def mean(a, /, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
@@ -326,7 +328,7 @@ def mean(a, /, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     _no_out("mean", out)
     x = asarray_operand(a)
     res_dtype = _float_dtype(get_aval(x).dtype, dtype)
-    work = _compute_dtype(res_dtype if res_dtype.kind in "fc" else core.default_float_dtype())
+    work = _compute_dtype(res_dtype if is_inexact(res_dtype) else core.default_float_dtype())
     axes = _normalize_axes("mean", axis, x.ndim)
     x = _cast(x, work)
     if where is None and _reduced_size(x, axes) == 0:
@@ -357,7 +359,7 @@ def var(a, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     ddof = _ddof("var", ddof, correction)
     x = asarray_operand(a)
     res_dtype = _float_dtype(get_aval(x).dtype, dtype)
-    work = _compute_dtype(res_dtype if res_dtype.kind in "fc" else core.default_float_dtype())
+    work = _compute_dtype(res_dtype if is_inexact(res_dtype) else core.default_float_dtype())
     axes = _normalize_axes("var", axis, x.ndim)
     x = _cast(x, work)
     m = _mean_fn(x, axes, keepdims=True, where=where) if mean is None else \
@@ -365,7 +367,7 @@ def var(a, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     d = lax.sub(x, m)
     if where is not None:   # zero the masked deviations first: NaNs there must not
         d = _mask("var", d, where, 0)   # reach the gradient through d * d
-    sq = lax.real(lax.mul(d, lax.conj(d))) if work.kind == "c" else lax.mul(d, d)
+    sq = lax.real(lax.mul(d, lax.conj(d))) if dtype_kind(work) == "c" else lax.mul(d, d)
     real = get_aval(sq).dtype
     total = sum(sq, axes, where=where)
     count = _count(x, axes, where, real)
@@ -603,7 +605,7 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     out_shape = q_shape + rest
     n = _reduced_size(x, axes)
     if n == 0:
-        r = _full(out_shape, np.nan, res_dtype if res_dtype.kind in "fc" else np.float64)
+        r = _full(out_shape, np.nan, res_dtype if is_inexact(res_dtype) else np.float64)
         return _keep_quantile(r, q_shape, axes, x.ndim, keepdims)
     srt = _sorted_reduced(x, axes)
     f64 = np.dtype(np.float64)
@@ -667,7 +669,7 @@ def _percent(q):
     if isinstance(q, (int, float)):
         return q / 100
     q = asarray_operand(q)
-    if get_aval(q).dtype.kind not in "fc":
+    if not is_inexact(get_aval(q).dtype):
         q = _cast(q, np.dtype(np.float64))
     return lax.div(q, np.asarray(100, get_aval(q).dtype))
 

@@ -8,6 +8,7 @@ without it a ``ConcretizationTypeError`` says so (JAX's rules).
 from __future__ import annotations
 
 import numpy as np
+from fungrad._dtype_classes import is_inexact
 
 from fungrad import lax
 from fungrad.core import Tracer
@@ -53,7 +54,7 @@ def _first_of_runs(sorted_values):
         return fnp.zeros((0,), bool)
     prev, cur = sorted_values[:-1], sorted_values[1:]
     differs = fnp.not_equal(prev, cur)
-    if _dtype(sorted_values).kind in "fc":
+    if is_inexact(_dtype(sorted_values)):
         differs = differs & ~(fnp.isnan(prev) & fnp.isnan(cur))
     return fnp.concatenate([fnp.ones((1,), bool), differs])
 
@@ -123,7 +124,7 @@ def _member(values, ar):
     """``isin`` that also finds NaN in an array containing NaN (set semantics)."""
     fnp = _fnp()
     found = isin(values, ar)
-    if _dtype(values).kind in "fc" and _shape(_ravel(ar))[0]:
+    if is_inexact(_dtype(values)) and _shape(_ravel(ar))[0]:
         found = found | (fnp.isnan(values) & fnp.any(fnp.isnan(_ravel(ar))))
     return found
 

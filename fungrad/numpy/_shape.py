@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from fungrad._dtype_classes import kind as dtype_kind
 from fungrad import core, lax
 from fungrad.core import Tracer
 from fungrad.numpy import _lattice
@@ -277,7 +278,7 @@ def isscalar(element) -> bool:
 
 def iscomplexobj(x) -> bool:
     if isinstance(x, Tracer):
-        return x.dtype.kind == "c"
+        return dtype_kind(x.dtype) == "c"
     return bool(np.iscomplexobj(x))
 
 
@@ -289,7 +290,7 @@ def iscomplex(x):
     """Elementwise: True where the imaginary part is non-zero."""
     fnp = _fnp()
     x = asarray_operand(x)
-    return fnp.imag(x) != 0 if dtype_of(x).kind == "c" else fnp.zeros(core.get_aval(x).shape, bool)
+    return fnp.imag(x) != 0 if dtype_kind(dtype_of(x)) == "c" else fnp.zeros(core.get_aval(x).shape, bool)
 
 
 def isreal(x):
@@ -847,7 +848,7 @@ def tile(A, /, reps):
 
 def _repeat_indices(repeats, n: int, total):
     counts = np.asarray(repeats)
-    if counts.dtype.kind not in "iub":
+    if dtype_kind(counts.dtype) not in "iub":
         raise TypeError(f"repeat: repeats must be integers, got dtype {counts.dtype}")
     if np.any(counts < 0):
         raise ValueError("repeat: negative repeats are not allowed")
@@ -977,7 +978,7 @@ def _as_pairs(value, rank: int, name: str, as_index: bool) -> list:
         return pairs
     arr = np.asarray(value)
     if as_index:
-        if arr.dtype.kind not in "iub":
+        if dtype_kind(arr.dtype) not in "iub":
             raise TypeError(f"pad: `{name}` must be of integral type, got {arr.dtype}")
         arr = arr.astype(np.int64)
         if arr.size and arr.min() < 0:
@@ -1127,9 +1128,9 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 def _sum_dtype(dtype: np.dtype) -> np.dtype:
     """NumPy's accumulator for sum/trace: small ints and bools widen to 64 bits."""
-    if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < 8):
+    if dtype_kind(dtype) == "b" or (dtype_kind(dtype) == "i" and dtype.itemsize < 8):
         return np.dtype(np.int64)
-    if dtype.kind == "u" and dtype.itemsize < 8:
+    if dtype_kind(dtype) == "u" and dtype.itemsize < 8:
         return np.dtype(np.uint64)
     return dtype
 

@@ -11,6 +11,7 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact, is_integer, kind as dtype_kind
 from fungrad import core, lax
 from fungrad.core import Tracer, ConcretizationTypeError, get_aval, wrap_array
 from fungrad.numpy._dtypes import asarray_operand, promote
@@ -61,7 +62,7 @@ def sort_complex(a):
     NumPy's does: complex64 for 8- and 16-bit integers, complex128 otherwise."""
     x, _ = _operand_and_axis("sort_complex", a, -1)
     out = sort(x, axis=-1)
-    if x.dtype.kind == "c":
+    if dtype_kind(x.dtype) == "c":
         return out
     return out.astype(np.complex64 if x.dtype.char in "bhBH" else np.complex128)
 
@@ -71,14 +72,14 @@ def top_k(a, k, /, *, axis=-1, mode="largest", sorted=True):   # noqa: A002 (JAX
     entries of ``a`` along ``axis``, sorted, ties to the lower index
     (``jax.numpy.top_k``; ``sorted`` is accepted, the result is always sorted)."""
     x, ax = _operand_and_axis("top_k", a, axis)
-    if x.dtype.kind == "c":
+    if dtype_kind(x.dtype) == "c":
         raise ValueError("top_k: complex inputs are not supported (as in JAX)")
     if mode not in ("largest", "smallest"):
         raise ValueError(f"top_k: mode must be 'largest' or 'smallest', got {mode!r}")
     if mode == "largest":
         return lax.top_k(x, k, axis=ax)
     # an order-reversing map: ~x (= -x - 1 for integers, without overflow), or -x
-    flip = lax.bitwise_not if x.dtype.kind in "biu" else lax.neg
+    flip = lax.bitwise_not if dtype_kind(x.dtype) in "biu" else lax.neg
     values, indices = lax.top_k(flip(x), k, axis=ax)
     return flip(values), indices
 
@@ -155,7 +156,7 @@ def searchsorted(a, v, /, side="left", sorter=None, *, method="scan"):
 
 
 def _cast_int(x):
-    if get_aval(x).dtype.kind not in "iu":
+    if not is_integer(get_aval(x).dtype):
         raise TypeError(f"sorter must contain integers, got {get_aval(x).dtype.name}")
     return x
 
@@ -202,7 +203,7 @@ def _unique_sized(x, size, fill_value):
     prev = lax.pad(lax.slice(flat, (0,), (n - 1,)), np.asarray(0, get_aval(flat).dtype),
                    ((1, 0, 0),))
     first = lax.ne(flat, prev)
-    if get_aval(flat).dtype.kind in "fc":   # NaNs are equal to each other here (equal_nan)
+    if is_inexact(get_aval(flat).dtype):   # NaNs are equal to each other here (equal_nan)
         first = lax.bitwise_and(first, lax.bitwise_not(lax.bitwise_and(
             lax.ne(flat, flat), lax.ne(prev, prev))))
     first = lax.bitwise_or(first, lax.eq(lax.broadcasted_iota(np.int64, (n,), 0),

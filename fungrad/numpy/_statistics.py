@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad._dtype_classes import kind as dtype_kind
 from fungrad.core import Tracer
 from fungrad.numpy._dtypes import asarray_operand, promote
 from fungrad.numpy._util import _fnp, _shape, _dtype
@@ -38,7 +39,7 @@ def _frequency_weights(name, weights, n, kind):
             raise TypeError(f"{name}: fweights must be integers")
         if np.any(values < 0):
             raise ValueError(f"{name}: {kind} cannot be negative")
-    return weights.astype(np.float64) if _dtype(weights).kind in "biu" else weights
+    return weights.astype(np.float64) if dtype_kind(_dtype(weights)) in "biu" else weights
 
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
@@ -83,6 +84,6 @@ def corrcoef(x, y=None, rowvar=True):
         return c / c
     stddev = fnp.sqrt(fnp.real(fnp.diagonal(c)))
     c = c / stddev[:, None] / stddev[None, :]
-    if _dtype(c).kind == "c":
+    if dtype_kind(_dtype(c)) == "c":
         return fnp.clip(fnp.real(c), -1, 1) + 1j * fnp.clip(fnp.imag(c), -1, 1)
     return fnp.clip(c, -1, 1)

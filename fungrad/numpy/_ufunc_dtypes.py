@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from fungrad._dtype_classes import is_small, is_floating, is_inexact, is_integer, kind as dtype_kind
 from fungrad import _config, core, lax
 from fungrad.core import Array, Tracer, get_aval
 from fungrad.numpy._dtypes import (asarray_operand, check_promotion, dtype_of, inexact_dtype,
@@ -42,11 +43,15 @@ def _loop_dtypes(ufunc, args):
     except TypeError:
         return _numpy_loop_dtypes(ufunc, args)      # mixed signatures (ldexp) or none
     ins = loop[:ufunc.nin]
+    if any(d != dtype for d in ins) and is_small(dtype):
+        # NumPy runs int4 (bfloat16) without a loop of its own in int8 (float32):
+        # JAX keeps the type, the lax op rounds the result back
+        return tuple(dtype if d == ins[0] else d for d in loop)
     if any(d != dtype for d in ins):
-        if dtype.kind not in "fc" and all(d.kind in "fc" for d in ins):
+        if not is_inexact(dtype) and all(is_inexact(d) for d in ins):
             loop = _resolve(ufunc, (inexact_dtype(dtype, args),) * ufunc.nin
                             + (None,) * ufunc.nout)
-        elif dtype == np.bool_ and all(d.kind in "iu" for d in ins):
+        elif dtype == np.bool_ and all(is_integer(d) for d in ins):
             loop = _resolve(ufunc, (numeric_dtype(dtype),) * ufunc.nin + (None,) * ufunc.nout)
     if core._x64:
         return loop
@@ -59,7 +64,7 @@ def _signature_entry(x):
     if type(x) in _ARRAY_TYPES:
         return x.dtype
     if is_weak(x):
-        kind = dtype_of(x).kind
+        kind = dtype_kind(dtype_of(x))
         return np.dtype(np.bool_) if kind == "b" else {"i": int, "u": int, "f": float,
                                                       "c": complex}[kind]
     return dtype_of(x)
@@ -106,6 +111,8 @@ def _native_loop(ufunc, dtype, nargs) -> bool:
         try:
             loop = _resolve(ufunc, (dtype,) * nargs + (None,) * ufunc.nout)
             hit = all(d == dtype for d in loop[:nargs])
+            if is_small(dtype):    # int4's negative: an int4 input, but an int8 result
+                hit = hit and all(d == dtype or d == np.bool_ for d in loop[nargs:])
         except TypeError:
             hit = False
         _NATIVE_LOOPS[key] = hit
@@ -202,7 +209,7 @@ def _args(ufunc, *args):
         elif d != dtype:
             break
     else:
-        if dtype is not None and (not scalars or dtype.kind in "fc") and \
+        if dtype is not None and (not scalars or is_inexact(dtype)) and \
                 _native_loop(ufunc, dtype, len(args)):
             if not scalars:
                 return args
@@ -264,11 +271,11 @@ def _dtype(x):
 
 
 def _is_float(dtype):
-    return np.dtype(dtype).kind == "f"
+    return is_floating(np.dtype(dtype))
 
 
 def _is_complex(dtype):
-    return np.dtype(dtype).kind == "c"
+    return dtype_kind(np.dtype(dtype)) == "c"
 
 
 def _full_like(x, value, dtype):

@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from fungrad._dtype_classes import finfo as dtype_finfo, iinfo as dtype_iinfo, is_floating, is_inexact, is_integer, issubdtype as dtype_issubdtype, kind as dtype_kind
 from fungrad import core, lax
 from fungrad.core import get_aval
 from fungrad.lax import elementwise as _ew
@@ -131,7 +132,7 @@ def _signed_zero(x, sign_of):
 def _int_floor_divide(x, y):
     """Integer ``//`` rounds down; lax.div rounds towards zero."""
     quotient = lax.div(x, y)
-    if not np.issubdtype(_dtype(x), np.signedinteger):
+    if not dtype_issubdtype(_dtype(x), np.signedinteger):
         return quotient
     zero = _const(0, _dtype(x))
     rounded_up = lax.bitwise_and(lax.ne(lax.lt(x, zero), lax.lt(y, zero)),
@@ -140,7 +141,7 @@ def _int_floor_divide(x, y):
 
 
 def _floor_divide(x, y):
-    if _dtype(x).kind in "fc":
+    if is_inexact(_dtype(x)):
         return _float_floor_divide(x, y)
     return _int_floor_divide(x, y)
 
@@ -149,7 +150,7 @@ def _remainder(x, y):
     """Python's ``%``: the sign of the divisor (lax.rem has the dividend's)."""
     trunc_mod = lax.rem(x, y)
     dtype = _dtype(trunc_mod)
-    if np.issubdtype(dtype, np.unsignedinteger):
+    if dtype_issubdtype(dtype, np.unsignedinteger):
         return trunc_mod
     zero = _const(0, dtype)
     wrong_side = lax.bitwise_and(lax.ne(trunc_mod, zero),
@@ -205,7 +206,7 @@ def _exponent_bits(y, dtype):
             raise ValueError("Integers to negative integer powers are not allowed "
                              "(as in NumPy); use a float base, e.g. fnp.power(x * 1.0, y).")
         return int(y.max()).bit_length() if y.size else 0
-    return np.iinfo(dtype).bits
+    return dtype_iinfo(dtype).bits
 
 
 @_ufunc
@@ -218,7 +219,7 @@ def power(x, y, /):
     out = np.dtype(dtypes[2])
     weak = weak_result_type(x, y)[1]
     x, y = _cast(x, dtypes[0], weak), _cast(y, dtypes[1], weak)
-    if np.issubdtype(out, np.inexact):
+    if is_inexact(out):
         return lax.pow(x, y)
     return _integer_power(x, y, _exponent_bits(y, out))
 
@@ -254,7 +255,7 @@ def positive(x, /):
 @_ufunc
 def absolute(x, /):
     (x,) = _args(np.absolute, x)
-    if _dtype(x) == np.bool_ or np.issubdtype(_dtype(x), np.unsignedinteger):
+    if _dtype(x) == np.bool_ or dtype_issubdtype(_dtype(x), np.unsignedinteger):
         return x
     return lax.abs(x)
 
@@ -280,7 +281,7 @@ def square(x, /):
 @_ufunc
 def reciprocal(x, /):
     (x,) = _args(np.reciprocal, x)
-    if _dtype(x).kind in "fc":
+    if is_inexact(_dtype(x)):
         return lax.reciprocal(x)
     return lax.div(_const(1, _dtype(x)), x)    # integer 1/x truncates, as NumPy
 
@@ -294,7 +295,7 @@ def _rounding(ufunc, float_op):
     @_named(ufunc.__name__, f"Elementwise ``numpy.{ufunc.__name__}``.")
     def fn(x, /):
         (x,) = _args(ufunc, x)
-        return float_op(x) if _dtype(x).kind in "fc" else x
+        return float_op(x) if is_inexact(_dtype(x)) else x
     return fn
 
 
@@ -311,7 +312,7 @@ trunc = _rounding(np.trunc, _trunc)
 def rint(x, /):
     """Round to the nearest integer, ties to even; integers and bools become the
     default float (JAX's: float64, not NumPy's float16 for int8)."""
-    if dtype_of(x).kind not in "fc":
+    if not is_inexact(dtype_of(x)):
         x = _cast(x, x32_default(core.default_float_dtype(), (x,)))
     return lax.round(*_args(np.rint, x), rounding_method=lax.RoundingMethod.TO_NEAREST_EVEN)
 
@@ -320,7 +321,7 @@ def rint(x, /):
 def fix(x, /):
     """Round towards zero (``numpy.fix``; integers keep their dtype)."""
     x = asarray_operand(x)
-    return _trunc(x) if _dtype(x).kind in "fc" else x
+    return _trunc(x) if is_inexact(_dtype(x)) else x
 
 
 def _round_integers(x, decimals):
@@ -345,7 +346,7 @@ def round(a, /, decimals=0):  # noqa: A001 (NumPy's name)
     dtype = _dtype(a)
     if dtype == np.bool_:
         a, dtype = lax.convert_element_type(a, np.float16), np.dtype(np.float16)
-    if not np.issubdtype(dtype, np.inexact):
+    if not is_inexact(dtype):
         return _round_integers(a, decimals)
     if _is_complex(dtype):   # the real and imaginary parts, as NumPy
         return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
@@ -524,7 +525,7 @@ def sinc(x, /):
     x = asarray_operand(x)
     dtype = inexact_dtype(result_type(x), (x,))
     x = _cast(x, dtype)
-    real_dtype = np.finfo(dtype).dtype          # |x| of a complex x is real
+    real_dtype = dtype_finfo(dtype).dtype          # |x| of a complex x is real
     near_zero = lax.lt(lax.abs(x), _const(1e-3 if real_dtype == np.float64 else 1e-2, real_dtype))
     safe = lax.select(near_zero, _full_like(x, 1, dtype), x)
     pi_x = lax.mul(safe, _const(math.pi, dtype))
@@ -547,7 +548,7 @@ def minimum(x, y, /):
 
 
 def _nan_ignoring(extremum, x, y):
-    if not _dtype(x).kind in "fc":
+    if not is_inexact(_dtype(x)):
         return extremum(x, y)
     out = extremum(x, y)
     out = lax.select(lax.ne(x, x), y, out)
@@ -639,9 +640,9 @@ def _out_of_range_int(x, other):
     if not isinstance(x, int) or isinstance(x, bool) or is_weak(other):
         return None
     dtype = dtype_of(other)
-    if not np.issubdtype(dtype, np.integer):
+    if not is_integer(dtype):
         return None
-    info = np.iinfo(dtype)
+    info = dtype_iinfo(dtype)
     return np.inf if x > info.max else -np.inf if x < info.min else None
 
 
@@ -691,7 +692,7 @@ bitwise_left_shift = left_shift
 def right_shift(x, y, /):
     """``x >> y``: sign-filling for signed integers, zero-filling for unsigned."""
     x, y = _args(np.right_shift, x, y)
-    if np.issubdtype(_dtype(x), np.unsignedinteger):
+    if dtype_issubdtype(_dtype(x), np.unsignedinteger):
         return lax.shift_right_logical(x, y)
     return lax.shift_right_arithmetic(x, y)
 
@@ -739,7 +740,7 @@ def _classify(ufunc, float_test):
         dtype = _dtype(x)
         if _is_complex(dtype):
             return _complex_test(ufunc, x)
-        if not np.issubdtype(dtype, np.inexact):
+        if not is_inexact(dtype):
             return _full_like(x, ufunc is np.isfinite, np.bool_)
         return float_test(x)
     return fn
@@ -761,14 +762,14 @@ isnan = _classify(np.isnan, lambda x: lax.ne(x, x))
 
 def isposinf(x, /):
     x = asarray_operand(x)
-    if not _dtype(x).kind in "fc":
+    if not is_inexact(_dtype(x)):
         return _full_like(x, False, np.bool_)
     return lax.eq(x, _const(np.inf, _dtype(x)))
 
 
 def isneginf(x, /):
     x = asarray_operand(x)
-    if not _dtype(x).kind in "fc":
+    if not is_inexact(_dtype(x)):
         return _full_like(x, False, np.bool_)
     return lax.eq(x, _const(-np.inf, _dtype(x)))
 
@@ -824,7 +825,7 @@ def _times_power_of_two(x, exponent):
 def ldexp(x1, x2, /):
     """x1 * 2**x2 (x2 an integer); x1 becomes inexact alone, as in JAX
     (``ldexp(int8, 3)`` is float32)."""
-    if dtype_of(x2).kind not in "biu":
+    if dtype_kind(dtype_of(x2)) not in "biu":
         raise TypeError(f"fungrad.numpy.ldexp: x2 must have an integer dtype, got "
                         f"{dtype_of(x2)}; round it first (fnp.round(x2).astype(int)).")
     x1 = _cast(x1, inexact_dtype(result_type(x1), (x1,)))
@@ -862,9 +863,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         parts = [nan_to_num(p, nan=nan, posinf=posinf, neginf=neginf)
                  for p in (lax.real(x), lax.imag(x))]
         return lax.complex(*parts)
-    if not np.issubdtype(dtype, np.inexact):
+    if not is_inexact(dtype):
         return x
-    info = np.finfo(dtype)
+    info = dtype_finfo(dtype)
     fills = [(lax.ne(x, x), nan), (lax.eq(x, _const(np.inf, dtype)), info.max if posinf is None else posinf),
              (lax.eq(x, _const(-np.inf, dtype)), info.min if neginf is None else neginf)]
     for mask, value in fills:
@@ -891,7 +892,7 @@ def lcm(x1, x2, /):
     zero = lax.eq(divisor, _const(0, dtype))
     safe = lax.select(zero, _full_like(divisor, 1, dtype), divisor)
     multiple = lax.mul(lax.div(x1, safe), x2)
-    if np.issubdtype(dtype, np.signedinteger):
+    if dtype_issubdtype(dtype, np.signedinteger):
         multiple = lax.abs(multiple)
     return lax.select(zero, _full_like(multiple, 0, dtype), multiple)
 
@@ -930,7 +931,7 @@ def angle(z, deg=False):
     if _is_complex(dtype):
         out = lax.atan2(lax.imag(z), lax.real(z))
     else:      # JAX: bools and integers give the default float (NumPy: arctan2(0, z))
-        z = _cast(z, dtype if dtype.kind == "f" else
+        z = _cast(z, dtype if is_floating(dtype) else
                   x32_default(core.default_float_dtype(), (z,)))
         out = lax.atan2(_full_like(z, 0, _dtype(z)), z)
     return lax.mul(out, _const(180 / math.pi, _dtype(out))) if deg else out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from fungrad._dtype_classes import is_floating
 
 from fungrad import lax
 from fungrad.numpy._dtypes import promote
@@ -64,7 +65,7 @@ def i0(x):
     conventions at 0 would spoil them, as JAX's custom rule avoids)."""
     fnp = _fnp()
     (x,) = promote("i0", x, to_float=True)
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         raise TypeError(f"i0: real floating-point input only (as JAX), got {x.dtype.name}")
     magnitude = lax.abs(x)
     near = magnitude < 1

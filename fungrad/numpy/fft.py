@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from fungrad._dtype_classes import issubdtype as dtype_issubdtype
 from fungrad.core import get_aval
 from fungrad.lax.fft import fft as _lax_fft, _operand_for
 from fungrad.lax.structural import pad, transpose
@@ -80,7 +81,7 @@ def _cook_axes(name, shape, s, axes, invreal):
 
 def _operand(name, a, real_input):
     x = asarray_operand(a)
-    if real_input and np.issubdtype(get_aval(x).dtype, np.complexfloating):
+    if real_input and dtype_issubdtype(get_aval(x).dtype, np.complexfloating):
         raise TypeError(f"fft.{name} takes real input, got {get_aval(x).dtype.name}; "
                         f"use fft.{name[1:]} for complex input")
     return x

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from fungrad._dtype_classes import finfo as dtype_finfo, issubdtype as dtype_issubdtype
 from fungrad import lax
 from fungrad.core import Tracer, get_aval
 from fungrad.lax import linalg as lax_linalg
@@ -244,7 +245,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     if len(_shape(a)) != 2 or len(sb) not in (1, 2) or sb[0] != m:
         raise ValueError(f"linalg.lstsq: a must be (M, N) and b (M,) or (M, K); got a "
                          f"{_shape(a)} and b {sb}")
-    rcond = float(np.finfo(get_aval(a).dtype).eps * max(m, n)) if rcond is None else (
+    rcond = float(dtype_finfo(get_aval(a).dtype).eps * max(m, n)) if rcond is None else (
         _static_float(rcond, "lstsq's rcond"))
     x = _products.matmul(lax_linalg.pinv(a, rcond), b)
     s = svdvals(a)
@@ -277,7 +278,7 @@ def matrix_rank(M, /, rtol=None, *, tol=None, hermitian=False):
         tol = tol if isinstance(tol, Tracer) else float(tol) if np.ndim(tol) == 0 else tol
         return fnp.sum(fnp.greater(s, tol), axis=-1)
     if rtol is None:
-        rtol = max(_shape(M)[-2:]) * float(np.finfo(get_aval(M).dtype).eps)
+        rtol = max(_shape(M)[-2:]) * float(dtype_finfo(get_aval(M).dtype).eps)
     rtol = rtol if isinstance(rtol, Tracer) or np.ndim(rtol) else float(rtol)
     cutoff = fnp.max(s, axis=-1, keepdims=True) * rtol if _shape(s)[-1] else 0.0
     return fnp.sum(fnp.greater(s, cutoff), axis=-1)
@@ -365,7 +366,7 @@ def _chain_product(arrays, split, i, j):
 
 def _abs_square(x):
     fnp = _fnp()
-    if np.issubdtype(get_aval(x).dtype, np.complexfloating):
+    if dtype_issubdtype(get_aval(x).dtype, np.complexfloating):
         return fnp.real(x * fnp.conj(x))
     return x * x
 

@@ -1,13 +1,15 @@
 """Distributions built on the basic samplers and the gamma family."""
 import numpy as np
+from fungrad._dtype_classes import finfo as dtype_finfo, is_floating, is_integer
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
+from fungrad.lax import prng
 from fungrad.core import Tracer, canonicalize_dtype, get_aval
 
 __all__ = ['cauchy', 'chisquare', 'f', 't', 'generalized_normal', 'ball', 'geometric', 'lognormal', 'maxwell', 'double_sided_maxwell', 'pareto', 'rayleigh', 'triangular', 'wald', 'weibull_min', 'orthogonal', 'multinomial']
 from fungrad.random._keys import *  # noqa: F403
-from fungrad.random._keys import _check_key, _shape_tuple, _is_integer_scalar
+from fungrad.random._keys import _check_key, _shape_tuple, _is_integer_scalar, _transcendentals
 from fungrad.random._samplers import *  # noqa: F403
 from fungrad.random._samplers import _float_dtype, _param_shape, _DtypeError
 from fungrad.random._gamma import *  # noqa: F403
@@ -24,12 +26,23 @@ def _float_params(caller, dtype, *params):
     return dtype, [_float_param(p, dtype) for p in params]
 
 
+def _divide_as_xla(x, divisor):
+    """``x / divisor`` as JAX's samplers compute it: XLA turns a division by a
+    constant (a concrete ``divisor``: not traced) into a multiplication by its
+    reciprocal, rounded once more."""
+    if isinstance(divisor, Tracer):
+        return x / divisor
+    dtype = get_aval(divisor).dtype
+    return x * (np.ones((), dtype) / np.asarray(divisor, dtype))
+
+
 def cauchy(key, shape=(), dtype=np.float64):
     """Standard Cauchy samples: tan(pi (U - 1/2)), U on (0, 1)."""
     key = _check_key(key, "cauchy")
     dtype = _float_dtype(dtype, "cauchy")
-    u = uniform(key, shape, dtype, minval=np.finfo(dtype).eps, maxval=1.0)
-    return fnp.tan(np.pi * (u - 0.5))
+    shape = _shape_tuple(shape, "cauchy", "shape")
+    u = uniform(key, shape, dtype, minval=dtype_finfo(dtype).eps, maxval=1.0)
+    return _transcendentals(shape).tan(np.pi * (u - 0.5))
 
 
 def chisquare(key, df, shape=None, dtype=np.float64):
@@ -37,7 +50,8 @@ def chisquare(key, df, shape=None, dtype=np.float64):
     key = _check_key(key, "chisquare")
     dtype, (df,) = _float_params("chisquare", dtype, df)
     shape = _param_shape("chisquare", shape, df)
-    return fnp.exp(_gamma_sample(key, df / 2.0, shape, dtype, log_space=True)) * 2.0
+    log_g = _gamma_sample(key, df / 2.0, shape, dtype, log_space=True)
+    return _transcendentals(shape).exp(log_g) * 2.0
 
 
 def f(key, dfnum, dfden, shape=None, dtype=np.float64):
@@ -46,8 +60,8 @@ def f(key, dfnum, dfden, shape=None, dtype=np.float64):
     dtype, (dfnum, dfden) = _float_params("f", dtype, dfnum, dfden)
     shape = _param_shape("f", shape, dfnum, dfden)
     den_key, num_key = split(key)
-    numerator = chisquare(num_key, dfnum, shape, dtype) / dfnum
-    return numerator / (chisquare(den_key, dfden, shape, dtype) / dfden)
+    numerator = _divide_as_xla(chisquare(num_key, dfnum, shape, dtype), dfnum)
+    return numerator / _divide_as_xla(chisquare(den_key, dfden, shape, dtype), dfden)
 
 
 def t(key, df, shape=None, dtype=np.float64):
@@ -80,7 +94,7 @@ def generalized_normal(key, p, shape=(), dtype=np.float64):
     shape = _broadcast_with("generalized_normal", shape, p)
     gamma_key, sign_key = split(key)
     g = _gamma_sample(gamma_key, 1.0 / p, shape, dtype, log_space=False)
-    return rademacher(sign_key, shape, dtype) * g ** (1.0 / p)
+    return rademacher(sign_key, shape, dtype) * _transcendentals(shape).pow(g, 1.0 / p)
 
 
 def ball(key, d, p=2, shape=(), dtype=np.float64):
@@ -109,15 +123,16 @@ def geometric(key, p, shape=None, dtype=np.int64):
     floor(log U / log(1 - p)) + 1."""
     key = _check_key(key, "geometric")
     dtype = canonicalize_dtype(dtype)
-    if dtype.kind not in "iu":
+    if not is_integer(dtype):
         raise _DtypeError(f"fungrad.random.geometric: `dtype` must be an integer type, "
                           f"got {dtype}.")
     p = fnp.asarray(p)
-    p = lax.stop_gradient(p if np.issubdtype(p.dtype, np.floating)
+    p = lax.stop_gradient(p if is_floating(p.dtype)
                           else lax.convert_element_type(p, np.float64))
     shape = _param_shape("geometric", shape, p)
-    u = uniform(key, shape, p.dtype, minval=np.finfo(p.dtype).tiny)
-    return lax.convert_element_type(fnp.floor(fnp.log(u) / fnp.log1p(-p)) + 1, dtype)
+    u = uniform(key, shape, p.dtype, minval=dtype_finfo(p.dtype).tiny)
+    fns = _transcendentals(shape)
+    return lax.convert_element_type(fnp.floor(fns.log(u) / fns.log1p(-p)) + 1, dtype)
 
 
 def lognormal(key, sigma=1.0, shape=None, dtype=np.float64):
@@ -126,7 +141,7 @@ def lognormal(key, sigma=1.0, shape=None, dtype=np.float64):
     key = _check_key(key, "lognormal")
     dtype, (sigma,) = _float_params("lognormal", dtype, sigma)
     shape = _param_shape("lognormal", shape, sigma)
-    return fnp.exp(normal(key, shape, dtype) * sigma)
+    return _transcendentals(shape).exp(normal(key, shape, dtype) * sigma)
 
 
 def maxwell(key, shape=(), dtype=np.float64):
@@ -134,7 +149,13 @@ def maxwell(key, shape=(), dtype=np.float64):
     key = _check_key(key, "maxwell")
     dtype = _float_dtype(dtype, "maxwell")
     shape = _shape_tuple(shape, "maxwell", "shape")
-    return fnp.linalg.norm(normal(key, (*shape, 3), dtype), axis=-1)
+    z = normal(key, (*shape, 3), dtype)
+    # JAX's norm, as XLA's CPU code sums the squares: in order, each a fused
+    # multiply-add onto the running sum
+    total = fnp.zeros(shape, dtype)
+    for i in range(3):
+        total = prng.random_fma(z[..., i], z[..., i], total)
+    return fnp.sqrt(total)
 
 
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=np.float64):
@@ -154,7 +175,7 @@ def pareto(key, b, shape=None, dtype=np.float64):
     key = _check_key(key, "pareto")
     dtype, (b,) = _float_params("pareto", dtype, b)
     shape = _param_shape("pareto", shape, b)
-    return fnp.exp(exponential(key, shape, dtype) / b)
+    return _transcendentals(shape).exp(_divide_as_xla(exponential(key, shape, dtype), b))
 
 
 def rayleigh(key, scale, shape=None, dtype=np.float64):
@@ -162,8 +183,8 @@ def rayleigh(key, scale, shape=None, dtype=np.float64):
     key = _check_key(key, "rayleigh")
     dtype, (scale,) = _float_params("rayleigh", dtype, scale)
     shape = _param_shape("rayleigh", shape, scale)
-    u = uniform(key, shape, dtype, minval=np.finfo(dtype).tiny)
-    return scale * fnp.sqrt(-2.0 * fnp.log(u))
+    u = uniform(key, shape, dtype, minval=dtype_finfo(dtype).tiny)
+    return scale * fnp.sqrt(-2.0 * _transcendentals(shape).log(u))
 
 
 def triangular(key, left, mode, right, shape=None, dtype=np.float64):
@@ -186,10 +207,16 @@ def wald(key, mean, shape=None, dtype=np.float64):
     dtype, (mean,) = _float_params("wald", dtype, mean)
     shape = _param_shape("wald", shape, mean)
     normal_key, uniform_key = split(key)
-    y = normal(normal_key, shape, dtype) ** 2
-    x = mean + mean * mean * y / 2 - mean / 2 * fnp.sqrt(4 * mean * y + (mean * y) ** 2)
+    mean = fnp.broadcast_to(mean, shape)
+    v = normal(normal_key, shape, dtype)
     z = uniform(uniform_key, shape, dtype)
-    return fnp.where(z <= mean / (mean + x), x, mean * mean / x)
+    y = v * v
+    mean_sq = mean * mean
+    # JAX's sqrt(4 mean y + mean_sq y**2) and mean + mean_sq y / 2 - mean / 2 sqrt_term,
+    # each with the fused multiply-add XLA's CPU code makes of it
+    sqrt_term = fnp.sqrt(prng.random_fma(4 * mean, y, mean_sq * (y * y)))
+    x = prng.random_fma(-(mean * 0.5), sqrt_term, mean + mean_sq * y * 0.5)
+    return fnp.where(z <= mean / (mean + x), x, mean_sq / x)
 
 
 def weibull_min(key, scale, concentration, shape=(), dtype=np.float64):
@@ -198,7 +225,8 @@ def weibull_min(key, scale, concentration, shape=(), dtype=np.float64):
     dtype, (scale, concentration) = _float_params("weibull_min", dtype, scale, concentration)
     shape = _broadcast_with("weibull_min", shape, scale, concentration)
     u = uniform(key, shape, dtype)
-    return scale * (-fnp.log1p(-u)) ** (1.0 / concentration)
+    fns = _transcendentals(shape)
+    return scale * fns.pow(-fns.log1p(-u), 1.0 / concentration)
 
 
 def orthogonal(key, n, shape=(), dtype=np.float64, m=None):

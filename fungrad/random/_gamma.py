@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+from fungrad._dtype_classes import finfo as dtype_finfo, is_inexact, is_integer
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
@@ -11,7 +12,8 @@ from fungrad.custom_derivatives import custom_jvp
 
 __all__ = ['loggamma', 'gamma', 'beta', 'dirichlet', 'poisson', 'binomial']
 from fungrad.random._keys import *  # noqa: F403
-from fungrad.random._keys import _check_key, _shape_tuple, _split_raw, _random_bits
+from fungrad.random._keys import (_check_key, _shape_tuple, _split_raw, _random_bits,
+                                  _transcendentals)
 from fungrad.random._samplers import *  # noqa: F403
 from fungrad.random._samplers import _float_dtype, _param_shape, _check_broadcastable
 
@@ -63,7 +65,8 @@ def beta(key, a, b, shape=None, dtype=None):
     log_x = _gamma_sample(a_key, a, shape, dtype, log_space=True)
     log_y = _gamma_sample(b_key, b, shape, dtype, log_space=True)
     log_max = lax.max(log_x, log_y)
-    x, y = fnp.exp(log_x - log_max), fnp.exp(log_y - log_max)
+    exp = _transcendentals(shape).exp
+    x, y = exp(log_x - log_max), exp(log_y - log_max)
     return x / (x + y)
 
 
@@ -85,7 +88,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     log_g = _gamma_sample(key, alpha, (*shape, alpha.shape[-1]), dtype, log_space=True)
     # Normalising in log space keeps tiny-alpha draws from becoming 0 / 0.
     shifted = log_g - lax.stop_gradient(fnp.max(log_g, axis=-1, keepdims=True))
-    weights = fnp.exp(shifted)
+    weights = _transcendentals(get_aval(shifted).shape).exp(shifted)
     return weights / fnp.sum(weights, axis=-1, keepdims=True)
 
 
@@ -114,14 +117,20 @@ def _marsaglia_tsang(keys, alpha, dtype, log_space):
     boost = alpha >= one
     alpha_boosted = fnp.where(boost, alpha, alpha + one)
     d = alpha_boosted - np.asarray(1 / 3, dtype)
-    c = np.asarray(1 / 3, dtype) / fnp.sqrt(d)
+    # XLA rewrites JAX's (1/3) / sqrt(d) as (1/3) rsqrt(d), and its float64
+    # rsqrt is 1 / sqrt: one rounding more (float32 keeps the quotient's)
+    if np.dtype(dtype) == np.float64:
+        c = np.asarray(1 / 3, dtype) * (one / fnp.sqrt(d))
+    else:
+        c = np.asarray(1 / 3, dtype) / fnp.sqrt(d)
     first = _split_raw(keys, (2,))
     key, boost_key = first[:, 0], first[:, 1]
+    fns = _transcendentals(get_aval(alpha).shape)
 
     def rejected(X, V, U):
         squeeze = U >= one - np.asarray(0.0331, dtype) * (X * X)
-        return squeeze & (fnp.log(U) >= X * np.asarray(0.5, dtype)
-                          + d * ((one - V) + fnp.log(V)))
+        return squeeze & (fns.log(U) >= X * np.asarray(0.5, dtype)
+                          + d * ((one - V) + fns.log(V)))
 
     def propose(state):
         key, X, V, U, live = state
@@ -138,11 +147,11 @@ def _marsaglia_tsang(keys, alpha, dtype, log_space):
             fnp.ones(shape, np.bool_))
     _, _, V, _, _ = lax.while_loop(lambda s: fnp.any(s[4]), propose, init)
     if log_space:
-        log_u = -(-fnp.log1p(-_random_bits(boost_key, dtype, (), "unit")))
+        log_u = -(-fns.log1p(-_random_bits(boost_key, dtype, (), "unit")))
         log_boost = fnp.where(boost | (log_u == zero), zero, log_u * (one / alpha))
-        return (fnp.log(d) + fnp.log(V)) + log_boost
+        return (fns.log(d) + fns.log(V)) + log_boost
     u = one - _random_bits(boost_key, dtype, (), "unit")
-    return (d * V) * fnp.where(boost, one, u ** (one / alpha))
+    return (d * V) * fnp.where(boost, one, fns.pow(u, one / alpha))
 
 
 def _positive_v(x_key, c, dtype, live):
@@ -190,7 +199,7 @@ def _implicit_log_gamma_grad_jvp(primals, tangents):
     alpha, log_x = primals
     d_alpha, d_log_x = tangents
     x = fnp.exp(log_x)
-    x = fnp.where(x == 0, np.finfo(get_aval(x).dtype).tiny, x)
+    x = fnp.where(x == 0, dtype_finfo(get_aval(x).dtype).tiny, x)
     return log_x, d_log_x + d_alpha * lax.random_gamma_grad(alpha, x) / x
 
 
@@ -205,7 +214,7 @@ def poisson(key, lam, shape=None, dtype=None):
     a negative or nan lam -1, as JAX's loops do."""
     key = _check_key(key, "poisson")
     dtype = canonicalize_dtype(np.int64 if dtype is None else dtype)   # int32 without x64
-    if dtype.kind not in "iu":
+    if not is_integer(dtype):
         raise TypeError(f"fungrad.random.poisson: `dtype` must be an integer type, got "
                         f"{dtype}; e.g. dtype=numpy.int64.")
     lam = lax.stop_gradient(fnp.asarray(lam))
@@ -222,12 +231,14 @@ def _knuth_poisson(key, lam, shape, dtype):
     """JAX's Knuth sampler (used for lam < 10): one float32 uniform per entry
     and round, from ``key, subkey = split(key)``, while any entry's running
     log-product is above -lam; the count is the rounds it stayed above, less 1."""
+    log = _transcendentals(shape).log
+
     def body(carry):
         key, count, log_product = carry
         pair = _split_raw(key, (2,))
         count = fnp.where(log_product > -lam, count + 1, count)
         u = _random_bits(pair[1], np.dtype(np.float32), shape, "unit")
-        return pair[0], count, log_product + fnp.log(u)
+        return pair[0], count, log_product + log(u)
 
     init = (key, fnp.zeros(shape, dtype), fnp.zeros(shape, np.float32))
     _, count, _ = lax.while_loop(lambda c: fnp.any(c[2] > -lam), body, init)
@@ -273,7 +284,7 @@ def binomial(key, n, p, shape=None, dtype=None):
     key = _check_key(key, "binomial")
     dtype = _float_dtype(dtype, "binomial")
     p = lax.stop_gradient(fnp.asarray(p))
-    if not np.issubdtype(p.dtype, np.inexact):
+    if not is_inexact(p.dtype):
         p = lax.convert_element_type(p, canonicalize_dtype(np.float64))
     n = lax.stop_gradient(lax.convert_element_type(fnp.asarray(n), p.dtype))
     shape = _param_shape("binomial", shape, n, p)
@@ -302,14 +313,15 @@ def binomial(key, n, p, shape=None, dtype=None):
 def _binomial_inversion(key, count, prob, shape):
     """JAX's inversion by geometric waiting times (count * p <= 10): rounds of
     ``subkey, key = split(key)`` while any entry's trials still fit in count."""
-    log1minusprob = fnp.log1p(-prob)
+    fns = _transcendentals(shape)
+    log1minusprob = fns.log1p(-prob)
 
     def body(carry):
         key, num_geom, geom_sum = carry
         pair = _split_raw(key, (2,))
         num_geom = fnp.where(geom_sum <= count, num_geom + 1, num_geom)
         u = _random_bits(pair[0], get_aval(prob).dtype, shape, "unit")
-        geom = fnp.ceil(fnp.log(u) / log1minusprob)
+        geom = fnp.ceil(fns.log(u) / log1minusprob)
         return pair[1], num_geom, geom_sum + geom
 
     zeros = fnp.zeros(shape, get_aval(prob).dtype)

@@ -19,6 +19,7 @@ import operator
 import numpy as np
 
 import fungrad.numpy as fnp
+from fungrad import core
 from fungrad.core import get_aval
 from fungrad.dtypes import KeyTy
 from fungrad.tree_util import register_pytree_node
@@ -171,3 +172,5 @@ for _name in ("astype", "sum", "mean", "max", "min", "view"):
 
 register_pytree_node(KeyArray, lambda k: ((k._data,), k.dtype),
                      lambda dtype, children: KeyArray(children[0], dtype))
+# typeof(keys) is JAX's: the keys' shape and the key dtype (``key<fry>[3]``)
+core.pytype_aval_mappings[KeyArray] = lambda keys: core._shaped(keys.shape, keys.dtype)

@@ -1,13 +1,16 @@
 """Keys: seeding, ``split``, ``fold_in``, raw bits, and the key helpers
 every sampler uses."""
 import math
+from typing import Callable, NamedTuple
 from operator import index as _as_index
 
 import numpy as np
+from fungrad._dtype_classes import is_integer, kind as dtype_kind
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
 from fungrad.lax import prng
+from fungrad.lax.kernels import prng as _prng_kernel
 from fungrad.core import Tracer, canonicalize_dtype, get_aval
 from fungrad._config import config
 from fungrad.random._key_array import KeyArray, THREEFRY_KEY_DTYPE, IMPLEMENTATIONS
@@ -112,7 +115,7 @@ def _is_integer_scalar(x):
         return True
     if isinstance(x, (Tracer, np.ndarray, np.generic)):
         aval = get_aval(x)
-        return aval.shape == () and np.issubdtype(aval.dtype, np.integer)
+        return aval.shape == () and is_integer(aval.dtype)
     return False
 
 
@@ -201,7 +204,7 @@ def bits(key, shape=(), dtype=None):
     key = _check_key(key, "bits")
     shape = _shape_tuple(shape, "bits", "shape")
     dtype = np.dtype(np.uint64 if dtype is None else dtype)
-    if dtype.kind != "u":
+    if dtype_kind(dtype) != "u":
         raise TypeError(f"fungrad.random.bits: `dtype` must be an unsigned "
                         f"integer type such as uint32, got {dtype}.")
     return _random_bits(key, canonicalize_dtype(dtype), shape)
@@ -210,6 +213,29 @@ def bits(key, shape=(), dtype=None):
 def _random_bits(keys, dtype, shape, transform="bits"):
     """JAX's ``_random_bits`` (or a transform of them: see ``lax.prng``) for raw keys."""
     return prng.random_sample(keys, shape, dtype, transform, _partitionable())
+
+
+class _Transcendentals(NamedTuple):
+    """The log, log1p, exp, tan, pow, erf and erf_inv a sampler passes its uniforms through."""
+    log: Callable
+    log1p: Callable
+    exp: Callable
+    tan: Callable
+    pow: Callable
+    erf: Callable
+    erf_inv: Callable
+
+
+# XLA's CPU functions, emulated (JAX's numbers bit for bit), or lax's (faster)
+_XLA_CPU = _Transcendentals(prng.random_log, prng.random_log1p, prng.random_exp, prng.random_tan,
+                            prng.random_pow, prng.random_erf, prng.random_erf_inv)
+_LAX = _Transcendentals(lax.log, lax.log1p, lax.exp, lax.tan, lax.pow, lax.erf, lax.erf_inv)
+
+
+def _transcendentals(shape):
+    """The functions for a draw of ``shape`` from one key: XLA's for up to
+    EXACT_SAMPLES samples (see fungrad/lax/kernels/prng.py), lax's beyond."""
+    return _XLA_CPU if math.prod(shape) <= _prng_kernel.EXACT_SAMPLES else _LAX
 
 
 def _shape_tuple(shape, caller, name):

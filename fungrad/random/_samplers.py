@@ -4,6 +4,7 @@ import math
 from operator import index as _as_index
 
 import numpy as np
+from fungrad._dtype_classes import finfo as dtype_finfo, iinfo as dtype_iinfo, is_floating, is_inexact, is_integer, kind as dtype_kind
 
 import fungrad.lax as lax
 import fungrad.numpy as fnp
@@ -12,7 +13,8 @@ from fungrad.core import Tracer, canonicalize_dtype, get_aval
 
 __all__ = ['uniform', 'normal', 'truncated_normal', 'gumbel', 'exponential', 'laplace', 'logistic', 'multivariate_normal', 'bernoulli', 'rademacher', 'randint', 'categorical', 'permutation', 'choice']
 from fungrad.random._keys import *  # noqa: F403
-from fungrad.random._keys import _check_key, _shape_tuple, _is_integer_scalar, _random_bits
+from fungrad.random._keys import (_check_key, _shape_tuple, _is_integer_scalar, _random_bits,
+                                  _transcendentals)
 
 # ----------------------------------------------------------------------------
 # continuous distributions
@@ -26,9 +28,9 @@ class _DtypeError(TypeError, ValueError):
 def _float_dtype(dtype, caller):
     # None is JAX's `float`; float32 when jax_enable_x64 is off, as JAX
     dtype = canonicalize_dtype(np.float64 if dtype is None else dtype)
-    if dtype not in (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16)):
-        raise _DtypeError(f"fungrad.random.{caller}: `dtype` must be float16, float32 "
-                        f"or float64, got {dtype}.")
+    if not is_floating(dtype):       # bfloat16 and the float8 types too, as in JAX
+        raise _DtypeError(f"fungrad.random.{caller}: `dtype` must be a float dtype (float16, "
+                          f"bfloat16, float32, float64, ...), got {dtype}.")
     return dtype
 
 
@@ -85,10 +87,13 @@ def normal(key, shape=(), dtype=None):
     imaginary parts independent N(0, 1/2), from the two halves of a split key."""
     key = _check_key(key, "normal")
     shape = _shape_tuple(shape, "normal", "shape")
-    if canonicalize_dtype(np.float64 if dtype is None else dtype).kind == "c":
-        real_dtype = np.finfo(canonicalize_dtype(dtype)).dtype
-        sqrt2 = np.asarray(math.sqrt(2), real_dtype)
-        parts = [_random_bits(k, real_dtype, shape, "normal") / sqrt2 for k in split(key)]
+    if dtype_kind(canonicalize_dtype(np.float64 if dtype is None else dtype)) == "c":
+        real_dtype = dtype_finfo(canonicalize_dtype(dtype)).dtype
+        # JAX divides by sqrt(2) as a complex number, which XLA turns into a
+        # multiplication by its reciprocal (rounded once more)
+        inverse_sqrt2 = np.asarray(1, real_dtype) / np.asarray(math.sqrt(2), real_dtype)
+        parts = [_random_bits(k, real_dtype, shape, "normal") * inverse_sqrt2
+                 for k in split(key)]
         return lax.complex(*parts)
     dtype = _float_dtype(dtype, "normal")
     return _random_bits(key, dtype, shape, "normal")
@@ -102,9 +107,10 @@ def truncated_normal(key, lower, upper, shape=None, dtype=np.float64):
     upper = lax.convert_element_type(fnp.asarray(upper), dtype)
     shape = _param_shape("truncated_normal", shape, lower, upper)
     sqrt2 = np.array(math.sqrt(2), dtype)
-    cdf_lower, cdf_upper = lax.erf(lower / sqrt2), lax.erf(upper / sqrt2)
+    fns = _transcendentals(shape)
+    cdf_lower, cdf_upper = fns.erf(lower / sqrt2), fns.erf(upper / sqrt2)
     u = uniform(key, shape, dtype, minval=cdf_lower, maxval=cdf_upper)
-    samples = sqrt2 * lax.erf_inv(u)
+    samples = sqrt2 * fns.erf_inv(u)
     # erf saturates in the far tails; clip so the bounds always hold (as JAX).
     lower = lax.stop_gradient(lower)
     upper = lax.stop_gradient(upper)
@@ -122,37 +128,41 @@ def gumbel(key, shape=(), dtype=None, mode=None):
     if mode not in ("low", "high", "highest"):
         raise ValueError(f"fungrad.random.gumbel: `mode` must be None, 'low', 'high' or "
                          f"'highest', got {mode!r}.")
-    info = np.finfo(dtype)
+    info, log = dtype_finfo(dtype), _transcendentals(shape).log
     if mode == "low":
-        return -fnp.log(-fnp.log(uniform(key, shape, dtype, minval=info.tiny, maxval=1.0)))
+        return -log(-log(uniform(key, shape, dtype, minval=info.tiny, maxval=1.0)))
     both = uniform(key, (2, *shape), dtype)
     high, low = both[0], both[1]
     x = fnp.where(high >= 0.5, high, high + np.asarray(2.0 ** -info.nmant, dtype) * low
                   + np.asarray(info.tiny, dtype))
-    return -fnp.log(-fnp.log1p(-x))
+    return -log(-_transcendentals(shape).log1p(-x))
 
 
 def exponential(key, shape=(), dtype=None):
     """Standard exponential samples: -log(1 - U)."""
     key = _check_key(key, "exponential")
     dtype = _float_dtype(dtype, "exponential")
-    return -fnp.log1p(-uniform(key, shape, dtype))
+    shape = _shape_tuple(shape, "exponential", "shape")
+    return -_transcendentals(shape).log1p(-uniform(key, shape, dtype))
 
 
 def laplace(key, shape=(), dtype=None):
     """Standard Laplace samples: sign(U) * log(1 - |U|), U on (-1, 1)."""
     key = _check_key(key, "laplace")
     dtype = _float_dtype(dtype, "laplace")
-    u = uniform(key, shape, dtype, minval=-1.0 + np.finfo(dtype).epsneg, maxval=1.0)
-    return fnp.sign(u) * fnp.log1p(-fnp.abs(u))
+    shape = _shape_tuple(shape, "laplace", "shape")
+    u = uniform(key, shape, dtype, minval=-1.0 + dtype_finfo(dtype).epsneg, maxval=1.0)
+    return fnp.sign(u) * _transcendentals(shape).log1p(-fnp.abs(u))
 
 
 def logistic(key, shape=(), dtype=np.float64):
     """Standard logistic samples: log(U / (1 - U)), U on (0, 1)."""
     key = _check_key(key, "logistic")
     dtype = _float_dtype(dtype, "logistic")
-    u = uniform(key, shape, dtype, minval=np.finfo(dtype).tiny, maxval=1.0)
-    return fnp.log(u) - fnp.log1p(-u)
+    shape = _shape_tuple(shape, "logistic", "shape")
+    u = uniform(key, shape, dtype, minval=dtype_finfo(dtype).tiny, maxval=1.0)
+    fns = _transcendentals(shape)
+    return fns.log(u) - fns.log1p(-u)
 
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=np.float64, method="cholesky"):
@@ -200,21 +210,23 @@ def _covariance_factor(cov, method):
 # discrete distributions
 # ----------------------------------------------------------------------------
 
-def bernoulli(key, p=0.5, shape=None, mode="low"):
+def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
     """Booleans that are True with probability ``p`` (shape defaults to p's): JAX's
     ``uniform(key, shape, p.dtype) < p``; ``mode='high'`` compares with two
-    uniforms for probabilities below the float's resolution, as JAX."""
+    uniforms for probabilities below the float's resolution, as JAX.
+    ``out_sharding`` is accepted for JAX compatibility (one device; flax.nnx's
+    ``Dropout`` passes it)."""
     key = _check_key(key, "bernoulli")
     if mode not in ("low", "high"):
         raise ValueError(f"fungrad.random.bernoulli: `mode` must be 'low' or 'high', got {mode!r}.")
     p = fnp.asarray(p)
-    if not np.issubdtype(p.dtype, np.floating):
+    if not is_floating(p.dtype):
         p = lax.convert_element_type(p, canonicalize_dtype(np.float64))
     shape = _param_shape("bernoulli", shape, p)
     if mode == "low":
         return uniform(key, shape, p.dtype) < p
     both = uniform(key, (2, *shape), p.dtype)
-    return both[1] * np.asarray(2.0 ** -np.finfo(p.dtype).nmant, p.dtype) < p - both[0]
+    return both[1] * np.asarray(2.0 ** -dtype_finfo(p.dtype).nmant, p.dtype) < p - both[0]
 
 
 def rademacher(key, shape=(), dtype=np.int64):
@@ -235,13 +247,13 @@ def randint(key, shape, minval, maxval, dtype=None):
     key = _check_key(key, "randint")
     shape = _shape_tuple(shape, "randint", "shape")
     dtype = canonicalize_dtype(np.int64 if dtype is None else dtype)  # int32 without x64
-    if dtype.kind not in "iu":
+    if not is_integer(dtype):
         raise TypeError(f"fungrad.random.randint: `dtype` must be an integer type, "
                         f"got {dtype}.")
     minval, maxval = (_integer_bound(name, v) for name, v in (("minval", minval),
                                                               ("maxval", maxval)))
     _check_broadcastable("randint", shape, minval, maxval)
-    info = np.iinfo(dtype)
+    info = dtype_iinfo(dtype)
     if info.bits < 32:
         minval = fnp.clip(lax.convert_element_type(minval, np.int32), int(info.min), int(info.max))
         maxval = fnp.clip(lax.convert_element_type(maxval, np.int32), int(info.min),
@@ -258,7 +270,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     (distinct ones with ``replace=False``: Gumbel top-k)."""
     key = _check_key(key, "categorical")
     logits = fnp.asarray(logits)
-    if not np.issubdtype(logits.dtype, np.floating):
+    if not is_floating(logits.dtype):
         logits = lax.convert_element_type(logits, canonicalize_dtype(np.float64))
     ndim = logits.ndim
     if ndim == 0:
@@ -345,7 +357,7 @@ def _choice_indices(key, n, shape, replace, p, mode):
             return randint(key, shape, 0, n)
         return _shuffle(key, fnp.arange(n), 0)[:size]
     p = fnp.asarray(p)
-    if not np.issubdtype(p.dtype, np.inexact):
+    if not is_inexact(p.dtype):
         p = lax.convert_element_type(p, canonicalize_dtype(np.float64))
     if p.shape != (n,):
         raise ValueError(f"fungrad.random.choice: `p` must have shape ({n},), one "
@@ -354,15 +366,15 @@ def _choice_indices(key, n, shape, replace, p, mode):
         cumulative = fnp.cumsum(p)
         r = cumulative[-1] * (1 - uniform(key, shape, p.dtype))
         return lax.convert_element_type(fnp.searchsorted(cumulative, r), index_dtype)
-    scores = gumbel(key, (n,), p.dtype, mode) + fnp.log(p)
+    scores = gumbel(key, (n,), p.dtype, mode) + _transcendentals((n,)).log(p)
     return lax.convert_element_type(lax.top_k(scores, size)[1], index_dtype)
 
 
 def _integer_bound(name, value):
     value = fnp.asarray(value)
-    if np.issubdtype(value.dtype, np.integer):
+    if is_integer(value.dtype):
         return value
-    if np.issubdtype(value.dtype, np.floating) or value.dtype == np.bool_:
+    if is_floating(value.dtype) or value.dtype == np.bool_:
         return lax.convert_element_type(value, canonicalize_dtype(np.int64))   # JAX's astype(int)
     raise TypeError(f"fungrad.random.randint: `{name}` must be an integer, got dtype "
                     f"{value.dtype}.")
@@ -370,8 +382,8 @@ def _integer_bound(name, value):
 
 def _clip_to(value, dtype):
     """JAX's _convert_and_clip_integer: ``value`` clipped to ``dtype``'s range, converted."""
-    lo = max(np.iinfo(dtype).min, np.iinfo(value.dtype).min)
-    hi = min(np.iinfo(dtype).max, np.iinfo(value.dtype).max)
+    lo = max(dtype_iinfo(dtype).min, dtype_iinfo(value.dtype).min)
+    hi = min(dtype_iinfo(dtype).max, dtype_iinfo(value.dtype).max)
     clipped = lax.clamp(np.asarray(lo, value.dtype), value, np.asarray(hi, value.dtype))
     return lax.convert_element_type(clipped, dtype)
 
@@ -379,7 +391,7 @@ def _clip_to(value, dtype):
 def _randint(key, shape, minval, maxval, dtype):
     """JAX's _randint for a dtype of 32 or 64 bits."""
     unsigned = np.dtype(f"u{dtype.itemsize}")
-    top = _clip_to(fnp.asarray(np.array(np.iinfo(dtype).max, dtype)), maxval.dtype)
+    top = _clip_to(fnp.asarray(np.array(dtype_iinfo(dtype).max, dtype)), maxval.dtype)
     maxval_out_of_range = fnp.broadcast_to(maxval > top, shape)
     minval = fnp.broadcast_to(_clip_to(minval, dtype), shape)
     maxval = fnp.broadcast_to(_clip_to(maxval, dtype), shape)

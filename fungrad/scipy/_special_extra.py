@@ -22,6 +22,7 @@ import operator
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact, issubdtype as dtype_issubdtype
 from fungrad import lax
 from fungrad.lax import special as _lax_special
 import fungrad.numpy as fnp
@@ -41,7 +42,7 @@ def _real_only(fun):
             if a is None or isinstance(a, (str, bool)):
                 continue
             dtype = fnp.result_type(a)
-            if np.issubdtype(dtype, np.complexfloating):
+            if dtype_issubdtype(dtype, np.complexfloating):
                 raise TypeError(f"scipy.special.{fun.__name__} is defined for real inputs "
                                 f"only (as in JAX), got {dtype.name}; pass the real part "
                                 "(x.real) or the modulus (abs(x)) if that is what you mean.")
@@ -53,7 +54,7 @@ def _promote_inexact(*args):
     """One common floating dtype (integers and bools become float64), with
     NumPy 2's weak Python scalars, broadcast to a common shape."""
     dtype = fnp.result_type(*args)
-    if not np.issubdtype(dtype, np.inexact):
+    if not is_inexact(dtype):
         dtype = np.dtype(np.float64)
     arrays = [fnp.asarray(a, dtype=dtype) for a in args]
     return fnp.broadcast_arrays(*arrays) if len(arrays) > 1 else arrays

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import numpy as np
 
+from fungrad._dtype_classes import issubdtype as dtype_issubdtype
 from fungrad import lax
 from fungrad.core import Tracer
 from fungrad.lax import special_functions as _sf
@@ -196,7 +197,7 @@ def wofz(z):
     """The Faddeeva function w(z) = exp(-z^2) erfc(-i z) (complex; real input
     is taken as complex128)."""
     z = fnp.asarray(z)
-    if not np.issubdtype(z.dtype, np.complexfloating):
+    if not dtype_issubdtype(z.dtype, np.complexfloating):
         z = z.astype(np.complex64 if z.dtype == np.float32 else np.complex128)
     return _sf.wofz(z)
 

@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from fungrad._dtype_classes import issubdtype as dtype_issubdtype
 from fungrad.core import get_aval
 import fungrad.numpy as fnp
 from fungrad.numpy import fft as _fft
@@ -112,7 +113,7 @@ def _along(x, axis, n, fn):
     elif m == 0:
         raise ValueError(f"invalid number of data points (0) along axis {axis} of shape "
                          f"{shape}")
-    if np.issubdtype(get_aval(x).dtype, np.complexfloating):
+    if dtype_issubdtype(get_aval(x).dtype, np.complexfloating):
         out = fn(fnp.real(x)) + 1j * fn(fnp.imag(x))
     else:
         out = fn(x)

@@ -22,6 +22,7 @@ import functools
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact
 import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.lax import linalg as lax_linalg
@@ -40,7 +41,7 @@ __all__ = ["sqrtm", "solve_triangular", "cho_factor", "cho_solve", "cholesky", "
 def _as_float(*args):
     """The arguments in their common inexact dtype (integers become float64)."""
     dtype = fnp.result_type(*args)
-    if not np.issubdtype(dtype, np.inexact):
+    if not is_inexact(dtype):
         dtype = np.dtype(np.float64)
     return [fnp.asarray(a, dtype=dtype) for a in args]
 
@@ -340,7 +341,7 @@ def block_diag(*arrs):
         mats.append(fnp.reshape(x, (1, 1)) if x.ndim == 0 else
                     fnp.reshape(x, (1, -1)) if x.ndim == 1 else x)
     dtype = fnp.result_type(*arrs)
-    dtype = dtype if np.issubdtype(dtype, np.inexact) else np.float64
+    dtype = dtype if is_inexact(dtype) else np.float64
     total = sum(m.shape[1] for m in mats)
     rows, start = [], 0
     for m in mats:

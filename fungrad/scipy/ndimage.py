@@ -25,6 +25,7 @@ import itertools
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact, is_integer, issubdtype as dtype_issubdtype
 from fungrad.core import get_aval
 import fungrad.numpy as fnp
 
@@ -80,7 +81,7 @@ def _check(x, coordinates, order, mode):
     if 0 in shape:
         raise ValueError(f"map_coordinates: input of shape {shape} is empty")
     for c in coordinates:
-        if np.issubdtype(get_aval(c).dtype, np.complexfloating):
+        if dtype_issubdtype(get_aval(c).dtype, np.complexfloating):
             raise TypeError("map_coordinates: coordinates must be real")
 
 
@@ -94,8 +95,8 @@ def map_coordinates(input, coordinates, order, mode="constant", cval=0.0):  # no
     shape = get_aval(x).shape
     if not shape:
         return x
-    is_int = not np.issubdtype(get_aval(x).dtype, np.inexact)
-    per_axis = [_corners(c if is_int or not np.issubdtype(get_aval(c).dtype, np.integer)
+    is_int = not is_inexact(get_aval(x).dtype)
+    per_axis = [_corners(c if is_int or not is_integer(get_aval(c).dtype)
                          else fnp.asarray(c, dtype=np.float64), order) for c in coords]
     total = 0.0
     for corner in itertools.product(*per_axis):

@@ -25,6 +25,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from fungrad._dtype_classes import finfo as dtype_finfo, is_floating
 from fungrad import lax
 from fungrad import numpy as fnp
 
@@ -102,7 +103,7 @@ _CUBIC_MARGIN, _QUAD_MARGIN, _ZOOM_MAXITER = 0.2, 0.1, 30
 
 
 def _bracket_threshold(dtype):
-    return 1e-10 if np.finfo(dtype).bits >= 64 else 1e-5
+    return 1e-10 if dtype_finfo(dtype).bits >= 64 else 1e-5
 
 
 def _trial_step(lo, hi, rec, j):
@@ -211,7 +212,7 @@ def line_search(f: Callable, xk, pk, old_fval=None, old_old_fval=None, gfk=None,
     done, failed, i, _, nfev, (a_k, f_k, g_k) = lax.while_loop(
         lambda c: ~c[0] & ~c[1] & (c[2] <= maxiter), body, init)
     status = fnp.where(failed, 1, fnp.where(i > maxiter, 3, 0))
-    if np.finfo(np.result_type(a_k)).bits != 64:      # JAX's floor on tiny float32 steps
+    if dtype_finfo(np.result_type(a_k)).bits != 64:      # JAX's floor on tiny float32 steps
         a_k = fnp.where(fnp.abs(a_k) < 1e-8, fnp.sign(a_k) * 1e-8, a_k)
     return _LineSearchResults(failed | ~done, i - 1, nfev, nfev, i, a_k, f_k, g_k, status)
 
@@ -363,7 +364,7 @@ def minimize(fun: Callable, x0, args: tuple = (), *, method: str, tol: float | N
     if x0.ndim != 1:
         raise ValueError(f"minimize: x0 must be 1-dimensional, got shape {x0.shape}; "
                          f"ravel it (fungrad.flatten_util.ravel_pytree for pytrees)")
-    if x0.dtype.kind != "f":
+    if not is_floating(x0.dtype):
         x0 = x0.astype(np.float64)
     fun_with_args = lambda x: fun(x, *args)
     kind = method.lower()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad._dtype_classes import issubdtype as dtype_issubdtype
 from fungrad import lax
 from fungrad.core import get_aval
 import fungrad.numpy as fnp
@@ -129,7 +130,7 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
 
 
 def _flip_conj(x):
-    if np.issubdtype(get_aval(x).dtype, np.complexfloating):
+    if dtype_issubdtype(get_aval(x).dtype, np.complexfloating):
         x = fnp.conj(x)
     return fnp.flip(x)
 
@@ -160,7 +161,7 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     if not axes:
         return in1 * in2
     sizes = tuple(s1[a] + s2[a] - 1 for a in axes)
-    if np.issubdtype(get_aval(in1).dtype, np.complexfloating):
+    if dtype_issubdtype(get_aval(in1).dtype, np.complexfloating):
         spectrum = _fft.fftn(in1, sizes, axes) * _fft.fftn(in2, sizes, axes)
         full = _fft.ifftn(spectrum, sizes, axes)
     else:
@@ -227,7 +228,7 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=N
     out = _conv2d_window("correlate2d", in1, kernel, mode, boundary, fillvalue,
                          [n // 2 for n in s2])
     if (mode == "valid" and _valid_swap("correlate2d", s1, s2)
-            and np.issubdtype(get_aval(out).dtype, np.complexfloating)):
+            and dtype_issubdtype(get_aval(out).dtype, np.complexfloating)):
         out = fnp.conj(out)
     return out
 

@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from fungrad._dtype_classes import is_inexact
 from fungrad import lax
 import fungrad.numpy as fnp
 from fungrad.scipy._special_extra import _real_only
@@ -40,7 +41,7 @@ def _promote_inexact(*args):
     """Arrays of one common floating dtype (integers and bools become float64),
     keeping NumPy 2's weak treatment of Python scalars."""
     dtype = fnp.result_type(*args)
-    if not np.issubdtype(dtype, np.inexact):
+    if not is_inexact(dtype):
         dtype = np.dtype(np.float64)
     return [fnp.asarray(a, dtype=dtype) for a in args]
 

@@ -442,5 +442,17 @@ TYPES = [
 ]
 
 
+# bfloat16 (ml_dtypes): the reference is NumPy on the bfloat16 arrays (ml_dtypes'
+# loops compute in float32 and round, as fungrad's wide computation); a few ops
+# suffice: tests/test_small_dtypes.py checks the small types themselves
+BF16 = dict(rtol=2.0**-7, atol=2.0**-7, grad_rtol=1e-1, grad_atol=1e-1, eps=1e-1)
+BFLOAT16 = [
+    _unary("tanh_bf16", lax.tanh, np.tanh, ("tanh",), dtype="bfloat16", **BF16),
+    _unary("exp_bf16", lax.exp, np.exp, ("exp",), dtype="bfloat16", low=-2, high=2, **BF16),
+    *_binary("mul_bf16", lax.mul, np.multiply, ("mul",), Arg(dtype="bfloat16"),
+             Arg("bcast", dtype="bfloat16"), **BF16),
+]
+
+
 CASES = (UNARY + INTEGER_POW + TRANSCENDENTAL + SPECIAL + COMPLEX + BINARY + LOGIC + SELECT
-         + TYPES)
+         + TYPES + BFLOAT16)

@@ -100,6 +100,20 @@ CASES = [
          [Arg("any", low=-1e3, high=1e3), Arg("bcast", dtype="same"),
           Arg("bcast", dtype="same")], prims=("random_fma",), rtol=0, atol=0,
          np_fun=False),        # NumPy has no fused multiply-add to spell it with
+    # XLA's CPU transcendental functions (bit for bit: tests/test_xla_cpu_math.py);
+    # here their values against NumPy/SciPy, derivatives, batching and jit
+    *[Case(f"lax.random_{name}", fun, ref, [Arg(dtype=("float32", "float64"), low=low, high=high)],
+           prims=(f"random_{name}",), rtol=2e-6, np_fun=False)
+      for name, fun, ref, low, high in [
+          ("log", prng.random_log, np.log, 0.1, 5.0),
+          ("log1p", prng.random_log1p, np.log1p, -0.8, 3.0),
+          ("exp", prng.random_exp, np.exp, -5.0, 5.0),
+          ("erf", prng.random_erf, scipy.special.erf, -3.0, 3.0),
+          ("erf_inv", prng.random_erf_inv, scipy.special.erfinv, -0.9, 0.9),
+          ("tan", prng.random_tan, np.tan, -1.2, 1.2)]],
+    Case("lax.random_pow", prng.random_pow, np.power,
+         [Arg(dtype=("float32", "float64"), low=0.2, high=3.0), Arg("bcast", dtype="same")],
+         prims=("random_pow",), rtol=2e-6, np_fun=False),
     _sample_case((7,), np.uint32, "bits"),                # odd count: the pad word
     _sample_case((2, 3), np.uint64, "bits"),
     _sample_case((), np.uint8, "bits"),

@@ -62,7 +62,7 @@ from fungrad.extend.core import primitives  # noqa: F401  (every primitive as <n
 __all__ = ["Primitive", "Jaxpr", "ClosedJaxpr", "JaxprEqn", "Var", "DropVar", "Literal", "ShapedArray",
            "jaxpr_as_fun", "new_jaxpr_eqn", "check_jaxpr", "define_primitive", "Zero",
            "UndefinedPrimal", "is_undefined_primal", "primitives", "mapped_aval", "unmapped_aval", "take_current_trace", "set_current_trace", "find_top_trace", "get_opaque_trace_state",
-           "OpaqueTraceState"]
+           "OpaqueTraceState", "Effect"]
 
 
 # ----------------------------------------------------------------------------
@@ -135,6 +135,15 @@ def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable:
     def fun(*args):
         return eval_jaxpr(closed.jaxpr, closed.consts, *args)
     return fun
+
+
+class Effect:
+    """Base class of the effects a primitive declares (``jax.extend.core.Effect``):
+    a ``fungrad.experimental.hijax.HiPrimitive`` whose ``abstract_eval``
+    returns one is kept by dead-code elimination and never merged by CSE."""
+
+    def __repr__(self):
+        return type(self).__name__
 
 
 # ----------------------------------------------------------------------------

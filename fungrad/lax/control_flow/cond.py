@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from fungrad._dtype_classes import is_integer, kind as dtype_kind
 from fungrad.core import (ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray, Tracer, bind_on,
                           eval_jaxpr, get_aval)
 from fungrad.interpreters import ad, batching
@@ -53,7 +54,7 @@ def _cond_impl(index, *args, branches):
 
 
 def _cond_abstract_eval(index, *avals, branches):
-    if index.shape != () or index.dtype.kind not in "iub":
+    if index.shape != () or dtype_kind(index.dtype) not in "iub":
         raise TypeError(f"cond/switch: the index must be an integer or boolean scalar, "
                         f"got {index.str_short()}")
     # an output is weakly typed when it is in every branch (as in JAX)
@@ -268,8 +269,8 @@ def _common_widths(staged):
             return None
         dtypes = {a.dtype for a in column}
         common = np.result_type(*dtypes)
-        kinds = {d.kind for d in dtypes}
-        if len(dtypes) > 1 and not (kinds <= {"i", "u"} and common.kind in "iu"
+        kinds = {dtype_kind(d) for d in dtypes}
+        if len(dtypes) > 1 and not (kinds <= {"i", "u"} and is_integer(common)
                                     or len(kinds) == 1 and kinds <= {"f", "c"}):
             return None
         differs |= len(dtypes) > 1
@@ -322,7 +323,7 @@ def _switch(index, branches, operands, who, labels):
     if not branches or not all(callable(b) for b in branches):
         raise TypeError("switch: branches must be a non-empty sequence of callables")
     index_aval = get_aval(index)
-    if index_aval.shape != () or index_aval.dtype.kind not in "iub":
+    if index_aval.shape != () or dtype_kind(index_aval.dtype) not in "iub":
         raise TypeError(f"switch: the index must be an integer scalar, got "
                         f"{index_aval.str_short()}")
     if python_control_flow() and not isinstance(index, Tracer):   # jax_disable_jit

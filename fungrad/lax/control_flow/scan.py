@@ -33,11 +33,13 @@ from typing import Callable
 
 import numpy as np
 
+from fungrad._dtype_classes import kind as dtype_kind
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Primitive, ShapedArray, bind_on, eval_jaxpr, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
+from fungrad.interpreters.lowering import scalar_type_name
 from fungrad.interpreters.partial_eval import (as_value, dce_jaxpr, partial_eval_jaxpr,
                                                select_inputs, stage_pytree, trace_closed)
 from fungrad.lax.control_flow.call import jit_p
@@ -91,7 +93,7 @@ def promote_weak_carry(leaves, weak, out_avals):
                 leaves[i] = lax.convert_element_type(leaf, aval.dtype)
                 changed = True
             continue
-        dtype = np.result_type(_WEAK_SCALAR.get(aval.dtype.kind, 0), out.dtype)
+        dtype = np.result_type(_WEAK_SCALAR.get(dtype_kind(aval.dtype), 0), out.dtype)
         if dtype != aval.dtype:
             leaves[i] = lax.convert_element_type(leaf, dtype)
             changed = True
@@ -370,7 +372,7 @@ def _scan_loop(block, eqn, args, out_names, dtype_source):
 
 
 scan_p.emit_block = lambda block, eqn, args, out_names: _scan_loop(
-    block, eqn, args, out_names, lambda dtype: f"np.{dtype.name}")
+    block, eqn, args, out_names, scalar_type_name)
 # the compiled backend's scan: the same native loop, numba's dtype names
 scan_p.numba_block = lambda block, eqn, args, out_names: _scan_loop(
     block, eqn, args, out_names, numba_type)

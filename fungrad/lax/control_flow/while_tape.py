@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fungrad.interpreters.lowering import scalar_type_name
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Primitive, ShapedArray, bind_on, eval_jaxpr, get_aval
 from fungrad.interpreters import ad, batching
@@ -446,7 +447,7 @@ def _while_lin_t_emit(block, eqn, args, out_names):
     tape, res = _emit_tape(block, p["cond"], p["known"], cc, kb, kc)
     acc, ct_names = out_names[:n_ub], out_names[n_ub:]
     for name, a in zip(acc, lin_t.out_avals[:n_ub]):
-        block.line(f"{name} = np.zeros({a.shape!r}, np.{a.dtype.name})")
+        block.line(f"{name} = np.zeros({a.shape!r}, {scalar_type_name(a.dtype)})")
     for name, init in zip(ct_names, ct_uc):
         block.line(f"{name} = {init}")
     block.line(f"for {_tuple_target(res)} in reversed({tape}):")

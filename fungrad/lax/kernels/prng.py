@@ -34,11 +34,21 @@ import math
 import numpy as np
 
 from fungrad.lax.kernels.special import ErfInvWriter
+from fungrad.lax.kernels.xla_cpu_math import fma, normal_from_signed
 
-__all__ = ["threefry2x32", "sample", "fma"]     # (and the constants CHUNK, MAX_WORDS)
+__all__ = ["threefry2x32", "sample", "fma"]     # (and CHUNK, MAX_WORDS, EXACT_SAMPLES)
 
 CHUNK = 1 << 15          # blocks per chunk: 2 x 128 KiB of uint32, in L2
 MAX_WORDS = 1 << 32      # one key's stream: the counts are uint32
+# Samplers draw JAX's floats bit for bit (XLA's CPU erf_inv, log, ... with
+# their fused multiply-adds, emulated by xla_cpu_math) in draws of up to this
+# many samples per key; larger draws use NumPy's functions and, for normals,
+# ErfInvWriter's rational approximation: within a few ulps of JAX's (closer to
+# the true values in the far tails) and 10-50x faster than the emulation, whose
+# exact float64 fused multiply-adds cost ~25 NumPy operations each (4096
+# float64 normals: ~8 ms bit for bit). Per key, so that the numbers depend on
+# the key and the shape only, not on a vmap around them.
+EXACT_SAMPLES = 1 << 12
 
 # Rotation distances of Threefry-2x32 (Salmon et al. 2011, Table 4); rounds
 # use the first group of four, then the second, alternating.
@@ -164,12 +174,32 @@ _SIGNED_SCALE = _constant(2.0**-51, np.float64)
 _LOWEST = _constant(np.nextafter(-1.0, 0.0), np.float64)   # -1 + 2**-53
 
 
+_NUMPY_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _mantissa_bits(dtype) -> int:
+    """``finfo(dtype).nmant``, for ml_dtypes' floats too with NumPy alone (a
+    kernel imports nothing else): the spacing of the floats just above 1."""
+    if dtype in _NUMPY_FLOATS:
+        return int(np.finfo(dtype).nmant)
+    one = np.ones((), dtype)
+    return int(round(-math.log2(float(np.nextafter(one, one + one)) - 1.0)))
+
+
+def _stream_bits(dtype) -> int:
+    """The width of the random words JAX draws for a float of ``dtype``: its
+    own, except 8 for floats of fewer than 8 mantissa bits (bfloat16 draws the
+    8-bit stream, as the float8 types do)."""
+    nbits = dtype.itemsize * 8
+    return nbits if _mantissa_bits(dtype) >= 8 else 8
+
+
 def _unit_narrow(words, dtype):
-    """JAX's float32/float16 on [0, 1): the top ``nmant`` bits of the
-    ``dtype``-wide word (the low bits of ``words``) times 2**-nmant, exact."""
-    nbits, nmant = dtype.itemsize * 8, np.finfo(dtype).nmant
+    """JAX's float32/float16/bfloat16/float8 on [0, 1): the top ``nmant`` bits
+    of the stream's word (the low bits of ``words``) times 2**-nmant, exact."""
+    nbits, nmant = _stream_bits(dtype), _mantissa_bits(dtype)
     if words.dtype.itemsize * 8 != nbits:
-        words = words.astype(np.dtype(f"u{dtype.itemsize}"))     # keeps the low bits
+        words = words.astype(np.dtype(f"u{nbits // 8}"))     # keeps the low bits
     unit = (words >> (nbits - nmant)).astype(np.float32)
     unit *= np.float32(2.0**-nmant)
     return unit.astype(dtype, copy=False)
@@ -201,11 +231,15 @@ def _finish_pairs(transform, dtype, out, erf_inv_writer):
         _unit_float64(high, low, out[start:start + high.size].reshape(high.shape),
                       _SIGNED_SCALE, _LOWEST)
 
-    normals = erf_inv_writer(out, math.sqrt(2)) if transform == "normal" else None
+    normals = (erf_inv_writer(out, math.sqrt(2)) if transform == "normal" and erf_inv_writer
+               else None)
 
     def normal(high, low, start, work):
         u = _unit_float64(high, low, work.get("u", dtype, high.shape), _SIGNED_SCALE, _LOWEST)
-        normals.write(u, start, overwrite_x=True)
+        if normals is None:             # XLA's erf_inv: JAX's normals exactly
+            out[start:start + u.size] = normal_from_signed(u).reshape(-1)
+        else:
+            normals.write(u, start, overwrite_x=True)
 
     write = {"bits": bits64, "unit": unit, "signed": signed, "normal": normal}[transform]
     return write, (normals.finish if normals else lambda: None)
@@ -224,8 +258,12 @@ def _finish_words(transform, dtype, erf_inv_writer):
         piece[...] = _signed(_unit_narrow(words, dtype), dtype)
 
     def normal(words, piece):
+        u = _signed(_unit_narrow(words, dtype), dtype)
+        if erf_inv_writer is None:      # XLA's erf_inv: JAX's normals exactly
+            piece[...] = normal_from_signed(u)
+            return
         # as erf_inv of a narrow float: computed in float64, rounded back
-        u = _signed(_unit_narrow(words, dtype), dtype).astype(np.float64)
+        u = u.astype(np.float64)
         writer = erf_inv_writer(np.empty(u.size))
         writer.write(u, 0)
         z = writer.finish().reshape(u.shape)
@@ -241,14 +279,18 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
     ``transform``: "bits" (JAX's ``random_bits`` of the dtype's width), "unit"
     (JAX's ``uniform`` on [0, 1): the top mantissa bits of those bits),
     "signed" (JAX's ``uniform(lo, 1)`` with lo = -1 + ulp, exactly lo + 2 unit)
-    or "normal" (sqrt(2) erf_inv(signed), by ``erf_inv_writer(out, scale)``: the
-    special-function kernel's ErfInvWriter). ``partitionable`` picks JAX's
-    stream layout (``jax_threefry_partitionable``, see the module docstring).
+    or "normal" (sqrt(2) erf_inv(signed): XLA's erf_inv, emulated, for draws
+    of up to EXACT_SAMPLES samples per key, else by
+    ``erf_inv_writer(out, scale)``: the special-function kernel's
+    ErfInvWriter). ``partitionable`` picks JAX's stream layout
+    (``jax_threefry_partitionable``, see the module docstring).
     """
     dtype = np.dtype(dtype)
     keys = np.asarray(keys, _U32)
     batch, size = keys.shape[:-1], math.prod(shape)
     flat_keys = keys.reshape(-1, 2)
+    if size <= EXACT_SAMPLES:
+        erf_inv_writer = None           # see EXACT_SAMPLES (per key: vmap changes nothing)
     if not partitionable and dtype.itemsize < 4:
         return _packed_narrow(flat_keys, size, dtype, transform, erf_inv_writer).reshape(
             batch + tuple(shape))
@@ -294,12 +336,12 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
 def _packed_narrow(flat_keys, size, dtype, transform, erf_inv_writer):
     """JAX's original (non-partitionable) 8/16-bit stream: 32 / width values
     per word of the 32-bit stream, low bits first; then ``transform``."""
-    width = dtype.itemsize * 8
+    width = _stream_bits(dtype) if transform != "bits" else dtype.itemsize * 8
     per_word = 32 // width
     words = sample(flat_keys, (-(-size * width // 32),), _U32, "bits", False)
     shifts = (np.arange(per_word, dtype=_U32) * _U32.type(width))
     values = (words[..., None] >> shifts).reshape(flat_keys.shape[0], -1)[:, :size]
-    values = values.astype(np.dtype(f"u{dtype.itemsize}"))
+    values = values.astype(np.dtype(f"u{width // 8}"))
     if transform == "bits":
         return values.astype(dtype)
     out = np.empty(values.shape, dtype)
@@ -332,65 +374,3 @@ def _counts(x0, x1, start, half, words, k0, k1):
     np.add(iota, k1 + _constant(half + start, _U32), out=x1)
     if half + start + x0.shape[-1] > words:
         x1[..., words - half - start:] = k1
-
-
-# ----------------------------------------------------------------------------
-# fused multiply-add: a * b + c rounded once, as XLA's CPU code computes
-# ``unit * (maxval - minval) + minval`` in JAX's uniform
-# ----------------------------------------------------------------------------
-
-def fma(a, b, c):
-    """``a * b + c`` with one rounding, for float16/32/64 arrays of one dtype
-    (broadcasting). float64 by error-free transformations and Boldo and
-    Melquiond's round-to-odd (2008); narrower floats by an exact float64
-    product, a round-to-odd float64 sum, then one rounding to the dtype.
-    Exact while a * b neither overflows nor comes near float64's subnormals;
-    beyond that (and for inf/nan) it returns the plainly rounded a * b + c."""
-    a, b, c = np.broadcast_arrays(*(np.asarray(x) for x in (a, b, c)))
-    dtype = a.dtype
-    with np.errstate(all="ignore"):
-        plain = a * b + c
-        if dtype != np.float64:
-            product = a.astype(np.float64) * b.astype(np.float64)      # exact
-            wide = _round_to_odd(*_two_sum(product, c.astype(np.float64)))
-            fused = wide.astype(dtype)
-        else:
-            high, low = _two_product(a, b)
-            sum_high, sum_low = _two_sum(c, high)
-            fused = sum_high + _round_to_odd(*_two_sum(sum_low, low))
-        exact = np.isfinite(fused)
-        if dtype == np.float64:
-            exact &= np.abs(plain) < 2.0**900
-    return np.where(exact, fused, plain)
-
-
-def _two_sum(a, b):
-    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e = a + b`` exactly (Knuth)."""
-    s = a + b
-    b_part = s - a
-    return s, (a - (s - b_part)) + (b - b_part)
-
-
-def _two_product(a, b):
-    """``(p, e)`` with ``p = fl(a b)`` and ``p + e = a b`` exactly (Dekker, Veltkamp's split)."""
-    p = a * b
-    a_high, a_low = _veltkamp(a)
-    b_high, b_low = _veltkamp(b)
-    return p, ((a_high * b_high - p) + a_high * b_low + a_low * b_high) + a_low * b_low
-
-
-def _veltkamp(a):
-    t = a * 134217729.0           # 2**27 + 1
-    high = t - (t - a)
-    return high, a - high
-
-
-def _round_to_odd(high, low):
-    """``high + low`` (``high`` its rounding, ``low`` the exact error) rounded to
-    odd: exact sums stay, others go to the neighbour with an odd last bit."""
-    inexact = low != 0
-    toward_zero = inexact & (np.signbit(low) != np.signbit(high))
-    truncated = np.where(toward_zero, np.nextafter(high, 0.0), high)
-    even = (truncated.view(np.int64) & 1) == 0
-    away = np.nextafter(truncated, np.copysign(np.inf, truncated))
-    return np.where(inexact & even, away, truncated)

@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from fungrad._dtype_classes import finfo as dtype_finfo, kind as dtype_kind
 from fungrad import lax
 from fungrad import numpy as fnp
 from fungrad.flatten_util import ravel_pytree
@@ -80,7 +81,7 @@ def _isolve(who, method, A, b, x0, tol, atol, maxiter, M, symmetric, **kw):
     if not leaves:
         raise ValueError(f"{who}: b has no arrays; pass an array or a pytree of arrays")
     for leaf in leaves:
-        if fnp.result_type(leaf).kind not in "fiu":
+        if dtype_kind(fnp.result_type(leaf)) not in "fiu":
             raise TypeError(f"{who}: b must be real (float) arrays, got dtype "
                             f"{fnp.result_type(leaf)}; complex systems are not supported")
     b = tree_map(lambda u: fnp.asarray(u, dtype=fnp.promote_types(fnp.result_type(u),
@@ -190,7 +191,7 @@ def bicgstab(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
 def _safe_normalize(v, scale):
     """``(v / ||v||, ||v||)``, or ``(0, 0)`` when ``||v||`` is round-off of ``scale``."""
     nrm = fnp.linalg.norm(v)
-    tiny = nrm <= np.finfo(np.float64).eps * scale
+    tiny = nrm <= dtype_finfo(np.float64).eps * scale
     return fnp.where(tiny, 0.0, v / fnp.where(tiny, 1.0, nrm)), fnp.where(tiny, 0.0, nrm)
 
 

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from fungrad._dtype_classes import issubdtype as dtype_issubdtype
 import fungrad.numpy as jnp
 from fungrad import random
 from fungrad.scipy import special
@@ -31,7 +32,7 @@ class gaussian_kde:
 
     def __init__(self, dataset, bw_method=None, weights=None):
         dataset = jnp.atleast_2d(dataset)
-        if jnp.issubdtype(dataset.dtype, np.complexfloating):
+        if dtype_issubdtype(dataset.dtype, np.complexfloating):
             raise NotImplementedError("gaussian_kde does not support complex data")
         d, n = dataset.shape
         if weights is None:
@@ -79,7 +80,7 @@ class gaussian_kde:
     # -- densities ------------------------------------------------------------
     def _points(self, points):
         points = jnp.atleast_2d(jnp.asarray(points))
-        if jnp.issubdtype(points.dtype, np.complexfloating):
+        if dtype_issubdtype(points.dtype, np.complexfloating):
             raise NotImplementedError("gaussian_kde does not support complex points")
         d, m = points.shape
         if d != self.d:
