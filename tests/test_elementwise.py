@@ -68,6 +68,30 @@ class TestKinks:
         _, tangent = fungrad.jvp(lambda a: lax.max(a, y), (x,), (np.ones(3),))
         np.testing.assert_array_equal(tangent, [0.5, 0.0, 1.0])
 
+    @given(st.sampled_from(["max", "min"]), st.sampled_from(["float64", "float32", "float16"]),
+           st.booleans(), st.booleans(), st.integers(0, 2**31 - 1))
+    def test_max_min_derivative_is_jaxs_balanced_rule(self, op, dtype, scalar_y, jitted, seed):
+        # JAX: d max(x, y)/dx = 1 where x wins, 0.5 at a tie, 0 where it loses or
+        # either is NaN (select(x == z, select(y == z, 0.5, 1), 0) with z = max(x, y)),
+        # including ties of infinities and of 0.0 with -0.0
+        rng = np.random.default_rng(seed)
+        pool = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], dtype)
+        x = rng.choice(pool, (4, 5))
+        y = pool[rng.integers(len(pool))] if scalar_y else rng.choice(pool, (4, 5))
+        fn = lax.max if op == "max" else lax.min
+        z = (np.maximum if op == "max" else np.minimum)(x, y)     # NaN-propagating
+        want_x = np.where(x == z, np.where(y == z, 0.5, 1.0), 0.0).astype(dtype)
+        want_y = np.where(y == z, np.where(x == z, 0.5, 1.0), 0.0).astype(dtype)
+        total = lambda a, b: lax.reduce_sum(fn(a, b), tuple(range(np.ndim(fn(a, b)))))
+        g = grad(total, argnums=(0, 1))
+        g = fungrad.jit(g) if jitted else g
+        with np.errstate(invalid="ignore"):            # the sum of inf and -inf
+            gx, gy = g(x, y)
+        np.testing.assert_array_equal(gx, want_x)
+        np.testing.assert_array_equal(gy, np.sum(want_y) if scalar_y else want_y)
+        _, tangent = fungrad.jvp(lambda a: fn(a, y), (x,), (np.ones_like(x),))
+        np.testing.assert_array_equal(tangent, want_x)
+
     def test_clip_at_bounds_splits_with_the_bound(self):
         f = lambda x, lo, hi: fnp.clip(x, lo, hi)
         assert grad(f, argnums=(0, 1, 2))(1.0, -1.0, 1.0) == (0.5, 0.0, 0.5)
