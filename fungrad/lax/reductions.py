@@ -102,8 +102,8 @@ def _leading(axes) -> bool:
 
 def _reduce_sum_impl(x, axes):
     # dtype=x.dtype: NumPy would promote small integers to int64, lax keeps the dtype
-    if _leading(axes):         # a bias gradient: narrow rows folded into wide ones
-        return sum_kernels.sum_leading(x, count=len(axes))
+    if _leading(axes) and sum_kernels.folds(np.shape(x), len(axes)):
+        return sum_kernels.sum_leading(x, count=len(axes))    # e.g. a bias gradient
     return np.sum(x, axis=axes, dtype=x.dtype)
 
 
