@@ -154,6 +154,33 @@ def test_max_pool_gradient_of_infinite_cotangent_stays_at_the_maximum():
         np.testing.assert_array_equal(g, want)
 
 
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(0, 1),
+       st.booleans(), st.integers(0, 2**31 - 1))
+def test_scatter_add_of_tiling_windows_writes_every_element(k0, k1, m, extra, inf_ct, seed):
+    # windows that tile the operand (stride == window) skip the zero fill: every
+    # element must still be written (the chosen tap's cotangent, 0 elsewhere);
+    # with ``extra`` rows/columns the windows leave a remainder, which stays 0
+    from fungrad.lax.kernels import window as kernel
+    rng = np.random.default_rng(seed)
+    shape = (k0 * m + extra, k1 * m)
+    x = rng.integers(0, 3, shape).astype(float)             # ties in most windows
+    window = strides = (k0, k1)
+    pads = [(0, 0), (0, 0)]
+    idx = kernel.select_index(x, kind="max", window_dimensions=window, window_strides=strides,
+                              padding=pads, base_dilation=(1, 1), window_dilation=(1, 1))
+    ct = rng.standard_normal(idx.shape)
+    if inf_ct:
+        ct.flat[0] = np.inf
+    for _ in range(2):           # reused memory must not leak into the result
+        got = kernel.scatter_add_taps(ct, idx, operand_shape=shape, window_dimensions=window,
+                                      window_strides=strides, padding=pads,
+                                      base_dilation=(1, 1), window_dilation=(1, 1))
+        want = ref_window_scatter_add(ct, ref_select_index("max", x, window, strides, pads),
+                                      shape, window, strides, pads, (1, 1), (1, 1))
+        np.testing.assert_array_equal(got, want)
+        np.full(shape, np.nan)   # freed at once: NaN-filled memory for the next np.empty
+
+
 def test_tap_primitives_reject_bad_index():
     params = dict(window_dimensions=(2,), window_strides=(2,), padding=((0, 0),),
                   base_dilation=(1,), window_dilation=(1,))

@@ -200,6 +200,15 @@ def _unpad(padded, operand_shape, padding, base_dilation):
     return out
 
 
+def _windows_tile(out_shape, padded_shape, window_dimensions, window_strides,
+                  window_dilation):
+    """True when the windows cover the padded operand exactly once (a max-pool
+    whose stride is its window): every element is written by one tap."""
+    return all(wd == 1 and s == k and m * s == n for m, n, k, s, wd in
+               zip(out_shape, padded_shape, window_dimensions, window_strides,
+                   window_dilation))
+
+
 def scatter_add_taps(cotangent, index, *, operand_shape, window_dimensions, window_strides,
                      padding, base_dilation, window_dilation):
     """The transpose of ``gather_taps``: each ``cotangent[y]`` added at window
@@ -208,10 +217,14 @@ def scatter_add_taps(cotangent, index, *, operand_shape, window_dimensions, wind
     index = np.asarray(index)
     padded_shape = tuple(max(_dilated(n, d) + lo + hi, 0) for n, (lo, hi), d in
                          zip(operand_shape, padding, base_dilation))
-    gp = np.zeros(padded_shape, ct.dtype)
+    disjoint = _windows_disjoint(index.shape, window_dimensions, window_strides,
+                                 window_dilation)
+    # tiling windows write every element below (no zero-filling pass first)
+    tiles = ct.size and disjoint and _windows_tile(index.shape, padded_shape,
+                                                   window_dimensions, window_strides,
+                                                   window_dilation)
+    gp = (np.empty if tiles else np.zeros)(padded_shape, ct.dtype)
     if ct.size:
-        disjoint = _windows_disjoint(index.shape, window_dimensions, window_strides,
-                                     window_dilation)
         # ct * mask would turn inf/nan into nan at the taps not chosen
         finite = ct.dtype.kind not in "fc" or bool(np.isfinite(ct).all())
         for flat, taps in _tap_slices(index.shape, window_dimensions, window_strides,
