@@ -115,10 +115,12 @@ def _tap_views(win, window_dimensions):
     return [win[(Ellipsis,) + tap] for tap in np.ndindex(*window_dimensions)]
 
 
-def select_index(operand, *, kind, window_dimensions, window_strides, padding,
+def select_index(operand, *extremum, kind, window_dimensions, window_strides, padding,
                  base_dilation, window_dilation):
     """Row-major position inside each window of its first max (``kind='max'``)
-    or min (``'min'``); int64 of the output shape."""
+    or min (``'min'``); int64 of the output shape.  ``extremum``, optional:
+    the windows' max/min (``reduce_window``'s result, which a max-pool's JVP
+    has already computed), not computed again."""
     x = np.asarray(operand)
     win, out_shape = _windows(x, kind, window_dimensions, window_strides, padding,
                               base_dilation, window_dilation)
@@ -126,9 +128,12 @@ def select_index(operand, *, kind, window_dimensions, window_strides, padding,
         return np.zeros(out_shape, np.int64)
     taps = _tap_views(win, window_dimensions)
     if len(taps) <= _FEW_TAPS:
-        best = taps[0].copy()
-        for t in taps[1:]:
-            _UFUNCS[kind](best, t, out=best)
+        if extremum:
+            best = np.asarray(extremum[0])
+        else:
+            best = taps[0].copy()
+            for t in taps[1:]:
+                _UFUNCS[kind](best, t, out=best)
         if best.dtype.kind not in "fc" or not np.isnan(best).any():
             # the last write wins: from the last tap back to the first, in
             # uint8 arithmetic (index > number here; a masked copyto is ~10x slower)
