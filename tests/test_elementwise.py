@@ -14,12 +14,13 @@ import numpy as np
 
 from fungrad.core import get_aval
 import pytest
+from hypothesis import given, strategies as st
 
 import fungrad
 import fungrad.numpy as fnp
 from fungrad import lax
 from fungrad.lax import elementwise
-from fungrad.lax.kernels import special as special_kernels
+from fungrad.lax.kernels import powers as power_kernels, special as special_kernels
 from fungrad.core import primitives
 from fungrad.interpreters import codegen
 
@@ -66,6 +67,30 @@ class TestKinks:
         np.testing.assert_array_equal(gx, [0.5, 0.0, 1.0])
         _, tangent = fungrad.jvp(lambda a: lax.max(a, y), (x,), (np.ones(3),))
         np.testing.assert_array_equal(tangent, [0.5, 0.0, 1.0])
+
+    @given(st.sampled_from(["max", "min"]), st.sampled_from(["float64", "float32", "float16"]),
+           st.booleans(), st.booleans(), st.integers(0, 2**31 - 1))
+    def test_max_min_derivative_is_jaxs_balanced_rule(self, op, dtype, scalar_y, jitted, seed):
+        # JAX: d max(x, y)/dx = 1 where x wins, 0.5 at a tie, 0 where it loses or
+        # either is NaN (select(x == z, select(y == z, 0.5, 1), 0) with z = max(x, y)),
+        # including ties of infinities and of 0.0 with -0.0
+        rng = np.random.default_rng(seed)
+        pool = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], dtype)
+        x = rng.choice(pool, (4, 5))
+        y = pool[rng.integers(len(pool))] if scalar_y else rng.choice(pool, (4, 5))
+        fn = lax.max if op == "max" else lax.min
+        z = (np.maximum if op == "max" else np.minimum)(x, y)     # NaN-propagating
+        want_x = np.where(x == z, np.where(y == z, 0.5, 1.0), 0.0).astype(dtype)
+        want_y = np.where(y == z, np.where(x == z, 0.5, 1.0), 0.0).astype(dtype)
+        total = lambda a, b: lax.reduce_sum(fn(a, b), tuple(range(np.ndim(fn(a, b)))))
+        g = grad(total, argnums=(0, 1))
+        g = fungrad.jit(g) if jitted else g
+        with np.errstate(invalid="ignore"):            # the sum of inf and -inf
+            gx, gy = g(x, y)
+        np.testing.assert_array_equal(gx, want_x)
+        np.testing.assert_array_equal(gy, np.sum(want_y) if scalar_y else want_y)
+        _, tangent = fungrad.jvp(lambda a: fn(a, y), (x,), (np.ones_like(x),))
+        np.testing.assert_array_equal(tangent, want_x)
 
     def test_clip_at_bounds_splits_with_the_bound(self):
         f = lambda x, lo, hi: fnp.clip(x, lo, hi)
@@ -469,6 +494,56 @@ class TestPromotion:
         np.testing.assert_allclose(grad(lambda x: x ** 0.5)(4.0), 0.25)
         assert grad(lambda x: abs(-x))(2.0) == 1.0
         assert grad(lambda x: (x % 2.0) + (x // 2.0))(3.5) == 1.0
+
+
+# ----------------------------------------------------------------------------
+# integer_pow by repeated squaring (fungrad/lax/kernels/powers.py)
+# ----------------------------------------------------------------------------
+
+_POW_DTYPES = ["float64", "float32", "complex128", "int64", "int32", "int8", "uint8", "float16"]
+
+
+@given(st.sampled_from(_POW_DTYPES), st.integers(-9, 70), st.sampled_from([(), (1,), (3, 4)]),
+       st.booleans(), st.integers(0, 2**31 - 1))
+def test_integer_pow_kernel_matches_numpy_power(dtype, y, shape, strided, seed):
+    dtype = np.dtype(dtype)
+    if y < 0 and dtype.kind in "iu":
+        y = -y                                   # negative powers of integers are rejected
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape + (2,)) * 1.5
+    x = x + 1j * rng.standard_normal(x.shape) if dtype.kind == "c" else x
+    x = (x * 40 if dtype.kind in "iu" else x).astype(dtype)
+    x = x[..., 0] if strided else x.reshape(shape + (2,))     # a strided view or not
+    before = x.copy()
+    with np.errstate(all="ignore"):
+        got, want = power_kernels.integer_pow(x, y=y), np.power(x, y)
+    assert got.dtype == dtype and got.shape == x.shape
+    assert not np.shares_memory(got, x)          # never aliases (or writes) its input
+    np.testing.assert_array_equal(x, before)
+    if dtype.kind in "iu":                       # exact, wrapping as NumPy's power
+        np.testing.assert_array_equal(got, want)
+    else:                                        # a few roundings of a multiplication chain
+        rtol = {2: 1e-2, 4: 1e-5}.get(dtype.itemsize, 1e-5 if dtype == np.complex64 else 1e-12)
+        np.testing.assert_allclose(got, want, rtol=rtol * max(abs(y), 1), atol=0)
+
+
+def test_integer_pow_multiplies_in_jaxs_order():
+    # JAX (XLA) computes x**3 as x * (x * x), x**-3 as 1 / that; exact on these
+    x = np.array([0.1, 1 / 3, 1e-100, 1e200, -7.3])
+    with np.errstate(over="ignore", under="ignore"):
+        np.testing.assert_array_equal(power_kernels.integer_pow(x, y=3), x * (x * x))
+        np.testing.assert_array_equal(power_kernels.integer_pow(x, y=-3), 1 / (x * (x * x)))
+        np.testing.assert_array_equal(power_kernels.integer_pow(x, y=6),
+                                      (x * x) * ((x * x) * (x * x)))
+    assert power_kernels.integer_pow(np.float64(np.nan), y=0) == 1.0
+
+
+def test_jit_of_integer_pow_calls_no_power_function():
+    src = fungrad.jit(lambda x: x ** 3 + lax.integer_pow(x, -5)).lower(np.ones(3)).source()
+    assert "np.power" not in src and "_powers.integer_pow" in src
+    x = np.linspace(0.5, 2, 7)
+    np.testing.assert_allclose(fungrad.jit(lambda x: x ** 3 + lax.integer_pow(x, -5))(x),
+                               x ** 3 + x ** -5.0, rtol=1e-14)
 
 
 # ----------------------------------------------------------------------------

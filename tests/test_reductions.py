@@ -357,7 +357,8 @@ def test_out_argument_and_ddof_conflict_rejected():
 
 def _lowered(prim, args, **params):
     names = [f"a{i}" for i in range(len(args))]
-    src, modules = codegen.lowered_source(prim, names, **params)
+    src, modules = codegen.lowered_source(prim, names, [core.get_aval(a) for a in args],
+                                          **params)
     return eval(src, {"np": np, **modules, **dict(zip(names, args))})
 
 
@@ -365,6 +366,7 @@ X = np.array([[3.0, -1.0, 2.0], [0.5, 4.0, -2.0]])
 LOWERING_CALLS = [
     ("reduce_sum", (X,), dict(axes=(1,))),
     ("reduce_sum", (X.astype(np.int8),), dict(axes=(0, 1))),
+    ("reduce_sum", (np.arange(4000.0).reshape(250, 2, 8),), dict(axes=(0, 1))),   # folded
     ("reduce_max", (X,), dict(axes=(0,))),
     ("reduce_max", (np.zeros((0, 2), np.int32),), dict(axes=(0,))),
     ("reduce_min", (np.zeros((2, 0)),), dict(axes=(1,))),
@@ -401,3 +403,44 @@ def test_lowering_matches_impl(name, args, params):
         g, w = np.asarray(g), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
+
+
+# ----------------------------------------------------------------------------
+# Sums over leading axes with a narrow remainder (fungrad/lax/kernels/sums.py)
+# ----------------------------------------------------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402
+from fungrad.lax.kernels import sums as sum_kernels  # noqa: E402
+
+
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=4), st.integers(0, 4),
+       st.sampled_from(["float64", "float32", "complex128", "int8", "int64", "bool"]),
+       st.booleans(), st.integers(0, 2**31 - 1))
+def test_sum_leading_matches_np_sum(shape, count, dtype, transposed, seed):
+    shape, count = tuple(shape) + (3,), min(count, len(shape))
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 50).astype(dtype)
+    x = x.T.copy().T if transposed else x           # an F-ordered operand: no folding
+    got = sum_kernels.sum_leading(x, count=count)
+    want = np.sum(x, axis=tuple(range(count)), dtype=x.dtype)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if x.dtype.kind in "iub":                       # wraps (or ors) like np.sum
+        np.testing.assert_array_equal(got, want)
+    else:                                           # only the order of additions differs
+        scale = np.sum(np.abs(x), axis=tuple(range(count)))
+        np.testing.assert_allclose(got, want, atol=float(np.max(scale, initial=0)) * 1e-5
+                                   if x.dtype == np.float32 else 1e-10 * (1 + scale.max(
+                                       initial=0)), rtol=0)
+
+
+def test_bias_gradient_sum_folds_narrow_rows():
+    # (25088, 16) summed over the rows: viewed as (784, 512) rows (one ufunc pass)
+    x = np.random.default_rng(0).standard_normal((32, 28, 28, 16))
+    assert sum_kernels.folds(x.shape, 3) and not sum_kernels.folds(x.shape, 4)
+    assert not sum_kernels.folds((8, 64, 512), 2)       # wide rows already
+    src = fungrad.jit(lambda x: lax.reduce_sum(x, (0, 1, 2))).lower(x).source()
+    assert "_sums.sum_leading" in src
+    np.testing.assert_allclose(fungrad.jit(lambda x: lax.reduce_sum(x, (0, 1, 2)))(x),
+                               x.sum(axis=(0, 1, 2)), rtol=1e-12, atol=1e-12)
+    g = fungrad.grad(lambda b: fnp.sum((x + b) ** 2))(np.ones(16))
+    np.testing.assert_allclose(g, 2 * (x + 1).sum(axis=(0, 1, 2)), rtol=1e-12)

@@ -126,6 +126,9 @@ def test_select_index_tap_by_tap_is_first_extremum(config, kind, with_nan, seed)
                   padding=tuple(map(tuple, pads)), base_dilation=tuple(base),
                   window_dilation=tuple(wdil))
     got = kernel.select_index(x, **params)
+    # given the windows' extremum (a max-pool's JVP passes reduce_window's result)
+    extremum = kernel.reduce_window(x, **params)
+    np.testing.assert_array_equal(kernel.select_index(x, extremum, **params), got)
     win, out_shape = kernel._windows(x, kind, window_dimensions=tuple(window),
                                      window_strides=tuple(strides),
                                      padding=tuple(map(tuple, pads)),
@@ -135,6 +138,21 @@ def test_select_index_tap_by_tap_is_first_extremum(config, kind, with_nan, seed)
         return
     pick = np.argmax if kind == "max" else np.argmin
     np.testing.assert_array_equal(got, pick(win.reshape(out_shape + (-1,)), axis=-1))
+
+
+def test_select_index_with_extremum_under_vmap_and_bad_extremum():
+    from fungrad.lax.windowed import window_select_index_p
+    params = dict(kind="max", window_dimensions=(2, 2), window_strides=(2, 1),
+                  padding=((0, 0), (1, 0)), base_dilation=(1, 1), window_dilation=(1, 1))
+    pool = lambda x: reduce_window(x, -np.inf, lax.max, (2, 2), (2, 1), ((0, 0), (1, 0)))
+    xs = np.random.default_rng(1).integers(0, 3, (3, 4, 5)).astype(float)
+    both = lambda x: window_select_index_p.bind(x, pool(x), **params)
+    want = np.stack([window_select_index_p.bind(x, **params) for x in xs])
+    np.testing.assert_array_equal(fungrad.vmap(both)(xs), want)
+    np.testing.assert_array_equal(fungrad.vmap(both, in_axes=1)(xs.transpose(1, 0, 2)), want)
+    staged = fungrad.jit(lambda x, e: window_select_index_p.bind(x, e, **params))
+    with pytest.raises(TypeError, match="optional second operand is the windows' max"):
+        staged(xs[0], np.zeros((2, 5), np.float32))
 
 
 def test_max_pool_gradient_of_infinite_cotangent_stays_at_the_maximum():
@@ -152,6 +170,33 @@ def test_max_pool_gradient_of_infinite_cotangent_stays_at_the_maximum():
                                       x.shape, window, strides, [(0, 0), (0, 0)], (1, 1),
                                       (1, 1))
         np.testing.assert_array_equal(g, want)
+
+
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(0, 1),
+       st.booleans(), st.integers(0, 2**31 - 1))
+def test_scatter_add_of_tiling_windows_writes_every_element(k0, k1, m, extra, inf_ct, seed):
+    # windows that tile the operand (stride == window) skip the zero fill: every
+    # element must still be written (the chosen tap's cotangent, 0 elsewhere);
+    # with ``extra`` rows/columns the windows leave a remainder, which stays 0
+    from fungrad.lax.kernels import window as kernel
+    rng = np.random.default_rng(seed)
+    shape = (k0 * m + extra, k1 * m)
+    x = rng.integers(0, 3, shape).astype(float)             # ties in most windows
+    window = strides = (k0, k1)
+    pads = [(0, 0), (0, 0)]
+    idx = kernel.select_index(x, kind="max", window_dimensions=window, window_strides=strides,
+                              padding=pads, base_dilation=(1, 1), window_dilation=(1, 1))
+    ct = rng.standard_normal(idx.shape)
+    if inf_ct:
+        ct.flat[0] = np.inf
+    for _ in range(2):           # reused memory must not leak into the result
+        got = kernel.scatter_add_taps(ct, idx, operand_shape=shape, window_dimensions=window,
+                                      window_strides=strides, padding=pads,
+                                      base_dilation=(1, 1), window_dilation=(1, 1))
+        want = ref_window_scatter_add(ct, ref_select_index("max", x, window, strides, pads),
+                                      shape, window, strides, pads, (1, 1), (1, 1))
+        np.testing.assert_array_equal(got, want)
+        np.full(shape, np.nan)   # freed at once: NaN-filled memory for the next np.empty
 
 
 def test_tap_primitives_reject_bad_index():

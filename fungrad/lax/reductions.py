@@ -26,6 +26,7 @@ from fungrad.core import Primitive, ShapedArray, Tracer, get_aval, strip_weak_ty
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero, deflinear, defjvp_zero, tangent_aval
 from fungrad.interpreters.lowering import Source, call
+from fungrad.lax.kernels import sums as sum_kernels
 from fungrad.lax.utils import checked_bind, def_lowering, as_operand, canonical_axes
 
 __all__ = ["reduce", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
@@ -96,15 +97,30 @@ def _reduce_sum_transpose(ct, x, axes):
     return [broadcast_in_dim(ct, shape, kept)]
 
 
+def _leading(axes) -> bool:
+    return axes == tuple(range(len(axes)))
+
+
+def _reduce_sum_impl(x, axes):
+    # dtype=x.dtype: NumPy would promote small integers to int64, lax keeps the dtype
+    if _leading(axes) and sum_kernels.folds(np.shape(x), len(axes)):
+        return sum_kernels.sum_leading(x, count=len(axes))    # e.g. a bias gradient
+    return np.sum(x, axis=axes, dtype=x.dtype)
+
+
+def _reduce_sum_lowering(a, in_avals, axes):
+    if _leading(axes) and sum_kernels.folds(in_avals[0].shape, len(axes)):
+        return call(sum_kernels.sum_leading, a[0], count=len(axes))
+    return call(np.sum, a[0], axis=axes, dtype=Source(f"{a[0]}.dtype"))
+
+
 reduce_sum_p = Primitive("reduce_sum")
 reduce_sum_p.weak_type_rule = strip_weak_type_rule   # (as jax.numpy's reductions)
-# dtype=x.dtype: NumPy would promote small integers to int64, lax keeps the dtype
-reduce_sum_p.def_impl(lambda x, axes: np.sum(x, axis=axes, dtype=x.dtype))
+reduce_sum_p.def_impl(_reduce_sum_impl)
 reduce_sum_p.def_abstract_eval(_reduce_shape("reduce_sum"))
 deflinear(reduce_sum_p, _reduce_sum_transpose)
 batching.reducer_batcher(reduce_sum_p)
-def_lowering(reduce_sum_p,
-             lambda a, axes: call(np.sum, a[0], axis=axes, dtype=Source(f"{a[0]}.dtype")))
+def_lowering(reduce_sum_p, _reduce_sum_lowering, typed=True)
 reduce_sum_p.forwards_when = lambda params: not params["axes"]
 
 

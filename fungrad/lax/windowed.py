@@ -23,7 +23,8 @@ Rules, all next to the primitives:
   the *first* arg-max/arg-min of its window (XLA's select-and-gather with
   ``ge``/``le``; so a max-pool gradient goes to one element on ties, unlike
   ``reduce_max`` which splits it).  ``window_select_index`` (JVP zero) finds
-  that window position; ``window_gather`` reads the tangent there (zero in
+  that window position (given the pool's result, it does not take the max
+  again); ``window_gather`` reads the tangent there (zero in
   padding), and its transpose ``window_scatter_add`` adds the cotangent
   there (the max-pool gradient, XLA's select_and_scatter_add): both loop over
   the few window taps with one vectorised pass each (kernels/window.py), so
@@ -121,14 +122,23 @@ def _def_reduce_window_kernel(prim, kind):
 # window_select_index: position of the first max/min inside each window
 # ============================================================================
 
+def _select_index_shape(x, *extremum, kind, **params):
+    """``window_select_index(x)`` or ``(x, extremum)``: the windows' max/min
+    given (a max-pool's result: the kernel does not compute it again)."""
+    out = _window_shape_rule(kind, "window_select_index", np.dtype(np.int64))(x, **params)
+    if len(extremum) > 1 or extremum and (extremum[0].shape != out.shape
+                                          or extremum[0].dtype != x.dtype):
+        got = ", ".join(f"{e.dtype.name}{list(e.shape)}" for e in extremum)
+        raise TypeError(f"window_select_index: the optional second operand is the windows' "
+                        f"{kind} ({x.dtype.name}{list(out.shape)}), got {got}")
+    return out
+
+
 window_select_index_p = Primitive("window_select_index", differentiable=False)
 window_select_index_p.keeps_finite = True
 def_kernel(window_select_index_p, _wn.select_index)
-window_select_index_p.def_abstract_eval(
-    lambda x, *, kind, **params: _window_shape_rule(kind, "window_select_index",
-                                                    np.dtype(np.int64))(x, **params))
+window_select_index_p.def_abstract_eval(_select_index_shape)
 defjvp_zero(window_select_index_p)
-_window_batcher(window_select_index_p)
 
 
 # ============================================================================
@@ -244,6 +254,8 @@ def _scatter_taps_shape(c, idx, *, operand_shape, **params):
     return operand
 
 
+_tap_pair_batcher(window_select_index_p)     # (operand[, extremum]): both batched alike
+
 # window_gather(t, idx): t read at window position idx of every window (the
 # tangent of a max/min pool); window_scatter_add(ct, idx): its transpose, the
 # pool's gradient (XLA's select_and_scatter_add).  Linear in their first operand.
@@ -268,7 +280,7 @@ def _chooser_jvp(prim, kind):
         ans = prim.bind(x, **params)
         if type(t) is Zero:
             return ans, Zero(tangent_aval(get_aval(ans)))
-        idx = window_select_index_p.bind(x, kind=kind, **params)
+        idx = window_select_index_p.bind(x, ans, kind=kind, **params)
         return ans, window_gather_p.bind(t, idx, **params)
     prim.jvp = jvp
 

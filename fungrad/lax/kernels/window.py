@@ -115,10 +115,12 @@ def _tap_views(win, window_dimensions):
     return [win[(Ellipsis,) + tap] for tap in np.ndindex(*window_dimensions)]
 
 
-def select_index(operand, *, kind, window_dimensions, window_strides, padding,
+def select_index(operand, *extremum, kind, window_dimensions, window_strides, padding,
                  base_dilation, window_dilation):
     """Row-major position inside each window of its first max (``kind='max'``)
-    or min (``'min'``); int64 of the output shape."""
+    or min (``'min'``); int64 of the output shape.  ``extremum``, optional:
+    the windows' max/min (``reduce_window``'s result, which a max-pool's JVP
+    has already computed), not computed again."""
     x = np.asarray(operand)
     win, out_shape = _windows(x, kind, window_dimensions, window_strides, padding,
                               base_dilation, window_dilation)
@@ -126,9 +128,12 @@ def select_index(operand, *, kind, window_dimensions, window_strides, padding,
         return np.zeros(out_shape, np.int64)
     taps = _tap_views(win, window_dimensions)
     if len(taps) <= _FEW_TAPS:
-        best = taps[0].copy()
-        for t in taps[1:]:
-            _UFUNCS[kind](best, t, out=best)
+        if extremum:
+            best = np.asarray(extremum[0])
+        else:
+            best = taps[0].copy()
+            for t in taps[1:]:
+                _UFUNCS[kind](best, t, out=best)
         if best.dtype.kind not in "fc" or not np.isnan(best).any():
             # the last write wins: from the last tap back to the first, in
             # uint8 arithmetic (index > number here; a masked copyto is ~10x slower)
@@ -200,6 +205,15 @@ def _unpad(padded, operand_shape, padding, base_dilation):
     return out
 
 
+def _windows_tile(out_shape, padded_shape, window_dimensions, window_strides,
+                  window_dilation):
+    """True when the windows cover the padded operand exactly once (a max-pool
+    whose stride is its window): every element is written by one tap."""
+    return all(wd == 1 and s == k and m * s == n for m, n, k, s, wd in
+               zip(out_shape, padded_shape, window_dimensions, window_strides,
+                   window_dilation))
+
+
 def scatter_add_taps(cotangent, index, *, operand_shape, window_dimensions, window_strides,
                      padding, base_dilation, window_dilation):
     """The transpose of ``gather_taps``: each ``cotangent[y]`` added at window
@@ -208,10 +222,14 @@ def scatter_add_taps(cotangent, index, *, operand_shape, window_dimensions, wind
     index = np.asarray(index)
     padded_shape = tuple(max(_dilated(n, d) + lo + hi, 0) for n, (lo, hi), d in
                          zip(operand_shape, padding, base_dilation))
-    gp = np.zeros(padded_shape, ct.dtype)
+    disjoint = _windows_disjoint(index.shape, window_dimensions, window_strides,
+                                 window_dilation)
+    # tiling windows write every element below (no zero-filling pass first)
+    tiles = ct.size and disjoint and _windows_tile(index.shape, padded_shape,
+                                                   window_dimensions, window_strides,
+                                                   window_dilation)
+    gp = (np.empty if tiles else np.zeros)(padded_shape, ct.dtype)
     if ct.size:
-        disjoint = _windows_disjoint(index.shape, window_dimensions, window_strides,
-                                     window_dilation)
         # ct * mask would turn inf/nan into nan at the taps not chosen
         finite = ct.dtype.kind not in "fc" or bool(np.isfinite(ct).all())
         for flat, taps in _tap_slices(index.shape, window_dimensions, window_strides,
