@@ -360,12 +360,21 @@ def test_plain_jit_of_a_training_step_runs_on_the_workers(cluster):
     np.testing.assert_allclose(fungrad.device_get(per_example), np.tanh(x) * 2, rtol=1e-15)
 
 
-def test_a_killed_worker_does_not_change_the_results(cluster):
+def _plain_train_step(params, xb, yb):
+    loss, g = fungrad.value_and_grad(_loss)(params, xb, yb)
+    return _sgd(params, g), loss
+
+
+@pytest.mark.parametrize("spelling", ["shard_map", "plain jit (partitioned)"])
+def test_a_killed_worker_does_not_change_the_results(cluster, spelling):
     params, x, y = _mlp_problem(batch=32)
     mesh = worker_mesh()
-    step = fungrad.jit(fungrad.shard_map(_train_step, mesh=mesh,
-                                         in_specs=(P(), P("data"), P("data")),
-                                         out_specs=(P(), P())))
+    if spelling == "shard_map":
+        step = fungrad.jit(fungrad.shard_map(_train_step, mesh=mesh,
+                                             in_specs=(P(), P("data"), P("data")),
+                                             out_specs=(P(), P())))
+    else:
+        step = fungrad.jit(_plain_train_step)
     batch = fungrad.device_put((x, y), NamedSharding(mesh, P("data")))
 
     def train(kill_at=None):
