@@ -126,6 +126,23 @@ class ShapeDtypeStruct:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+    @classmethod
+    def like(cls, x) -> "ShapeDtypeStruct":
+        """The shape, dtype, weak type and sharding of ``x`` (an array, a
+        tracer, a Python scalar, a ``ShapeDtypeStruct``), as JAX's: what a
+        ``pure_callback`` declares for a result shaped like its input."""
+        aval = _abstractify(x)
+        # a placement only where one was chosen (JAX's "committed" arrays): a
+        # struct's own, or a partitioned array's; single-device arrays: None
+        chosen = isinstance(x, ShapeDtypeStruct) or type(x) in core._global_array_types
+        return cls(aval.shape, aval.dtype, weak_type=aval.weak_type,
+                   sharding=x.sharding if chosen else None)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d ShapeDtypeStruct)")
+        return self.shape[0]
+
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type

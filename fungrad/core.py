@@ -196,9 +196,9 @@ def get_aval(x) -> ShapedArray:
         arr = np.asarray(x)
     except Exception as err:  # pragma: no cover - numpy's own message is kept
         raise TypeError(f"{type(x).__name__} is not a valid fungrad value: {err}") from None
-    if arr.dtype == object:
+    if arr.dtype.kind in "OUSV":     # objects, strings, bytes: not array values (as JAX)
         raise TypeError(
-            f"Value of type {type(x).__name__} is not a valid fungrad array: "
+            f"Value {x!r:.60} of type {type(x).__name__} is not a valid fungrad array: "
             "pass numbers, NumPy arrays or (nested) lists of numbers.")
     return ShapedArray(arr.shape, arr.dtype)
 

@@ -8,6 +8,7 @@ import pytest
 
 import fungrad
 from fungrad import core, lax
+import fungrad.numpy as fnp
 from fungrad.core import ShapedArray, Var, Jaxpr, JaxprEqn, typecheck_jaxpr
 from fungrad.lax.elementwise import sin_p
 from fungrad.interpreters.partial_eval import partial_eval_jaxpr, dce_jaxpr
@@ -154,3 +155,20 @@ def test_make_jaxpr_axis_env_binds_names_for_collectives():
     assert [e.primitive.name for e in closed.jaxpr.eqns] == ["psum", "mul"]
     with pytest.raises(NameError, match="unbound axis name: 'i'"):
         fungrad.make_jaxpr(lambda x: lax.psum(x, "i"))(1.0)
+
+
+def test_shape_dtype_struct_like_takes_any_array_like():
+    S = fungrad.ShapeDtypeStruct
+    assert S.like(fnp.ones((2, 3), fnp.float32)) == S((2, 3), np.float32)
+    assert S.like(np.arange(3)) == S((3,), np.int64)
+    assert S.like(2.0) == S((), np.float64, weak_type=True)
+    assert S.like(S((4,), np.complex64)) == S((4,), np.complex64)
+    assert len(S.like(np.zeros((5, 2)))) == 5
+    with pytest.raises(TypeError, match="len.. of unsized"):
+        len(S.like(1.0))
+    # what external callbacks declare for a result shaped like their input
+    f = fungrad.jit(lambda x: fungrad.pure_callback(np.cos, S.like(x), x))
+    np.testing.assert_allclose(f(fnp.arange(3.0)), np.cos(np.arange(3.0)), rtol=1e-15)
+    shapes = []
+    fungrad.vmap(lambda x: shapes.append(S.like(x)) or x)(fnp.ones((4, 2)))
+    assert shapes == [S((2,), np.float64)]

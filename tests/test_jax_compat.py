@@ -106,3 +106,14 @@ def test_missing_attribute_of_a_plain_module_names_it():
         import jax.nn.initializers
         with pytest.raises(AttributeError, match=r"jax\.nn\.initializers\.no_such_init"):
             jax.nn.initializers.no_such_init
+
+
+def test_jax_test_util_create_mesh():
+    import unittest
+    from fungrad._jax_private import test_util as jtu
+    mesh = jtu.create_mesh((1,), ("x",))
+    assert mesh.axis_names == ("x",) and mesh.devices.shape == (1,)
+    with pytest.raises(unittest.SkipTest, match="requires 2 global devices and found 1"):
+        jtu.create_mesh((2,), ("x",))
+    with pytest.raises(NotImplementedError, match="without axis_types"):
+        jtu.create_mesh((1,), ("x",), axis_types=("explicit",))

@@ -13,10 +13,14 @@ lowering: when ``jit`` meets the primitive it traces ``fun`` at the
 equation's input types and params and inlines the resulting jaxpr's NumPy
 code into the generated function (as a nested ``jit`` is inlined).
 
-A rule written directly in MLIR (``rule(ctx, *values, **params)`` emitting
-``hlo`` operations) cannot run on NumPy; it is accepted, and ``jit`` then
-lowers the primitive to a call of its impl, which computes the same values
-(and is what JAX's own impl of such primitives dispatches to).
+A rule written directly in MLIR (``rule(ctx, *values, **params)`` building
+``hlo`` operations, as JAX's "Primitives in JAX" tutorial writes) is run while
+staging: its operands are ``ir.Value``s around traced arrays and the ``hlo``
+ops compute with ``lax`` (``fungrad/_jax_private/lib/mlir/dialects/hlo.py``),
+so what the rule builds is inlined as equations, as for ``lower_fun``.  A rule
+that uses an op or ``ir`` feature fungrad does not interpret is lowered to a
+call of the primitive's impl instead (logged under ``jax_log_compiles``),
+which computes the same values when impl and rule agree, as they must in JAX.
 
 Platforms: ``platform=None`` registers the rule for every platform;
 ``"cpu"`` for the CPU, which takes precedence over a rule for every
@@ -31,15 +35,23 @@ interpreters; the import hook maps ``jax.interpreters.mlir`` here.
 """
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
-from fungrad import core
+from fungrad import _config, core
+from fungrad.interpreters.codegen import _lower_eqn as lower_eqn
+from fungrad.interpreters.lowering import render
 from fungrad.interpreters.partial_eval import trace_to_jaxpr, closure_convert
 
-__all__ = ["register_lowering", "lower_fun"]
+from fungrad._jax_private.lib.mlir import ir
+
+__all__ = ["register_lowering", "lower_fun", "ir", "ir_constant", "aval_to_ir_type",
+           "dtype_to_ir_type", "LoweringRuleContext", "ModuleContext", "emit_python_callback"]
 
 #: JAX's known platforms (``xla_bridge.known_platforms()`` on a CPU install)
 KNOWN_PLATFORMS = ("cpu", "cuda", "gpu", "oneapi", "rocm", "tpu")
+
+_log = logging.getLogger("fungrad.jit")
 
 # rules registered for platforms other than the CPU: kept (as JAX keeps them), never used
 _other_platform_rules: dict[str, dict] = {p: {} for p in KNOWN_PLATFORMS if p != "cpu"}
@@ -95,18 +107,26 @@ def register_lowering(prim: core.Primitive, rule, platform: str | None = None,
         _cpu_specific.add(prim)
     if isinstance(rule, FunLowering):
         mlir_rules.pop(prim, None)
-        prim.emit_block = _inlining_emitter(prim, rule)
     else:
         mlir_rules[prim] = rule
-        if getattr(prim.emit_block, "lowers_fun", False):
-            prim.emit_block = None      # back to fungrad's own lowering (the impl call)
+        rule = _interpreted_mlir_rule(prim, rule)
+    prim.emit_block = _inlining_emitter(prim, rule)
 
 
 def _inlining_emitter(prim: core.Primitive, rule: FunLowering) -> Callable:
     """A codegen ``emit_block`` rule: trace ``rule.fun`` at the equation's
     input types and params, and emit its jaxpr in place."""
     def emit(block, eqn, args, out_names):
-        closed = _trace_rule(prim, rule, eqn)
+        try:
+            closed = _trace_rule(prim, rule, eqn)
+        except _Uninterpreted as e:       # an MLIR rule using what fungrad cannot run
+            _log.log(logging.WARNING if _config.log_compiles.value else logging.DEBUG,
+                     "jit lowers primitive '%s' to its impl: its MLIR lowering rule %s",
+                     prim.name, e)
+            target = ", ".join(out_names) + ("," if prim.multiple_results else "")
+            source = render(lower_eqn(eqn, args), block.names.modules, bind=block.names.const)
+            block.line(f"{target} = {source}")
+            return
         outs = block.body(closed, list(args), extra_indent="")
         for name, value in zip(out_names, outs):
             block.line(f"{name} = {value}")
@@ -132,3 +152,114 @@ def _trace_rule(prim, rule: FunLowering, eqn) -> core.ClosedJaxpr:
                         f"{got}, but its abstract evaluation says {expected}; the lowered "
                         f"function must compute what the primitive's abstract_eval declares")
     return closed
+
+
+# ----------------------------------------------------------------------------
+# Rules written in MLIR, run by interpreting their hlo ops (see the docstring)
+# ----------------------------------------------------------------------------
+
+class _Uninterpreted(Exception):
+    """An MLIR rule used an op or ir feature that fungrad does not interpret."""
+
+
+class LoweringRuleContext:
+    """What a lowering rule gets as ``ctx``: the abstract values of the
+    equation's inputs and outputs (``ctx.avals_in``, ``ctx.avals_out``)."""
+
+    def __init__(self, avals_in, avals_out, primitive=None, module_context=None):
+        self.avals_in = list(avals_in)
+        self.avals_out = list(avals_out)
+        self.primitive = primitive
+        self.platforms = ("cpu",)
+        self.module_context = module_context or ModuleContext()
+
+    def replace(self, **changes) -> "LoweringRuleContext":
+        fields = dict(avals_in=self.avals_in, avals_out=self.avals_out,
+                      primitive=self.primitive)
+        fields.update(changes)
+        return LoweringRuleContext(**fields)
+
+
+class ModuleContext:
+    """``ctx.module_context``: what a rule may keep alive with the program
+    (``add_keepalive``: objects its callbacks need, e.g. the callback itself)."""
+
+    def __init__(self):
+        self.keepalives = []
+        self.platforms = ("cpu",)
+
+    def add_keepalive(self, keepalive) -> None:
+        if keepalive is not None:
+            self.keepalives.append(keepalive)
+
+
+def emit_python_callback(ctx, callback, token, operands, operand_avals, result_avals, *,
+                         has_side_effect: bool, sharding=None, ordered: bool = False,
+                         returns_token: bool = True, partitioned: bool = False):
+    """A call back into Python from the lowered program: ``callback(*arrays)``
+    returns a sequence of arrays shaped as ``result_avals``.  On fungrad it is
+    a ``pure_callback`` (``io_callback`` when ``has_side_effect``) in the
+    staged program.  Returns ``(results, token, keepalive)`` as JAX's does."""
+    from fungrad.api import ShapeDtypeStruct
+    from fungrad.callback import io_callback, pure_callback
+    args = [o.result.value if hasattr(o, "result") else o.value for o in operands]
+    shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in result_avals]
+    flat_callback = lambda *xs: list(callback(*xs))   # noqa: E731 (a list: the shapes' tree)
+    if has_side_effect:
+        outs = io_callback(flat_callback, shapes, *args, ordered=ordered)
+    else:
+        outs = pure_callback(flat_callback, shapes, *args, vmap_method="sequential")
+    return [ir.Value(o) for o in outs], token, None
+
+
+def _interpreted_mlir_rule(prim: core.Primitive, rule: Callable) -> FunLowering:
+    """``rule(ctx, *ir_values, **params)`` as a traceable function of arrays."""
+    def fun(*args, **params):
+        in_avals = [core.get_aval(a) for a in args]
+        out_avals = prim.abstract_eval(*in_avals, **params) if prim.abstract_eval else None
+        if out_avals is not None and not prim.multiple_results:
+            out_avals = [out_avals]
+        ctx = LoweringRuleContext(in_avals, out_avals or [], prim)
+        try:
+            results = rule(ctx, *[ir.Value(a) for a in args], **params)
+        except NotImplementedError as e:
+            raise _Uninterpreted(str(e)) from e
+        except (AttributeError, ImportError) as e:     # a jax.* name fungrad lacks
+            if "fungrad is standing in for JAX" not in str(e):
+                raise
+            raise _Uninterpreted(str(e).split(";")[0]) from e
+        if isinstance(results, (ir.Value, hlo_op_type())):
+            results = [results]
+        return [_unwrap_result(r, prim) for r in results]
+    fun.__name__ = getattr(rule, "__name__", "mlir_rule")
+    return FunLowering(fun, multiple_results=True)     # (a rule returns a list of results)
+
+
+def hlo_op_type():
+    from fungrad._jax_private.lib.mlir.dialects.hlo import Op
+    return Op
+
+
+def _unwrap_result(result, prim):
+    if isinstance(result, hlo_op_type()):
+        result = result.result
+    if isinstance(result, (list, tuple)) and len(result) == 1:     # [value] per output
+        result = result[0]
+    if not isinstance(result, ir.Value):
+        raise TypeError(f"the MLIR lowering rule of primitive '{prim.name}' must return a "
+                        f"list of ir.Values (an op's .result), got {type(result).__name__}")
+    return result.value
+
+
+def ir_constant(value) -> ir.Value:
+    """A constant of the lowering (``mlir.ir_constant(np.float32(1))``)."""
+    import numpy as np
+    return ir.Value(np.asarray(value))
+
+
+def aval_to_ir_type(aval) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(aval.shape, ir.dtype_to_ir_type(aval.dtype))
+
+
+def dtype_to_ir_type(dtype) -> ir.Type:
+    return ir.dtype_to_ir_type(dtype)
