@@ -48,8 +48,10 @@ PAGES = [
 EXCLUDED = {
     "notebooks/Neural_Network_and_Data_Loading": "downloads MNIST through torchvision",
     "notebooks/neural_network_with_tfds_data": "needs tensorflow_datasets and a download",
-    "notebooks/shard_map": "needs 8 devices (XLA_FLAGS host platform device count)",
-    "parallel": "needs 8 devices",
+    "notebooks/host-offloading": "moves arrays to pinned host memory of an accelerator; on "
+                                 "JAX's CPU backend it takes gigabytes and minutes",
+    "notebooks/colocated-python": "needs colocated Python workers (a TPU/GPU deployment)",
+    "ffi": "compiles a C++ extension against XLA's FFI headers",
 }
 
 _CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", re.S | re.M)
