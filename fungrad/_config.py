@@ -377,6 +377,33 @@ platforms = config.add(Option(
 platform_name = config.add(Option(
     "jax_platform_name", None, "accepted: fungrad runs on the CPU ('cpu')",
     _parse_platforms("jax_platform_name", single=True), "None or 'cpu'"))
+def _parse_num_cpu_devices(value):
+    if isinstance(value, str):
+        value = value.strip()
+        value = int(value) if value.lstrip("-").isdigit() else value
+    if type(value) is not int or value < -1 or value == 0:
+        raise ValueError(f"config option jax_num_cpu_devices must be a positive int (or -1: "
+                         f"as XLA_FLAGS' --xla_force_host_platform_device_count says, else "
+                         f"1), got {value!r}")
+    if _devices_in_use and value != num_cpu_devices.value:
+        raise RuntimeError(
+            "jax_num_cpu_devices config should be updated before backends are initialized "
+            "i.e. before the devices are listed (jax.devices(), a mesh, a sharding). You "
+            "should initialize this config immediately after `import jax`.")
+    return value
+
+
+# set once the device list has been handed out (fungrad.distributed.cluster):
+# from then on the number of CPU devices is fixed, as JAX's backend is
+_devices_in_use = False
+
+num_cpu_devices = config.add(Option(
+    "jax_num_cpu_devices", -1,
+    "the number of CPU devices of this process (-1: XLA_FLAGS' "
+    "--xla_force_host_platform_device_count, else 1); they share this process's CPU and "
+    "run a sharded program shard by shard (fungrad.distributed.simulated_devices); set "
+    "it before the devices are first listed",
+    _parse_num_cpu_devices, "a positive int or -1"))
 default_device = config.add(Option(
     "jax_default_device", None,
     "accepted: any value; fungrad computes on the local CPU (see fungrad.default_device)",

@@ -16,6 +16,7 @@ fungrad ``Array`` lives there (``SingleDeviceSharding``).
 """
 from __future__ import annotations
 
+import enum
 import math
 import threading
 from typing import Any, Sequence
@@ -29,7 +30,7 @@ from fungrad.distributed import cluster
 from fungrad.tree_util import (keystr, tree_flatten_with_path, tree_leaves, tree_map,
                                 tree_unflatten)
 
-__all__ = ["Mesh", "PartitionSpec", "P", "Sharding", "NamedSharding", "SingleDeviceSharding",
+__all__ = ["AxisType", "Mesh", "PartitionSpec", "P", "Sharding", "NamedSharding", "SingleDeviceSharding",
            "ShardedArray", "Shard", "make_mesh", "device_put", "device_get", "block_until_ready",
            "describe_shards", "AbstractMesh", "get_abstract_mesh", "get_mesh", "set_mesh",
            "reshard"]
@@ -87,13 +88,41 @@ P = PartitionSpec
 # Mesh
 # ----------------------------------------------------------------------------
 
+class AxisType(enum.Enum):
+    """How a mesh axis is sharded (``jax.sharding.AxisType``).  JAX propagates
+    shardings through its compiler on ``Auto`` axes and carries them in the
+    types on ``Explicit`` ones; fungrad keeps no shardings in types, so both
+    compute the same values here and the type is recorded as given
+    (``mesh.axis_types``).  ``Manual``: the axes a ``shard_map`` body runs over."""
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self):
+        return self.name
+
+
+def _axis_types(axis_types, n: int, what: str) -> tuple:
+    """``axis_types`` checked: one AxisType per axis (None: all Auto)."""
+    if axis_types is None:
+        return (AxisType.Auto,) * n
+    if isinstance(axis_types, AxisType):
+        axis_types = (axis_types,) * n
+    axis_types = tuple(axis_types)
+    if len(axis_types) != n or not all(isinstance(t, AxisType) for t in axis_types):
+        raise ValueError(f"{what}: axis_types must be {n} jax.sharding.AxisType values (one "
+                         f"per axis), got {axis_types!r}")
+    return axis_types
+
+
 class Mesh:
     """Devices in an n-dimensional array with a name per axis (``jax.sharding.Mesh``)."""
 
-    def __init__(self, devices, axis_names):
+    def __init__(self, devices, axis_names, axis_types=None):
         if isinstance(axis_names, str):
             axis_names = (axis_names,)
         axis_names = tuple(axis_names)
+        self.axis_types = _axis_types(axis_types, len(axis_names), "Mesh")
         arr = np.array(devices, dtype=object)
         flat = list(arr.flat)
         if arr.ndim != len(axis_names):
@@ -123,9 +152,10 @@ class Mesh:
     size = property(lambda self: self.devices.size)
     device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
 
-    # JAX's meshes have axis types (Auto, Explicit, Manual); fungrad's axes are
-    # all Auto ones (no sharding-in-types), so code that asks gets False
-    are_all_axes_explicit = False
+    # (recorded as given: see AxisType)
+    are_all_axes_explicit = property(
+        lambda self: bool(self.axis_types) and all(t is AxisType.Explicit
+                                                   for t in self.axis_types))
 
     @property
     def is_distributed(self) -> bool:
@@ -137,7 +167,8 @@ class Mesh:
         return [dict(zip(self.axis_names, idx)) for idx in np.ndindex(*self.devices.shape)]
 
     def _key(self):
-        return (self.axis_names, self.devices.shape, tuple(id(d) for d in self.devices.flat))
+        return (self.axis_names, self.devices.shape, tuple(id(d) for d in self.devices.flat),
+                self.axis_types)
 
     def __eq__(self, other):
         return isinstance(other, Mesh) and self._key() == other._key()
@@ -146,15 +177,20 @@ class Mesh:
         return hash(self._key())
 
     def __repr__(self):
-        return f"Mesh(device_ids={self.device_ids.tolist()}, axis_names={self.axis_names})"
+        types = "" if all(t is AxisType.Auto for t in self.axis_types) else \
+            f", axis_types={self.axis_types}"
+        return f"Mesh(device_ids={self.device_ids.tolist()}, axis_names={self.axis_names}{types})"
 
     def __str__(self):
         axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
         return f"Mesh({axes})"
 
 
-def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices=None) -> Mesh:
-    """A mesh of the first ``prod(axis_shapes)`` devices (``jax.make_mesh``)."""
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types=None, *,
+              devices=None) -> Mesh:
+    """A mesh of the first ``prod(axis_shapes)`` devices (``jax.make_mesh``).
+    ``axis_types`` default to ``Auto`` (JAX 0.10's default is ``Explicit``,
+    which only changes types there: see AxisType)."""
     devices = list(cluster.devices() if devices is None else devices)
     n = math.prod(axis_shapes)
     if n > len(devices):
@@ -162,7 +198,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices=
                          f"there are {len(devices)}")
     arr = np.empty(len(devices[:n]), dtype=object)
     arr[:] = devices[:n]
-    return Mesh(arr.reshape(tuple(axis_shapes)), tuple(axis_names))
+    return Mesh(arr.reshape(tuple(axis_shapes)), tuple(axis_names), axis_types)
 
 
 class AbstractMesh:
@@ -175,25 +211,30 @@ class AbstractMesh:
                              f"{len(axis_names)} axis_names; give one size per name")
         self.axis_sizes = tuple(int(n) for n in axis_sizes)
         self.axis_names = tuple(axis_names)
+        self.axis_types = _axis_types(axis_types, len(self.axis_names), "AbstractMesh")
 
     shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
     shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
     size = property(lambda self: math.prod(self.axis_sizes))
     empty = property(lambda self: not self.axis_names)
     abstract_mesh = property(lambda self: self)
-    are_all_axes_explicit = False
+    are_all_axes_explicit = property(
+        lambda self: bool(self.axis_types) and all(t is AxisType.Explicit
+                                                   for t in self.axis_types))
 
     def __eq__(self, other):
-        return isinstance(other, AbstractMesh) and self.shape_tuple == other.shape_tuple
+        return (isinstance(other, AbstractMesh) and self.shape_tuple == other.shape_tuple
+                and self.axis_types == other.axis_types)
 
     def __hash__(self):
-        return hash(self.shape_tuple)
+        return hash((self.shape_tuple, self.axis_types))
 
     def __repr__(self):
         return f"AbstractMesh({', '.join(f'{n!r}: {s}' for n, s in self.shape_tuple)})"
 
 
-Mesh.abstract_mesh = property(lambda self: AbstractMesh(self.axis_sizes, self.axis_names))
+Mesh.abstract_mesh = property(lambda self: AbstractMesh(self.axis_sizes, self.axis_names,
+                                                        self.axis_types))
 Mesh.empty = property(lambda self: self.size == 0)
 
 

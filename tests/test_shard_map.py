@@ -8,6 +8,11 @@ itself is tested in tests/test_distributed.py.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -382,3 +387,67 @@ def test_shard_map_and_smap_use_the_mesh_in_context():
         fungrad.smap(lambda b: b, out_axes=0, axis_name="x")
     with pytest.raises(TypeError, match="axis_name"):
         fungrad.smap(lambda b: b, in_axes=0, out_axes=0, axis_name=("x", "y"))
+
+
+# ----------------------------------------------------------------------------
+# Several CPU devices in one process, as JAX's tutorials ask for them
+# ----------------------------------------------------------------------------
+
+_SEVERAL_DEVICES = textwrap.dedent("""
+    import numpy as np
+    import fungrad, fungrad.numpy as fnp
+    from fungrad import lax
+    from fungrad.sharding import AxisType, NamedSharding, PartitionSpec as P
+    {setup}
+    assert fungrad.device_count() == 8 and len(set(fungrad.devices())) == 8
+    mesh = fungrad.make_mesh((4, 2), ("i", "j"))
+    x = fungrad.device_put(np.arange(32.0).reshape(8, 4), NamedSharding(mesh, P("i", "j")))
+    total = fungrad.shard_map(lambda b: lax.psum(b.sum(), ("i", "j")), mesh=mesh,
+                              in_specs=P("i", "j"), out_specs=P())(x)
+    assert float(total) == np.arange(32.0).sum()
+    rows = fungrad.pmap(lambda r: r * 2)(np.ones((8, 3)))
+    assert rows.shape == (8, 3)
+    try:
+        fungrad.config.update("jax_num_cpu_devices", 4)
+    except RuntimeError as e:
+        assert "before backends are initialized" in str(e)
+    else:
+        raise AssertionError("changing the device count after listing the devices")
+    print("ok")
+""")
+
+
+@pytest.mark.parametrize("setup,env", [
+    ("fungrad.config.update('jax_num_cpu_devices', 8)", {}),
+    ("", {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"}),
+])
+def test_several_cpu_devices_from_config_or_xla_flags(setup, env):
+    out = subprocess.run([sys.executable, "-c", _SEVERAL_DEVICES.format(setup=setup)],
+                         capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "ok"
+
+
+def test_num_cpu_devices_refuses_bad_values():
+    from fungrad import _config
+    for bad in (0, -2, 2.5, "eight"):
+        with pytest.raises(ValueError, match="jax_num_cpu_devices must be a positive int"):
+            _config.num_cpu_devices.parse(bad)
+
+
+def test_axis_types_are_recorded_as_given():
+    from fungrad.sharding import AbstractMesh, AxisType
+    devs = simulated_devices(4)
+    auto = Mesh(np.array(devs).reshape(2, 2), ("a", "b"))
+    assert auto.axis_types == (AxisType.Auto,) * 2 and not auto.are_all_axes_explicit
+    explicit = fungrad.make_mesh((2, 2), ("a", "b"), (AxisType.Explicit,) * 2, devices=devs)
+    assert explicit.are_all_axes_explicit and explicit != auto
+    assert explicit.abstract_mesh == AbstractMesh((2, 2), ("a", "b"), (AxisType.Explicit,) * 2)
+    assert "axis_types=(Explicit, Explicit)" in repr(explicit)
+    with pytest.raises(ValueError, match="axis_types must be 2 jax.sharding.AxisType"):
+        Mesh(np.array(devs).reshape(2, 2), ("a", "b"), ("explicit", "explicit"))
+    # the values do not depend on the axis types
+    x = np.arange(8.0).reshape(4, 2)
+    f = lambda m: fungrad.shard_map(lambda b: b * lax.axis_index("a"), mesh=m,
+                                    in_specs=P("a", "b"), out_specs=P("a", "b"))(x)
+    np.testing.assert_array_equal(f(auto), f(explicit))

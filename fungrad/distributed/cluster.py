@@ -218,7 +218,7 @@ def devices(backend=None) -> list:
     _check_backend(backend)
     c = _state.client
     if c is None:
-        return [cpu_device]
+        return _local_cpu_devices()
     workers = _worker_addresses(c)
     with _lock:
         for address in sorted(workers):
@@ -226,6 +226,32 @@ def devices(backend=None) -> list:
                 _state.devices[address] = WorkerDevice(len(_state.devices), address)
         live = set(workers)
         return [d for a, d in sorted(_state.devices.items(), key=lambda kv: kv[1].id) if a in live]
+
+
+def _local_cpu_devices() -> list:
+    """This process's CPU devices: one, or as many as ``jax_num_cpu_devices``
+    (or XLA_FLAGS' ``--xla_force_host_platform_device_count``) asks, simulated
+    on the one CPU.  Listing them fixes the number, as initialising JAX's
+    backend does."""
+    from fungrad import _config
+    n = _config.num_cpu_devices.value
+    if n == -1:
+        n = _xla_flags_device_count()
+    _config._devices_in_use = True
+    return [cpu_device] if n == 1 else simulated_devices(n)
+
+
+def _xla_flags_device_count() -> int:
+    """``--xla_force_host_platform_device_count=N`` in the XLA_FLAGS environment
+    variable (how JAX's tutorials ask for several CPU devices), else 1."""
+    for flag in os.environ.get("XLA_FLAGS", "").split():
+        name, _, value = flag.partition("=")
+        if name == "--xla_force_host_platform_device_count":
+            if not value.isdigit() or int(value) < 1:
+                raise ValueError(f"XLA_FLAGS: --xla_force_host_platform_device_count must be "
+                                 f"a positive int, got {value!r}")
+            return int(value)
+    return 1
 
 
 def _worker_addresses(client) -> list:
