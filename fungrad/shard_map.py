@@ -76,7 +76,7 @@ def varying_axes(jaxpr: Jaxpr, in_vma) -> list[frozenset]:
         prim, name = eqn.primitive, eqn.params.get("axis_name")
         if prim.inline and "jaxpr" in eqn.params:          # a nested jit: look inside
             outs = varying_axes(eqn.params["jaxpr"].jaxpr, [read(a) for a in eqn.inputs])
-        elif prim.collective is not None:
+        elif prim.collective is not None or getattr(prim, "makes_varying", False):
             out = ins - {name} if prim.name in _REDUCING else ins | {name}
             outs = [out] * len(eqn.outvars)
         else:

@@ -451,3 +451,33 @@ def test_axis_types_are_recorded_as_given():
     f = lambda m: fungrad.shard_map(lambda b: b * lax.axis_index("a"), mesh=m,
                                     in_specs=P("a", "b"), out_specs=P("a", "b"))(x)
     np.testing.assert_array_equal(f(auto), f(explicit))
+
+
+def test_pvary_and_pcast_change_the_type_not_the_value():
+    mesh = mesh_1d(4, "i")
+    x = np.arange(3.0)
+
+    def body(v):
+        return lax.pcast(v, "i", to="varying") * 2
+
+    # the same value at each position, now varying: out_specs may stack it
+    stacked = fungrad.shard_map(body, mesh=mesh, in_specs=P(), out_specs=P("i"))(x)
+    np.testing.assert_array_equal(stacked, np.tile(2 * x, 4))
+    # ...but check_vma refuses to return it as replicated, as JAX's does
+    with pytest.raises(ValueError, match="replicated over mesh axis 'i', but it varies"):
+        fungrad.shard_map(body, mesh=mesh, in_specs=P(), out_specs=P())(x)
+    # the gradient of the replicated input sums the positions' cotangents once
+    g = fungrad.grad(lambda v: fungrad.shard_map(body, mesh=mesh, in_specs=P(),
+                                                  out_specs=P("i"))(v).sum())(x)
+    np.testing.assert_array_equal(g, np.full(3, 8.0))
+    jitted = fungrad.jit(fungrad.shard_map(lambda v: lax.pvary(v, "i"), mesh=mesh,
+                                           in_specs=P(), out_specs=P("i")))
+    np.testing.assert_array_equal(jitted(x), np.tile(x, 4))
+    with pytest.raises(NameError, match="unbound axis name: 'k'"):
+        fungrad.shard_map(lambda v: lax.pvary(v, "k"), mesh=mesh, in_specs=P(),
+                          out_specs=P("i"))(x)
+    with pytest.raises(NotImplementedError, match="no reduced/unreduced types"):
+        fungrad.shard_map(lambda v: lax.pcast(v, "i", to="reduced"), mesh=mesh,
+                          in_specs=P(), out_specs=P())(x)
+    with pytest.raises(ValueError, match="to must be one of"):
+        lax.pcast(x, "i", to="invariant")

@@ -24,7 +24,8 @@ from fungrad.interpreters.lowering import Const, Source
 from fungrad.lax.utils import def_lowering, as_operand, unary_shape_rule
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
-           "all_to_all", "axis_index", "axis_size", "pshuffle", "pswapaxes", "pbroadcast"]
+           "all_to_all", "axis_index", "axis_size", "pshuffle", "pswapaxes", "pbroadcast",
+           "pvary", "pcast"]
 
 
 def _unbound(axis_name):
@@ -472,6 +473,55 @@ def pbroadcast(x, axis_name, source):
         return psum(lax.select(lax.broadcast_in_dim(mine, get_aval(v).shape, ()), v,
                                lax.full_like(v, 0)), name)
     return tree_map(one, x)
+
+
+# ----------------------------------------------------------------------------
+# pvary / pcast(to="varying"): the same value, typed as varying over an axis
+# ----------------------------------------------------------------------------
+# Inside a shard_map body an invariant value (the same at every position of an
+# axis) and a varying one differ only in type: ``check_vma`` refuses to return
+# a varying value as replicated.  pvary changes the type, not the value, so it
+# is not a collective (nothing crosses positions).  Its transpose passes the
+# cotangent through: in fungrad's convention (the one of pmap, see
+# docs/jax_coverage.md "Differs") the cotangents of a replicated shard_map
+# input are summed over the positions when they leave the body, where JAX's
+# check_vma types sum them at the pvary (its transpose is a psum) instead.
+
+pvary_p = Primitive("pvary")
+pvary_p.def_impl(lambda x, axis_name: x)
+pvary_p.def_abstract_eval(unary_shape_rule)
+pvary_p.makes_varying = True          # (shard_map.varying_axes reads this)
+pvary_p.batch = lambda axis_size, vals, dims, axis_name: (pvary_p.bind(vals[0], axis_name=axis_name),
+                                                          dims[0])
+deflinear(pvary_p, lambda ct, x, axis_name: [ct])
+def_lowering(pvary_p, lambda args, axis_name: Source(args[0]))
+pvary_p.opaque_params = ("axis_name",)
+
+
+def pvary(x, axis_name):
+    """``x`` (a pytree), typed as varying over the named axes: the value is
+    unchanged (``jax.lax.pvary``)."""
+    return _over_names(pvary_p, x, axis_name)
+
+
+_PCAST_TO = ("varying", "reduced", "unreduced")
+
+
+def pcast(x, axis_name, *, to: str):
+    """``jax.lax.pcast``: change how ``x`` is typed over the named axes.
+    ``to="varying"`` is ``pvary``; fungrad has no reduced/unreduced types, so
+    those casts raise ``NotImplementedError``."""
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"pcast: axis_name must be a str or a tuple of them, got {axis_name!r}")
+    if to not in _PCAST_TO:
+        raise ValueError(f"pcast: to must be one of {list(_PCAST_TO)}, got {to!r}")
+    if not axis_name:
+        return x
+    if to != "varying":
+        raise NotImplementedError(f"pcast(..., to={to!r}): fungrad has no reduced/unreduced "
+                                  "types (JAX's explicit-sharding reductions); use psum, or "
+                                  "pcast(..., to='varying')")
+    return pvary(x, axis_name)
 
 
 def axis_index(axis_name):
