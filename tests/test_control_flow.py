@@ -387,3 +387,74 @@ def test_python_int_through_cond_stays_weak_for_a_later_loop():
     out = jit(f)(True)
     assert out.dtype == np.int32 and int(out) == 5
     assert int(jit(f)(False)) == 5
+
+
+# ----------------------------------------------------------------------------
+# jit's scan keeps its per-step output arrays between calls (StackBuffer)
+# ----------------------------------------------------------------------------
+
+def _root(a):
+    while a.base is not None:
+        a = a.base
+    return a
+
+
+def _cumulative(x, xs):
+    return lax.scan(lambda c, v: (c + v, c * v), x, xs)
+
+
+def test_scan_outputs_held_by_the_caller_are_never_overwritten():
+    f = jit(_cumulative)
+    xs = np.arange(12.0).reshape(6, 2)
+    c1, ys1 = f(np.ones(2), xs)
+    keep = np.array(ys1)
+    c2, ys2 = f(np.full(2, 5.0), xs + 1)         # ys1 is alive: a new array for ys2
+    np.testing.assert_array_equal(ys1, keep)
+    assert not np.shares_memory(ys1, ys2)
+    want = _cumulative(np.full(2, 5.0), xs + 1)
+    np.testing.assert_array_equal(ys2, want[1])
+    # once the caller drops a result, the next call may write into the same memory
+    root = id(_root(ys2))
+    del ys1, ys2, c1, c2
+    _, ys3 = f(np.zeros(2), xs)
+    assert id(_root(ys3)) == root
+    np.testing.assert_array_equal(ys3, _cumulative(np.zeros(2), xs)[1])
+
+
+def test_scan_residuals_held_by_a_pullback_survive_later_calls():
+    loss = lambda w, xs: fnp.sum(lax.scan(lambda h, x: (fnp.tanh(h * w + x), h), 0.5, xs)[1] ** 2)
+    step = jit(lambda w, xs: fungrad.vjp(lambda v: loss(v, xs), w))
+    xs = np.linspace(-1, 1, 7)
+    y1, pull1 = step(0.3, xs)
+    y2, pull2 = step(-0.8, xs[::-1].copy())        # must not clobber pull1's residuals
+    np.testing.assert_allclose(pull1(1.0)[0], grad(loss)(0.3, xs), rtol=1e-13)
+    np.testing.assert_allclose(pull2(1.0)[0], grad(loss)(-0.8, xs[::-1].copy()), rtol=1e-13)
+
+
+def test_scan_in_threads_gets_one_buffer_per_running_call():
+    import threading
+    f = jit(_cumulative)
+    xs = np.arange(2000.0).reshape(1000, 2)
+    f(np.ones(2), xs)
+    results, errors = {}, []
+
+    def run(k):
+        try:
+            for _ in range(20):
+                c, ys = f(np.full(2, float(k)), xs)
+                np.testing.assert_array_equal(ys, _cumulative(np.full(2, float(k)), xs)[1])
+            results[k] = True
+        except Exception as e:      # (reported below)
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 4
+
+
+def test_exported_scan_allocates_per_call():
+    from fungrad.export import export
+    source = export(_cumulative, np.ones(2), np.ones((3, 2)))
+    assert ".take(" not in source and "np.empty((3, 2)" in source
