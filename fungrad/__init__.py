@@ -39,5 +39,11 @@ from fungrad import debug, dtypes, typing, errors, profiler, checkify, experimen
 from fungrad import ops, image, monitoring, dlpack
 from fungrad import ref
 from fungrad.ref import Ref, new_ref, empty_ref, free_ref, freeze
+from fungrad import _config as _config_module, _memory as _memory_module
 
 __version__ = "0.1.0"
+
+# fungrad_keep_freed_memory (on by default; FUNGRAD_KEEP_FREED_MEMORY=0 leaves the
+# C library's allocator untouched): see fungrad/_memory.py
+if _config_module.keep_freed_memory.value:
+    _memory_module.keep_freed_memory(True)

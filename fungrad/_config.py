@@ -377,6 +377,20 @@ platforms = config.add(Option(
 platform_name = config.add(Option(
     "jax_platform_name", None, "accepted: fungrad runs on the CPU ('cpu')",
     _parse_platforms("jax_platform_name", single=True), "None or 'cpu'"))
+def _apply_keep_freed_memory(on: bool) -> None:
+    from fungrad import _memory
+    _memory.keep_freed_memory(on)
+
+
+keep_freed_memory = bool_option(
+    "fungrad_keep_freed_memory", True,
+    "keep freed memory in the process for reuse (glibc's allocator tuned as a caching "
+    "allocator, as JAX's and PyTorch's are): large temporaries made again every step then "
+    "cost no fresh page faults (fungrad/_memory.py); resident memory stays near its peak. "
+    "Process-wide; no effect outside glibc")
+keep_freed_memory.hooks.append(_apply_keep_freed_memory)
+
+
 def _parse_num_cpu_devices(value):
     if isinstance(value, str):
         value = value.strip()

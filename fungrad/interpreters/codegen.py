@@ -47,16 +47,12 @@ _RESERVED = {"np", "fn", "_impl", "_unbound_axis", "dtype", "inf", "nan", "_nonf
 class _Names:
     """Short, valid, unique Python names for variables: a, b, ..., z, ba, ..."""
 
-    def __init__(self, float_checks: str = "", keep_buffers: bool = False):
+    def __init__(self, float_checks: str = ""):
         self.names: dict[Var, str] = {}
         self.count = 0
         self.consts: dict[str, object] = {}   # constants of nested blocks: _b0, _b1, ...
         self.modules: dict[str, object] = {}  # kernel modules called: _special, ...
         self.float_checks = float_checks      # "", "nan", "inf" or "nan+inf" (see _emit_check)
-        # the code runs in this process and may keep large work arrays between
-        # calls (scan's per-step outputs: lax/control_flow/scan.py); not for
-        # exported modules or stages shipped to Dask workers
-        self.keep_buffers = keep_buffers
 
     def const(self, value) -> str:
         name = f"_b{len(self.consts)}"
@@ -337,7 +333,7 @@ def lower_jaxpr(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True) -> s
 
 
 def lower_jaxpr_and_consts(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool = True,
-                           float_checks: str = "", keep_buffers: bool = False):
+                           float_checks: str = ""):
     """The source, the constants of nested blocks it refers to (``_b0``, ...) and
     the kernel modules it calls (``_special``, ...), each by name.  With
     ``float_checks`` ("nan", "inf", "nan+inf": jax_debug_nans/infs) each equation
@@ -345,8 +341,8 @@ def lower_jaxpr_and_consts(jaxpr: Jaxpr, name: str = "fn", reuse_buffers: bool =
     reused, so that the error can show the inputs)."""
     if type(name) is not str or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError(f"codegen: the function name must be an identifier, got {name!r}")
+    names = _Names(float_checks)
     reuse_buffers = reuse_buffers and not float_checks
-    names = _Names(float_checks, keep_buffers and reuse_buffers)
     params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
     if len(jaxpr.eqns) > CHUNK_SIZE:
         lines = _emit_in_parts(jaxpr, name, params, names, reuse_buffers)
@@ -458,7 +454,7 @@ def compile_as_source(jaxpr: Jaxpr, name: str = "fn", consts=(),
                       reuse_buffers: bool = True, float_checks: str = "") -> CompiledFunction:
     """``compile_jaxpr`` through generated source, whatever the program's length."""
     source, block_consts, modules = lower_jaxpr_and_consts(jaxpr, name, reuse_buffers,
-                                                           float_checks, keep_buffers=True)
+                                                           float_checks)
     return CompiledFunction(compile_source(source, name, block_consts, modules), source, jaxpr,
                             consts)
 

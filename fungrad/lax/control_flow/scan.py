@@ -29,8 +29,6 @@ with the carry's tangent ``t`` unknown::
 from __future__ import annotations
 
 import itertools
-import sys
-import threading
 from typing import Callable
 
 import numpy as np
@@ -349,38 +347,10 @@ def _scan_batch(axis_size, vals, dims, body, num_consts, num_carry, length, reve
 scan_p.batch = _scan_batch
 
 
-class StackBuffer:
-    """The array a compiled scan writes one per-step output into, kept between
-    calls of the compiled function (``take``).  Why: a fresh array of
-    megabytes is a fresh mapping of memory, and touching its pages for the
-    first time can cost more than the loop's arithmetic (10x the writes
-    themselves for an RNN's 1.6 MB of hidden states, on a VM).  The kept array
-    is reused only when nothing else refers to it (the caller dropped it, and
-    no view of it is alive), so a result or residual the caller still holds is
-    never overwritten; other calls allocate afresh."""
-    __slots__ = ("array", "lock")
-    MAX_BYTES = 1 << 26        # larger stacks (64 MiB) are allocated per call, never kept
-
-    def __init__(self):
-        self.array = None
-        self.lock = threading.Lock()
-
-    def take(self, shape, dtype):
-        with self.lock:              # (two threads never get the same array)
-            a = self.array
-            # references: self.array, a, getrefcount's argument: no one else's
-            if a is not None and sys.getrefcount(a) == 3 and a.flags.writeable:
-                return a
-            a = np.empty(shape, dtype)
-            self.array = a if a.nbytes <= self.MAX_BYTES else None
-            return a
-
-
-def _scan_loop(block, eqn, args, out_names, dtype_source, keep_buffers=False):
+def _scan_loop(block, eqn, args, out_names, dtype_source):
     """A ``for`` loop over the steps, for both backends: the carries are
     locals, each per-step output is written into an array allocated before the
-    loop (``dtype_source(dtype)`` names its dtype in the backend's code), or
-    taken from a ``StackBuffer`` when the code may keep buffers between calls."""
+    loop (``dtype_source(dtype)`` names its dtype in the backend's code)."""
     p = eqn.params
     body, nk, length = p["body"], p["num_carry"], int(p["length"])
     consts, carry, xs = split_list(args, [p["num_consts"], nk])
@@ -390,11 +360,7 @@ def _scan_loop(block, eqn, args, out_names, dtype_source, keep_buffers=False):
         block.line(f"{c} = {n}")
     for y, a in zip(ys_names, body.out_avals[nk:]):
         shape = (length,) + tuple(int(d) for d in a.shape)
-        if keep_buffers and block.names.keep_buffers:
-            stack = block.names.const(StackBuffer())
-            block.line(f"{y} = {stack}.take({shape!r}, {dtype_source(a.dtype)})")
-        else:
-            block.line(f"{y} = np.empty({shape!r}, {dtype_source(a.dtype)})")
+        block.line(f"{y} = np.empty({shape!r}, {dtype_source(a.dtype)})")
     rng = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
     block.line(f"for {i} in {rng}:")
     outs = block.body(body, list(consts) + carry_names + [f"{x}[{i}]" for x in xs])
@@ -406,7 +372,7 @@ def _scan_loop(block, eqn, args, out_names, dtype_source, keep_buffers=False):
 
 
 scan_p.emit_block = lambda block, eqn, args, out_names: _scan_loop(
-    block, eqn, args, out_names, scalar_type_name, keep_buffers=True)
+    block, eqn, args, out_names, scalar_type_name)
 # the compiled backend's scan: the same native loop, numba's dtype names
 scan_p.numba_block = lambda block, eqn, args, out_names: _scan_loop(
     block, eqn, args, out_names, numba_type)
