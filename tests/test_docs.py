@@ -45,3 +45,46 @@ def test_readme_tour_runs(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "f_grad.py").exists()      # the tour's export call
+
+
+# tools/run_jax_docs.py: how JAX's own tutorials are judged (docs/jax_coverage.md)
+
+_NOTEBOOK = '''
+# A page
+
+```{code-cell} ipython3
+:tags: [raises-exception]
+
+x = 1
+```
+
+Some text.
+
+```{code-cell}
+---
+id: abc
+---
+%timeit -n 3 y = x + 1
+!pip install something
+%%capture
+```
+'''
+
+
+def test_jax_docs_runner_reads_myst_cells_and_ipython_lines():
+    tool = _tool("run_jax_docs")
+    cells = tool.code_cells(_NOTEBOOK)
+    assert [c.strip() for c in cells] == [
+        "x = 1", "%timeit -n 3 y = x + 1\n!pip install something\n%%capture"]
+    assert tool.strip_ipython(cells[1].strip()) == "y = x + 1\npass\npass"
+    assert tool.strip_ipython("%%timeit\nz = 2") == "z = 2"
+    assert tool.strip_ipython("%%bash\necho hi") == ""
+
+
+def test_jax_docs_runner_judges_cells_as_jax_does():
+    tool = _tool("run_jax_docs")
+    ok, err = {"status": "ok", "source": "a"}, {"status": "error", "type": "E", "source": "b"}
+    jax_run = {"page": [ok, err, ok], "gone": {"missing": True}}
+    mine = {"page": [ok, dict(err, type="TypeError"), err]}
+    judged, passed, failures = tool.compare(jax_run, mine)
+    assert (judged, passed) == (3, 2) and [f[1] for f in failures] == [2]
