@@ -17,6 +17,7 @@ fungrad ``Array`` lives there (``SingleDeviceSharding``).
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import threading
 from typing import Any, Sequence
@@ -33,7 +34,7 @@ from fungrad.tree_util import (keystr, tree_flatten_with_path, tree_leaves, tree
 __all__ = ["AxisType", "Mesh", "PartitionSpec", "P", "Sharding", "NamedSharding", "SingleDeviceSharding",
            "ShardedArray", "Shard", "make_mesh", "device_put", "device_get", "block_until_ready",
            "describe_shards", "AbstractMesh", "get_abstract_mesh", "get_mesh", "set_mesh",
-           "reshard"]
+           "reshard", "use_abstract_mesh", "auto_axes", "explicit_axes"]
 
 
 # ----------------------------------------------------------------------------
@@ -248,10 +249,33 @@ def get_mesh():
 
 def get_abstract_mesh() -> AbstractMesh:
     """The mesh that traced code runs under (``jax.sharding.get_abstract_mesh``):
-    the abstract mesh of the one ``set_mesh`` put in context, else the empty
-    one."""
+    the one ``use_abstract_mesh`` put in context, else the abstract mesh of the
+    one ``set_mesh`` put in context, else the empty one."""
+    abstract = getattr(_context, "abstract_mesh", None)
+    if abstract is not None:
+        return abstract
     mesh = get_mesh()
     return AbstractMesh((), ()) if mesh is None else mesh.abstract_mesh
+
+
+class use_abstract_mesh:
+    """``with jax.sharding.use_abstract_mesh(abstract_mesh):``: the mesh that
+    ``get_abstract_mesh`` reports inside the block (in this thread)."""
+    __slots__ = ("mesh", "previous")
+
+    def __init__(self, mesh: AbstractMesh):
+        if not isinstance(mesh, AbstractMesh):
+            raise ValueError(f"use_abstract_mesh: expected a jax.sharding.AbstractMesh, got "
+                             f"{type(mesh).__name__} (a Mesh's is mesh.abstract_mesh)")
+        self.mesh = mesh
+
+    def __enter__(self):
+        self.previous = getattr(_context, "abstract_mesh", None)
+        _context.abstract_mesh = self.mesh
+        return self.mesh
+
+    def __exit__(self, *exc):
+        _context.abstract_mesh = self.previous
 
 
 class set_mesh:
@@ -897,3 +921,44 @@ def describe_shards(x) -> str:
 
 
 _jitting.sharding_support = _JitShardingSupport()
+
+
+# ----------------------------------------------------------------------------
+# auto_axes / explicit_axes: JAX's switches between its Auto and Explicit axes
+# ----------------------------------------------------------------------------
+# In JAX they change how shardings are typed inside ``fun`` and reshard at the
+# edges.  fungrad keeps no shardings in types (see AxisType), so what remains
+# is the resharding at the edges, which is what the values depend on.
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """``jax.sharding.auto_axes``: ``f``'s result resharded to
+    ``out_sharding`` (given here or as a keyword argument of the call)."""
+    if f is None:
+        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        target = out_sharding if out_sharding is not None else kwargs.pop("out_sharding", None)
+        if target is None:
+            raise TypeError("auto_axes: missing required keyword argument: 'out_sharding'")
+        return reshard(f(*args, **kwargs), target)
+    return wrapped
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """``jax.sharding.explicit_axes``: ``f`` of its arguments resharded to
+    ``in_sharding`` (given here or as a keyword argument of the call); needs a
+    mesh in context (``jax.set_mesh``), as JAX's does."""
+    if f is None:
+        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        target = in_sharding if in_sharding is not None else kwargs.pop("in_sharding", None)
+        if target is None:
+            raise TypeError("explicit_axes: missing required keyword argument: 'in_sharding'")
+        if get_mesh() is None:
+            raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to "
+                             "enter into a mesh context when using `explicit_axes` API.")
+        return f(*reshard(args, target), **kwargs)
+    return wrapped

@@ -481,3 +481,29 @@ def test_pvary_and_pcast_change_the_type_not_the_value():
                           in_specs=P(), out_specs=P())(x)
     with pytest.raises(ValueError, match="to must be one of"):
         lax.pcast(x, "i", to="invariant")
+
+
+def test_auto_and_explicit_axes_reshard_at_the_edges():
+    from fungrad.sharding import (AbstractMesh, AxisType, auto_axes, explicit_axes,
+                                  get_abstract_mesh, set_mesh, use_abstract_mesh)
+    mesh = Mesh(np.array(simulated_devices(4)).reshape(2, 2), ("x", "y"))
+    x = np.arange(16.0).reshape(4, 4)
+    with set_mesh(mesh):
+        f = auto_axes(lambda a: a * 2, out_sharding=P("x", None))
+        out = f(x)
+        np.testing.assert_array_equal(fungrad.device_get(out), 2 * x)
+        assert out.sharding == NamedSharding(mesh, P("x", None))
+        g = auto_axes(lambda a: a + 1)
+        assert g(x, out_sharding=P(None, "y")).sharding == NamedSharding(mesh, P(None, "y"))
+        with pytest.raises(TypeError, match="missing required keyword argument: 'out_sharding'"):
+            g(x)
+        h = explicit_axes(lambda a: a.sum(0), in_sharding=P("y", None))
+        np.testing.assert_array_equal(fungrad.device_get(h(x)), x.sum(0))
+        abstract = AbstractMesh((2, 2), ("x", "y"), (AxisType.Explicit,) * 2)
+        with use_abstract_mesh(abstract):
+            assert get_abstract_mesh() == abstract
+        assert get_abstract_mesh() == mesh.abstract_mesh
+    with pytest.raises(ValueError, match="Context mesh cannot be empty"):
+        explicit_axes(lambda a: a, in_sharding=P("x"))(x)
+    with pytest.raises(ValueError, match="expected a jax.sharding.AbstractMesh"):
+        use_abstract_mesh(mesh)
