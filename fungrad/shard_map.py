@@ -361,7 +361,7 @@ def _spec_leaves(specs, treedef, what: str) -> list[PartitionSpec]:
     is_spec = lambda x: isinstance(x, PartitionSpec) or x is None
     leaves, spec_tree = tree_flatten(specs, is_leaf=is_spec)
     for leaf in leaves:
-        if not isinstance(leaf, PartitionSpec):
+        if not isinstance(leaf, PartitionSpec) and leaf is not None:
             raise TypeError(f"shard_map {what} must be a PartitionSpec (P(...)) or a pytree of "
                             f"them, got {leaf!r}; use P() for a replicated value")
     try:
@@ -371,7 +371,12 @@ def _spec_leaves(specs, treedef, what: str) -> list[PartitionSpec]:
                          f"{what}={specs!r} for structure {treedef}. ({err})") from None
     out = []
     for spec, sub in zip(leaves, subtrees):
-        out += [spec.normalized()] * len(tree_flatten(sub)[0])
+        n = len(tree_flatten(sub)[0])
+        if spec is None and n:      # (None: a part with no arrays, e.g. a None output)
+            raise TypeError(f"shard_map {what} must be a PartitionSpec (P(...)) or a pytree "
+                            f"of them, got None for a part holding {n} array(s); use P() "
+                            f"for a replicated value")
+        out += [spec.normalized()] * n if n else []
     return out
 
 

@@ -507,3 +507,13 @@ def test_auto_and_explicit_axes_reshard_at_the_edges():
         explicit_axes(lambda a: a, in_sharding=P("x"))(x)
     with pytest.raises(ValueError, match="expected a jax.sharding.AbstractMesh"):
         use_abstract_mesh(mesh)
+
+
+def test_none_specs_stand_for_parts_without_arrays():
+    mesh = mesh_1d(4, "i")
+    seen = []
+    f = fungrad.shard_map(lambda x, none: seen.append(x.shape), mesh=mesh,
+                          in_specs=(P(), None), out_specs=None)
+    assert f(np.arange(6.0), None) is None and seen == [(6,)]
+    with pytest.raises(TypeError, match="got None for a part holding 1 array"):
+        fungrad.shard_map(lambda x: x, mesh=mesh, in_specs=P(), out_specs=None)(np.ones(4))
