@@ -57,6 +57,12 @@ CASES = [
                            mesh=_MESH, in_specs=(P(), P("data")), out_specs=(P(), P())),
          lambda w, x: (x * w, np.mean(np.tanh(x @ w).reshape(2, -1), axis=0)),
          [Arg((3,)), Arg((4, 3))], prims=("shard_map", "all_gather", "psum")),
+    # pvary: the replicated value typed as varying, stacked by the out spec
+    Case("shard_map_pvary", fungrad.shard_map(lambda w: fnp.sin(lax.pvary(w, "data")) * 2.0,
+                                              mesh=_MESH, in_specs=P(), out_specs=P("data")),
+         lambda w: np.tile(np.sin(w) * 2.0, 2), [Arg((3,))], prims=("shard_map", "pvary")),
+    Case("pvary_named", _named(lambda v: lax.pcast(v, "i", to="varying") * v),
+         lambda x: x * x, [Arg((3, 2))], prims=("pvary",)),
     Case("psum_scatter", _named(lambda v: lax.psum_scatter(v, "i")),
          lambda x: np.sum(x, axis=0), [Arg((3, 3, 2))], prims=("psum_scatter",)),
     Case("psum_scatter_tiled", _named(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1,
