@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import unittest
 
-import fungrad
+from fungrad.distributed.cluster import devices as _devices
+from fungrad.sharding import make_mesh
 from fungrad.test_util import check_grads, check_jvp, check_vjp, numerical_jvp  # noqa: F401
 
 __all__ = ["create_mesh", "check_grads", "check_jvp", "check_vjp", "numerical_jvp"]
@@ -26,9 +27,9 @@ def create_mesh(mesh_shape, axis_names, iota_order: bool = False, axis_types=Non
             "create_mesh: fungrad's meshes have no axis types (every axis behaves as JAX's "
             "AxisType.Auto); call it without axis_types")
     size = math.prod(mesh_shape)
-    devices = fungrad.devices()
+    devices = _devices()
     if len(devices) < size:
         raise unittest.SkipTest(f"Test requires {size} global devices and found "
                                 f"{len(devices)}.")
     devices = sorted(devices, key=lambda d: d.id)[:size] if iota_order else devices[:size]
-    return fungrad.make_mesh(tuple(mesh_shape), tuple(axis_names), devices=devices)
+    return make_mesh(tuple(mesh_shape), tuple(axis_names), devices=devices)
