@@ -46,11 +46,12 @@ import numpy as np
 
 from fungrad._dtype_classes import is_small, kind as dtype_kind
 from fungrad import core
-from fungrad.core import ClosedJaxpr, Jaxpr, Literal, Var
+from fungrad.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from fungrad.interpreters.codegen import (_Names, _check_names, _check_params, _emit_jaxpr,
                                           _lower_eqn, _tuple_source, compile_scalar_or_numpy,
                                           compile_source, literal_source, part_interfaces)
 from fungrad.interpreters.lowering import Call, render
+from fungrad.interpreters import numba_fusion
 from fungrad.interpreters.passes import optimize
 
 __all__ = ["compiled", "lower", "NumbaCompiled", "NumbaBlock", "UFUNC_KINDS", "MIN_SEGMENT"]
@@ -212,27 +213,35 @@ def emit_eqn(block: NumbaBlock, eqn) -> None:
 
 
 # ----------------------------------------------------------------------------
-# Fusion: runs of elementwise equations of one shape as one loop
+# Fusion: elementwise equations and reductions as loop nests (numba_fusion)
 # ----------------------------------------------------------------------------
 
-def _elementwise_shape(eqn):
-    """The shape of an elementwise equation's output, if it can join a fused
-    loop (every array operand of that shape), else None."""
+def _scalar_source(eqn, args) -> str:
+    """An elementwise equation's form on scalars (inside a loop nest)."""
+    in_avals = [ShapedArray((), a.aval.dtype) for a in eqn.inputs]
+    return _source(eqn, args, in_avals, [ShapedArray((), eqn.outvars[0].aval.dtype)])
+
+
+def _fusable(eqn, elementwise: bool) -> bool:
+    """Whether ``eqn`` compiles (and, if ``elementwise``, has a scalar form)."""
     prim = eqn.primitive
-    if prim.multiple_results or prim.numba_block is not None:
-        return None
-    if not (prim.numba_elementwise or (prim.numba_lowering is None and prim.lowering)):
-        return None
-    shape = eqn.outvars[0].aval.shape
-    if shape == () or any(a.aval.shape not in ((), shape) for a in eqn.inputs):
-        return None
-    return shape
+    try:
+        _check_eqn(eqn)
+        if elementwise:
+            if prim.multiple_results or prim.numba_block is not None or not (
+                    prim.numba_elementwise or (prim.numba_lowering is None and prim.lowering)):
+                return False
+            _scalar_source(eqn, [f"a{k}" for k in range(len(eqn.inputs))])
+    except NotCompilable:
+        return False
+    return True
 
 
 def emit_eqns(block: NumbaBlock, eqns, live_after) -> None:
-    """Emit ``eqns``; consecutive elementwise equations of one output shape go
-    into one loop over the elements (``_emit_fused``); ``live_after`` are the
-    variables read after them (later code, outputs)."""
+    """Emit ``eqns``; runs of elementwise equations (operands broadcasting
+    NumPy's way) and reductions of their values become loop nests
+    (``numba_fusion``); ``live_after`` are the variables read after them
+    (later code, outputs)."""
     eqns = list(eqns)
     reads_after = [set() for _ in eqns]
     later = {v for v in live_after if isinstance(v, Var)}
@@ -241,67 +250,14 @@ def emit_eqns(block: NumbaBlock, eqns, live_after) -> None:
         later.update(a for a in eqns[k].inputs if isinstance(a, Var))
     k = 0
     while k < len(eqns):
-        shape = _elementwise_shape(eqns[k])
-        end = k
-        while end < len(eqns) and shape is not None and _elementwise_shape(eqns[end]) == shape:
-            end += 1
-        if end - k >= 1 and shape is not None:
-            group = eqns[k:end]
-            for eqn in group:
-                _check_eqn(eqn)
-            _emit_fused(block, group, shape, reads_after[end - 1])
-            k = end
-        else:
+        planned = numba_fusion.plan_nest(eqns, k, _fusable)
+        if planned is None:
             emit_eqn(block, eqns[k])
             k += 1
-
-
-def _emit_fused(block: NumbaBlock, group, shape, live_after) -> None:
-    """One loop over the elements of ``shape``: each array read is indexed
-    through a flat view, each value is a scalar local, each result read
-    after the loop is written into a new array (one pass, no temporaries)."""
-    from fungrad.core import ShapedArray
-    names = block.names
-    defined = {v for eqn in group for v in eqn.outvars}
-    size = int(np.prod(shape, dtype=np.int64))
-    i = names.new(Var(ShapedArray((), np.int64)))
-    inputs = {}
-    for eqn in group:
-        for a in eqn.inputs:
-            if isinstance(a, Var) and a not in defined and a.aval.shape == shape:
-                inputs[a] = None
-    for eqn in group:
-        for v in eqn.outvars:
-            names.new(v)
-    outputs = [v for eqn in group for v in eqn.outvars if v in live_after]
-
-    def local(v, suffix):       # (a name: x_f, x_s; for an expression such as a[i], a new one)
-        name = names(v)
-        return f"{name}{suffix}" if name.isidentifier() else names.new(Var(v.aval))
-    flat = {v: local(v, "_f") for v in list(inputs) + outputs}
-    scalar = {v: local(v, "_s") for v in list(inputs) + [w for e in group for w in e.outvars]}
-    for a in inputs:
-        block.line(f"{flat[a]} = np.ascontiguousarray({names(a)}).ravel()")
-    for v in outputs:
-        block.line(f"{flat[v]} = np.empty({size}, {_type(v.aval.dtype)})")
-    block.line(f"for {i} in range({size}):")
-    for a in inputs:
-        block.line(f"{scalar[a]} = {flat[a]}[{i}]", "    ")
-    for eqn in group:
-        args = [scalar[a] if isinstance(a, Var) and a in scalar else block.atom(a)
-                for a in eqn.inputs]
-        in_avals = [ShapedArray((), a.aval.dtype) for a in eqn.inputs]
-        out = eqn.outvars[0]
-        text = _source(eqn, args, in_avals, [ShapedArray((), out.aval.dtype)])
-        block.line(f"{scalar[out]} = {text}", "    ")
-    for v in outputs:
-        block.line(f"{flat[v]}[{i}] = {scalar[v]}", "    ")
-    for v in outputs:
-        block.line(f"{names(v)} = {flat[v]}.reshape({tuple(int(d) for d in shape)!r})")
-
-
-def _type(dtype) -> str:
-    return "np.bool_" if dtype_kind(dtype) == "b" else f"np.{dtype.name}"
+            continue
+        nest, end = planned
+        numba_fusion.emit_nest(block, nest, reads_after[end - 1], _scalar_source)
+        k = end
 
 
 # ----------------------------------------------------------------------------
@@ -323,7 +279,8 @@ def _runs(jaxpr: Jaxpr, names: _Names) -> list:
     for eqn in jaxpr.eqns:
         lines, consts = [], {}
         try:
-            emit_eqn(NumbaBlock(names, lines, "    ", consts), eqn)
+            # (as a nest of its own where it is one: a reduction over some axes)
+            emit_eqns(NumbaBlock(names, lines, "    ", consts), [eqn], set(eqn.outvars))
             ok = True
         except NotCompilable:
             ok = False
