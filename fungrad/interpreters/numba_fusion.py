@@ -272,18 +272,47 @@ class _Emitter:
         self.loops = [self.names.new(Var(ShapedArray((), np.int64))) for _ in nest.shape]
         self.local, self.loaded, self.arrays = {}, {}, {}
         self.live = {v for eqn, _, _ in nest.items for v in eqn.outvars if v in live_after}
+        self.defining = {eqn.outvars[0]: (eqn, role, dims) for eqn, role, dims in nest.items}
+        self.recomputed = {}
         self.crossing = self._crossing()
 
     def _crossing(self) -> set:
-        """Inner values read in a later phase than their own (kept in arrays)."""
+        """Inner values read in a later phase than their own, kept in arrays
+        unless recomputing them there is cheaper (``_recomputable``)."""
         found = set()
         for eqn, _, _ in self.nest.items:
             at = self.place[eqn]
             for a in eqn.inputs:
                 if isinstance(a, Var) and self.place.get(a, ("outer", 0))[0] == "inner" \
-                        and self.place[a][1] < at[1]:
+                        and self.place[a][1] < at[1] and not self._recomputable(a):
                     found.add(a)
         return found
+
+    def _recomputable(self, v, budget=None) -> bool:
+        """A short chain of cheap equations (no transcendental calls) from arrays
+        and row values: recomputed in a later phase, not written and read back
+        (a pass over memory, and fresh pages, saved)."""
+        budget = [4] if budget is None else budget
+        if v in self.live or v not in self.defining:
+            return False
+        eqn, role, _ = self.defining[v]
+        budget[0] -= 1
+        if role not in ("map", "view") or budget[0] < 0 or _calls(eqn):
+            return False
+        return all(not isinstance(a, Var) or a not in self.defining
+                   or self.place[a][0] == "outer" or self._recomputable(a, budget)
+                   for a in eqn.inputs)
+
+    def _recompute(self, v, where) -> str:
+        """``v``'s scalar computed again at ``where`` (see ``_recomputable``)."""
+        if (v, where) not in self.recomputed:
+            eqn, role, in_dims = self.defining[v]
+            args = [self.operand(a, d, where) for a, d in zip(eqn.inputs, in_dims)]
+            text = args[0] if role == "view" else self.scalar_source(eqn, args)
+            name = self.names.new(Var(ShapedArray((), v.aval.dtype)))
+            self._list(where).append(f"{name} = {text}")
+            self.recomputed[v, where] = name
+        return self.recomputed[v, where]
 
     # -- where lines go ------------------------------------------------------
 
@@ -321,6 +350,8 @@ class _Emitter:
             return self.local.get(a) or self.block.atom(a)
         if a in self.local and (self.place[a][0] == "outer" or self.place[a] == where):
             return self.local[a]
+        if a in self.defining and a not in self.crossing:
+            return self._recompute(a, where)
         inner = any(d is not None and d >= self.p for d in dims)
         key = (a, dims, where if inner else None)
         if key not in self.loaded:
@@ -404,6 +435,18 @@ class _Emitter:
         if out and out[-1].endswith(":"):      # (nothing depends on the innermost loop)
             out.append(pad + "pass")
         return out
+
+
+def _calls(eqn) -> bool:
+    """Whether an equation's scalar form calls a function (exp, tanh, ...)."""
+    prim = eqn.primitive
+    return not (prim.numba_lowering is None and prim.name in _CHEAP
+                or getattr(prim, "numba_axis_map", None) is not None)
+
+
+# (arithmetic and comparisons: an instruction or two, cheaper than a memory pass)
+_CHEAP = frozenset({"add", "sub", "mul", "neg", "max", "min", "abs", "eq", "ne", "lt", "le",
+                    "gt", "ge", "and", "or", "not", "square", "sign"})
 
 
 def _shape(v) -> str:
