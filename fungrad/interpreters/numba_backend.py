@@ -47,7 +47,7 @@ import numpy as np
 from fungrad._dtype_classes import is_small, kind as dtype_kind
 from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
-from fungrad.interpreters.codegen import (_Names, _check_names, _check_params, _emit_jaxpr,
+from fungrad.interpreters.codegen import (_REUSE_MIN_SIZE, _Names, _check_names, _check_params, _emit_jaxpr,
                                           _lower_eqn, _tuple_source, compile_scalar_or_numpy,
                                           compile_source, literal_source, part_interfaces)
 from fungrad.interpreters.lowering import Call, render
@@ -347,10 +347,12 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
     prog = _Program()
     prog.consts = names.consts        # (one table: the names _b0, _b1, ... stay unique)
     prog.driver.append(f"def {name}({', '.join(params)}):")
+    top_outs = [v for v in jaxpr.outvars if isinstance(v, Var)]
+    needed_after = _needed_after(ins, top_outs)
     for k, run in enumerate(runs):
         if not run.compiled:
             prog.driver.append("    # NumPy")
-            _emit_numpy(run.eqns, names, prog.driver)
+            _emit_numpy(run.eqns, names, prog.driver, needed_after[k])
             continue
         seg = f"_seg{len(prog.segments)}"
         seg_params = [names(v) for v in ins[k]] + list(run.consts)
@@ -363,7 +365,8 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
         target = _tuple_source([names(v) for v in outs[k]])
         prog.driver.append(f"    {target} = {seg}({', '.join(args)})  # compiled by numba"
                            if outs[k] else f"    {seg}({', '.join(args)})")
-        read_later = {v for later in ins[k + 1:] for v in later}
+        read_later = needed_after[k]
+        _delete_dead(prog.driver, names, [v for v in ins[k] if v not in read_later])
         for v in outs[k]:
             # numba returns Python scalars: NumPy scalars of their dtype again,
             # unless only returned and of a dtype jit's output wrapping keeps
@@ -387,10 +390,33 @@ def _primitive_names(eqns) -> set:
     return found
 
 
-def _emit_numpy(eqns, names, lines, indent="    "):
-    """The NumPy backend's lines for ``eqns`` (no buffer reuse: values cross
-    into compiled segments, which must not see them overwritten)."""
-    _emit_jaxpr(Jaxpr([], [], eqns, []), names, lines, False, indent)
+def _needed_after(ins, top_outs) -> list:
+    """For each run: the variables read by a later run or returned."""
+    needed, later = [], set(top_outs)
+    for run_ins in reversed(ins):
+        needed.append(set(later))
+        later.update(run_ins)
+    return needed[::-1]
+
+
+def _delete_dead(lines, names, dead):
+    """Drop the driver's references to large arrays no later code reads, as the
+    NumPy backend does: the allocator reuses their memory (else every call
+    touches fresh pages, and page faults cost more than the arithmetic)."""
+    dead = sorted({names(v) for v in dead if v.aval.size >= _REUSE_MIN_SIZE})
+    if dead:
+        lines.append(f"    del {', '.join(dead)}")
+
+
+def _emit_numpy(eqns, names, lines, needed_after=None, indent="    "):
+    """The NumPy backend's lines for ``eqns``; with ``needed_after`` (the values
+    later code reads), its buffer reuse too: an array a ufunc of this run made
+    and nothing later reads is no segment's input or output (the twins, called
+    with a segment's arguments, reuse nothing)."""
+    seen = {v for eqn in eqns for v in list(eqn.inputs) + list(eqn.outvars)
+            if isinstance(v, Var)}
+    outs = sorted(seen & (needed_after or set()), key=lambda v: v.id)
+    _emit_jaxpr(Jaxpr([], [], eqns, outs), names, lines, needed_after is not None, indent)
 
 
 def _numpy_twin(seg, run, ins, outs, names, prog) -> str:

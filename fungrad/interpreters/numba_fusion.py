@@ -124,7 +124,7 @@ def _reduction_role(nest, eqn):
     trailing = nest.n - len(axes)
     if axes == tuple(range(trailing, nest.n)) and nest.p in (None, trailing):
         return "reduce"
-    return "accumulate"
+    return "accumulate" if trailing > 0 else None     # (into an array of at least one axis)
 
 
 def _join(nest, eqn, fusable) -> bool:
