@@ -245,3 +245,14 @@ def test_cnn_step_equals_numpy_backend():
     params, x, onehot = mw.cnn_setup(batch=2)
     _both_backends(lambda p: mw._cnn_loss(fnp, fungrad.lax, fungrad.lax.stop_gradient, p, x,
                                           onehot), params)
+
+
+def test_large_top_level_tanh_is_a_numpy_call():
+    """NumPy's SIMD tanh/exp beat numba's per-element C calls on large arrays
+    (numba_backend.NUMPY_FASTER): the nest stops there and the driver calls NumPy."""
+    f = lambda x: fnp.tanh(x * 2.0) * x + 1.0
+    x = np.linspace(-3.0, 3.0, numba_backend.NUMPY_FASTER_SIZE)
+    source = numba_jit(f).lower(x).source()
+    driver = source[source.index("\ndef fn("):]
+    assert "np.tanh(" in driver and "np.tanh(" not in source[:source.index("\ndef fn(")]
+    _close(numba_jit(f)(x), f(x), "tanh between segments")
