@@ -25,11 +25,13 @@ What compiles is data on each primitive (next to its other rules):
 
 Inside a segment a value of shape ``()`` is a numba scalar (the driver passes
 ``x[()]`` and turns scalar results back into NumPy scalars of their dtype).
-Consecutive elementwise equations of one output shape (ufuncs, and rules
-marked ``numba_elementwise``, called with scalar avals there) become one
-loop over the elements with scalar locals: one pass over memory, and one
-small loop for LLVM instead of one compiled kernel per array expression.
-Loops, reductions, dots and reshapes are array code between such loops.
+Consecutive elementwise equations (ufuncs, and rules marked
+``numba_elementwise``, called with scalar avals there; operands broadcasting
+NumPy's way), the views and the reductions of their values become one loop
+nest with scalar locals (``numba_fusion``): one pass over memory, no
+broadcast copies, reductions in registers.  Loops, dots and other reshapes
+are array code between nests; large top-level ``tanh``/``exp`` stay NumPy
+calls (``NUMPY_FASTER``).
 A run of fewer than ``MIN_SEGMENT`` equations without a loop stays NumPy
 (a numba call costs more than it saves).  A segment numba cannot
 compile (or that fails on its first call) runs its NumPy twin instead, with
