@@ -242,7 +242,7 @@ def _schedule(nest):
         at = 0
         for a in eqn.inputs:
             if isinstance(a, Var) and a in place:
-                kind, k = place[a]
+                _, k = place[a]
                 at = max(at, k)
         out = eqn.outvars[0]
         if role == "reduce":
