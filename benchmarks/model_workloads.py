@@ -132,6 +132,12 @@ def cnn_loss_and_grad_numpy(params, x, onehot):
     return loss, [dw1, db1, dw2, db2, dw3, db3]
 
 
+def _numba_column(impls, fn, params, expected):
+    """The compiled backend's column, "fungrad jit (numba)" (workloads.numba_impl)."""
+    from benchmarks.workloads import numba_impl     # (workloads imports this module)
+    numba_impl(impls, fn, params, expected=expected)
+
+
 def make_cnn_grad():
     params, x, onehot = cnn_setup()
     loss = lambda p: _cnn_loss(fnp, flax, fungrad.lax.stop_gradient, p, x, onehot)
@@ -142,6 +148,7 @@ def make_cnn_grad():
         "fungrad jit": (lambda g=fungrad.jit(fungrad.value_and_grad(loss)): g(params)),
     }
     impls = {name: peers.verified(name, fn, expected) for name, fn in impls.items()}
+    _numba_column(impls, fungrad.value_and_grad(loss), params, expected)
     impls.update(cnn_peer_impls(params, x, onehot, expected))
     return ("CNN step: conv16-pool-conv32-pool-dense10 loss+grad (batch 32, 28x28, NHWC)",
             impls)
@@ -315,6 +322,7 @@ def _transformer_impls(attend_fungrad, attend_of_jax, params, x, target, expecte
         "fungrad jit": (lambda g=fungrad.jit(fungrad.value_and_grad(loss)): g(params)),
     }
     impls = {name: peers.verified(name, fn, expected) for name, fn in impls.items()}
+    _numba_column(impls, fungrad.value_and_grad(loss), params, expected)
     if autograd and attend_fungrad is None:
         aloss = lambda p: _transformer_loss(anp, lambda a: a, p, x, target)
         impls["autograd"] = peers.verified(

@@ -145,6 +145,9 @@ def _reduce_numba(fn, nonempty=False):
 
 
 reduce_sum_p.numba_lowering = _reduce_numba("sum")
+# in a fused loop nest (interpreters/numba_fusion.py, floats): an accumulator's
+# identity and its update by one element
+reduce_sum_p.numba_reduction = ("0", "{acc} + {x}")
 
 
 def reduce_sum(operand, axes):
@@ -219,6 +222,8 @@ _chooser_jvp(reduce_max_p)
 batching.reducer_batcher(reduce_max_p)
 def_lowering(reduce_max_p, _chooser_lowering("max", _max_identity))
 reduce_max_p.numba_lowering = _reduce_numba("max", nonempty=True)
+# (NaN wins, as in np.max: once the accumulator is NaN no comparison replaces it)
+reduce_max_p.numba_reduction = ("-np.inf", "({x} if {x} > {acc} or {x} != {x} else {acc})")
 
 reduce_min_p = Primitive("reduce_min")
 reduce_min_p.weak_type_rule = strip_weak_type_rule
@@ -229,6 +234,7 @@ _chooser_jvp(reduce_min_p)
 batching.reducer_batcher(reduce_min_p)
 def_lowering(reduce_min_p, _chooser_lowering("min", _min_identity))
 reduce_min_p.numba_lowering = _reduce_numba("min", nonempty=True)
+reduce_min_p.numba_reduction = ("np.inf", "({x} if {x} < {acc} or {x} != {x} else {acc})")
 
 
 def reduce_max(operand, axes):

@@ -107,6 +107,24 @@ def _numba_reshape(x, aval, shape) -> str:
 
 broadcast_in_dim_p.numba_lowering = _broadcast_in_dim_numba
 broadcast_in_dim_p.numba_elementwise = True    # (of a scalar: joins a fused loop)
+# in a fused loop nest (interpreters/numba_fusion.py) a broadcast, a reshape that
+# only adds or drops size-1 axes and a transpose are reads through another index:
+# operand axis -> result axis
+broadcast_in_dim_p.numba_axis_map = (
+    lambda in_aval, out_aval, shape, broadcast_dimensions, **_: tuple(broadcast_dimensions))
+
+
+def _size1_axis_map(in_aval, out_aval, **_):
+    """Operand axis -> result axis of a reshape that only adds or drops axes of
+    size 1 (None for the dropped ones), or None for any other reshape."""
+    kept = [j for j, d in enumerate(in_aval.shape) if d != 1]
+    placed = [k for k, d in enumerate(out_aval.shape) if d != 1]
+    if [in_aval.shape[j] for j in kept] != [out_aval.shape[k] for k in placed]:
+        return None
+    axis_map = [None] * len(in_aval.shape)
+    for j, k in zip(kept, placed):
+        axis_map[j] = k
+    return tuple(axis_map)
 
 
 def _new_axes(shape, broadcast_dimensions):
@@ -168,6 +186,7 @@ reshape_p.forwards_when = lambda params: True
 def_lowering(reshape_p, lambda a, new_sizes: call(np.reshape, a[0], new_sizes))
 reshape_p.numba_lowering = lambda a, in_avals, out_avals, new_sizes: _numba_reshape(
     a[0], in_avals[0], out_avals[0].shape)
+reshape_p.numba_axis_map = _size1_axis_map
 
 
 def reshape(operand, new_sizes, dimensions=None):
@@ -210,6 +229,8 @@ transpose_p.forwards_when = lambda params: tuple(params["permutation"]) == tuple
 def_lowering(transpose_p, lambda a, permutation: call(np.transpose, a[0], permutation))
 transpose_p.numba_lowering = lambda a, in_avals, out_avals, permutation: (
     a[0] if len(permutation) < 2 else f"{a[0]}.transpose({value_source(tuple(permutation))})")
+transpose_p.numba_axis_map = lambda in_aval, out_aval, permutation: tuple(
+    int(k) for k in np.argsort(permutation))
 
 
 def transpose(operand, permutation):
@@ -281,6 +302,7 @@ _shift_dims_batch(squeeze_p, "dimensions")
 def_lowering(squeeze_p, lambda a, dimensions: call(np.squeeze, a[0], axis=dimensions))
 squeeze_p.numba_lowering = lambda a, in_avals, out_avals, dimensions: _numba_reshape(
     a[0], in_avals[0], out_avals[0].shape)
+squeeze_p.numba_axis_map = _size1_axis_map
 squeeze_p.forwards_when = lambda params: True
 
 

@@ -1,0 +1,258 @@
+"""Loop nests of the compiled backend (``interpreters/numba_fusion.py``):
+elementwise chains whose operands broadcast, and reductions fused with their
+producers and consumers, against eager fungrad (properties: shapes with
+size-1, empty and missing axes, 0-d, NaN/inf, non-contiguous and
+negative-stride inputs, integer and bool dtypes, keepdims), what the nests
+look like, and the model workloads of issue 24 against the NumPy backend.
+Skipped only when numba is not installed.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+numba = pytest.importorskip("numba")
+
+import fungrad  # noqa: E402
+import fungrad.numpy as fnp  # noqa: E402
+from fungrad.interpreters import numba_backend  # noqa: E402
+from tests.test_numba_backend import _close  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _in_memory(monkeypatch):
+    monkeypatch.setenv("FUNGRAD_NUMBA_CACHE_DIR", "")
+
+
+def numba_jit(f):
+    return fungrad.jit(f, backend="numba")
+
+
+def _close_reduced(got, want, terms, what):
+    """Reductions add in another order than NumPy's pairwise sums: within
+    ``terms`` ulps of the largest magnitude; NaN and infinities where they are."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    eps = np.finfo(got.dtype).eps
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=what)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)],
+                                  want[~finite & ~np.isnan(want)], err_msg=what)
+    scale = np.max(np.abs(want[finite]), initial=1.0)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=4 * terms * eps,
+                               atol=4 * terms * eps * scale, err_msg=what)
+
+
+# ----------------------------------------------------------------------------
+# Inputs: values, special values, memory layouts
+# ----------------------------------------------------------------------------
+
+def _values(rng, shape, dtype, specials):
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if np.dtype(dtype).kind == "i":
+        return rng.integers(-50, 50, size=shape).astype(dtype)
+    x = rng.normal(size=shape).astype(dtype)
+    if specials and x.size:
+        flat = x.reshape(-1)
+        picks = rng.integers(0, x.size, size=min(3, x.size))
+        flat[picks] = rng.choice([np.nan, np.inf, -np.inf], size=len(picks))
+    return x
+
+
+def _laid_out(x, layout):
+    """``x``'s values in another memory layout (the nest reads any strides)."""
+    if x.ndim == 0 or layout == "c":
+        return x
+    if layout == "reversed":                       # negative strides
+        return np.flip(np.flip(x).copy())
+    if layout == "fortran":
+        return np.asfortranarray(x)
+    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)   # a step of 2
+    wide[..., ::2] = x
+    return wide[..., ::2]
+
+
+@st.composite
+def _broadcast_operands(draw, dtypes):
+    """An output shape and three operands broadcasting to it NumPy's way
+    (leading axes dropped, axes of size 1)."""
+    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=0, max_size=4)))
+    dtype = draw(st.sampled_from(dtypes))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    specials = draw(st.booleans())
+    layout = draw(st.sampled_from(["c", "reversed", "fortran", "strided"]))
+    operands = []
+    for k in range(3):
+        dropped = draw(st.integers(0, len(shape))) if k else 0   # (one has the full rank)
+        own = tuple(1 if draw(st.booleans()) and k else d for d in shape[dropped:])
+        operands.append(_laid_out(_values(rng, own, dtype, specials), layout))
+    return operands
+
+
+# ----------------------------------------------------------------------------
+# Broadcasting chains
+# ----------------------------------------------------------------------------
+
+def _float_chain(a, b, c):
+    t = fnp.where(a > b, a * b - c, fnp.maximum(a, c) + 1.0)
+    return t * fnp.exp(-fnp.abs(c)) + fnp.tanh(b), t - a
+
+
+def _int_chain(a, b, c):
+    return fnp.where(a > b, a * b - c, fnp.maximum(a, c) + 1), fnp.minimum(a, b) * 3
+
+
+def _bool_chain(a, b, c):
+    return (a & b) | ~c, fnp.where(c, a, b) ^ a
+
+
+@settings(max_examples=12)
+@given(_broadcast_operands([np.float64, np.float32]))
+def test_broadcasting_float_chain_equals_eager(operands):
+    with np.errstate(all="ignore"):
+        want = _float_chain(*operands)
+        got = numba_jit(_float_chain)(*operands)
+    for k, (g, w) in enumerate(zip(got, want)):
+        _close(g, w, f"output {k}")
+
+
+@settings(max_examples=8)
+@given(_broadcast_operands([np.int32, np.int64]))
+def test_broadcasting_integer_chain_equals_eager(operands):
+    for g, w in zip(numba_jit(_int_chain)(*operands), _int_chain(*operands)):
+        _close(g, w, "int chain")
+
+
+@settings(max_examples=6)
+@given(_broadcast_operands([np.bool_]))
+def test_broadcasting_bool_chain_equals_eager(operands):
+    for g, w in zip(numba_jit(_bool_chain)(*operands), _bool_chain(*operands)):
+        _close(g, w, "bool chain")
+
+
+def test_zero_d_operands_and_results():
+    f = lambda a, b: (a * b + fnp.sin(a), fnp.sum(a * b))
+    a, b = np.float64(0.5), np.array([[1.0, -2.0, np.nan]])
+    for g, w in zip(numba_jit(f)(a, b), f(a, b)):
+        _close(g, w, "0-d")
+    g = lambda a: fnp.exp(a) * 2.0 - a
+    _close(numba_jit(g)(np.array(1.5)), g(np.array(1.5)), "0-d chain")
+
+
+# ----------------------------------------------------------------------------
+# Reductions fused with their producers and consumers
+# ----------------------------------------------------------------------------
+
+def _softmax(x):
+    e = fnp.exp(x - fungrad.lax.stop_gradient(fnp.max(x, axis=-1, keepdims=True)))
+    return e / fnp.sum(e, axis=-1, keepdims=True)
+
+
+def _layer_norm(x):
+    xc = x - fnp.mean(x, axis=-1, keepdims=True)
+    return xc / fnp.sqrt(fnp.mean(xc * xc, axis=-1, keepdims=True) + 1e-5)
+
+
+REDUCTIONS = {
+    "softmax": _softmax,
+    "layer norm": _layer_norm,
+    "leading sum": lambda x: fnp.sum(x * 2.0 + 1.0, axis=0),
+    "sum keepdims": lambda x: fnp.sum(fnp.abs(x), axis=-1, keepdims=True) * x,
+    "total": lambda x: fnp.sum(x * x),
+    "max": lambda x: fnp.max(x * 3.0, axis=-1),
+    "min keepdims": lambda x: x - fnp.min(x, axis=0, keepdims=True),
+    "middle max": lambda x: fnp.max(fnp.tanh(x), axis=(0,) if x.ndim < 3 else (1,)),
+}
+
+
+@settings(max_examples=20)
+@given(st.sampled_from(sorted(REDUCTIONS)),
+       st.lists(st.integers(0, 5), min_size=1, max_size=3).map(tuple),
+       st.sampled_from([np.float64, np.float32]), st.integers(0, 2**32 - 1),
+       st.booleans(), st.sampled_from(["c", "reversed", "fortran", "strided"]))
+def test_fused_reductions_equal_eager(name, shape, dtype, seed, specials, layout):
+    f = REDUCTIONS[name]
+    if 0 in shape and name in ("max", "min keepdims", "middle max", "softmax"):
+        shape = tuple(d or 1 for d in shape)     # (max/min of nothing is an error)
+    x = _laid_out(_values(np.random.default_rng(seed), shape, dtype, specials), layout)
+    with np.errstate(all="ignore"):
+        want = f(x)
+        got = numba_jit(f)(x)
+    _close_reduced(got, want, max(x.size, 1), f"{name} of {shape} {np.dtype(dtype).name}")
+
+
+def test_max_propagates_nan_wherever_it_is():
+    f = lambda x: fnp.max(x + 0.0, axis=-1)
+    x = np.array([[np.nan, 1.0, 2.0], [1.0, np.nan, 0.5], [1.0, 2.0, np.nan],
+                  [-np.inf, -np.inf, -np.inf]])
+    _close(numba_jit(f)(x), f(x), "max with NaN")
+
+
+# ----------------------------------------------------------------------------
+# What the nests look like
+# ----------------------------------------------------------------------------
+
+def _segments(f, *args) -> str:
+    source = numba_jit(f).lower(*args).source()
+    return source[:source.index("\ndef fn(")]
+
+
+def test_softmax_is_one_nest_without_temporaries():
+    """max, subtract, exp, sum and divide: one segment, loops over the rows with
+    the row's reductions in registers: no array calls, broadcasts or copies."""
+    src = _segments(_softmax, np.ones((3, 4, 5)))
+    assert src.count("@numba.njit") == 1
+    for array_code in ("np.sum(", "np.max(", "np.broadcast_to", "np.where", "ascontiguousarray",
+                       "np.full("):
+        assert array_code not in src, array_code
+    # the result, and the exponentials, kept for the divide (not computed twice)
+    assert src.count("np.empty(") == 2
+
+
+def test_broadcast_operands_are_read_in_place():
+    src = _segments(lambda a, b: fnp.exp(a - b) * 2.0, np.ones((4, 5)), np.ones((4, 1)))
+    assert "np.broadcast_to" not in src and "ascontiguousarray" not in src
+    assert "[" in src and ", 0]" in src           # b read as b[i, 0]
+
+
+def test_integer_pow_multiplies_in_compiled_code():
+    src = _segments(lambda x: fnp.tanh(x ** 3 + x ** -2), np.ones(4))
+    assert "np.power" not in src
+
+
+# ----------------------------------------------------------------------------
+# The model workloads (issue 24), small: the compiled backend against jit
+# ----------------------------------------------------------------------------
+
+def _both_backends(loss, params):
+    vg = fungrad.value_and_grad(loss)
+    got, want = numba_jit(vg)(params), fungrad.jit(vg)(params)
+    for g, w in zip(fungrad.tree_util.tree_leaves(got), fungrad.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10, atol=1e-12)
+
+
+def test_transformer_block_equals_numpy_backend():
+    from benchmarks import model_workloads as mw
+    params, x, target = mw.transformer_setup(batch=2, seq=8, width=16)
+    _both_backends(lambda p: mw._transformer_loss(fnp, fungrad.lax.stop_gradient, p, x,
+                                                  target), params)
+
+
+def test_cnn_step_equals_numpy_backend():
+    from benchmarks import model_workloads as mw
+    params, x, onehot = mw.cnn_setup(batch=2)
+    _both_backends(lambda p: mw._cnn_loss(fnp, fungrad.lax, fungrad.lax.stop_gradient, p, x,
+                                          onehot), params)
+
+
+def test_large_top_level_tanh_is_a_numpy_call():
+    """NumPy's SIMD tanh/exp beat numba's per-element C calls on large arrays
+    (numba_backend.NUMPY_FASTER): the nest stops there and the driver calls NumPy."""
+    f = lambda x: fnp.tanh(x * 2.0) * x + 1.0
+    x = np.linspace(-3.0, 3.0, numba_backend.NUMPY_FASTER_SIZE)
+    source = numba_jit(f).lower(x).source()
+    driver = source[source.index("\ndef fn("):]
+    assert "np.tanh(" in driver and "np.tanh(" not in source[:source.index("\ndef fn(")]
+    _close(numba_jit(f)(x), f(x), "tanh between segments")
