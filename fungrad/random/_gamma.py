@@ -117,15 +117,12 @@ def _marsaglia_tsang(keys, alpha, dtype, log_space):
     boost = alpha >= one
     alpha_boosted = fnp.where(boost, alpha, alpha + one)
     d = alpha_boosted - np.asarray(1 / 3, dtype)
-    # XLA rewrites JAX's (1/3) / sqrt(d) as (1/3) rsqrt(d), and its float64
-    # rsqrt is 1 / sqrt: one rounding more (float32 keeps the quotient's)
-    if np.dtype(dtype) == np.float64:
-        c = np.asarray(1 / 3, dtype) * (one / fnp.sqrt(d))
-    else:
-        c = np.asarray(1 / 3, dtype) / fnp.sqrt(d)
+    fns = _transcendentals(get_aval(alpha).shape)
+    # XLA rewrites JAX's (1/3) / sqrt(d) as (1/3) rsqrt(d), rsqrt being the
+    # CPU's estimate refined by Newton steps (xla_cpu_math.rsqrt)
+    c = np.asarray(1 / 3, dtype) * fns.rsqrt(d)
     first = _split_raw(keys, (2,))
     key, boost_key = first[:, 0], first[:, 1]
-    fns = _transcendentals(get_aval(alpha).shape)
 
     def rejected(X, V, U):
         squeeze = U >= one - np.asarray(0.0331, dtype) * (X * X)
