@@ -14,8 +14,16 @@ mantissa bits of m, and is ``table[e & 1][top12] * 2**-(e >> 1)`` with a
 13-bit significand; the 8192 entries fall by 0, 1 or 2 of their last places
 from one to the next (from 1.0 down to 0.5), which packs them into 2 bits each.
 
+It also derives the float64 estimate's coefficients (AVX-512's ``vrsqrt14pd``,
+needs AVX-512): on each of the 32 segments of [1, 2) and of [2, 4) the estimate
+of the significand cut to 15 fraction bits is ``(c - s d (x - centre)) 2**-19``
+(s = 256 or 128) truncated to 16 fraction bits; for every segment the script
+finds the only integers (d, c) that give the CPU's outputs on all its 1024
+inputs, which are ``_RSQRT14_EVEN`` / ``_RSQRT14_ODD``.
+
 Run: ``python tools/gen_x86_rsqrt_table.py`` (plain NumPy, no JAX). It prints
-the CPU's name and the base64 string that is ``_RSQRT_ESTIMATE_STEPS``. The
+the CPU's name, the base64 string that is ``_RSQRT_ESTIMATE_STEPS`` and the
+(d, c) pairs. The
 table in xla_cpu_math was measured on an "AMD EPYC" (Zen 4, AVX-512) CPU, the
 one tests/data/prng_reference.json was recorded on with JAX 0.10.2.
 """
@@ -50,15 +58,68 @@ int main(void) {
 """
 
 
-def measure():
-    """The estimate's bits for every float32 in [1, 4), by the C probe."""
+PROBE14 = r"""
+#include <immintrin.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {           /* every float64 in [1, 4) with 15 fraction bits */
+    for (uint64_t k = 0; k < (1u << 16); k += 2) {
+        uint64_t in[2], out[2];
+        for (int j = 0; j < 2; j++)
+            in[j] = ((1023ull + ((k + j) >> 15)) << 52) | (((k + j) & 0x7FFFull) << 37);
+        __m128d v, r;
+        memcpy(&v, in, 16);
+        r = _mm_rsqrt14_pd(v);
+        memcpy(out, &r, 16);
+        fwrite(out, 8, 2, stdout);
+    }
+    return 0;
+}
+"""
+
+
+def _run_c(program, flags, dtype):
     with tempfile.TemporaryDirectory() as tmp:
         source, binary = os.path.join(tmp, "probe.c"), os.path.join(tmp, "probe")
         with open(source, "w") as f:
-            f.write(PROBE)
-        subprocess.run(["gcc", "-O2", "-mavx", source, "-o", binary], check=True)
+            f.write(program)
+        subprocess.run(["gcc", "-O2", *flags, source, "-o", binary], check=True)
         return np.frombuffer(subprocess.run([binary], capture_output=True, check=True).stdout,
-                             np.uint32)
+                             dtype)
+
+
+def fit_rsqrt14():
+    """(d, c) per segment, even exponents then odd, from the CPU's vrsqrt14pd."""
+    out = _run_c(PROBE14, ["-mavx512f", "-mavx512vl"], np.uint64).view(np.float64)
+    tables = []
+    for odd in (0, 1):
+        x = (1 + np.arange(1 << 15) * 2.0**-15) * (1 + odd)
+        pairs = []
+        for segment in range(32):
+            inputs = slice(segment * 1024, (segment + 1) * 1024)
+            centre = 2 + 1 / 32 + segment / 16 if odd else 1 + 1 / 64 + segment / 32
+            scale = 128 if odd else 256
+            units = out[odd * (1 << 15):][inputs] * 2.0**19
+            offset = x[inputs] - centre
+            if not odd and segment == 0:           # x = 1 exactly gives 1.0
+                units, offset = units[1:], offset[1:]
+            step = np.where(units < 2.0**19, 4.0, 8.0)       # the cut, in units of 2**-19
+            found = []
+            for d in range(100, 1500):
+                shifted = units + scale * d * offset
+                low, high = shifted.max(), (shifted + step).min()
+                if np.ceil(low) < high:
+                    found.append((d, int(np.ceil(low))))
+            assert len(found) == 1, (odd, segment, found[:3])
+            pairs.append(found[0])
+        tables.append(pairs)
+    return tables
+
+
+def measure():
+    """The estimate's bits for every float32 in [1, 4), by the C probe."""
+    return _run_c(PROBE, ["-mavx"], np.uint32)
 
 
 def encode(estimates):
@@ -80,6 +141,9 @@ def main():
     print("#", cpu, file=sys.stderr)
     text = encode(measure())
     print("\n".join(text[i:i + 88] for i in range(0, len(text), 88)))
+    even, odd = fit_rsqrt14()
+    print("_RSQRT14_EVEN =", tuple(even))
+    print("_RSQRT14_ODD =", tuple(odd))
 
 
 if __name__ == "__main__":
