@@ -38,13 +38,14 @@ with open(_DATA) as _f:
 # the CPU's estimate instruction (vrsqrtps, vrsqrt14pd) refined by Newton
 # steps: xla_cpu_math emulates the AMD Zen 4 CPU the vectors were recorded on
 # (JAX's own numbers differ on an Intel CPU). Other differences that remain:
-# XLA's ordering and fusing of the arithmetic around the functions (f,
-# dirichlet's softmax, ball's sum, double_sided_maxwell's products), LAPACK
+# XLA's ordering and fusing of the arithmetic around the functions (ball's
+# sum, double_sided_maxwell's products; one float32 dirichlet case is an ulp
+# off, its loggamma draws exact: not found), LAPACK
 # (orthogonal), the C library's pow and tan (float32 too: weibull_min, cauchy).
 LIBM = (0, 1)
 ULPS = {"normal": LIBM, "truncated_normal": LIBM, "exponential": LIBM, "gumbel": LIBM,
         "laplace": LIBM, "logistic": LIBM, "rayleigh": LIBM, "lognormal": LIBM,
-        "pareto": LIBM, "wald": LIBM, "f": (4, 2), "dirichlet": (2, 1), "ball": (2, 1),
+        "pareto": LIBM, "wald": LIBM, "dirichlet": (1, 0), "ball": (2, 1),
         "weibull_min": (1, 1), "cauchy": (1, 1), "double_sided_maxwell": (2, 1),
         "orthogonal": (4, 4)}
 

@@ -60,8 +60,12 @@ def f(key, dfnum, dfden, shape=None, dtype=np.float64):
     dtype, (dfnum, dfden) = _float_params("f", dtype, dfnum, dfden)
     shape = _param_shape("f", shape, dfnum, dfden)
     den_key, num_key = split(key)
-    numerator = _divide_as_xla(chisquare(num_key, dfnum, shape, dtype), dfnum)
-    return numerator / _divide_as_xla(chisquare(den_key, dfden, shape, dtype), dfden)
+    exp = _transcendentals(shape).exp
+    g_num = exp(_gamma_sample(num_key, dfnum / 2.0, shape, dtype, log_space=True))
+    g_den = exp(_gamma_sample(den_key, dfden / 2.0, shape, dtype, log_space=True))
+    # JAX's (2 g_num / dfnum) / (2 g_den / dfden), as XLA's simplifier rewrites
+    # it: (a / b) / (c / d) is (a d) / (b c), the constant 2 joining the degrees
+    return (g_num * (dfden * 2.0)) / (g_den * (dfnum * 2.0))
 
 
 def t(key, df, shape=None, dtype=np.float64):

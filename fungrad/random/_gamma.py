@@ -89,7 +89,9 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     # Normalising in log space keeps tiny-alpha draws from becoming 0 / 0.
     shifted = log_g - lax.stop_gradient(fnp.max(log_g, axis=-1, keepdims=True))
     weights = _transcendentals(get_aval(shifted).shape).exp(shifted)
-    return weights / fnp.sum(weights, axis=-1, keepdims=True)
+    # XLA turns the division by the broadcast sum into a product with its reciprocal
+    total = fnp.sum(weights, axis=-1, keepdims=True)
+    return weights * (np.ones((), dtype) / total)
 
 
 def _gamma_sample(key, a, shape, dtype, log_space):
