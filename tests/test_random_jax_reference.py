@@ -45,8 +45,8 @@ with open(_DATA) as _f:
 LIBM = (0, 1)
 ULPS = {"normal": LIBM, "truncated_normal": LIBM, "exponential": LIBM, "gumbel": LIBM,
         "laplace": LIBM, "logistic": LIBM, "rayleigh": LIBM, "lognormal": LIBM,
-        "pareto": LIBM, "wald": LIBM, "dirichlet": (1, 0), "ball": (2, 1),
-        "weibull_min": (1, 1), "cauchy": (1, 1), "double_sided_maxwell": (2, 1),
+        "pareto": LIBM, "wald": LIBM, "dirichlet": (1, 0),
+        "weibull_min": (1, 1), "cauchy": (1, 1),
         "orthogonal": (4, 4)}
 
 
