@@ -337,7 +337,8 @@ class custom_jvp:
             out_leaves, tree = tree_flatten(self.fun(*merge(tree_unflatten(in_tree, list(xs)))))
             out_tree.append(tree)
             return [as_value(x) for x in out_leaves]
-        jaxpr, consts = trace_to_jaxpr(flat, [get_aval(x).strip_weak_type() for x in leaves],
+        # (weak inputs stay weak inside, as JAX stages them)
+        jaxpr, consts = trace_to_jaxpr(flat, [get_aval(x) for x in leaves],
                                        name="custom_jvp function")
         closed, hoisted = pe.closure_convert(jaxpr, consts)
         outs = custom_jvp_call_p.bind(*hoisted, *leaves, jaxpr=closed, jvp=rule,
@@ -644,7 +645,9 @@ class custom_vjp:
             r_spec, res_leaves = _split_residuals(res)
             res_tree.append(r_spec)
             return [as_value(x) for x in out_leaves] + [as_value(x) for x in res_leaves]
-        fun_j, fun_c = trace_to_jaxpr(fun_flat, avals, name="custom_vjp function")
+        # (weak inputs stay weak inside, as JAX stages them; bwd's cotangents are strong)
+        fun_j, fun_c = trace_to_jaxpr(fun_flat, [get_aval(x) for x in leaves],
+                                      name="custom_vjp function")
         fun_closed, fun_h = pe.closure_convert(fun_j, fun_c)
         if fun_h:
             raise TypeError("custom_vjp: the function closes over a traced value; pass it as "

@@ -32,23 +32,23 @@ with open(_DATA) as _f:
 # (float32, float64); an ulp is that of the larger of the two values or of
 # 1.0, whichever is larger (so below 1 in magnitude the bound is absolute). 0:
 # bit for bit. Samplers not listed are exact in both (integers, booleans,
-# uniform, triangular, ...). LIBM: float32 exact, float64 through the C
-# library's log/erf (what XLA calls). The gamma family's float32 draws go
-# through XLA's float32 rsqrt, an approximation whose last bits depend on the
-# CPU's instruction (fungrad divides): GAMMA32. Other differences that remain:
-# XLA's ordering and fusing of the arithmetic around the functions (maxwell's
-# float32 norm, f, dirichlet's softmax, ball's sum), LAPACK (multivariate_normal,
-# orthogonal), the C library's pow and tan (float32 too: weibull_min,
-# generalized_normal, ball, cauchy, gamma's boost for a < 1).
+# uniform, normal, the gamma family, ...). LIBM: float32 exact, float64
+# through the C library's log/erf (what XLA calls: this machine's glibc gave
+# JAX's bits, another's may not). The gamma family goes through XLA's rsqrt,
+# the CPU's estimate instruction (vrsqrtps, vrsqrt14pd) refined by Newton
+# steps: xla_cpu_math emulates the AMD Zen 4 CPU the vectors were recorded on
+# (JAX's own numbers differ on an Intel CPU). What remains: one float32
+# dirichlet case an ulp off (its loggamma draws are exact; the cause was not
+# found), float32 orthogonal (NumPy's LAPACK computes a float32 QR in float64,
+# JAX's calls sgeqrf), the C library's pow and tan (float32 too: weibull_min,
+# cauchy). multivariate_normal matches these small cases exactly; its float32
+# Cholesky is likewise NumPy's float64 one, so larger ones may differ by ulps.
 LIBM = (0, 1)
-GAMMA32 = (2, 1)
 ULPS = {"normal": LIBM, "truncated_normal": LIBM, "exponential": LIBM, "gumbel": LIBM,
         "laplace": LIBM, "logistic": LIBM, "rayleigh": LIBM, "lognormal": LIBM,
-        "pareto": LIBM, "gamma": GAMMA32, "loggamma": GAMMA32, "chisquare": GAMMA32,
-        "t": GAMMA32, "beta": GAMMA32, "dirichlet": GAMMA32, "f": (4, 2),
-        "generalized_normal": (2, 1), "ball": (2, 1), "weibull_min": (1, 1),
-        "cauchy": (1, 1), "maxwell": (1, 1), "double_sided_maxwell": (2, 1),
-        "wald": LIBM, "multivariate_normal": (4, 4), "orthogonal": (4, 4)}
+        "pareto": LIBM, "wald": LIBM, "dirichlet": (1, 0),
+        "weibull_min": (1, 1), "cauchy": (1, 1),
+        "orthogonal": (1, 0)}
 
 
 def allowed_ulps(fn, dtype):

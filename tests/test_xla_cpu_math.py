@@ -148,3 +148,49 @@ def test_erf_inv_keeps_jax_edges():
     assert got[0] == np.inf and got[1] == -np.inf
     assert got[2] == 0 and np.signbit(got[3])
     assert np.isnan(got[4]) and np.isnan(got[5])
+
+
+# ----------------------------------------------------------------------------
+# rsqrt: the CPU's estimates (measured tables) within their specified error
+# ----------------------------------------------------------------------------
+
+_POSITIVE32 = st.floats(float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max),
+                        width=32)
+_POSITIVE64 = st.floats(np.finfo(np.float64).tiny, 1e308)
+
+
+@given(st.lists(_POSITIVE32, min_size=1, max_size=50))
+def test_rsqrt_estimate_float32_within_the_instructions_bound(values):
+    x = np.array(values, np.float32)
+    estimate = xla_cpu_math.rsqrt_estimate_float32(x).astype(np.float64)
+    relative = np.abs(estimate * np.sqrt(x.astype(np.float64)) - 1)
+    assert (relative < 1.5 * 2.0**-12).all()       # vrsqrtps' specified bound
+    refined = xla_cpu_math.rsqrt_float32(x).astype(np.float64)
+    assert (np.abs(refined * np.sqrt(x.astype(np.float64)) - 1) < 4 * 2.0**-24).all()
+
+
+@given(st.lists(_POSITIVE64, min_size=1, max_size=50))
+def test_rsqrt14_estimate_float64_within_the_instructions_bound(values):
+    x = np.array(values)
+    estimate = xla_cpu_math.rsqrt14_estimate_float64(x)
+    mantissa = estimate.view(np.uint64) & np.uint64((1 << 36) - 1)
+    assert not mantissa.any()                        # 16 fraction bits
+    relative = [abs(Fraction(float(e)) ** 2 * Fraction(float(v)) - 1) for e, v in zip(estimate, x)]
+    assert max(relative) < 2 * 2.0**-14              # (of the square: twice vrsqrt14pd's bound)
+    refined = xla_cpu_math.rsqrt_float64(x)
+    np.testing.assert_allclose(refined, 1 / np.sqrt(x), rtol=4e-16)
+
+
+def test_rsqrt_estimates_scale_by_powers_of_four_and_handle_special_values():
+    x32 = np.array([1.5, 6.0, 24.0, 0.375], np.float32)   # 1.5 * 4**k: one table entry
+    e32 = xla_cpu_math.rsqrt_estimate_float32(x32)
+    np.testing.assert_array_equal(e32 * np.array([1, 2, 4, 0.5], np.float32), np.full(4, e32[0]))
+    specials = [0.0, -0.0, 1e-45, np.inf, -1.0, -np.inf, np.nan]
+    want = [np.inf, -np.inf, np.inf, 0.0, np.nan, np.nan, np.nan]   # subnormals as zero (DAZ)
+    for fn, dtype in ((xla_cpu_math.rsqrt_float32, np.float32),
+                      (xla_cpu_math.rsqrt_float64, np.float64)):
+        x = np.array(specials, dtype)
+        if dtype == np.float64:
+            x[2] = 5e-324
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(fn(x), np.array(want, dtype))

@@ -80,6 +80,16 @@ UNARY = [
     "lambda a: jnp.min(a)", "lambda a: jnp.prod(a)", "lambda a: jnp.argmax(a)",
     "lambda a: jnp.any(a > 0)", "lambda a: jnp.cumsum(a)", "lambda a: jnp.linalg.norm(a)",
     "lambda a: lax.reduce(a, 0.0, lax.add, (0,))",
+    "lambda a: lax.reduce_sum(jnp.atleast_1d(a), (0,))",
+    "lambda a: lax.reduce_max(jnp.atleast_1d(a), (0,))",
+    "lambda a: lax.reduce_prod(jnp.atleast_1d(a), (0,))",
+    "lambda a: lax.cumsum(jnp.atleast_1d(a))", "lambda a: lax.cummax(jnp.atleast_1d(a))",
+    "lambda a: lax.argmax(jnp.atleast_1d(a), 0, jnp.int32)",
+    # a custom_jvp / custom_vjp function of a (its value is traced with a's type)
+    "lambda a: (lambda f: (f.defjvp(lambda p, t: (f(*p), t[0] * 2)), f)[1])("
+    "jax.custom_jvp(lambda x: x * 2))(a)",
+    "lambda a: (lambda g: (g.defvjp(lambda x: (g(x), None), lambda r, ct: (ct * 2,)), g)[1])("
+    "jax.custom_vjp(lambda x: x * 2))(a)",
     "lambda a: jnp.reshape(a, (-1,))", "lambda a: a[None]", "lambda a: jnp.expand_dims(a, 0)",
     "lambda a: jnp.broadcast_to(a, (2,) + jnp.shape(a))", "lambda a: jnp.transpose(jnp.atleast_2d(a))",
     "lambda a: jnp.stack([a, a])", "lambda a: jnp.concatenate([jnp.atleast_1d(a)] * 2)",

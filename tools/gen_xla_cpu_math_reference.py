@@ -1,7 +1,8 @@
 """Write tests/data/xla_cpu_math_reference.json: XLA's CPU log, log1p, exp, erf,
-erf_inv and tan, recorded once from real JAX.
+erf_inv, tan and rsqrt, recorded once from real JAX.
 
-Run with a real JAX (0.10.2 was used) on an x86-64 CPU with FMA:
+Run with a real JAX (0.10.2 was used) on an x86-64 CPU with FMA (float32
+rsqrt depends on the CPU model: the recorded one is an AMD EPYC, Zen 4):
 ``python tools/gen_xla_cpu_math_reference.py``. Each function is jitted alone
 (``jax.jit(jnp.log)`` ...) and applied to a fixed set of float32 and float64
 inputs: random ones over the ranges the samplers use, and the edge cases
@@ -20,7 +21,7 @@ import jax.numpy as jnp
 jax.config.update("jax_enable_x64", True)
 
 FUNCTIONS = {"log": jnp.log, "log1p": jnp.log1p, "exp": jnp.exp, "erf": jax.lax.erf,
-             "erf_inv": jax.lax.erf_inv, "tan": jnp.tan}
+             "erf_inv": jax.lax.erf_inv, "tan": jnp.tan, "rsqrt": jax.lax.rsqrt}
 EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-30, -1e-30, 1e30, -1e30, np.inf, -np.inf, np.nan,
          0.41421356, -0.41421356, 0.99999, -0.99999, 88.5, -87.5, 700.0, -700.0, 3.9, -3.9]
 
@@ -37,6 +38,8 @@ def inputs(name, dtype, rng, n=800):
         x = rng.normal(0, 3, n)
     elif name == "tan":
         x = rng.uniform(-1.6, 1.6, n)
+    elif name == "rsqrt":          # float32: the CPU's estimate, so every mantissa region
+        x = np.concatenate([np.exp(rng.uniform(-80, 80, n)), rng.uniform(0.5, 40, 4 * n)])
     else:
         x = np.concatenate([rng.uniform(-1, 1, n // 2), np.tanh(rng.normal(0, 3, n // 2))])
     return np.concatenate([x, EDGES]).astype(dtype)

@@ -178,6 +178,8 @@ random_pow_p = _elementwise._nary("random_pow", _xla_math.power, _elementwise.FL
 defjvp2(random_pow_p, _elementwise._pow_jvp_base, _elementwise._pow_jvp_exponent)
 random_erf_p = _xla_unary("erf", _xla_math.erf, lambda g, x: _e.mul(g, _e.mul(
     _e._const(x, 2 / math.sqrt(math.pi)), _e.exp(_e.neg(_e.square(x))))))
+random_rsqrt_p = _xla_unary("rsqrt", _xla_math.rsqrt, jvp_of_answer=lambda g, ans, x: _e.mul(
+    g, _e.mul(_e._const(x, -0.5), _e.mul(ans, _e.div(ans, x)))))
 random_erf_inv_p = _xla_unary("erf_inv", _xla_math.erf_inv, jvp_of_answer=lambda g, ans, x: _e.mul(
     g, _e.mul(_e._const(x, math.sqrt(math.pi) / 2), _e.exp(_e.square(ans)))))
 
@@ -210,6 +212,12 @@ def random_pow(x, y):
 def random_erf(x):
     """XLA's CPU ``erf`` (float operands), bit for bit."""
     return checked_bind(random_erf_p, as_operand(x))
+
+
+def random_rsqrt(x):
+    """XLA's CPU ``rsqrt`` (float operands), bit for bit on the CPU model the
+    kernel's estimate tables were measured on (see kernels/xla_cpu_math.py)."""
+    return checked_bind(random_rsqrt_p, as_operand(x))
 
 
 def random_erf_inv(x):

@@ -89,6 +89,9 @@ def _dtype_literal(value) -> str:
 
 
 # --- reduce_sum -----------------------------------------------------------------
+# lax's reductions (and cumulative ops) keep a weakly typed operand's weak type,
+# as JAX's primitives do; jax.numpy's reductions return strong results, which
+# fungrad.numpy's do by converting (numpy/_reductions.py: _keep, _cumulative).
 
 def _reduce_sum_transpose(ct, x, axes):
     from fungrad.lax.structural import broadcast_in_dim
@@ -115,7 +118,6 @@ def _reduce_sum_lowering(a, in_avals, axes):
 
 
 reduce_sum_p = Primitive("reduce_sum")
-reduce_sum_p.weak_type_rule = strip_weak_type_rule   # (as jax.numpy's reductions)
 reduce_sum_p.def_impl(_reduce_sum_impl)
 reduce_sum_p.def_abstract_eval(_reduce_shape("reduce_sum"))
 deflinear(reduce_sum_p, _reduce_sum_transpose)
@@ -214,7 +216,6 @@ def _chooser_jvp(prim):
 
 
 reduce_max_p = Primitive("reduce_max")
-reduce_max_p.weak_type_rule = strip_weak_type_rule
 reduce_max_p.keeps_finite = True
 reduce_max_p.def_impl(_chooser_impl(np.max, _max_identity))
 reduce_max_p.def_abstract_eval(_reduce_shape("reduce_max"))
@@ -226,7 +227,6 @@ reduce_max_p.numba_lowering = _reduce_numba("max", nonempty=True)
 reduce_max_p.numba_reduction = ("-np.inf", "({x} if {x} > {acc} or {x} != {x} else {acc})")
 
 reduce_min_p = Primitive("reduce_min")
-reduce_min_p.weak_type_rule = strip_weak_type_rule
 reduce_min_p.keeps_finite = True
 reduce_min_p.def_impl(_chooser_impl(np.min, _min_identity))
 reduce_min_p.def_abstract_eval(_reduce_shape("reduce_min"))
@@ -282,7 +282,6 @@ def _reduced_axes_last(x, axes):
 
 
 reduce_prod_p = Primitive("reduce_prod")
-reduce_prod_p.weak_type_rule = strip_weak_type_rule
 reduce_prod_p.def_impl(lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype))
 reduce_prod_p.def_abstract_eval(_reduce_shape("reduce_prod"))
 reduce_prod_p.jvp = _reduce_prod_jvp
@@ -301,7 +300,6 @@ def reduce_prod(operand, axes):
 
 def _bitwise_reducer(name, ufunc):
     p = Primitive(name, differentiable=False)
-    p.weak_type_rule = strip_weak_type_rule
     p.def_impl(lambda x, axes: ufunc.reduce(x, axis=axes))
     p.def_abstract_eval(_reduce_shape(name, kinds="bui"))
     defjvp_zero(p)
@@ -433,7 +431,6 @@ def _cumulative_lowering(template):
 
 def _cumulative(name, accumulate, template, float_only=False):
     p = Primitive(name)
-    p.weak_type_rule = strip_weak_type_rule      # (as jax.numpy's cumsum, ...)
     p.def_impl(_cumulative_impl(accumulate))
     p.def_abstract_eval(_cumulative_shape(name, float_only))
     _axis_batcher(p)

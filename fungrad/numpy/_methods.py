@@ -258,9 +258,23 @@ def _numpy_reduction(name):
     def method(self, *args, **kwargs):
         if "where" in kwargs and kwargs["where"] is None:
             kwargs["where"] = True
+        if name in _INTEGER_ACCUMULATING and len(args) < 2 and "dtype" not in kwargs:
+            kwargs["dtype"] = _accumulator(self.dtype)
         return reduce(self, *args, **kwargs)
     method.__name__ = name
     return method
+
+
+_INTEGER_ACCUMULATING = ("sum", "prod")
+
+
+def _accumulator(dtype):
+    """The dtype of an integer or boolean sum, as JAX's: NumPy's (int64 or
+    uint64 for narrower integers), canonicalized (int32/uint32 with x64 off),
+    so that the sum also wraps where JAX's does. None (NumPy's) for others."""
+    if dtype.kind not in "biu":
+        return None
+    return core.canonicalize_dtype(core.np.uint64 if dtype.kind == "u" else core.np.int64)
 
 
 def install():

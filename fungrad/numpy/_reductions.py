@@ -20,6 +20,7 @@ import numpy as np
 from fungrad._dtype_classes import is_small, finfo as dtype_finfo, iinfo as dtype_iinfo, is_inexact, is_integer, kind as dtype_kind
 from fungrad import core, lax
 from fungrad.core import Tracer, get_aval
+from fungrad.lax.selection import convert_weak_type
 from fungrad.numpy._dtypes import asarray_operand, inexact_dtype, result_type
 
 __all__ = ["sum", "mean", "var", "std", "prod", "max", "min", "amax", "amin", "argmax",
@@ -66,6 +67,9 @@ def _reduced_size(x, axes) -> int:
 
 
 def _keep(r, axes, keepdims):
+    """The reduction ``r`` with the reduced axes kept (``keepdims``), strongly
+    typed: jax.numpy's reductions strip the weak type lax's keep."""
+    r = convert_weak_type(r, get_aval(r).dtype, False)
     return lax.expand_dims(r, axes) if keepdims and axes else r
 
 
@@ -717,7 +721,7 @@ def _cumulative(name, lax_fn, a, axis, dtype, out, fill_nan=None):
         x, ax = lax.reshape(x, (x.size,)), 0
     else:
         ax = _normalize_axes(name, operator.index(axis), x.ndim)[0]
-    return lax_fn(x, ax)
+    return convert_weak_type(lax_fn(x, ax), get_aval(x).dtype, False)   # (see _keep)
 
 
 def cumsum(a, axis=None, dtype=None, out=None):

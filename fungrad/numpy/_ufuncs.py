@@ -740,6 +740,8 @@ def _classify(ufunc, float_test):
         dtype = _dtype(x)
         if _is_complex(dtype):
             return _complex_test(ufunc, x)
+        if ufunc is np.isnan:            # JAX's is x != x for every dtype, so it
+            return lax.ne(x, x)           # keeps an integer's weak type
         if not is_inexact(dtype):
             return _full_like(x, ufunc is np.isfinite, np.bool_)
         return float_test(x)

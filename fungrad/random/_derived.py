@@ -60,8 +60,12 @@ def f(key, dfnum, dfden, shape=None, dtype=np.float64):
     dtype, (dfnum, dfden) = _float_params("f", dtype, dfnum, dfden)
     shape = _param_shape("f", shape, dfnum, dfden)
     den_key, num_key = split(key)
-    numerator = _divide_as_xla(chisquare(num_key, dfnum, shape, dtype), dfnum)
-    return numerator / _divide_as_xla(chisquare(den_key, dfden, shape, dtype), dfden)
+    exp = _transcendentals(shape).exp
+    g_num = exp(_gamma_sample(num_key, dfnum / 2.0, shape, dtype, log_space=True))
+    g_den = exp(_gamma_sample(den_key, dfden / 2.0, shape, dtype, log_space=True))
+    # JAX's (2 g_num / dfnum) / (2 g_den / dfden), as XLA's simplifier rewrites
+    # it: (a / b) / (c / d) is (a d) / (b c), the constant 2 joining the degrees
+    return (g_num * (dfden * 2.0)) / (g_den * (dfnum * 2.0))
 
 
 def t(key, df, shape=None, dtype=np.float64):
@@ -108,7 +112,13 @@ def ball(key, d, p=2, shape=(), dtype=np.float64):
     g_key, e_key = split(key)
     g = generalized_normal(g_key, p, (*shape, d), dtype)
     e = exponential(e_key, shape, dtype)
-    return g / ((fnp.sum(fnp.abs(g) ** p, axis=-1) + e) ** (1.0 / p))[..., None]
+    # JAX's g / (sum |g|**p + e)**(1/p), as XLA computes it: p (a traced
+    # argument there) as a float exponent of pow, and the division turned into
+    # a product with the power of -(1/p)
+    p = _float_param(p, dtype)
+    pow_ = _transcendentals((*shape, d)).pow
+    total = fnp.sum(pow_(fnp.abs(g), fnp.broadcast_to(p, (*shape, d))), axis=-1) + e
+    return g * pow_(total, fnp.broadcast_to(-(1.0 / p), shape))[..., None]
 
 
 def _static_count(caller, name, value):
@@ -149,13 +159,22 @@ def maxwell(key, shape=(), dtype=np.float64):
     key = _check_key(key, "maxwell")
     dtype = _float_dtype(dtype, "maxwell")
     shape = _shape_tuple(shape, "maxwell", "shape")
+    return _maxwell(key, shape, dtype, inside_double_sided=False)
+
+
+def _maxwell(key, shape, dtype, inside_double_sided):
+    """JAX's norm of a normal 3-vector as XLA's CPU code sums the squares: each
+    square a fused multiply-add onto the running sum, except that in float32
+    double_sided_maxwell's fusion LLVM fuses the first square onto the second
+    (``z0 z0 + fl(z1 z1)``, found in the dumped assembly)."""
     z = normal(key, (*shape, 3), dtype)
-    # JAX's norm, as XLA's CPU code sums the squares: in order, each a fused
-    # multiply-add onto the running sum
-    total = fnp.zeros(shape, dtype)
-    for i in range(3):
-        total = prng.random_fma(z[..., i], z[..., i], total)
-    return fnp.sqrt(total)
+    squares = [z[..., i] for i in range(3)]
+    if inside_double_sided and np.dtype(dtype) == np.float32:
+        total = prng.random_fma(squares[0], squares[0], squares[1] * squares[1])
+    else:
+        total = prng.random_fma(squares[1], squares[1],
+                                prng.random_fma(squares[0], squares[0], fnp.zeros(shape, dtype)))
+    return fnp.sqrt(prng.random_fma(squares[2], squares[2], total))
 
 
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=np.float64):
@@ -166,8 +185,9 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=np.float64):
     params = tuple(np.broadcast_shapes(tuple(get_aval(loc).shape), tuple(get_aval(scale).shape)))
     shape = _shape_tuple(shape, "double_sided_maxwell", "shape") + params
     maxwell_key, sign_key = split(key)
-    return (rademacher(sign_key, shape, dtype) * maxwell(maxwell_key, shape, dtype) * scale
-            + loc)
+    signed = rademacher(sign_key, shape, dtype) * _maxwell(maxwell_key, shape, dtype, True)
+    # "* scale + loc": one fused multiply-add in XLA's CPU code
+    return prng.random_fma(signed, fnp.broadcast_to(scale, shape), fnp.broadcast_to(loc, shape))
 
 
 def pareto(key, b, shape=None, dtype=np.float64):

@@ -89,7 +89,9 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     # Normalising in log space keeps tiny-alpha draws from becoming 0 / 0.
     shifted = log_g - lax.stop_gradient(fnp.max(log_g, axis=-1, keepdims=True))
     weights = _transcendentals(get_aval(shifted).shape).exp(shifted)
-    return weights / fnp.sum(weights, axis=-1, keepdims=True)
+    # XLA turns the division by the broadcast sum into a product with its reciprocal
+    total = fnp.sum(weights, axis=-1, keepdims=True)
+    return weights * (np.ones((), dtype) / total)
 
 
 def _gamma_sample(key, a, shape, dtype, log_space):
@@ -117,15 +119,12 @@ def _marsaglia_tsang(keys, alpha, dtype, log_space):
     boost = alpha >= one
     alpha_boosted = fnp.where(boost, alpha, alpha + one)
     d = alpha_boosted - np.asarray(1 / 3, dtype)
-    # XLA rewrites JAX's (1/3) / sqrt(d) as (1/3) rsqrt(d), and its float64
-    # rsqrt is 1 / sqrt: one rounding more (float32 keeps the quotient's)
-    if np.dtype(dtype) == np.float64:
-        c = np.asarray(1 / 3, dtype) * (one / fnp.sqrt(d))
-    else:
-        c = np.asarray(1 / 3, dtype) / fnp.sqrt(d)
+    fns = _transcendentals(get_aval(alpha).shape)
+    # XLA rewrites JAX's (1/3) / sqrt(d) as (1/3) rsqrt(d), rsqrt being the
+    # CPU's estimate refined by Newton steps (xla_cpu_math.rsqrt)
+    c = np.asarray(1 / 3, dtype) * fns.rsqrt(d)
     first = _split_raw(keys, (2,))
     key, boost_key = first[:, 0], first[:, 1]
-    fns = _transcendentals(get_aval(alpha).shape)
 
     def rejected(X, V, U):
         squeeze = U >= one - np.asarray(0.0331, dtype) * (X * X)

@@ -216,7 +216,8 @@ def _random_bits(keys, dtype, shape, transform="bits"):
 
 
 class _Transcendentals(NamedTuple):
-    """The log, log1p, exp, tan, pow, erf and erf_inv a sampler passes its uniforms through."""
+    """The log, log1p, exp, tan, pow, erf, erf_inv and rsqrt a sampler passes
+    its uniforms through."""
     log: Callable
     log1p: Callable
     exp: Callable
@@ -224,12 +225,15 @@ class _Transcendentals(NamedTuple):
     pow: Callable
     erf: Callable
     erf_inv: Callable
+    rsqrt: Callable
 
 
 # XLA's CPU functions, emulated (JAX's numbers bit for bit), or lax's (faster)
 _XLA_CPU = _Transcendentals(prng.random_log, prng.random_log1p, prng.random_exp, prng.random_tan,
-                            prng.random_pow, prng.random_erf, prng.random_erf_inv)
-_LAX = _Transcendentals(lax.log, lax.log1p, lax.exp, lax.tan, lax.pow, lax.erf, lax.erf_inv)
+                            prng.random_pow, prng.random_erf, prng.random_erf_inv,
+                            prng.random_rsqrt)
+_LAX = _Transcendentals(lax.log, lax.log1p, lax.exp, lax.tan, lax.pow, lax.erf, lax.erf_inv,
+                        lax.rsqrt)
 
 
 def _transcendentals(shape):

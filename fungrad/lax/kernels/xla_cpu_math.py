@@ -20,11 +20,18 @@ inputs (tests/test_xla_cpu_math.py keeps a recorded sample):
 * ``erf_inv`` is StableHLO's CHLO decomposition: Giles' polynomials in
   ``w = -log1p(-x * x)`` (one of two in float32, three in float64), Horner's
   rule with the coefficients selected per element (``erf_inv``).
+* ``rsqrt`` is the CPU's estimate instruction refined by Newton steps:
+  ``vrsqrtps``/``vrsqrtss`` and one step in float32, AVX-512's ``vrsqrt14pd``
+  and two in float64. The float32 estimate is implementation-defined (Intel's
+  and AMD's differ), so here it is a table measured on the AMD EPYC (Zen 4)
+  CPU that JAX's reference vectors were recorded on; on another CPU model JAX
+  itself draws other float32 gamma variates (``rsqrt``).
 
 Constants are the ones in the dumped IR (float32 ones written by their bits).
 The emulated fused multiply-adds make these functions 10-50x slower than
 NumPy's: the samplers use them for draws of up to ``prng.EXACT_SAMPLES``.
 """
+import base64
 import ctypes
 import ctypes.util
 import math
@@ -32,7 +39,9 @@ import math
 import numpy as np
 
 __all__ = ["fma", "fma32", "log_float32", "libm_log", "erf_float32", "libm_erf", "exp_float32",
-           "exp_float64", "log", "log1p", "exp", "erf", "erf_inv", "tan", "power",
+           "exp_float64", "rsqrt_estimate_float32", "rsqrt_float32",
+           "rsqrt14_estimate_float64", "rsqrt_float64", "log", "log1p", "exp", "erf",
+           "erf_inv", "rsqrt", "tan", "power",
            "normal_from_signed"]
 
 _F32, _F64 = np.float32, np.float64
@@ -489,6 +498,166 @@ def power(x, y):
 
 
 # ----------------------------------------------------------------------------
+# rsqrt: the CPU's estimate and one Newton step (float32), 1 / sqrt (float64)
+# ----------------------------------------------------------------------------
+# XLA's float32 rsqrt (also JAX's ``c / sqrt(x)``, which XLA rewrites to
+# ``c * rsqrt(x)``: Marsaglia-Tsang's constant in ``random.gamma``) is
+# ``vrsqrtss``/``vrsqrtps`` (not AVX-512's vrsqrt14ps, even where the CPU has
+# it: XLA emits LLVM's x86.sse/avx rsqrt intrinsics) refined by one Newton
+# step. The estimate's bits are implementation-defined, and differ between
+# Intel's and AMD's CPUs, so JAX's float32 gamma family itself draws other
+# numbers on another CPU. This table was measured with
+# tools/gen_x86_rsqrt_table.py on an AMD EPYC (Zen 4) CPU, the one the JAX
+# reference vectors (tests/data) were recorded on: for a positive normal
+# x = m 2**e the estimate is entry (e & 1, top 12 bits of m) times 2**-(e >> 1),
+# and the 8192 entries, from 1.0 down to 0.5, fall by 0, 1 or 2 of their
+# 13-bit last places: 2 bits each, packed four to a byte, low bits first.
+_RSQRT_ESTIMATE_STEPS = (
+    "VVVUVVZVVFVWVVRVVVVUVVZVVFVWVVRVVVVUVVVVVFVWVVRVVVVUVVVVVFVVVVRVVVVUVVVVVFVVVVRVVFVUVVVU"
+    "VVRWVFVUVVRVVFZUVVRVVFVUVVRVVFVUVVRVVFVUVVRVVFVUVVRVVFVUVVRVVFVUVVRUVFVUVVRVVFRUVVQVVVRF"
+    "FVVURRZVVEUVVVRFFVVURRVVVEUVVVRFFVVURRVVVEUVVVRFFFVURRVVVEUVVVRFFFVURRVVVEUUVVRFFUVFRRVF"
+    "RUUWRUVFFUVFRRVFRUUVRUVFFUVFRRVFRUUVRUVFFUVFRRRFRUUVRUVFFUVFRRRFRUUVRUVFFEVFRVJUFEVRVBRF"
+    "UVQURVJUFEVRVBRFUVQURVFUFEVRVBRFUVQURVFUFEVRVBRFUVQURVFUFEVRVBRFUFQURVFUFEVFUURRRFFEUUVR"
+    "RFFEUURRRVFEUURRRFFFUURRRFFEUURRRFFEUURRRVFEUURRRFFEUURRRFFEUURRRFFEUURRUEQURVFEFEVRRBRF"
+    "UUQURVFEFEVQRBRFUUQURVFEFEVQRBRFUUQURVBEFEVRRBRFUEQURVFEFEVQRBRFUEQURRFRRBQRUUQUEVFEFBJR"
+    "RBQRUUQUEVFEFBFRRBQRUUQUEVFEFBFRRBQRUUQUEVFEFBFRRBQQUUQUEVFEFBFRRBRERERERUREREVERERERERE"
+    "RURERERERERFREREREREREVERERERERERURERERERERERERERUREREREREREREREERERERERERERERERERERERER"
+    "ERERERERERERERERERERERERERERERERERERERERERERERARERERERERERERERERREQREUREEBFERBERREQREURE"
+    "EBFERBERREQQEUREERFERBARREQREUREEBFERBERREQQEUREEBFERBERREREEBFBRBARQUQQEUFEEBFBRRARQUQQ"
+    "EUFEEBFBRBARQUQQEUFEEBFBRBARQUQQEUFEEBFBRBARQUQQEUFEEBFBEUQQERFEEBERRBAREEQQERFEEBERRBAR"
+    "EUQQERFEEBEQRBAREUQQERFEEBEQRBAREUQQERFEEBEQRBAREUQQERBBBEERQQRBEEEEQRFBBEEQQQRBEUEEQRBB"
+    "BEERQQRBEEEEQRBBBEERQQRBEEEEQRBBBEERQQRBEEEEQRBBBEERRBBBEEQQQRBEEEEQRBBBEEQQQRBEEEEQRBBB"
+    "EUQQQRBEEEEQRBBBEEQQQRBEEEEQRBBBEEQQQRBEEEEQRBBBQBBBEEEQQRBBEEEQQRBBEEEQQRBAEEEQQRBBEEEQ"
+    "QRBBEEEQQRBBEEAQQRBBEEEQQRBBEEEQQRBAEEEQQRBBEEVRFEVFURRFRVEURUZRFEVFURRFRFEURUVRFEVFURRF"
+    "RVEURUVRFEVEURRFRVEURUVRFEVEURRFRVEURURRFEVRRFEUUURRFFFEURRSRFEUUURRFFFEURRRRFEUUURRFFFE"
+    "URRQRFEUUURRFFFEURRRRFEUUERRFFFEURRQRFEUUUQUEVJEFBFRRBQRUUQUEVJEFBFRRBQRUUQUEVFEFBFRRBQR"
+    "UUQUEVFEFBFRRBQRUUQUEVFEFBFRRBQRUUQUEVFERERQREREUURERFFERERQREREUURERFBERERRREREUERERFBE"
+    "RERRREREUERERFBERERRREREUERERFBEREQQERERERERERERERERERERERERERERERERERERERERERERERERERER"
+    "EBEREREREREREREREBEREREREREQERERBRERQQQREUEFERFBBBERQQUREUEEERFBBBERQQUREUEEERFBBBERQQQR"
+    "EUEFERFBBBERQQQREUEEERFBBBERQRBBRBARQUQQEUFEEBFBRBARQUQQEUFEEBFBRBARQUQQEEFEEBFBRBARQUQQ"
+    "EUFEEBBBRBARQUQQEUFEEBBBRBARQQQREEEEERFBBBEQQQQREUEEERBBBBERQQQREEEEERBBBBERQQQREEEEERBB"
+    "BBERQQQREEEEERBBBBEQQQQRQQRBBEEEQQRBBEEEQQRBBEEEQQRBBEEEQQRBBEEEQQRBBEEEQQRBBEEEQQRBBEEE"
+    "QQRBBEEEQQRBBEEEQARBBBEEQRARBEEQEQRBEBAEQRARBEEQEQRBEBEEQRAQBEEQEQRBEBAEQRARBEEQEQRBEBAE"
+    "QRARBEEQEARBEBEEQRAQBEEQEARBEBEEQRAQBEEQEQRBEBAEQRAQBEEQEQRBEBAEQRAQBEEQEQRBEBAEQRAQBEEQ"
+    "EARBEBAEQRARBEEQBEEQEARBEBAEQRAQBEEQEARBEBAEQRAQBEEQEARBEBAEQRAQBEEQEARBEBAEQRAQBEEQEARB"
+    "EBAEQRAQBEEQEEEQEARAEBAEQRAQBEEQEARBEBAEQRAQBEEQEARAEBAEQRAQBEEQEARBEBAEQBAQBEEQEARBEBAE"
+    "QBAQBEEQEARBEBAEQBAQBEEQEARAEBAEQRAQBEEQEARAEBAEQRAQBEAQEARBEBAEQBAQBEEQEARAEBAEQRAQBEAQ"
+    "EARAEBAEERAQEBAQEBAREBAQEBAQEBAQEBAREBAQEBAQEBAQEBAREBAQEBAQEBAQEBAQEBAQERAQEBAQEBAQEBAQ"
+    "EBAQEBEQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAREBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQ"
+    "EBA=")
+_RSQRT_TABLE = []           # filled on first use: the entries' float32 bits
+
+
+def _rsqrt_table():
+    if not _RSQRT_TABLE:
+        packed = np.frombuffer(base64.b64decode("".join(_RSQRT_ESTIMATE_STEPS)), np.uint8)
+        steps = (packed[:, None] >> np.array([0, 2, 4, 6], np.uint8)) & np.uint8(3)
+        places = (0x3F800000 >> 11) - np.cumsum(steps.ravel(), dtype=np.int64)
+        _RSQRT_TABLE.append((places << 11).astype(np.uint32))
+    return _RSQRT_TABLE[0]
+
+
+def rsqrt_estimate_float32(x):
+    """The CPU's ``vrsqrtps`` of float32 ``x`` (the table above): positive normal x
+    by the table; +-0 and subnormals give +-inf, +inf 0, negative x and nan nan."""
+    x = np.asarray(x, _F32)
+    bits = x.view(np.uint32).astype(np.int64)
+    biased = (bits >> 23) & 0xFF
+    exponent = biased - 127
+    entry = _rsqrt_table()[((exponent & 1) << 12) | ((bits >> 11) & 0xFFF)]
+    normal = (bits >> 31 == 0) & (biased > 0) & (biased < 255)
+    scaled = (entry.astype(np.int64) - ((exponent >> 1) << 23)).astype(np.uint32).view(_F32)
+    with np.errstate(all="ignore"):
+        special = np.where((biased == 0), np.copysign(_F32(np.inf), x),
+                           np.where(x == np.inf, _F32(0), _F32(np.nan)))
+        special = np.where(np.isnan(x), x, special)
+    return np.where(normal, scaled, special)
+
+
+def rsqrt_float32(x):
+    """float32 rsqrt as XLA's CPU code computes it: the estimate y, then for
+    positive normal x one Newton step, ``y + (-y/2) (x y * y - 1)`` with its two
+    fused multiply-adds; the estimate itself elsewhere."""
+    x = np.asarray(x, _F32)
+    y = rsqrt_estimate_float32(x)
+    with np.errstate(all="ignore"):
+        error = fma32(x * y, y, _F32(-1))
+        refined = fma32(y * _F32(-0.5), error, y)
+    positive_normal = (x >= np.finfo(_F32).tiny) & (x < np.inf)
+    return np.where(positive_normal, refined, y)
+
+
+# XLA's float64 rsqrt is AVX-512's ``vrsqrt14pd`` refined by two Newton steps.
+# Unlike vrsqrtps, its result is specified bit for bit (Intel's "Reference
+# Implementations for IA Approximation Instructions VRCP14, VRSQRT14, ..."):
+# 1/sqrt of the input's significand, cut to 15 fraction bits, by a straight
+# line on each of 32 segments of [1, 2) and of [2, 4) (value ``c`` at the
+# segment's centre and slope ``d``, integers in units of 2**-19, the slope
+# scaled by 256 or 128), truncated to 16 fraction bits. The (d, c) pairs
+# below were derived from this CPU's (AMD Zen 4) outputs by
+# tools/gen_x86_rsqrt_table.py: for each segment, the only integer pair that
+# reproduces all of its 1024 inputs.
+_RSQRT14_EVEN = ((1001, 520261), (955, 512437), (915, 504953), (877, 497790), (841, 490922),
+                 (807, 484331), (775, 478001), (747, 471909), (719, 466046), (693, 460397),
+                 (669, 454947), (647, 449688), (625, 444606), (603, 439694), (585, 434939),
+                 (567, 430335), (549, 425875), (533, 421551), (517, 417355), (501, 413284),
+                 (487, 409329), (473, 405487), (461, 401748), (449, 398111), (437, 394571),
+                 (425, 391127), (415, 387770), (403, 384498), (393, 381307), (385, 378194),
+                 (375, 375155), (367, 372190))
+_RSQRT14_ODD = ((707, 367881), (675, 362349), (647, 357056), (619, 351992), (595, 347136),
+                (571, 342475), (549, 337997), (527, 333693), (509, 329545), (491, 325551),
+                (473, 321697), (457, 317977), (441, 314385), (427, 310910), (413, 307549),
+                (401, 304295), (389, 301139), (377, 298079), (365, 295115), (355, 292237),
+                (345, 289439), (335, 286722), (325, 284080), (317, 281508), (309, 279006),
+                (301, 276569), (293, 274195), (285, 271882), (279, 269625), (271, 267425),
+                (265, 265276), (259, 263178))
+_RSQRT14_SLOPE, _RSQRT14_VALUE = (np.array([[pair[k] for pair in table] for table in
+                                            (_RSQRT14_EVEN, _RSQRT14_ODD)], _F64) for k in (0, 1))
+
+
+def rsqrt14_estimate_float64(x):
+    """AVX-512's ``vrsqrt14pd`` of float64 ``x`` under XLA's denormals-are-zero:
+    positive normal x by the segments above; +-0 and subnormals give +-inf, +inf
+    0, other negative x and nan nan."""
+    x = np.asarray(x, _F64)
+    bits = x.view(np.uint64).astype(np.int64)          # (the sign bit makes it negative)
+    biased = (bits >> 52) & 0x7FF
+    fraction = bits & ((1 << 52) - 1)
+    exponent = biased - 1023
+    odd = exponent & 1
+    segment = (fraction >> 47) & 31
+    significand = 1 + (fraction >> 37).astype(_F64) * 2.0**-15        # 15 fraction bits
+    centre = np.where(odd == 1, 2 + 1 / 32 + segment / 16, 1 + 1 / 64 + segment / 32)
+    significand = np.where(odd == 1, 2 * significand, significand)
+    slope = np.where(odd == 1, 128.0, 256.0) * _RSQRT14_SLOPE[odd, segment]
+    line = _RSQRT14_VALUE[odd, segment] - slope * (significand - centre)     # exact
+    estimate = (line * 2.0**-19).view(np.int64) & ~np.int64((1 << 36) - 1)   # exact, then cut
+    estimate = np.where((fraction == 0) & (odd == 0), np.int64(0x3FF0000000000000), estimate)
+    scaled = (estimate - (((exponent - odd) >> 1) << 52)).view(_F64)
+    normal = (bits >= 0) & (biased > 0) & (biased < 0x7FF)
+    with np.errstate(all="ignore"):
+        special = np.where(biased == 0, np.copysign(_F64(np.inf), x),
+                           np.where(x == np.inf, _F64(0), _F64(np.nan)))
+        special = np.where(np.isnan(x), x, special)
+    return np.where(normal, scaled, special)
+
+
+def rsqrt_float64(x):
+    """float64 rsqrt as XLA's CPU code computes it (on a CPU with AVX-512): the
+    estimate, then for positive normal x two Newton steps as in ``rsqrt_float32``."""
+    x = np.asarray(x, _F64)
+    estimate = y = rsqrt14_estimate_float64(x)
+    positive_normal = (x >= np.finfo(_F64).tiny) & (x < np.inf)
+    y = np.where(positive_normal, y, 1.0)
+    xs = np.where(positive_normal, x, 1.0)
+    with np.errstate(all="ignore"):
+        for _ in range(2):
+            error = fma(xs * y, y, np.asarray(-1.0))
+            y = fma(y * -0.5, error, y)
+    return np.where(positive_normal, y, estimate)
+
+
+# ----------------------------------------------------------------------------
 # the functions by dtype, as the samplers' primitives call them
 # ----------------------------------------------------------------------------
 
@@ -543,6 +712,11 @@ def erf(x):
 def erf_inv(x):
     """XLA's CPU ``erf_inv`` of a float array."""
     return _by_dtype(x, _erf_inv, _erf_inv)
+
+
+def rsqrt(x):
+    """XLA's CPU ``rsqrt`` of a float array (float32: this CPU model's estimate)."""
+    return _by_dtype(x, rsqrt_float32, rsqrt_float64)
 
 
 def normal_from_signed(u):
