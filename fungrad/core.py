@@ -332,9 +332,11 @@ class JaxprEqn:
 
     def __init__(self, primitive, inputs, params, outvars, source=None):
         self.primitive = primitive
-        self.inputs = list(inputs)
+        # (lists are taken as they are: equations are never mutated, and the
+        # passes share the outputs list of an equation they rewrite)
+        self.inputs = inputs if type(inputs) is list else list(inputs)
         self.params = params
-        self.outvars = list(outvars)
+        self.outvars = outvars if type(outvars) is list else list(outvars)
         self.source = source
 
     invars = property(lambda self: self.inputs)    # JAX's name for the inputs

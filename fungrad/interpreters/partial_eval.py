@@ -134,20 +134,48 @@ class StagingTrace(Trace):
         """Record ``prim(*args)`` as an equation; returns the output tracer(s)."""
         atoms = [a._var if type(a) is StagingTracer and a._trace is self else self.to_atom(a)
                  for a in args]
-        out_avals = self._out_avals(prim, atoms, params)
-        outvars = [Var(a) for a in out_avals]
+        outvars = self.stage_atoms(prim, atoms, params)
+        prov = provenance_of(args)
+        outs = [StagingTracer(self, v.aval, v, prov) for v in outvars]
+        return outs if prim.multiple_results else outs[0]
+
+    def stage_atoms(self, prim, atoms: list, params) -> list:
+        """Record ``prim`` applied to ``atoms`` (this jaxpr's variables and
+        literals); returns its output variables."""
+        outvars = [Var(a) for a in self._out_avals(prim, atoms, params)]
         # the user's line, while jax_debug_nans/infs is on (finding it costs a
         # quarter of tracing time on CPython 3.11: reading f_back creates frame objects)
         source = core.current_source() if core._float_checks else None
         self.eqns.append(JaxprEqn(prim, atoms, params, outvars, source))
-        # remember which argument a value derives from, for concretization errors
-        prov = None
-        for a in args:
-            if type(a) is StagingTracer and a.provenance:
-                prov = a.provenance
-                break
-        outs = [StagingTracer(self, v.aval, v, prov) for v in outvars]
-        return outs if prim.multiple_results else outs[0]
+        return outvars
+
+    def atom(self, x):
+        """``x`` as an atom of this jaxpr (``to_atom``, its own values first)."""
+        return x._var if type(x) is StagingTracer and x._trace is self else self.to_atom(x)
+
+    def tracer(self, atom, provenance=None):
+        """The value of this trace an atom stands for (a literal: its value)."""
+        if type(atom) is Literal:
+            return atom.val
+        return StagingTracer(self, atom.aval, atom, provenance)
+
+    def splice(self, template: "Splice", atoms: list) -> list:
+        """Record the equations of ``template`` (a jaxpr) applied to ``atoms``,
+        with fresh output variables; returns the atoms of its outputs.  No rule
+        runs: the equations and their types are the jaxpr's (the staged tape
+        of ``interpreters/tape.py`` splices cached linearizations this way)."""
+        env = template.literals + [self.to_atom(c) for c in template.consts] + atoms \
+            if template.consts else template.literals + atoms
+        append = self.eqns.append
+        for prim, params, reads, out_avals in template.eqns:
+            if len(out_avals) == 1:
+                outvars = [Var(out_avals[0])]
+                env.append(outvars[0])
+            else:
+                outvars = [Var(a) for a in out_avals]
+                env += outvars
+            append(JaxprEqn(prim, [env[i] for i in reads], params, outvars))
+        return [env[i] for i in template.outs]
 
     def _out_avals(self, prim, atoms, params) -> list:
         """The output avals of ``prim`` on ``atoms``, one object per distinct aval
@@ -183,6 +211,55 @@ class StagingTrace(Trace):
         constvars = [v for v, _ in self.const_vals]
         consts = [x for _, x in self.const_vals]
         return Jaxpr(constvars, self.invars, self.eqns, outvars), consts
+
+
+def provenance_of(args):
+    """Which argument the first staged value among ``args`` derives from (for
+    concretization errors), or None."""
+    for a in args:
+        if type(a) is StagingTracer and a.provenance:
+            return a.provenance
+    return None
+
+
+class Splice:
+    """A closed jaxpr in the form ``StagingTrace.splice`` copies fast: its
+    equations as ``(primitive, params, positions read, output avals)``, the
+    positions in a list of its literals, then its constants, then its inputs,
+    then the outputs of the equations so far."""
+    __slots__ = ("literals", "consts", "eqns", "outs")
+
+    def __init__(self, closed: ClosedJaxpr):
+        jaxpr = closed.jaxpr
+        self.literals: list = []
+        self.consts = list(closed.consts)
+        position: dict = {}
+        literal_position: dict = {}
+
+        def read(atom):
+            if type(atom) is not Literal:
+                return position[atom]
+            if id(atom) not in literal_position:
+                literal_position[id(atom)] = len(self.literals)
+                self.literals.append(atom)
+            return literal_position[id(atom)]
+        for eqn in jaxpr.eqns:          # (first: the literals' positions come first)
+            for a in eqn.inputs:
+                if type(a) is Literal:
+                    read(a)
+        for a in jaxpr.outvars:
+            if type(a) is Literal:
+                read(a)
+        for v in list(jaxpr.constvars) + list(jaxpr.invars):
+            position[v] = len(self.literals) + len(position)
+        self.eqns = []
+        for eqn in jaxpr.eqns:
+            reads = tuple(read(a) for a in eqn.inputs)
+            for v in eqn.outvars:
+                position[v] = len(self.literals) + len(position)
+            self.eqns.append((eqn.primitive, eqn.params, reads,
+                              tuple(v.aval for v in eqn.outvars)))
+        self.outs = tuple(read(a) for a in jaxpr.outvars)
 
 
 def mutable_memory(x) -> bool:
@@ -388,7 +465,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     live = {v for v in outvars if isinstance(v, Var)}
     kept: list[JaxprEqn] = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars) or (keep_effects and has_effects(eqn)):
+        if not live.isdisjoint(eqn.outvars) or (keep_effects and has_effects(eqn)):
             kept.append(eqn)
             live.update(eqn.inputs)     # (literals too: harmless, and no filter to run)
     kept.reverse()
