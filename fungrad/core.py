@@ -296,11 +296,21 @@ _var_ids = itertools.count()
 
 class Var:
     """A variable of a jaxpr; identity is the object, names come at print time."""
-    __slots__ = ("aval", "id")
+    __slots__ = ("aval", "_id")
 
     def __init__(self, aval: ShapedArray):
         self.aval = aval
-        self.id = next(_var_ids)
+
+    @property
+    def id(self) -> int:
+        """A number for ``repr`` (JAX's ``Var(id=4)``), given when first asked
+        for: a long program's variables are never asked, and an int object
+        each was a tenth of its jaxpr's memory."""
+        try:
+            return self._id
+        except AttributeError:
+            self._id = next(_var_ids)
+            return self._id
 
     def __repr__(self):      # JAX's form: Var(id=4):float64[5]
         shape = ",".join(map(str, self.aval.shape))

@@ -79,7 +79,7 @@ _config.on_tracing_change.append(_new_memo_generation)
 class StagingTrace(Trace):
     """Records equations into a jaxpr (see the module docstring for ``fold_known``)."""
     __slots__ = ("fold_known", "eqns", "invars", "const_vars", "const_vals", "name", "avals",
-                 "out_avals_memo", "memo_generation")
+                 "out_avals_memo", "memo_generation", "literals")
     kind = "staging"
 
     def __init__(self, parent, fold_known=False, name=None):
@@ -95,6 +95,7 @@ class StagingTrace(Trace):
         self.avals: dict = {}
         self.out_avals_memo: dict = {}           # (see _out_avals)
         self.memo_generation = _memo_generation[0]
+        self.literals: dict = {}                 # (see literal)
 
     def new_arg(self, aval: ShapedArray, provenance=None) -> StagingTracer:
         var = Var(aval)
@@ -115,12 +116,32 @@ class StagingTrace(Trace):
             self.check_foreign(x)
         elif isinstance(x, _PY_SCALARS) or isinstance(x, np.generic) or (
                 isinstance(x, np.ndarray) and x.ndim == 0):
-            return Literal(by_value(x) if isinstance(x, np.ndarray) else x)
+            return self.literal(x)
         var = self.const_vars.get(id(x))
         if var is None:
             var = self.const_vars[id(x)] = Var(get_aval(x))   # (weak Arrays stay weak)
             self.const_vals.append((var, x))
         return var
+
+    def literal(self, x) -> Literal:
+        """The literal of the scalar ``x``: one object per value and type of a
+        float or a 0-d array (fungrad.numpy makes a new 0-d array of each
+        Python number it is given: a long program of ``x * 0.5`` has one
+        literal, not one per equation)."""
+        t = type(x)
+        if t is float:
+            key = (t, x if x else repr(x))          # (the sign of a zero matters)
+        elif t is np.ndarray or t is core.Array:
+            if x.dtype.kind not in "fiub":
+                return Literal(by_value(x))
+            value = x.item()
+            key = (t, x.dtype, t is core.Array and x.weak_type, value if value else repr(value))
+        else:
+            return Literal(by_value(x) if isinstance(x, np.ndarray) else x)
+        hit = self.literals.get(key)
+        if hit is None:
+            hit = self.literals[key] = Literal(by_value(x) if t is not float else x)
+        return hit
 
     def process_primitive(self, prim, args, params):
         if self.fold_known:
@@ -465,8 +486,12 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     live = {v for v in outvars if isinstance(v, Var)}
     kept: list[JaxprEqn] = []
     for eqn in reversed(jaxpr.eqns):
-        if not live.isdisjoint(eqn.outvars) or (keep_effects and has_effects(eqn)):
+        outs = eqn.outvars
+        if not live.isdisjoint(outs) or (keep_effects and has_effects(eqn)):
             kept.append(eqn)
+            # (a variable is live from here back to where it is made: the set
+            # stays as small as what is live at once)
+            live.difference_update(outs)
             live.update(eqn.inputs)     # (literals too: harmless, and no filter to run)
     kept.reverse()
     used_inputs = [v in live for v in jaxpr.invars]

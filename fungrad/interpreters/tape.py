@@ -122,6 +122,11 @@ class TapeTrace(core.Trace):
         except TypeError:                   # unhashable params: the general path
             lin = _UNCACHEABLE
         if lin is None:
+            if self.staged and not _has_sub_programs(params) and _first_sighting(key):
+                # (deriving costs about as much as tracing fifty equations: under
+                # jit a signature is derived once it shows up again, i.e. where
+                # a long program repeats itself; once, it takes the general path)
+                return self._append_general(prim, params, primals, args)
             lin = _linearization(prim, params, [a._aval if type(a) is TapeTracer
                                                 else get_aval(a) for a in args], key)
         if lin is _UNCACHEABLE:
@@ -262,8 +267,20 @@ class _Linearization:
 _CACHE: dict = {}
 _CACHE_LIMIT = 4096
 _UNCACHEABLE = object()
+_SIGHTED: dict = {}     # keys the staged tape has seen once (an ordered set)
 # what staging produces depends on jax_enable_x64 and the promotion options
 _config.on_tracing_change.append(_CACHE.clear)
+_config.on_tracing_change.append(_SIGHTED.clear)
+
+
+def _first_sighting(key) -> bool:
+    """Is this the first time the staged tape meets ``key`` (then remember it)?"""
+    if key in _SIGHTED:
+        return False
+    if len(_SIGHTED) >= _CACHE_LIMIT:
+        del _SIGHTED[next(iter(_SIGHTED))]
+    _SIGHTED[key] = None
+    return True
 
 
 def _linearization(prim, params, avals, key):

@@ -59,18 +59,21 @@ _UNARY, _NARY, _DROP = -1, -2, -3
 
 class _Program:
     """The instructions, the initial slots (arguments first, then literals) and
-    the kernels of one program: ``build`` fills them in one pass."""
+    the kernels of one program: ``build`` fills them in one pass.  The
+    instructions ``(kernel, out, a, b)`` are kept as four lists, one per field
+    (a tuple each was 70 bytes per equation)."""
 
     def __init__(self, n_params: int):
         self.initial: list = [None] * n_params
-        self.instructions: list = []
+        self.fields: tuple = ([], [], [], [])
         self.kernels: dict = {}
         self.literal_slots: dict = {}
         self.literal_ids: dict = {}          # id(Literal) -> slot, for literals seen before
         self.fast_kernels: dict = {}         # see ``kernel``
-        # one tuple per distinct instruction: a long program repeats a few of
-        # them over and over (the same kernel between the same few slots)
-        self.interned: dict = {}
+
+    @property
+    def instructions(self) -> list:
+        return list(zip(*self.fields))
 
     def literal_slot(self, atom: Literal) -> int:
         """The slot holding the literal's value (one per distinct value and type)."""
@@ -130,15 +133,15 @@ def build(jaxpr: Jaxpr) -> _Program:
     prog = _Program(len(params))
     slot = {v: k for k, v in enumerate(params)}
     kept = set(params) | {v for v in jaxpr.outvars if isinstance(v, Var)}
-    last_use = {}           # (literals too: harmless, and no test per input)
-    for i, eqn in enumerate(jaxpr.eqns):
+    last_use = {}     # the equation reading it last (literals too: harmless, no test)
+    for eqn in jaxpr.eqns:
         for a in eqn.inputs:
-            last_use[a] = i
-    initial, instructions, free = prog.initial, prog.instructions, []
-    append, interned, kernels = instructions.append, prog.interned, prog.fast_kernels
-    literal_slot = prog.literal_slot
+            last_use[a] = eqn
+    initial, free = prog.initial, []
+    kernel_list, out_list, a_list, b_list = prog.fields
+    kernels, literal_slot = prog.fast_kernels, prog.literal_slot
     large = _LargeAvals()
-    for i, eqn in enumerate(jaxpr.eqns):
+    for eqn in jaxpr.eqns:
         inputs, outvars, params = eqn.inputs, eqn.outvars, eqn.params
         # the kernel, by identities first (see _Program.kernel), inline for the
         # most common equations: one or two variables in, one out
@@ -159,7 +162,7 @@ def build(jaxpr: Jaxpr) -> _Program:
         kernel, returns_tuple = hit if hit is not None else prog.kernel(eqn)
         dropped = None
         for a in inputs:           # the inputs' slots are free once read
-            if last_use[a] == i and a in slot and a not in kept:
+            if last_use[a] is eqn and a in slot and a not in kept:
                 free.append(slot.pop(a))    # (released once if read twice)
                 if large[a.aval]:
                     dropped = [free[-1]] if dropped is None else dropped + [free[-1]]
@@ -167,19 +170,22 @@ def build(jaxpr: Jaxpr) -> _Program:
             out = slice(len(initial), len(initial) + len(outvars))
             initial.extend([None] * len(outvars))
             slot.update(zip(outvars, range(out.start, out.stop)))
-            append(_instruction(kernel, out, ins))
         else:
             out = free.pop() if free else len(initial)
             if out == len(initial):
                 initial.append(None)
             slot[outvars[0]] = out
-            if n == 1:
-                ins = (kernel, out, ins[0], _UNARY)
-            elif n == 2:
-                ins = (kernel, out, ins[0], ins[1])
-            else:
-                ins = _instruction(kernel, out, ins)
-            append(interned.setdefault(ins, ins))
+        kernel_list.append(kernel)
+        out_list.append(out)
+        if n == 1:
+            a_list.append(ins[0])
+            b_list.append(_UNARY)
+        elif n == 2:
+            a_list.append(ins[0])
+            b_list.append(ins[1])
+        else:
+            a_list.append(itemgetter(*ins) if ins else _no_inputs)
+            b_list.append(_NARY)
         for v in outvars:           # results nothing reads
             if v not in last_use and v not in kept:
                 free.append(slot[v])
@@ -188,8 +194,10 @@ def build(jaxpr: Jaxpr) -> _Program:
         if dropped is not None:
             for s in dropped:
                 if s != out:
-                    ins = (_no_value, s, 0, _DROP)
-                    append(interned.setdefault(ins, ins))
+                    kernel_list.append(_no_value)
+                    out_list.append(s)
+                    a_list.append(0)
+                    b_list.append(_DROP)
     prog.out_slots = [prog.literal_slot(v) if type(v) is Literal else slot[v]
                       for v in jaxpr.outvars]
     return prog
@@ -205,15 +213,6 @@ class _LargeAvals(dict):
         if hit is None:
             hit = self[id(aval)] = aval.size >= codegen._REUSE_MIN_SIZE
         return hit
-
-
-def _instruction(kernel, out, ins: list) -> tuple:
-    """The instruction computing slot(s) ``out`` from slots ``ins`` (see ``_runner``)."""
-    if len(ins) == 1:
-        return kernel, out, ins[0], _UNARY
-    if len(ins) == 2:
-        return kernel, out, ins[0], ins[1]
-    return kernel, out, itemgetter(*ins) if ins else _no_inputs, _NARY
 
 
 def _literal_value(atom: Literal):
@@ -253,11 +252,11 @@ def _kernel(eqn):
     return codegen.compile_source(source, "kernel", namer.consts, namer.modules), False
 
 
-def _runner(program: list, initial: list, n_params: int, out_slots: list):
+def _runner(fields: tuple, initial: list, n_params: int, out_slots: list):
     def run(*args):
         env = initial.copy()
         env[:n_params] = args
-        for kernel, out, a, b in program:
+        for kernel, out, a, b in zip(*fields):
             if b >= 0:                      # two inputs (the slots a and b)
                 env[out] = kernel(env[a], env[b])
             elif b == -1:                   # one (_UNARY)
@@ -281,7 +280,7 @@ def compile_threaded(jaxpr: Jaxpr, name: str = "fn", consts=()) -> "ThreadedFunc
     start = time.perf_counter()
     prog = build(jaxpr)
     n_params = len(jaxpr.constvars) + len(jaxpr.invars)
-    run = _runner(prog.instructions, prog.initial, n_params, prog.out_slots)
+    run = _runner(prog.fields, prog.initial, n_params, prog.out_slots)
     comp = ThreadedFunction(None, jaxpr, consts, name, len(prog.kernels))
     comp.fn = _tiered(run, comp, time.perf_counter() - start)
     return comp
