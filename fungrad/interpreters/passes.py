@@ -163,11 +163,16 @@ def _rewrite_walk(jaxpr: Jaxpr, fold=False, simplify=False, merge=False,
         if merge and fact[1]:
             key = _cse_key(eqn)
             if key is not None:
-                earlier = seen.get(key)
-                if earlier is not None:
-                    subst.update(zip(eqn.outvars, earlier))
+                # keyed by the key's hash, the earlier equation's own key compared
+                # on a hit (holding a key per equation was most of the memory of
+                # a long program's compile; a collision only misses a merge)
+                h = hash(key)
+                earlier = seen.get(h)
+                if earlier is None:
+                    seen[h] = eqn
+                elif _cse_key(earlier) == key:
+                    subst.update(zip(eqn.outvars, earlier.outvars))
                     continue
-                seen[key] = eqn.outvars
         eqns.append(eqn)
         if find_sums:
             if prim.distributes_over:

@@ -448,7 +448,8 @@ def _backward_staged(trace, entries, num_nodes, out_nodes, cts, in_nodes, in_ava
     for n, c in zip(out_nodes, cts):
         if n is not None and c is not None and type(c) is not Zero:
             accumulate(n, atom(c))
-    for lin, residuals, ins, outs in reversed(entries):
+    while entries:      # (each entry freed once used: the tape shrinks as the jaxpr grows)
+        lin, residuals, ins, outs = entries.pop()
         general = type(lin) is _GeneralLinearization
         if len(outs) == 1 and not general:      # the common case
             n = outs[0]

@@ -133,15 +133,12 @@ def build(jaxpr: Jaxpr) -> _Program:
     prog = _Program(len(params))
     slot = {v: k for k, v in enumerate(params)}
     kept = set(params) | {v for v in jaxpr.outvars if isinstance(v, Var)}
-    last_use = {}     # the equation reading it last (literals too: harmless, no test)
-    for eqn in jaxpr.eqns:
-        for a in eqn.inputs:
-            last_use[a] = eqn
+    dying, unread = _deaths(jaxpr)
     initial, free = prog.initial, []
     kernel_list, out_list, a_list, b_list = prog.fields
     kernels, literal_slot = prog.fast_kernels, prog.literal_slot
     large = _LargeAvals()
-    for eqn in jaxpr.eqns:
+    for i, eqn in enumerate(jaxpr.eqns):
         inputs, outvars, params = eqn.inputs, eqn.outvars, eqn.params
         # the kernel, by identities first (see _Program.kernel), inline for the
         # most common equations: one or two variables in, one out
@@ -161,11 +158,14 @@ def build(jaxpr: Jaxpr) -> _Program:
             ins = [slot[a] if type(a) is not Literal else literal_slot(a) for a in inputs]
         kernel, returns_tuple = hit if hit is not None else prog.kernel(eqn)
         dropped = None
-        for a in inputs:           # the inputs' slots are free once read
-            if last_use[a] is eqn and a in slot and a not in kept:
-                free.append(slot.pop(a))    # (released once if read twice)
-                if large[a.aval]:
-                    dropped = [free[-1]] if dropped is None else dropped + [free[-1]]
+        mask = dying[i]
+        if mask:
+            for a in inputs:       # the inputs' slots are free once read
+                if mask & 1 and a not in kept:
+                    free.append(slot.pop(a))
+                    if large[a.aval]:
+                        dropped = [free[-1]] if dropped is None else dropped + [free[-1]]
+                mask >>= 1
         if returns_tuple:
             out = slice(len(initial), len(initial) + len(outvars))
             initial.extend([None] * len(outvars))
@@ -186,11 +186,14 @@ def build(jaxpr: Jaxpr) -> _Program:
         else:
             a_list.append(itemgetter(*ins) if ins else _no_inputs)
             b_list.append(_NARY)
-        for v in outvars:           # results nothing reads
-            if v not in last_use and v not in kept:
-                free.append(slot[v])
-                if large[v.aval]:
-                    dropped = [slot[v]] if dropped is None else dropped + [slot[v]]
+        mask = unread[i]
+        if mask:
+            for v in outvars:       # results nothing reads
+                if mask & 1 and v not in kept:
+                    free.append(slot[v])
+                    if large[v.aval]:
+                        dropped = [slot[v]] if dropped is None else dropped + [slot[v]]
+                mask >>= 1
         if dropped is not None:
             for s in dropped:
                 if s != out:
@@ -201,6 +204,41 @@ def build(jaxpr: Jaxpr) -> _Program:
     prog.out_slots = [prog.literal_slot(v) if type(v) is Literal else slot[v]
                       for v in jaxpr.outvars]
     return prog
+
+
+def _deaths(jaxpr: Jaxpr) -> tuple[list, list]:
+    """Per equation, bit masks of its inputs read there for the last time (once
+    each: ``x * x`` marks the first) and of its outputs nothing reads, by one
+    walk backwards keeping the set of variables read later (a variable leaves
+    it where it is made: small ints and a small set, where a map of every
+    variable's last reader was a tenth of a long program's memory)."""
+    n = len(jaxpr.eqns)
+    dying, unread = [0] * n, [0] * n
+    later = {v for v in jaxpr.outvars if type(v) is not Literal}
+    for i in range(n - 1, -1, -1):
+        eqn = jaxpr.eqns[i]
+        outvars = eqn.outvars
+        if len(outvars) == 1:
+            v = outvars[0]
+            if v in later:
+                later.discard(v)
+            else:
+                unread[i] = 1
+        else:
+            mask = 0
+            for k, v in enumerate(outvars):
+                if v in later:
+                    later.discard(v)
+                else:
+                    mask |= 1 << k
+            unread[i] = mask
+        mask = 0
+        for k, a in enumerate(eqn.inputs):
+            if type(a) is not Literal and a not in later:
+                later.add(a)
+                mask |= 1 << k
+        dying[i] = mask
+    return dying, unread
 
 
 class _LargeAvals(dict):
