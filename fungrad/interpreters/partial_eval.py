@@ -26,6 +26,7 @@ Types::
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -188,14 +189,17 @@ class StagingTrace(Trace):
         env = template.literals + [self.to_atom(c) for c in template.consts] + atoms \
             if template.consts else template.literals + atoms
         append = self.eqns.append
-        for prim, params, reads, out_avals in template.eqns:
-            if len(out_avals) == 1:
-                outvars = [Var(out_avals[0])]
-                env.append(outvars[0])
+        for prim, params, read, out_aval, out_avals in template.eqns:
+            # (``read``: the one position read, or a getter of several; see Splice)
+            inputs = [env[read]] if type(read) is int else list(read(env))
+            if out_aval is not None:
+                out = Var(out_aval)
+                append(JaxprEqn(prim, inputs, params, [out]))
+                env.append(out)
             else:
                 outvars = [Var(a) for a in out_avals]
+                append(JaxprEqn(prim, inputs, params, outvars))
                 env += outvars
-            append(JaxprEqn(prim, [env[i] for i in reads], params, outvars))
         return [env[i] for i in template.outs]
 
     def _out_avals(self, prim, atoms, params) -> list:
@@ -245,9 +249,11 @@ def provenance_of(args):
 
 class Splice:
     """A closed jaxpr in the form ``StagingTrace.splice`` copies fast: its
-    equations as ``(primitive, params, positions read, output avals)``, the
-    positions in a list of its literals, then its constants, then its inputs,
-    then the outputs of the equations so far."""
+    equations as ``(primitive, params, read, output aval, output avals)``,
+    ``read`` the position read (one input) or an ``itemgetter`` of the
+    positions, in a list of its literals, then its constants, then its
+    inputs, then the outputs of the equations so far; ``output aval`` that of
+    a single output, else None."""
     __slots__ = ("literals", "consts", "eqns", "outs")
 
     def __init__(self, closed: ClosedJaxpr):
@@ -278,9 +284,16 @@ class Splice:
             reads = tuple(read(a) for a in eqn.inputs)
             for v in eqn.outvars:
                 position[v] = len(self.literals) + len(position)
-            self.eqns.append((eqn.primitive, eqn.params, reads,
-                              tuple(v.aval for v in eqn.outvars)))
+            reader = reads[0] if len(reads) == 1 else itemgetter(*reads) if reads \
+                else _read_nothing
+            out_avals = tuple(v.aval for v in eqn.outvars)
+            self.eqns.append((eqn.primitive, eqn.params, reader,
+                              out_avals[0] if len(out_avals) == 1 else None, out_avals))
         self.outs = tuple(read(a) for a in jaxpr.outvars)
+
+
+def _read_nothing(env) -> tuple:
+    return ()
 
 
 def mutable_memory(x) -> bool:

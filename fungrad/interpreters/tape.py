@@ -40,12 +40,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fungrad import _config, core
-from fungrad.core import ClosedJaxpr, Tracer, eval_jaxpr, get_aval, new_trace_context
+from fungrad.core import ClosedJaxpr, Tracer, Var, eval_jaxpr, get_aval, new_trace_context
 from fungrad.interpreters import ad
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_float, tangent_aval
 from fungrad.interpreters.codegen import compiled
-from fungrad.interpreters.partial_eval import (Splice, StagingTrace, partial_eval_jaxpr,
-                                               provenance_of, trace_closed)
+from fungrad.interpreters.partial_eval import (Splice, StagingTrace, StagingTracer,
+                                               partial_eval_jaxpr, provenance_of, trace_closed)
 
 __all__ = ["TapeTrace", "TapeTracer", "vjp_eager"]
 
@@ -149,13 +149,17 @@ class TapeTrace(core.Trace):
         splice = lin.forward_splice
         if splice is None:
             splice = lin.forward_splice = Splice(lin.forward)
-        outs = parent.splice(splice, [parent.atom(p) for p in primals])
+        outs = parent.splice(splice, [
+            p._var if type(p) is StagingTracer and p._trace is parent else parent.to_atom(p)
+            for p in primals])
         prov = provenance_of(primals)
         if lin.single:
             node, self.num_nodes = self.num_nodes, self.num_nodes + 1
             self.entries.append((lin, outs[1:], in_nodes, (node,)))
-            return TapeTracer(self, parent.tracer(outs[0], prov), node, lin.out_avals[0],
-                              lin.out_sigs[0])
+            out = outs[0]
+            primal = StagingTracer(parent, out.aval, out, prov) if type(out) is Var \
+                else parent.tracer(out)
+            return TapeTracer(self, primal, node, lin.out_avals[0], lin.out_sigs[0])
         n_out = lin.num_out
         return self._wrap(prim, [parent.tracer(a, prov) for a in outs[:n_out]], lin,
                           outs[n_out:], in_nodes, lin.out_nonzeros, lin.out_avals, lin.out_sigs)
@@ -442,12 +446,11 @@ def _backward_staged(trace, entries, num_nodes, out_nodes, cts, in_nodes, in_ava
     atom = trace.atom
     ct: list[Any] = [None] * num_nodes
 
-    def accumulate(n, c):
-        old = ct[n]
-        ct[n] = c if old is None else atom(ad.add_tangents(trace.tracer(old), trace.tracer(c)))
+    def add(old, c):        # (two cotangents of one value: a fan-out in the forward pass)
+        return atom(ad.add_tangents(trace.tracer(old), trace.tracer(c)))
     for n, c in zip(out_nodes, cts):
         if n is not None and c is not None and type(c) is not Zero:
-            accumulate(n, atom(c))
+            ct[n] = atom(c) if ct[n] is None else add(ct[n], atom(c))
     while entries:      # (each entry freed once used: the tape shrinks as the jaxpr grows)
         lin, residuals, ins, outs = entries.pop()
         general = type(lin) is _GeneralLinearization
@@ -471,7 +474,8 @@ def _backward_staged(trace, entries, num_nodes, out_nodes, cts, in_nodes, in_ava
             cts_in = _transpose_staged(trace, lin, residuals, outs, out_cts, general)
         for n, c in zip(ins, cts_in):
             if c is not None:
-                accumulate(n, c)
+                old = ct[n]
+                ct[n] = c if old is None else add(old, c)
     return [Zero(a) if n is None or ct[n] is None else trace.tracer(ct[n])
             for n, a in zip(in_nodes, in_avals)]
 
