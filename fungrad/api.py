@@ -359,10 +359,17 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     take it as an argument (``fwd_and_bwd``).  Eagerly it holds fungrad's
     tape, which is not an array: passed to ``jit`` it is a static argument."""
     _check_callable(fun, "vjp")
+    return _vjp(fun, primals, has_aux)
+
+
+def _vjp(fun: Callable, primals, has_aux: bool, pullback_at_once: bool = False):
+    """``vjp``; ``pullback_at_once``: the caller calls the pullback right away,
+    on the same trace, and drops it (``grad``), so under ``jit`` the staged
+    tape may record the function (``_vjp_flat``)."""
     p_leaves, p_tree = tree_flatten(tuple(primals))
     p_leaves = [_as_value(x, "vjp primal") for x in p_leaves]
     f_flat, store, split = _flat_with_aux(fun, p_tree, has_aux, "vjp")
-    outs, backward, residuals = _vjp_flat(f_flat, p_leaves)
+    outs, backward, residuals = _vjp_flat(f_flat, p_leaves, pullback_at_once)
     outs = pe.unalias(outs, range(len(outs)), p_leaves)     # no views of the caller's arrays
     outs, aux = split([_result(o) for o in outs])
     out_tree = store.val
@@ -410,15 +417,20 @@ class _Pullback:
         return tree_unflatten(self.p_tree, [_result(c) for c in cts_in])
 
 
-def _vjp_flat(f_flat, primals):
+def _vjp_flat(f_flat, primals, pullback_at_once: bool = False):
     """``(outs, backward, residuals)``: eagerly (nothing being traced), the tape
-    of ``interpreters/tape.py`` (``backward(cts)``, residuals None); under
-    another transformation, linearize the whole function into one linear
-    jaxpr (``backward(residuals, cts)``).  ``cts`` are the cotangents of the
-    leading outputs (the others are aux values)."""
+    of ``interpreters/tape.py`` (``backward(cts)``, residuals None); when the
+    pullback runs at once on a plain staging trace (``jit(grad(f))``), the
+    same tape spliced into that trace; under another transformation,
+    linearize the whole function into one linear jaxpr (``backward(residuals,
+    cts)``).  ``cts`` are the cotangents of the leading outputs (the others
+    are aux values)."""
     if core.current_trace() is core.EVAL_TRACE and not core._float_checks:
         # (with jax_debug_nans/infs on, every primal result goes through EvalTrace's check)
         outs, backward = tape.vjp_eager(f_flat, primals)
+        return outs, backward, None
+    if pullback_at_once and tape.staged_tape_applies():
+        outs, backward = tape.vjp_staged(f_flat, primals)
         return outs, backward, None
     outs, jaxpr, residuals = ad.linearize_flat(f_flat, primals)
 
@@ -526,9 +538,9 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False,
         f_partial, dyn = _partial_argnums(f, args, nums)
         _check_diff_inputs(dyn, nums, allow_int, "grad", holomorphic)
         if has_aux:
-            ans, pullback, aux = vjp(f_partial, *dyn, has_aux=True)
+            ans, pullback, aux = _vjp(f_partial, dyn, True, pullback_at_once=True)
         else:
-            ans, pullback = vjp(f_partial, *dyn)
+            ans, pullback = _vjp(f_partial, dyn, False, pullback_at_once=True)
         _check_scalar(ans)
         _check_output_dtype("grad", holomorphic, ans)
         g = pullback(_one(ans))

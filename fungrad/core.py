@@ -296,11 +296,21 @@ _var_ids = itertools.count()
 
 class Var:
     """A variable of a jaxpr; identity is the object, names come at print time."""
-    __slots__ = ("aval", "id")
+    __slots__ = ("aval", "_id")
 
     def __init__(self, aval: ShapedArray):
         self.aval = aval
-        self.id = next(_var_ids)
+
+    @property
+    def id(self) -> int:
+        """A number for ``repr`` (JAX's ``Var(id=4)``), given when first asked
+        for: a long program's variables are never asked, and an int object
+        each was a tenth of its jaxpr's memory."""
+        try:
+            return self._id
+        except AttributeError:
+            self._id = next(_var_ids)
+            return self._id
 
     def __repr__(self):      # JAX's form: Var(id=4):float64[5]
         shape = ",".join(map(str, self.aval.shape))
@@ -332,9 +342,11 @@ class JaxprEqn:
 
     def __init__(self, primitive, inputs, params, outvars, source=None):
         self.primitive = primitive
-        self.inputs = list(inputs)
+        # (lists are taken as they are: equations are never mutated, and the
+        # passes share the outputs list of an equation they rewrite)
+        self.inputs = inputs if type(inputs) is list else list(inputs)
         self.params = params
-        self.outvars = list(outvars)
+        self.outvars = outvars if type(outvars) is list else list(outvars)
         self.source = source
 
     invars = property(lambda self: self.inputs)    # JAX's name for the inputs

@@ -702,9 +702,10 @@ def outputs_that_may_alias(jaxpr) -> tuple[int, ...]:
     compute from them.  Everything else is a fresh array."""
     maybe = set(jaxpr.invars)
     for eqn in jaxpr.eqns:
-        if (eqn.primitive.name in _VIEW_PRIMITIVES or eqn.primitive.multiple_results
-                or any(isinstance(p, ClosedJaxpr) or callable(p) for p in eqn.params.values())) \
-                and any(isinstance(v, core.Var) and v in maybe for v in eqn.inputs):
+        # (the cheap test first: most equations read nothing that may alias)
+        if not maybe.isdisjoint(eqn.inputs) and (
+                eqn.primitive.name in _VIEW_PRIMITIVES or eqn.primitive.multiple_results
+                or any(isinstance(p, ClosedJaxpr) or callable(p) for p in eqn.params.values())):
             maybe.update(eqn.outvars)
     return tuple(i for i, v in enumerate(jaxpr.outvars) if isinstance(v, core.Var) and v in maybe)
 
@@ -716,14 +717,31 @@ def gc_paused():
     over them, every few thousand allocations, made a first call's cost grow
     quadratically with the program (3-4x of a 20,000-equation compile).  The
     collector is off meanwhile; what became garbage is reference-counted away,
-    and cycles are collected once it is back on."""
+    and cycles are collected once it is back on.
+
+    What a long program leaves (its jaxprs and compiled code, millions of
+    objects) lives as long as the function's cache entry: the first
+    collection after the pause would scan all of it as young objects (a
+    second per 500,000 equations), then again as middle-aged ones.  So when
+    the pause allocated that much, everything is moved to the oldest
+    generation at once (``gc.freeze`` then ``gc.unfreeze``: two list splices),
+    which a generational collector does after scanning them twice; cycles
+    among them are collected by the next full collection."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if gc.get_count()[0] > _PROMOTE_AFTER:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
+
+
+#: objects allocated during a paused compile beyond which they go to the
+#: oldest generation at once (see ``gc_paused``)
+_PROMOTE_AFTER = 200_000
 
 
 def _overflows(x: int) -> bool:

@@ -26,6 +26,7 @@ Types::
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -79,7 +80,7 @@ _config.on_tracing_change.append(_new_memo_generation)
 class StagingTrace(Trace):
     """Records equations into a jaxpr (see the module docstring for ``fold_known``)."""
     __slots__ = ("fold_known", "eqns", "invars", "const_vars", "const_vals", "name", "avals",
-                 "out_avals_memo", "memo_generation")
+                 "out_avals_memo", "memo_generation", "literals")
     kind = "staging"
 
     def __init__(self, parent, fold_known=False, name=None):
@@ -95,6 +96,7 @@ class StagingTrace(Trace):
         self.avals: dict = {}
         self.out_avals_memo: dict = {}           # (see _out_avals)
         self.memo_generation = _memo_generation[0]
+        self.literals: dict = {}                 # (see literal)
 
     def new_arg(self, aval: ShapedArray, provenance=None) -> StagingTracer:
         var = Var(aval)
@@ -115,12 +117,32 @@ class StagingTrace(Trace):
             self.check_foreign(x)
         elif isinstance(x, _PY_SCALARS) or isinstance(x, np.generic) or (
                 isinstance(x, np.ndarray) and x.ndim == 0):
-            return Literal(by_value(x) if isinstance(x, np.ndarray) else x)
+            return self.literal(x)
         var = self.const_vars.get(id(x))
         if var is None:
             var = self.const_vars[id(x)] = Var(get_aval(x))   # (weak Arrays stay weak)
             self.const_vals.append((var, x))
         return var
+
+    def literal(self, x) -> Literal:
+        """The literal of the scalar ``x``: one object per value and type of a
+        float or a 0-d array (fungrad.numpy makes a new 0-d array of each
+        Python number it is given: a long program of ``x * 0.5`` has one
+        literal, not one per equation)."""
+        t = type(x)
+        if t is float:
+            key = (t, x if x else repr(x))          # (the sign of a zero matters)
+        elif t is np.ndarray or t is core.Array:
+            if x.dtype.kind not in "fiub":
+                return Literal(by_value(x))
+            value = x.item()
+            key = (t, x.dtype, t is core.Array and x.weak_type, value if value else repr(value))
+        else:
+            return Literal(by_value(x) if isinstance(x, np.ndarray) else x)
+        hit = self.literals.get(key)
+        if hit is None:
+            hit = self.literals[key] = Literal(by_value(x) if t is not float else x)
+        return hit
 
     def process_primitive(self, prim, args, params):
         if self.fold_known:
@@ -134,20 +156,51 @@ class StagingTrace(Trace):
         """Record ``prim(*args)`` as an equation; returns the output tracer(s)."""
         atoms = [a._var if type(a) is StagingTracer and a._trace is self else self.to_atom(a)
                  for a in args]
-        out_avals = self._out_avals(prim, atoms, params)
-        outvars = [Var(a) for a in out_avals]
+        outvars = self.stage_atoms(prim, atoms, params)
+        prov = provenance_of(args)
+        outs = [StagingTracer(self, v.aval, v, prov) for v in outvars]
+        return outs if prim.multiple_results else outs[0]
+
+    def stage_atoms(self, prim, atoms: list, params) -> list:
+        """Record ``prim`` applied to ``atoms`` (this jaxpr's variables and
+        literals); returns its output variables."""
+        outvars = [Var(a) for a in self._out_avals(prim, atoms, params)]
         # the user's line, while jax_debug_nans/infs is on (finding it costs a
         # quarter of tracing time on CPython 3.11: reading f_back creates frame objects)
         source = core.current_source() if core._float_checks else None
         self.eqns.append(JaxprEqn(prim, atoms, params, outvars, source))
-        # remember which argument a value derives from, for concretization errors
-        prov = None
-        for a in args:
-            if type(a) is StagingTracer and a.provenance:
-                prov = a.provenance
-                break
-        outs = [StagingTracer(self, v.aval, v, prov) for v in outvars]
-        return outs if prim.multiple_results else outs[0]
+        return outvars
+
+    def atom(self, x):
+        """``x`` as an atom of this jaxpr (``to_atom``, its own values first)."""
+        return x._var if type(x) is StagingTracer and x._trace is self else self.to_atom(x)
+
+    def tracer(self, atom, provenance=None):
+        """The value of this trace an atom stands for (a literal: its value)."""
+        if type(atom) is Literal:
+            return atom.val
+        return StagingTracer(self, atom.aval, atom, provenance)
+
+    def splice(self, template: "Splice", atoms: list) -> list:
+        """Record the equations of ``template`` (a jaxpr) applied to ``atoms``,
+        with fresh output variables; returns the atoms of its outputs.  No rule
+        runs: the equations and their types are the jaxpr's (the staged tape
+        of ``interpreters/tape.py`` splices cached linearizations this way)."""
+        env = template.literals + [self.to_atom(c) for c in template.consts] + atoms \
+            if template.consts else template.literals + atoms
+        append = self.eqns.append
+        for prim, params, read, out_aval, out_avals in template.eqns:
+            # (``read``: the one position read, or a getter of several; see Splice)
+            inputs = [env[read]] if type(read) is int else list(read(env))
+            if out_aval is not None:
+                out = Var(out_aval)
+                append(JaxprEqn(prim, inputs, params, [out]))
+                env.append(out)
+            else:
+                outvars = [Var(a) for a in out_avals]
+                append(JaxprEqn(prim, inputs, params, outvars))
+                env += outvars
+        return [env[i] for i in template.outs]
 
     def _out_avals(self, prim, atoms, params) -> list:
         """The output avals of ``prim`` on ``atoms``, one object per distinct aval
@@ -183,6 +236,64 @@ class StagingTrace(Trace):
         constvars = [v for v, _ in self.const_vals]
         consts = [x for _, x in self.const_vals]
         return Jaxpr(constvars, self.invars, self.eqns, outvars), consts
+
+
+def provenance_of(args):
+    """Which argument the first staged value among ``args`` derives from (for
+    concretization errors), or None."""
+    for a in args:
+        if type(a) is StagingTracer and a.provenance:
+            return a.provenance
+    return None
+
+
+class Splice:
+    """A closed jaxpr in the form ``StagingTrace.splice`` copies fast: its
+    equations as ``(primitive, params, read, output aval, output avals)``,
+    ``read`` the position read (one input) or an ``itemgetter`` of the
+    positions, in a list of its literals, then its constants, then its
+    inputs, then the outputs of the equations so far; ``output aval`` that of
+    a single output, else None."""
+    __slots__ = ("literals", "consts", "eqns", "outs")
+
+    def __init__(self, closed: ClosedJaxpr):
+        jaxpr = closed.jaxpr
+        self.literals: list = []
+        self.consts = list(closed.consts)
+        position: dict = {}
+        literal_position: dict = {}
+
+        def read(atom):
+            if type(atom) is not Literal:
+                return position[atom]
+            if id(atom) not in literal_position:
+                literal_position[id(atom)] = len(self.literals)
+                self.literals.append(atom)
+            return literal_position[id(atom)]
+        for eqn in jaxpr.eqns:          # (first: the literals' positions come first)
+            for a in eqn.inputs:
+                if type(a) is Literal:
+                    read(a)
+        for a in jaxpr.outvars:
+            if type(a) is Literal:
+                read(a)
+        for v in list(jaxpr.constvars) + list(jaxpr.invars):
+            position[v] = len(self.literals) + len(position)
+        self.eqns = []
+        for eqn in jaxpr.eqns:
+            reads = tuple(read(a) for a in eqn.inputs)
+            for v in eqn.outvars:
+                position[v] = len(self.literals) + len(position)
+            reader = reads[0] if len(reads) == 1 else itemgetter(*reads) if reads \
+                else _read_nothing
+            out_avals = tuple(v.aval for v in eqn.outvars)
+            self.eqns.append((eqn.primitive, eqn.params, reader,
+                              out_avals[0] if len(out_avals) == 1 else None, out_avals))
+        self.outs = tuple(read(a) for a in jaxpr.outvars)
+
+
+def _read_nothing(env) -> tuple:
+    return ()
 
 
 def mutable_memory(x) -> bool:
@@ -388,8 +499,12 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     live = {v for v in outvars if isinstance(v, Var)}
     kept: list[JaxprEqn] = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars) or (keep_effects and has_effects(eqn)):
+        outs = eqn.outvars
+        if not live.isdisjoint(outs) or (keep_effects and has_effects(eqn)):
             kept.append(eqn)
+            # (a variable is live from here back to where it is made: the set
+            # stays as small as what is live at once)
+            live.difference_update(outs)
             live.update(eqn.inputs)     # (literals too: harmless, and no filter to run)
     kept.reverse()
     used_inputs = [v in live for v in jaxpr.invars]

@@ -54,31 +54,45 @@ __all__ = ["optimize", "inline_calls", "simplify", "fold_constants", "cse", "fac
            "fold_transposes", "dce"]
 
 
+_NOTHING_FILLED: dict = {}
+
+
 def _is_literal(atom, value, filled=None) -> bool:
     """``atom`` is the scalar ``value``, or an array filled with it (a broadcast
     of such a literal, as symbolic zeros and ones become when instantiated)."""
-    if isinstance(atom, Literal):
+    if type(atom) is Literal:
         val = atom.val
         if type(val) is float or type(val) is int:      # most literals: no NumPy call
             return val == value
+        if type(val) is np.ndarray:      # (0-d arrays: as a Python scalar, compared fast)
+            return val.ndim == 0 and val.item() == value
         return np.ndim(val) == 0 and val == value
     return filled is not None and atom in filled and filled[atom] == value
 
 
-def _forward(eqn: JaxprEqn, filled=None):
+def _forward(eqn: JaxprEqn, filled=_NOTHING_FILLED):
     """The input an equation merely forwards (so it can be dropped), or None."""
-    prim, ins, out = eqn.primitive, eqn.inputs, eqn.outvars[0] if eqn.outvars else None
-    if prim.multiple_results or out is None:
+    prim, ins, outs = eqn.primitive, eqn.inputs, eqn.outvars
+    if prim.multiple_results or not outs:
         return None
-    same = lambda a: a.aval.shape == out.aval.shape and a.aval.dtype == out.aval.dtype
-    if prim.unit is not None:          # x * 1, x + 0, x - 0, x / 1 (and 1 * x, 0 + x)
-        pairs = ((ins[0], ins[1]), (ins[1], ins[0])) if prim.commutative else ((ins[0], ins[1]),)
-        for a, b in pairs:
-            if _is_literal(b, prim.unit, filled) and same(a):
-                return a
-    if prim.forwards_when is not None and prim.forwards_when(eqn.params) and same(ins[0]):
+    out = outs[0].aval
+    unit = prim.unit
+    if unit is not None and len(ins) == 2:    # x * 1, x + 0, x - 0, x / 1 (1 * x, 0 + x)
+        a, b = ins        # (a variable no broadcast of a literal fills: at once)
+        if (type(b) is Literal or b in filled) and _is_literal(b, unit, filled) and \
+                _same_type(a.aval, out):
+            return a
+        if prim.commutative and (type(a) is Literal or a in filled) and \
+                _is_literal(a, unit, filled) and _same_type(b.aval, out):
+            return b
+    if prim.forwards_when is not None and prim.forwards_when(eqn.params) and \
+            _same_type(ins[0].aval, out):
         return ins[0]
     return None
+
+
+def _same_type(aval, out) -> bool:
+    return aval.shape == out.shape and aval.dtype == out.dtype
 
 
 def _with_inputs(eqn: JaxprEqn, inputs) -> JaxprEqn:
@@ -111,37 +125,75 @@ def _rewrite(jaxpr: Jaxpr, fold=False, simplify=False, merge=False) -> Jaxpr:
     dropped as a no-op, or merged with an earlier identical one, or kept.  (One
     walk instead of three: on long programs each walk costs a few
     microseconds per equation, and most rewrite nothing.)"""
+    return _rewrite_walk(jaxpr, fold, simplify, merge)[0]
+
+
+def _rewrite_walk(jaxpr: Jaxpr, fold=False, simplify=False, merge=False,
+                  find_sums=False) -> tuple[Jaxpr, bool]:
+    """``(_rewrite's jaxpr, whether it has a sum of products)``: with
+    ``find_sums`` the walk also answers ``_has_sum_of_products`` for the
+    result (else False), so ``factor_products`` need not walk it again."""
     subst: dict = {}
     producer: dict = {}
     filled: dict = {}     # var -> the scalar it is a broadcast of
     seen: dict = {}
+    product_of: dict = {}  # (find_sums) var -> the product primitive computing it
+    facts: dict = {}       # primitive -> (simplify looks at it, cse may merge it)
     eqns = []
+    has_sums = False
     for eqn in jaxpr.eqns:
         # (Literals hash by identity, and are never renamed)
         inputs = [subst.get(a, a) for a in eqn.inputs] if subst else eqn.inputs
-        if fold and _folds(eqn, inputs):
-            p = eqn.primitive
-            value = np.asarray(p.impl(*[np.asarray(a.val, a.aval.dtype) for a in inputs],
-                                      **eqn.params))
+        prim = eqn.primitive
+        fact = facts.get(prim)
+        if fact is None:
+            fact = facts[prim] = _facts(prim)
+        if fold and inputs and type(inputs[0]) is Literal and _folds(eqn, inputs):
+            value = np.asarray(prim.impl(*[np.asarray(a.val, a.aval.dtype) for a in inputs],
+                                         **eqn.params))
             subst[eqn.outvars[0]] = Literal(value, eqn.outvars[0].aval)
             continue
-        eqn = _with_inputs(eqn, inputs)
-        if simplify:
+        if inputs is not eqn.inputs:
+            eqn = _with_inputs(eqn, inputs)
+        if simplify and fact[0]:
             fwd = _simplified(eqn, producer, filled)
             if fwd is not None:
                 subst[eqn.outvars[0]] = fwd
                 continue
-        if merge:
+        if merge and fact[1]:
             key = _cse_key(eqn)
             if key is not None:
-                earlier = seen.get(key)
-                if earlier is not None:
-                    subst.update(zip(eqn.outvars, earlier))
+                # keyed by the key's hash, the earlier equation's own key compared
+                # on a hit (holding a key per equation was most of the memory of
+                # a long program's compile; a collision only misses a merge)
+                h = hash(key)
+                earlier = seen.get(h)
+                if earlier is None:
+                    seen[h] = eqn
+                elif _cse_key(earlier) == key:
+                    subst.update(zip(eqn.outvars, earlier.outvars))
                     continue
-                seen[key] = eqn.outvars
         eqns.append(eqn)
+        if find_sums:
+            if prim.distributes_over:
+                for v in eqn.outvars:
+                    product_of[v] = prim
+            if product_of and len(inputs) == 2:
+                mul = product_of.get(inputs[0])
+                if mul is not None and product_of.get(inputs[1]) is mul and \
+                        prim in mul.distributes_over:
+                    find_sums, product_of = False, {}
+                    has_sums = True
     outvars = [subst.get(v, v) for v in jaxpr.outvars] if subst else jaxpr.outvars
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, outvars)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, outvars), has_sums
+
+
+def _facts(prim) -> tuple[bool, bool]:
+    """(whether ``_simplified`` can drop an equation of ``prim``, whether ``cse``
+    may merge one): sin, cos... are looked at by cse only."""
+    looks = (prim is array_ops.broadcast_in_dim_p or prim.unit is not None
+             or prim.forwards_when is not None or bool(prim.involution))
+    return looks, not (prim.remat or prim.effectful)
 
 
 def _folds(eqn, inputs) -> bool:
@@ -177,22 +229,37 @@ def _cse_key(eqn):
     """What identifies the equation's value among the earlier ones, or None if it
     is never merged (remat: recomputation is its point; effects: each must
     happen; unhashable params)."""
-    prim = eqn.primitive
-    if prim.remat or prim.effectful or eqn.params and has_effects(eqn):
+    prim, params = eqn.primitive, eqn.params
+    if prim.remat or prim.effectful or params and has_effects(eqn):
         return None       # (without params, effectful is has_effects' whole answer)
+    ins = eqn.inputs
+    n = len(ins)
+    if n == 1:            # (most equations have one or two operands: keyed inline)
+        a = ins[0]
+        in_keys = (a if type(a) is Var else _key(a),)
+    elif n == 2:
+        a, b = ins
+        if type(a) is not Var:
+            a = _key(a)
+        if type(b) is not Var:
+            b = _key(b)
+        if prim.commutative:            # (_order's, inline: variables first, by identity)
+            literal_a, literal_b = type(a) is tuple, type(b) is tuple
+            if literal_a != literal_b:
+                if literal_a:
+                    a, b = b, a
+            elif id(b) < id(a) if not literal_a else _order(b) < _order(a):
+                a, b = b, a
+        in_keys = (a, b)
+    else:
+        in_keys = tuple(map(_key, ins))
+        if prim.commutative:
+            in_keys = tuple(sorted(in_keys, key=_order))
+    if not params:        # (variables and literal keys hash)
+        return (prim, (), n, *in_keys)
     try:
-        in_keys = tuple(eqn.inputs)
-        if not all(type(a) is Var for a in in_keys):
-            in_keys = tuple(map(_key, in_keys))
-        if eqn.primitive.commutative:
-            if len(in_keys) == 2 and type(in_keys[0]) is Var and type(in_keys[1]) is Var:
-                if in_keys[1].id < in_keys[0].id:       # (_order's, for two variables)
-                    in_keys = in_keys[::-1]
-            else:
-                in_keys = tuple(sorted(in_keys, key=_order))
-        params = tuple(sorted(eqn.params.items())) if eqn.params else ()
         # (one flat tuple: a key per equation is held until the end of the walk)
-        key = (eqn.primitive, params, len(in_keys), *in_keys)
+        key = (prim, tuple(sorted(params.items())), n, *in_keys)
         hash(key)
     except TypeError:
         return None
@@ -277,19 +344,22 @@ def _fold_operands(eqn, producer):
 
 def _key(atom):
     # (a zero by its text: 0.0 == -0.0, but x * 0.0 and x * -0.0 differ in sign)
-    if isinstance(atom, Literal):
+    if type(atom) is Literal:
         val = atom.val
-        if type(val) is float:              # (the common literal, keyed without NumPy)
-            return ("lit", atom.aval.dtype.char, val if val else repr(val))
-        val = np.asarray(val)
+        if type(val) is float:              # (the common literals, keyed without
+            return ("lit", atom.aval.dtype.char, val if val else repr(val))    # NumPy calls)
+        if type(val) is not np.ndarray:
+            val = np.asarray(val)
         return ("lit", val.dtype.str, repr(val.item()))
     return atom
 
 
 def _order(key):
-    # a canonical order of commutative operands that is cheap to compute
-    # (repr of a Var formats its aval: most of cse's time on big programs)
-    return (0, key.id, "") if isinstance(key, Var) else (1, 0, repr(key))
+    # a canonical order of commutative operands that is cheap to compute (any
+    # order that is the same for ``a*b`` and ``b*a`` within one walk will do:
+    # variables by identity; repr of a Var formats its aval, most of cse's time
+    # on big programs once)
+    return (0, id(key), "") if isinstance(key, Var) else (1, 0, repr(key))
 
 
 def _use_counts(jaxpr: Jaxpr) -> dict:
@@ -427,22 +497,35 @@ def optimize(closed: ClosedJaxpr, _memo: dict | None = None) -> ClosedJaxpr:
     ClosedJaxpr (constants may be added).  ``closed`` is never mutated: jaxprs
     are cached and shared."""
     memo = {} if _memo is None else _memo
-    # remat calls stay whole through CSE (spliced afterwards, if inlinable)
-    flat = inline_calls(closed, which=lambda prim: not prim.remat)
+    # which passes can fire at all is decided once, from the primitives present
+    # (long straight-line programs: most walks would find nothing to do)
+    prims = {eqn.primitive for eqn in closed.jaxpr.eqns}
+    flat = closed
+    if any(p.inline and not p.remat for p in prims):
+        # remat calls stay whole through CSE (spliced afterwards, if inlinable)
+        flat = inline_calls(closed, which=lambda prim: not prim.remat)
+        prims = {eqn.primitive for eqn in flat.jaxpr.eqns}
     jaxpr = _optimize_sub_jaxprs(flat.jaxpr, memo)
-    jaxpr = fold_transposes(factor_products(_rewrite(jaxpr, fold=True, simplify=True,
-                                                     merge=True)))
-    spliced = inline_calls(ClosedJaxpr(jaxpr, flat.consts), which=lambda prim: prim.remat)
+    sums_possible = any(p.distributes_over and not prims.isdisjoint(p.distributes_over)
+                        for p in prims)
+    jaxpr, has_sums = _rewrite_walk(jaxpr, fold=True, simplify=True, merge=True,
+                                    find_sums=sums_possible)
+    if has_sums:
+        jaxpr = factor_products(jaxpr)
+    if array_ops.dot_general_p in prims:
+        jaxpr = fold_transposes(jaxpr)
+    spliced = ClosedJaxpr(jaxpr, flat.consts)
+    if any(p.inline and p.remat for p in prims):
+        spliced = inline_calls(spliced, which=lambda prim: prim.remat)
     return ClosedJaxpr(dce(spliced.jaxpr), spliced.consts)
 
 
 def _optimize_sub_jaxprs(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
     """``jaxpr`` with the sub-jaxprs in its equations' params optimised (new
     equations where something changed; the old ones are left as they were)."""
-    eqns = []
-    for eqn in jaxpr.eqns:
+    eqns = None         # (a copy of the list once something changed)
+    for i, eqn in enumerate(jaxpr.eqns):
         if not eqn.params:
-            eqns.append(eqn)
             continue
         changed = {}
         for name, value in eqn.params.items():
@@ -452,9 +535,12 @@ def _optimize_sub_jaxprs(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
                     all(isinstance(v, ClosedJaxpr) for v in value):
                 changed[name] = tuple(_optimize_sub(v, memo) for v in value)
         if changed:
-            eqn = JaxprEqn(eqn.primitive, eqn.inputs, {**eqn.params, **changed}, eqn.outvars,
-                           eqn.source)
-        eqns.append(eqn)
+            if eqns is None:
+                eqns = list(jaxpr.eqns)
+            eqns[i] = JaxprEqn(eqn.primitive, eqn.inputs, {**eqn.params, **changed},
+                               eqn.outvars, eqn.source)
+    if eqns is None:
+        return jaxpr
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 

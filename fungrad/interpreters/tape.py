@@ -40,11 +40,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fungrad import _config, core
-from fungrad.core import ClosedJaxpr, Tracer, eval_jaxpr, get_aval, new_trace_context
+from fungrad.core import ClosedJaxpr, Tracer, Var, eval_jaxpr, get_aval, new_trace_context
 from fungrad.interpreters import ad
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_float, tangent_aval
 from fungrad.interpreters.codegen import compiled
-from fungrad.interpreters.partial_eval import partial_eval_jaxpr, trace_closed
+from fungrad.interpreters.partial_eval import (Splice, StagingTrace, StagingTracer,
+                                               partial_eval_jaxpr, provenance_of, trace_closed)
 
 __all__ = ["TapeTrace", "TapeTracer", "vjp_eager"]
 
@@ -66,20 +67,24 @@ class TapeTracer(Tracer):
         return self._aval
 
     def _concrete_value(self):
-        return np.asarray(self.primal)
+        p = self.primal     # (a staged value under the staged tape: none)
+        return p._concrete_value() if isinstance(p, Tracer) else np.asarray(p)
 
 
 class TapeTrace(core.Trace):
     """Linearizes each primitive application onto ``self.entries``, entries
     ``(linearization, residuals, input nodes, output nodes)``; its parent is the
     evaluation trace (see the module docstring)."""
-    __slots__ = ("num_nodes", "entries")
+    __slots__ = ("num_nodes", "entries", "staged")
     kind = "grad"
 
-    def __init__(self, parent):
+    def __init__(self, parent, staged: bool = False):
         super().__init__(parent)
         self.num_nodes = 0
         self.entries: list = []
+        # the parent is a staging trace that the linearizations are spliced
+        # into (``vjp_staged``), instead of an evaluation that runs them
+        self.staged = staged
 
     def input(self, x):
         """``x`` as an input of the differentiated function (a node if it is float)."""
@@ -117,10 +122,17 @@ class TapeTrace(core.Trace):
         except TypeError:                   # unhashable params: the general path
             lin = _UNCACHEABLE
         if lin is None:
+            if self.staged and not _has_sub_programs(params) and _first_sighting(key):
+                # (deriving costs about as much as tracing fifty equations: under
+                # jit a signature is derived once it shows up again, i.e. where
+                # a long program repeats itself; once, it takes the general path)
+                return self._append_general(prim, params, primals, args)
             lin = _linearization(prim, params, [a._aval if type(a) is TapeTracer
                                                 else get_aval(a) for a in args], key)
         if lin is _UNCACHEABLE:
             return self._append_general(prim, params, primals, args)
+        if self.staged:
+            return self._splice_forward(prim, lin, primals, in_nodes)
         outs = lin.fwd(*lin.fwd_consts, *primals)
         if lin.single:              # one output, with a tangent: the common case
             node, self.num_nodes = self.num_nodes, self.num_nodes + 1
@@ -129,6 +141,28 @@ class TapeTrace(core.Trace):
         n_out = lin.num_out
         return self._wrap(prim, outs[:n_out], lin, outs[n_out:], in_nodes,
                           lin.out_nonzeros, lin.out_avals, lin.out_sigs)
+
+    def _splice_forward(self, prim, lin, primals, in_nodes):
+        """The staged tape's forward step: ``lin``'s forward jaxpr spliced into
+        the parent staging trace; the residuals stay atoms of its jaxpr."""
+        parent = self.parent
+        splice = lin.forward_splice
+        if splice is None:
+            splice = lin.forward_splice = Splice(lin.forward)
+        outs = parent.splice(splice, [
+            p._var if type(p) is StagingTracer and p._trace is parent else parent.to_atom(p)
+            for p in primals])
+        prov = provenance_of(primals)
+        if lin.single:
+            node, self.num_nodes = self.num_nodes, self.num_nodes + 1
+            self.entries.append((lin, outs[1:], in_nodes, (node,)))
+            out = outs[0]
+            primal = StagingTracer(parent, out.aval, out, prov) if type(out) is Var \
+                else parent.tracer(out)
+            return TapeTracer(self, primal, node, lin.out_avals[0], lin.out_sigs[0])
+        n_out = lin.num_out
+        return self._wrap(prim, [parent.tracer(a, prov) for a in outs[:n_out]], lin,
+                          outs[n_out:], in_nodes, lin.out_nonzeros, lin.out_avals, lin.out_sigs)
 
     def _wrap(self, prim, outs, lin, residuals, in_nodes, out_nonzeros, out_avals, out_sigs):
         out_nodes, wrapped = [], []
@@ -170,7 +204,7 @@ class TapeTrace(core.Trace):
 def _primal_value(x: TapeTracer):
     """The primal of ``x`` as a value of its type (a weakly typed one as a weak
     Array: the general path traces on values, the compiled one on arrays)."""
-    if x._aval.weak_type:
+    if x._aval.weak_type and not isinstance(x.primal, Tracer):    # (staged: it is)
         return core.with_weak_type(core.wrap_array(x.primal), True)
     return x.primal
 
@@ -199,7 +233,8 @@ class _Linearization:
     """The linearization of one primitive at one signature (module docstring):
     the forward and backward jaxprs, compiled once."""
     __slots__ = ("forward", "backward", "num_out", "out_avals", "out_sigs", "tangent_avals",
-                 "out_nonzeros", "single", "fwd", "fwd_consts", "bwd", "bwd_consts")
+                 "out_nonzeros", "single", "fwd", "fwd_consts", "bwd", "bwd_consts",
+                 "forward_splice", "backward_splice", "__weakref__")
 
     def __init__(self, forward, backward, out_avals, out_nonzeros, multiple_results):
         self.forward, self.backward = forward, backward        # ClosedJaxprs
@@ -209,9 +244,20 @@ class _Linearization:
         self.tangent_avals = [tangent_aval(a) for a in out_avals]
         self.out_nonzeros = out_nonzeros
         self.single = not multiple_results and tuple(out_nonzeros) == (True,)
-        fwd, bwd = compiled(forward), compiled(backward)
+        # compiled on first use: the staged tape splices the jaxprs instead
+        self.fwd, self.fwd_consts = self._compile_forward, ()
+        self.bwd, self.bwd_consts = self._compile_backward, ()
+        self.forward_splice = self.backward_splice = None    # (built on first use too)
+
+    def _compile_forward(self, *primals):
+        fwd = compiled(self.forward)
         self.fwd, self.fwd_consts = fwd.fn, fwd.consts
+        return fwd.fn(*fwd.consts, *primals)
+
+    def _compile_backward(self, *args):
+        bwd = compiled(self.backward)
         self.bwd, self.bwd_consts = bwd.fn, bwd.consts
+        return bwd.fn(*bwd.consts, *args)
 
     def transpose(self, residuals, cts):
         """Cotangents of the differentiated inputs, through ``bind`` (traceable)."""
@@ -225,8 +271,20 @@ class _Linearization:
 _CACHE: dict = {}
 _CACHE_LIMIT = 4096
 _UNCACHEABLE = object()
+_SIGHTED: dict = {}     # keys the staged tape has seen once (an ordered set)
 # what staging produces depends on jax_enable_x64 and the promotion options
 _config.on_tracing_change.append(_CACHE.clear)
+_config.on_tracing_change.append(_SIGHTED.clear)
+
+
+def _first_sighting(key) -> bool:
+    """Is this the first time the staged tape meets ``key`` (then remember it)?"""
+    if key in _SIGHTED:
+        return False
+    if len(_SIGHTED) >= _CACHE_LIMIT:
+        del _SIGHTED[next(iter(_SIGHTED))]
+    _SIGHTED[key] = None
+    return True
 
 
 def _linearization(prim, params, avals, key):
@@ -332,6 +390,110 @@ def vjp_eager(f: Callable, primals: Sequence):
     def pullback(cts):
         return _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals)
     return outs, pullback
+
+
+def staged_tape_applies() -> bool:
+    """Is the current trace one the staged tape splices into: plain staging
+    (``jit``, ``make_jaxpr``), not partial evaluation, not a subclass with its
+    own bookkeeping, and no per-equation source lines asked for?"""
+    trace = core._tls.trace
+    return type(trace) is StagingTrace and not trace.fold_known and not core._float_checks
+
+
+def vjp_staged(f: Callable, primals: Sequence):
+    """``vjp_eager`` under ``jit``: the same tape, but each primitive's cached
+    forward jaxpr is spliced into the current staging trace, and the pullback
+    splices the backward jaxprs in reverse (``StagingTrace.splice``), so
+    ``jit(grad(f))`` stages the same program the eager tape runs without a
+    JVP trace, partial evaluation and a transposition per equation.  The
+    pullback must be called while that trace is current, once (``grad``
+    does); ``vjp`` itself, whose pullback may outlive the trace, does not
+    use it."""
+    parent = core._tls.trace
+    trace = TapeTrace(parent, staged=True)
+    with new_trace_context(trace):
+        ins = [trace.input(p) for p in primals]
+        outs = f(*ins)
+        out_nodes = [o.node if type(o) is TapeTracer and o._trace is trace else None
+                     for o in outs]
+        outs = [_staged_primal(o) if type(o) is TapeTracer and o._trace is trace else o
+                for o in outs]
+    for o in outs:
+        if isinstance(o, Tracer) and o._trace is not parent:
+            trace.check_foreign(o)
+    in_nodes = [x.node if type(x) is TapeTracer else None for x in ins]
+    in_avals = [tangent_aval(x._aval if type(x) is TapeTracer else get_aval(x)) for x in ins]
+    entries, num_nodes = trace.entries, trace.num_nodes
+
+    def pullback(cts):
+        if core._tls.trace is not parent:
+            raise AssertionError("internal error: the staged tape's pullback runs outside "
+                                 "the trace it was recorded on")
+        return _backward_staged(parent, entries, num_nodes, out_nodes, cts, in_nodes, in_avals)
+    return outs, pullback
+
+
+def _staged_primal(x: TapeTracer):
+    p = x.primal
+    return p if isinstance(p, Tracer) else core.with_weak_type(core.wrap_array(p),
+                                                               x._aval.weak_type)
+
+
+def _backward_staged(trace, entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
+    """``_backward`` for the staged tape: the cotangents are atoms of ``trace``'s
+    jaxpr, each cached linearization's backward jaxpr is spliced into it, and
+    entries of the general path transpose through ``bind`` on it."""
+    atom = trace.atom
+    ct: list[Any] = [None] * num_nodes
+
+    def add(old, c):        # (two cotangents of one value: a fan-out in the forward pass)
+        return atom(ad.add_tangents(trace.tracer(old), trace.tracer(c)))
+    for n, c in zip(out_nodes, cts):
+        if n is not None and c is not None and type(c) is not Zero:
+            ct[n] = atom(c) if ct[n] is None else add(ct[n], atom(c))
+    while entries:      # (each entry freed once used: the tape shrinks as the jaxpr grows)
+        lin, residuals, ins, outs = entries.pop()
+        general = type(lin) is _GeneralLinearization
+        if len(outs) == 1 and not general:      # the common case
+            n = outs[0]
+            c = None if n is None else ct[n]
+            if c is None:
+                continue
+            ct[n] = None
+            splice = lin.backward_splice
+            if splice is None:
+                splice = lin.backward_splice = Splice(lin.backward)
+            cts_in = trace.splice(splice, [*residuals, c])
+        else:
+            out_cts = [None if n is None else ct[n] for n in outs]
+            if all(c is None for c in out_cts):
+                continue
+            for n in outs:
+                if n is not None:
+                    ct[n] = None
+            cts_in = _transpose_staged(trace, lin, residuals, outs, out_cts, general)
+        for n, c in zip(ins, cts_in):
+            if c is not None:
+                old = ct[n]
+                ct[n] = c if old is None else add(old, c)
+    return [Zero(a) if n is None or ct[n] is None else trace.tracer(ct[n])
+            for n, a in zip(in_nodes, in_avals)]
+
+
+def _transpose_staged(trace, lin, residuals, outs, out_cts, general) -> list:
+    """The input cotangents (atoms, or None) of an entry with several outputs
+    or of the general path, the output cotangents ``out_cts`` being atoms."""
+    if general:       # (through bind on the staging trace; symbolic zeros as they are)
+        values = [Zero(a) if c is None else trace.tracer(c) for n, c, a
+                  in zip(outs, out_cts, lin.tangent_avals) if n is not None]
+        return [None if c is None or type(c) is Zero else trace.atom(c)
+                for c in lin.transpose(residuals, values)]
+    atoms = [trace.atom(instantiate_zeros(Zero(a))) if c is None else c
+             for n, c, a in zip(outs, out_cts, lin.tangent_avals) if n is not None]
+    splice = lin.backward_splice
+    if splice is None:
+        splice = lin.backward_splice = Splice(lin.backward)
+    return trace.splice(splice, [*residuals, *atoms])
 
 
 def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:

@@ -45,59 +45,85 @@ MIN_EQNS = 10_000
 
 
 _F64 = np.dtype(np.float64)
+_PY_NUMBERS = frozenset({float, int, complex, bool})
 
 
 def _no_value():
     return None
 
 
-def _no_inputs(env):
-    return ()
+#: the last field of an instruction ``(kernel, out, a, b)`` (see ``_runner``):
+#: ``b >= 0`` is a second input slot; these mark the other forms
+_UNARY, _NARY, _DROP = -1, -2, -3
 
 
 class _Program:
     """The instructions, the initial slots (arguments first, then literals) and
-    the kernels of one program: ``build`` fills them in one pass."""
+    the kernels of one program: ``build`` fills them in one pass.  The
+    instructions ``(kernel, out, a, b)`` are kept as four lists, one per field
+    (a tuple each was 70 bytes per equation)."""
 
     def __init__(self, n_params: int):
         self.initial: list = [None] * n_params
-        self.instructions: list = []
+        self.fields: tuple = ([], [], [], [])
         self.kernels: dict = {}
         self.literal_slots: dict = {}
+        self.literal_ids: dict = {}          # id(Literal) -> slot, for literals seen before
+        self.fast_kernels: dict = {}         # see ``kernel``
+
+    @property
+    def instructions(self) -> list:
+        return list(zip(*self.fields))
 
     def literal_slot(self, atom: Literal) -> int:
         """The slot holding the literal's value (one per distinct value and type)."""
+        hit = self.literal_ids.get(id(atom))     # (the jaxpr keeps the literal alive)
+        if hit is not None:
+            return hit
         value = _literal_value(atom)
         try:      # (repr: 0.0 == -0.0 but the sign of a zero matters)
-            key = (atom.aval.dtype, type(value), repr(value)) if np.ndim(value) == 0 \
-                else id(atom)
+            scalar = type(value) in _PY_NUMBERS or np.ndim(value) == 0
+            key = (atom.aval.dtype, type(value), repr(value)) if scalar else id(atom)
             hit = self.literal_slots.get(key)
         except TypeError:          # an unhashable value
             key, hit = id(atom), None
         if hit is None:
             hit = self.literal_slots[key] = len(self.initial)
             self.initial.append(value)
+        self.literal_ids[id(atom)] = hit
         return hit
 
     def kernel(self, eqn):
         """(function, whether it returns a tuple) for ``eqn``: one per primitive,
         params, input types and which inputs are literals."""
+        # (keyed on the variables' avals' ids, which the jaxpr holds for the
+        # build: long programs share a few aval objects; a literal's aval by
+        # value; params first by identity: staged programs share them, the
+        # staged tape splicing the same few jaxprs over and over)
         params = eqn.params
+        inputs = [(a.aval.shape, a.aval.dtype, a.aval.weak_type) if type(a) is Literal
+                  else id(a.aval) for a in eqn.inputs]
+        fast = (eqn.primitive, id(params) if params else 0, len(eqn.outvars), *inputs)
+        hit = self.fast_kernels.get(fast)
+        if hit is not None:
+            return hit
         try:
-            key = (eqn.primitive, tuple(sorted(params.items())) if params else (),
-                   tuple([a.aval if type(a) is Literal else id(a.aval) for a in eqn.inputs]),
-                   len(eqn.outvars))
+            key = (eqn.primitive, tuple(sorted(params.items())), len(eqn.outvars),
+                   *inputs) if params else fast
             hit = self.kernels.get(key)
         except TypeError:          # unhashable params: compiled for this equation alone
             key, hit = None, None
         if hit is None:
             hit = _kernel(eqn)
             if key is not None:
-                # (keyed on the variables' avals' ids, which the jaxpr holds for
-                # the build; long programs share a few aval objects; a literal's
-                # own aval, by value)
                 self.kernels[key] = hit
+        if key is not None:
+            self.fast_kernels[fast] = hit
         return hit
+
+
+def _no_inputs(env):
+    return ()
 
 
 def build(jaxpr: Jaxpr) -> _Program:
@@ -107,20 +133,39 @@ def build(jaxpr: Jaxpr) -> _Program:
     prog = _Program(len(params))
     slot = {v: k for k, v in enumerate(params)}
     kept = set(params) | {v for v in jaxpr.outvars if isinstance(v, Var)}
-    last_use = codegen._last_uses(jaxpr)
-    initial, instructions, free = prog.initial, prog.instructions, []
-    large = codegen._REUSE_MIN_SIZE
+    dying, unread = _deaths(jaxpr)
+    initial, free = prog.initial, []
+    kernel_list, out_list, a_list, b_list = prog.fields
+    kernels, literal_slot = prog.fast_kernels, prog.literal_slot
+    large = _LargeAvals()
     for i, eqn in enumerate(jaxpr.eqns):
-        ins = [prog.literal_slot(a) if type(a) is Literal else slot[a] for a in eqn.inputs]
-        dropped = []
-        for a in eqn.inputs:       # the inputs' slots are free once read
-            if type(a) is not Literal and last_use[a] == i and a not in kept \
-                    and slot.get(a) is not None:
-                free.append(slot.pop(a))    # (released once if read twice)
-                if a.aval.size >= large:
-                    dropped.append(free[-1])
-        kernel, returns_tuple = prog.kernel(eqn)
-        outvars = eqn.outvars
+        inputs, outvars, params = eqn.inputs, eqn.outvars, eqn.params
+        # the kernel, by identities first (see _Program.kernel), inline for the
+        # most common equations: one or two variables in, one out
+        n = len(inputs)
+        if n == 1 and type(inputs[0]) is Var:
+            a = inputs[0]
+            hit = kernels.get((eqn.primitive, id(params) if params else 0, len(outvars),
+                               id(a.aval)))
+            ins = [slot[a]]
+        elif n == 2 and type(inputs[0]) is Var and type(inputs[1]) is Var:
+            a, b = inputs
+            hit = kernels.get((eqn.primitive, id(params) if params else 0, len(outvars),
+                               id(a.aval), id(b.aval)))
+            ins = [slot[a], slot[b]]
+        else:
+            hit = None
+            ins = [slot[a] if type(a) is not Literal else literal_slot(a) for a in inputs]
+        kernel, returns_tuple = hit if hit is not None else prog.kernel(eqn)
+        dropped = None
+        mask = dying[i]
+        if mask:
+            for a in inputs:       # the inputs' slots are free once read
+                if mask & 1 and a not in kept:
+                    free.append(slot.pop(a))
+                    if large[a.aval]:
+                        dropped = [free[-1]] if dropped is None else dropped + [free[-1]]
+                mask >>= 1
         if returns_tuple:
             out = slice(len(initial), len(initial) + len(outvars))
             initial.extend([None] * len(outvars))
@@ -130,18 +175,82 @@ def build(jaxpr: Jaxpr) -> _Program:
             if out == len(initial):
                 initial.append(None)
             slot[outvars[0]] = out
-        instructions.append((kernel, itemgetter(*ins) if ins else _no_inputs, out, len(ins)))
-        for v in outvars:           # results nothing reads
-            if v not in last_use and v not in kept:
-                free.append(slot[v])
-                if v.aval.size >= large:
-                    dropped.append(slot[v])
-        for s in dropped:
-            if s != out:
-                instructions.append((_no_value, _no_inputs, s, 0))
+        kernel_list.append(kernel)
+        out_list.append(out)
+        if n == 1:
+            a_list.append(ins[0])
+            b_list.append(_UNARY)
+        elif n == 2:
+            a_list.append(ins[0])
+            b_list.append(ins[1])
+        else:
+            a_list.append(itemgetter(*ins) if ins else _no_inputs)
+            b_list.append(_NARY)
+        mask = unread[i]
+        if mask:
+            for v in outvars:       # results nothing reads
+                if mask & 1 and v not in kept:
+                    free.append(slot[v])
+                    if large[v.aval]:
+                        dropped = [slot[v]] if dropped is None else dropped + [slot[v]]
+                mask >>= 1
+        if dropped is not None:
+            for s in dropped:
+                if s != out:
+                    kernel_list.append(_no_value)
+                    out_list.append(s)
+                    a_list.append(0)
+                    b_list.append(_DROP)
     prog.out_slots = [prog.literal_slot(v) if type(v) is Literal else slot[v]
                       for v in jaxpr.outvars]
     return prog
+
+
+def _deaths(jaxpr: Jaxpr) -> tuple[list, list]:
+    """Per equation, bit masks of its inputs read there for the last time (once
+    each: ``x * x`` marks the first) and of its outputs nothing reads, by one
+    walk backwards keeping the set of variables read later (a variable leaves
+    it where it is made: small ints and a small set, where a map of every
+    variable's last reader was a tenth of a long program's memory)."""
+    n = len(jaxpr.eqns)
+    dying, unread = [0] * n, [0] * n
+    later = {v for v in jaxpr.outvars if type(v) is not Literal}
+    for i in range(n - 1, -1, -1):
+        eqn = jaxpr.eqns[i]
+        outvars = eqn.outvars
+        if len(outvars) == 1:
+            v = outvars[0]
+            if v in later:
+                later.discard(v)
+            else:
+                unread[i] = 1
+        else:
+            mask = 0
+            for k, v in enumerate(outvars):
+                if v in later:
+                    later.discard(v)
+                else:
+                    mask |= 1 << k
+            unread[i] = mask
+        mask = 0
+        for k, a in enumerate(eqn.inputs):
+            if type(a) is not Literal and a not in later:
+                later.add(a)
+                mask |= 1 << k
+        dying[i] = mask
+    return dying, unread
+
+
+class _LargeAvals(dict):
+    """``large[aval]``: is a value of this type at least ``codegen._REUSE_MIN_SIZE``
+    elements (dropped once dead)?  Asked per type object, keyed by identity
+    (the jaxpr keeps its avals alive for the build; few distinct objects)."""
+
+    def __getitem__(self, aval):
+        hit = self.get(id(aval))
+        if hit is None:
+            hit = self[id(aval)] = aval.size >= codegen._REUSE_MIN_SIZE
+        return hit
 
 
 def _literal_value(atom: Literal):
@@ -151,6 +260,8 @@ def _literal_value(atom: Literal):
     dtype, val = atom.aval.dtype, atom.val
     if type(val) is float and dtype == _F64:    # (most literals: no NumPy call)
         return val
+    if type(val) is np.ndarray and val.dtype == _F64 and dtype == _F64 and val.ndim == 0:
+        return val.item()                       # (what fungrad.numpy makes of a float)
     if dtype.kind not in codegen._NUMERIC_KINDS:
         return plain_array(atom.val)
     item = np.asarray(val, dtype).item()
@@ -179,12 +290,19 @@ def _kernel(eqn):
     return codegen.compile_source(source, "kernel", namer.consts, namer.modules), False
 
 
-def _runner(program: list, initial: list, n_params: int, out_slots: list):
+def _runner(fields: tuple, initial: list, n_params: int, out_slots: list):
     def run(*args):
         env = initial.copy()
         env[:n_params] = args
-        for kernel, read, out, arity in program:
-            env[out] = kernel(read(env)) if arity == 1 else kernel(*read(env))
+        for kernel, out, a, b in zip(*fields):
+            if b >= 0:                      # two inputs (the slots a and b)
+                env[out] = kernel(env[a], env[b])
+            elif b == -1:                   # one (_UNARY)
+                env[out] = kernel(env[a])
+            elif b == -2:                   # any number, read by a getter (_NARY)
+                env[out] = kernel(*a(env))
+            else:                           # a large dead value dropped (_DROP)
+                env[out] = None
         return tuple([env[s] for s in out_slots])
     return run
 
@@ -200,7 +318,7 @@ def compile_threaded(jaxpr: Jaxpr, name: str = "fn", consts=()) -> "ThreadedFunc
     start = time.perf_counter()
     prog = build(jaxpr)
     n_params = len(jaxpr.constvars) + len(jaxpr.invars)
-    run = _runner(prog.instructions, prog.initial, n_params, prog.out_slots)
+    run = _runner(prog.fields, prog.initial, n_params, prog.out_slots)
     comp = ThreadedFunction(None, jaxpr, consts, name, len(prog.kernels))
     comp.fn = _tiered(run, comp, time.perf_counter() - start)
     return comp
