@@ -84,7 +84,8 @@ def _output_kind(out_tree) -> str:
 
 class _Entry:
     __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "output_kind",
-                 "scalar_args", "may_alias", "weak_outputs", "run", "partition_runners")
+                 "scalar_args", "in_types", "may_alias", "weak_outputs", "run",
+                 "partition_runners")
 
 
 def _positional_key(args):
@@ -126,8 +127,9 @@ def compiled_code_arguments(leaves, convert_scalars: bool) -> list:
     ndarray views and, with ``convert_scalars``, Python scalars as NumPy scalars
     (same dtype as the 0-d array traced with; NumPy's scalar path is faster)."""
     if convert_scalars:
+        to_numpy = _SCALAR_TO_NUMPY.get
         try:
-            return [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY
+            return [convert(x) if (convert := to_numpy(type(x))) is not None
                     else plain_array(x) for x in leaves]
         except OverflowError as err:      # an int too large for any NumPy int
             raise _ArgumentOverflow(str(err)) from None
@@ -141,10 +143,14 @@ def compiled_code_results(outs, leaves, may_alias, weak_outputs=()) -> list:
     jaxpr's outputs are (``weak_outputs``: their indices)."""
     if may_alias:
         outs = unalias(outs, may_alias, leaves)
-    outs = [wrap_array(o) for o in outs]
+    wrapped = [wrap_array(o) for o in outs]
     for i in weak_outputs:
-        outs[i] = core.with_weak_type(outs[i], True)
-    return outs
+        out = wrapped[i]
+        if out is outs[i]:        # an Array the compiled code passed through: shared
+            wrapped[i] = core.with_weak_type(out, True)
+        else:                     # made just now for this result: marked in place
+            out.weak_type = True
+    return wrapped
 
 
 def weak_output_indices(closed: ClosedJaxpr) -> tuple:
@@ -153,20 +159,78 @@ def weak_output_indices(closed: ClosedJaxpr) -> tuple:
 
 def _runner(entry: "_Entry") -> Callable:
     """The cache-hit path of ``entry``, built once: the arguments into the
-    compiled code, its results out of it (in their tree)."""
+    compiled code, its results out of it (in their tree).  It is generated
+    Python (``_runner_source``): one line per argument and result, no loops or
+    calls of helpers for the common cases, which is most of ``jit``'s cost
+    per call on scalar code.  (Very many leaves: the generic loops instead.)"""
     fn, consts, kind, out_tree = entry.fn, entry.consts, entry.output_kind, entry.out_tree
     scalar_args = entry.scalar_args and not getattr(fn, "takes_python_scalars", False)
     may_alias, weak_outputs = entry.may_alias, entry.weak_outputs
+    if consts:
+        fn = functools.partial(fn, *consts)
+    in_avals = entry.closed.in_avals[len(entry.hoisted):]
+    n_out = len(entry.closed.out_avals)
+    if len(in_avals) + n_out > _MAX_GENERATED_LEAVES or may_alias:
+        return _generic_runner(fn, scalar_args, may_alias, weak_outputs, kind, out_tree)
+    namespace = {"_fn": fn, "_out_tree": out_tree, **_RUNNER_NAMES}
+    source = _runner_source(entry.in_types if scalar_args else None, len(in_avals), n_out,
+                            set(weak_outputs), kind)
+    exec(compile(source, "<fungrad.jit runner>", "exec"), namespace)
+    return namespace["run"]
 
-    def run(leaves):
-        outs = fn(*consts, *compiled_code_arguments(leaves, scalar_args))
-        outs = compiled_code_results(outs, leaves, may_alias, weak_outputs)
-        if kind == "single":
-            return outs[0]
-        if kind == "tuple":
-            return tuple(outs)
-        return tree_unflatten(out_tree, outs)
-    return run
+
+_MAX_GENERATED_LEAVES = 256
+
+# what generated runners call (their only globals)
+_RUNNER_NAMES = {"_Array": core.Array, "_ndarray": np.ndarray, "_new": np.ndarray.__new__,
+                 "_float64": np.float64, "_F64": np.dtype(np.float64), "_wrap": wrap_array,
+                 "_with_weak_type": core.with_weak_type, "_unflatten": tree_unflatten,
+                 "_to_numpy": _SCALAR_TO_NUMPY, "_Overflow": _ArgumentOverflow}
+
+
+def _runner_source(in_types, n_in: int, n_out: int, weak: set, kind: str) -> str:
+    """``run(leaves)``: unpack, convert (Arrays to ndarray views; with
+    ``in_types``, the leaf types at trace time, Python scalars to NumPy
+    scalars), call, wrap each result (a Python float inline) and mark the
+    weakly typed ones (in place when the Array is new), in ``kind``'s tree."""
+    xs, outs = [f"x{i}" for i in range(n_in)], [f"o{i}" for i in range(n_out)]
+    lines = ["def run(leaves):"]
+    if n_in:
+        lines.append(f"    {', '.join(xs)}, = leaves")
+    for i, x in enumerate(xs):
+        if in_types is not None and in_types[i] in _PY_SCALARS:
+            lines.append(f"    try:\n        {x} = _to_numpy[{in_types[i].__name__}]({x})\n"
+                         "    except OverflowError as err:\n        raise _Overflow(str(err))")
+        else:
+            lines.append(f"    if type({x}) is _Array:\n        {x} = {x}.view(_ndarray)")
+    call = f"_fn({', '.join(xs)})"
+    lines.append(f"    {', '.join(outs)}, = {call}" if n_out else f"    {call}")
+    for i, o in enumerate(outs):
+        lines.append(f"    r{i} = _new(_Array, (), _F64, _float64({o})) if type({o}) is float "
+                     f"else _wrap({o})")
+        if i in weak:
+            lines.append(f"    if r{i} is {o}:\n        r{i} = _with_weak_type(r{i}, True)\n"
+                         f"    else:\n        r{i}.weak_type = True")
+    results = [f"r{i}" for i in range(n_out)]
+    if kind == "single":
+        lines.append(f"    return {results[0]}")
+    elif kind == "tuple":
+        lines.append(f"    return ({', '.join(results)}{',' if n_out == 1 else ''})")
+    else:
+        lines.append(f"    return _unflatten(_out_tree, [{', '.join(results)}])")
+    return "\n".join(lines) + "\n"
+
+
+def _generic_runner(fn, scalar_args, may_alias, weak_outputs, kind, out_tree) -> Callable:
+    """``_runner``'s loops, for many leaves or outputs that may alias inputs."""
+    def results(leaves):
+        outs = fn(*compiled_code_arguments(leaves, scalar_args))
+        return compiled_code_results(outs, leaves, may_alias, weak_outputs)
+    if kind == "single":
+        return lambda leaves: results(leaves)[0]
+    if kind == "tuple":
+        return lambda leaves: tuple(results(leaves))
+    return lambda leaves: tree_unflatten(out_tree, results(leaves))
 
 
 class ArgInfo:
@@ -325,12 +389,21 @@ _caches_lock = threading.Lock()
 
 class _FunctionCache:
     """Compiled entries of one function under one static configuration, by call
-    signature (argument structure, shapes/dtypes, static values), LRU-bounded."""
-    __slots__ = ("entries", "last_key")
+    signature (argument structure, shapes/dtypes, static values), LRU-bounded.
+
+    ``hit`` is a one-entry inline cache in front of the dictionary: (key, run)
+    of the most recently used entry, which a call with the same signature as
+    the last one (the common case: a loop) finds by one tuple comparison
+    instead of hashing its key.  It is always the last entry in LRU order (set
+    by every ``get`` and ``put``), so skipping ``move_to_end`` on an inline hit
+    keeps the eviction order exact; it is stored as one tuple so that a thread
+    never sees one entry's key with another's code."""
+    __slots__ = ("entries", "last_key", "hit")
 
     def __init__(self):
         self.entries: OrderedDict = OrderedDict()
         self.last_key = None
+        self.hit = (None, None)
 
     def get(self, key):
         entry = self.entries.get(key)
@@ -339,12 +412,26 @@ class _FunctionCache:
                 self.entries.move_to_end(key)
             except KeyError:      # evicted by another thread meanwhile: still usable
                 pass
+            self.hit = (key, entry.run)
         return entry
+
+    def runner(self, key):
+        """The cache-hit code (``_Entry.run``) of ``key``, or None (a miss)."""
+        hit = self.hit
+        if hit[0] == key:
+            return hit[1]
+        entry = self.get(key)
+        return None if entry is None else entry.run
 
     def put(self, key, entry):
         self.entries[key] = entry
+        self.hit = (key, entry.run)
         if len(self.entries) > CACHE_SIZE:
             self.entries.popitem(last=False)
+
+    def clear(self):
+        self.entries.clear()
+        self.hit = (None, None)
 
 
 def _cache_for(fun, config) -> _FunctionCache:
@@ -439,7 +526,7 @@ def _clear_caches():
     with _caches_lock:
         _caches.clear()
     for jitted in list(_instances):
-        jitted._cache.entries.clear()
+        jitted._cache.clear()
 
 
 _config.on_tracing_change.append(_clear_caches)
@@ -518,12 +605,13 @@ class Jitted:
             return self._call_checked(args, kwargs)
         eager = core._tls.trace is core.EVAL_TRACE
         if eager and not kwargs and not self.static_argnums:
-            # the cache hit of plain positional arguments: a key, a lookup, a call
+            # the cache hit of plain positional arguments: a key, a comparison
+            # (or a lookup), a call
             key = _positional_key(args)
-            entry = None if key is None else self._cache.get(key)
-            if entry is not None:
+            run = None if key is None else self._cache.runner(key)
+            if run is not None:
                 try:
-                    return entry.run(args)
+                    return run(args)
                 except _ArgumentOverflow as err:
                     self._raise_overflow(args, kwargs, (), args, err)
         entry, leaves = self._entry(args, kwargs)
@@ -596,6 +684,7 @@ class Jitted:
         entry.out_tree = out_store[-1]
         entry.output_kind = _output_kind(entry.out_tree)
         entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)
+        entry.in_types = [type(x) for x in leaves]   # (fixed for Python scalars by the key)
         entry.cacheable = not entry.hoisted
         entry.weak_outputs = weak_output_indices(entry.closed)
         if entry.cacheable:
