@@ -90,21 +90,26 @@ class _Entry:
 
 def _positional_key(args):
     """The cache key of a call with plain positional array/scalar arguments (as
-    ``Jitted._entry`` builds it on its fast path), or None for anything else."""
+    ``Jitted._entry`` builds it on its fast path), or None for anything else.
+    (Every jitted call outside transformations starts here: the tests in the
+    order of their cost, the types as module globals.)"""
     sig = []
     for a in args:
         t = type(a)
-        if t is np.ndarray or t is core.Array and not a.weak_type:
+        if t is float or t is int or t is bool or t is complex:
+            sig.append(t)                   # weakly typed (as _signature says)
+        elif t is _ndarray:
             sig.append((a.shape, a.dtype))
-        elif t is float or t is int or t is bool or t is complex:
-            sig.append(t)
-        elif t is core.Array:               # weakly typed (as _signature says)
-            sig.append((a.shape, a.dtype, "weak"))
+        elif t is _Array:
+            sig.append((a.shape, a.dtype, "weak") if a.weak_type else (a.shape, a.dtype))
         elif t in _LEAF_TYPES:              # NumPy scalars
             sig.append(((), a.dtype))
         else:
             return None
     return len(args), tuple(sig), ()
+
+
+_ndarray, _Array = np.ndarray, core.Array
 
 
 class _ArgumentOverflow(OverflowError):
@@ -172,7 +177,8 @@ def _runner(entry: "_Entry") -> Callable:
     n_out = len(entry.closed.out_avals)
     if len(in_avals) + n_out > _MAX_GENERATED_LEAVES or may_alias:
         return _generic_runner(fn, scalar_args, may_alias, weak_outputs, kind, out_tree)
-    namespace = {"_fn": fn, "_out_tree": out_tree, **_RUNNER_NAMES}
+    namespace = {"_fn": fn, "_out_tree": out_tree, **_RUNNER_NAMES,
+                 **{f"_{t.__name__}_to_numpy": convert for t, convert in _SCALAR_TO_NUMPY.items()}}
     source = _runner_source(entry.in_types if scalar_args else None, len(in_avals), n_out,
                             set(weak_outputs), kind)
     exec(compile(source, "<fungrad.jit runner>", "exec"), namespace)
@@ -185,7 +191,7 @@ _MAX_GENERATED_LEAVES = 256
 _RUNNER_NAMES = {"_Array": core.Array, "_ndarray": np.ndarray, "_new": np.ndarray.__new__,
                  "_float64": np.float64, "_F64": np.dtype(np.float64), "_wrap": wrap_array,
                  "_with_weak_type": core.with_weak_type, "_unflatten": tree_unflatten,
-                 "_to_numpy": _SCALAR_TO_NUMPY, "_Overflow": _ArgumentOverflow}
+                 "_Overflow": _ArgumentOverflow}
 
 
 def _runner_source(in_types, n_in: int, n_out: int, weak: set, kind: str) -> str:
@@ -199,7 +205,9 @@ def _runner_source(in_types, n_in: int, n_out: int, weak: set, kind: str) -> str
         lines.append(f"    {', '.join(xs)}, = leaves")
     for i, x in enumerate(xs):
         if in_types is not None and in_types[i] in _PY_SCALARS:
-            lines.append(f"    try:\n        {x} = _to_numpy[{in_types[i].__name__}]({x})\n"
+            # (the NumPy scalar type of the traced dtype, bound now: jax_enable_x64
+            # changing empties the caches)
+            lines.append(f"    try:\n        {x} = _{in_types[i].__name__}_to_numpy({x})\n"
                          "    except OverflowError as err:\n        raise _Overflow(str(err))")
         else:
             lines.append(f"    if type({x}) is _Array:\n        {x} = {x}.view(_ndarray)")
@@ -549,6 +557,7 @@ class Jitted:
         self.name = getattr(fun, "__name__", "fn").replace("<", "").replace(">", "") or "fn"
         self.backend = _backend_choice(backend)    # None: fungrad_jit_backend's value
         self._cache = _cache_for(fun, (self.static_argnums, self.static_argnames, self.backend))
+        self._positional = not self.static_argnums    # (calls that may take the fast path)
         _instances.add(self)
 
     def _cache_size(self) -> int:
@@ -599,21 +608,29 @@ class Jitted:
             entry = self._trace(args, kwargs, nums, leaves, key)
         return entry, leaves
     def __call__(self, *args, **kwargs):
+        if _plain_calls and not kwargs and self._positional and core._tls.trace is _EVAL_TRACE:
+            # the cache hit of plain positional arguments: a key, one comparison
+            # (the inline cache) or a lookup, a call
+            key = _positional_key(args)
+            if key is not None:
+                hit = self._cache.hit
+                run = hit[1] if hit[0] == key else self._cache.runner(key)
+                if run is not None:
+                    try:
+                        return run(args)
+                    except _ArgumentOverflow as err:
+                        self._raise_overflow(args, kwargs, (), args, err)
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
+        """A call with pytrees, keywords or static arguments, a cache miss, a call
+        under a transformation or while jax_disable_jit, jax_debug_nans or
+        jax_debug_infs is on."""
         if _disable_jit.value:            # jax_disable_jit: the Python function, op by op
             return self.fun(*args, **kwargs)
         if core._float_checks:            # jax_debug_nans / jax_debug_infs
             return self._call_checked(args, kwargs)
         eager = core._tls.trace is core.EVAL_TRACE
-        if eager and not kwargs and not self.static_argnums:
-            # the cache hit of plain positional arguments: a key, a comparison
-            # (or a lookup), a call
-            key = _positional_key(args)
-            run = None if key is None else self._cache.runner(key)
-            if run is not None:
-                try:
-                    return run(args)
-                except _ArgumentOverflow as err:
-                    self._raise_overflow(args, kwargs, (), args, err)
         entry, leaves = self._entry(args, kwargs)
         if core._global_array_types and any(type(x) in core._global_array_types for x in leaves):
             outs = _partitioned(self, entry, leaves) if eager else None
@@ -866,6 +883,22 @@ def _backend_choice(backend):
         _config.require_numba("jit(backend='numba')")
     return backend
 
+
+# Whether a call may take the cache-hit path of __call__: neither jax_disable_jit
+# nor a float check is on (one module global read instead of two options;
+# core's hook on the float-check options, registered earlier, runs first).
+_plain_calls = True
+_EVAL_TRACE = core.EVAL_TRACE
+
+
+def _update_plain_calls(_=None):
+    global _plain_calls
+    _plain_calls = not _disable_jit.value and not core._float_checks
+
+
+for _option in (_config.disable_jit, _config.debug_nans, _config.debug_infs):
+    _option.hooks.append(_update_plain_calls)
+_update_plain_calls()
 
 # a new default backend: what is cached was compiled for the old one
 _config.jit_backend.hooks.append(lambda value: _clear_caches())
