@@ -88,27 +88,6 @@ class _Entry:
                  "partition_runners")
 
 
-def _positional_key(args):
-    """The cache key of a call with plain positional array/scalar arguments (as
-    ``Jitted._entry`` builds it on its fast path), or None for anything else.
-    (Every jitted call outside transformations starts here: the tests in the
-    order of their cost, the types as module globals.)"""
-    sig = []
-    for a in args:
-        t = type(a)
-        if t is float or t is int or t is bool or t is complex:
-            sig.append(t)                   # weakly typed (as _signature says)
-        elif t is _ndarray:
-            sig.append((a.shape, a.dtype))
-        elif t is _Array:
-            sig.append((a.shape, a.dtype, "weak") if a.weak_type else (a.shape, a.dtype))
-        elif t in _LEAF_TYPES:              # NumPy scalars
-            sig.append(((), a.dtype))
-        else:
-            return None
-    return len(args), tuple(sig), ()
-
-
 _ndarray, _Array = np.ndarray, core.Array
 
 
@@ -179,10 +158,29 @@ def _runner(entry: "_Entry") -> Callable:
         return _generic_runner(fn, scalar_args, may_alias, weak_outputs, kind, out_tree)
     namespace = {"_fn": fn, "_out_tree": out_tree, **_RUNNER_NAMES,
                  **{f"_{t.__name__}_to_numpy": convert for t, convert in _SCALAR_TO_NUMPY.items()}}
-    source = _runner_source(entry.in_types if scalar_args else None, len(in_avals), n_out,
-                            set(weak_outputs), kind)
+    direct = getattr(entry.fn, "direct_segment", None)
+    if direct is not None:     # the numba backend's one segment, without its driver
+        namespace["_segment"] = direct
+        modes = [_direct_mode(t, a) for t, a in zip(entry.in_types, in_avals)]
+    else:
+        modes = ["convert" if scalar_args and t in _PY_SCALARS else "array"
+                 for t in entry.in_types]
+    source = _runner_source(modes, entry.in_types, "_fn" if direct is None else "_segment.call",
+                            n_out, set(weak_outputs), kind)
     exec(compile(source, "<fungrad.jit runner>", "exec"), namespace)
     return namespace["run"]
+
+
+def _direct_mode(leaf_type, aval) -> str:
+    """How an argument enters a numba segment: a Python float as it is when it
+    is numba's float64 as well as the traced dtype, other Python scalars as
+    NumPy scalars (an int too large raises), 0-d arrays as scalars (numba
+    compiled the segment for scalars there), arrays as ndarrays."""
+    if leaf_type is float and _SCALAR_TO_NUMPY[float] is np.float64:
+        return "raw"
+    if leaf_type in _PY_SCALARS:
+        return "convert"
+    return "scalar" if aval.shape == () else "array"
 
 
 _MAX_GENERATED_LEAVES = 256
@@ -194,24 +192,30 @@ _RUNNER_NAMES = {"_Array": core.Array, "_ndarray": np.ndarray, "_new": np.ndarra
                  "_Overflow": _ArgumentOverflow}
 
 
-def _runner_source(in_types, n_in: int, n_out: int, weak: set, kind: str) -> str:
-    """``run(leaves)``: unpack, convert (Arrays to ndarray views; with
-    ``in_types``, the leaf types at trace time, Python scalars to NumPy
-    scalars), call, wrap each result (a Python float inline) and mark the
-    weakly typed ones (in place when the Array is new), in ``kind``'s tree."""
-    xs, outs = [f"x{i}" for i in range(n_in)], [f"o{i}" for i in range(n_out)]
+def _argument_lines(x: str, mode: str, leaf_type) -> list[str]:
+    if mode == "raw":
+        return []
+    if mode == "convert":     # (the NumPy scalar type of the traced dtype, bound
+        # when the runner is built: jax_enable_x64 changing empties the caches)
+        return [f"    try:\n        {x} = _{leaf_type.__name__}_to_numpy({x})\n"
+                "    except OverflowError as err:\n        raise _Overflow(str(err))"]
+    lines = [f"    if type({x}) is _Array:\n        {x} = {x}.view(_ndarray)"]
+    return lines + [f"    {x} = {x}[()]"] if mode == "scalar" else lines
+
+
+def _runner_source(modes, in_types, fn: str, n_out: int, weak: set, kind: str) -> str:
+    """``run(leaves)``: unpack, convert each argument as its mode says (Arrays
+    to ndarray views; "convert": Python scalars, of ``in_types``, the leaf types
+    at trace time, to NumPy scalars; see ``_direct_mode``), call ``fn``,
+    wrap each result (a Python float inline) and mark the weakly typed ones
+    (in place when the Array is new), in ``kind``'s tree."""
+    xs, outs = [f"x{i}" for i in range(len(modes))], [f"o{i}" for i in range(n_out)]
     lines = ["def run(leaves):"]
-    if n_in:
+    if xs:
         lines.append(f"    {', '.join(xs)}, = leaves")
-    for i, x in enumerate(xs):
-        if in_types is not None and in_types[i] in _PY_SCALARS:
-            # (the NumPy scalar type of the traced dtype, bound now: jax_enable_x64
-            # changing empties the caches)
-            lines.append(f"    try:\n        {x} = _{in_types[i].__name__}_to_numpy({x})\n"
-                         "    except OverflowError as err:\n        raise _Overflow(str(err))")
-        else:
-            lines.append(f"    if type({x}) is _Array:\n        {x} = {x}.view(_ndarray)")
-    call = f"_fn({', '.join(xs)})"
+    for i, (x, mode) in enumerate(zip(xs, modes)):
+        lines += _argument_lines(x, mode, in_types[i])
+    call = f"{fn}({', '.join(xs)})"
     lines.append(f"    {', '.join(outs)}, = {call}" if n_out else f"    {call}")
     for i, o in enumerate(outs):
         lines.append(f"    r{i} = _new(_Array, (), _F64, _float64({o})) if type({o}) is float "
@@ -609,10 +613,26 @@ class Jitted:
         return entry, leaves
     def __call__(self, *args, **kwargs):
         if _plain_calls and not kwargs and self._positional and core._tls.trace is _EVAL_TRACE:
-            # the cache hit of plain positional arguments: a key, one comparison
-            # (the inline cache) or a lookup, a call
-            key = _positional_key(args)
-            if key is not None:
+            # The cache hit of plain positional array/scalar arguments: their key
+            # (as ``_entry`` builds it: the tests in the order of their cost, the
+            # types as module globals; written out here, since every jitted call
+            # outside transformations runs it), one comparison with the inline
+            # cache or a lookup, and the entry's runner.
+            sig = []
+            for a in args:
+                t = type(a)
+                if t is float or t is int or t is bool or t is complex:
+                    sig.append(t)                   # weakly typed (as _signature says)
+                elif t is _ndarray:
+                    sig.append((a.shape, a.dtype))
+                elif t is _Array:
+                    sig.append((a.shape, a.dtype, "weak") if a.weak_type else (a.shape, a.dtype))
+                elif t in _LEAF_TYPES:              # NumPy scalars
+                    sig.append(((), a.dtype))
+                else:
+                    break                           # a pytree, a tracer, ...: _call
+            else:
+                key = (len(args), tuple(sig), ())
                 hit = self._cache.hit
                 run = hit[1] if hit[0] == key else self._cache.runner(key)
                 if run is not None:
