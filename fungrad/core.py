@@ -1119,11 +1119,16 @@ def wrap_array(x) -> "Array":
     if t is not np.ndarray:
         if t is Array or t in _global_array_types:
             return x
+        # a 0-d Array over a NumPy scalar's (read-only) buffer: cheaper than
+        # asarray + view + setflags, on every scalar result (a Python float,
+        # what Python-float and numba code return, and the commonest scalars
+        # are looked up; jit's per-call cost is mostly this for scalar code)
         if t is float:
-            x, t = np.float64(x), np.float64
+            return _new_ndarray(Array, (), _FLOAT64, np.float64(x))
+        dtype = _SCALAR_TYPE_DTYPES.get(t)
+        if dtype is not None:
+            return _new_ndarray(Array, (), dtype, x)
         if issubclass(t, np.generic) and dtype_kind(x.dtype) in "biufc":
-            # a 0-d Array over the scalar's (read-only) buffer: cheaper than
-            # asarray + view + setflags, on every scalar result
             return _new_ndarray(Array, (), x.dtype, x)
         x = np.asarray(x)
     out = x.view(Array)
@@ -1132,6 +1137,9 @@ def wrap_array(x) -> "Array":
 
 
 _new_ndarray = np.ndarray.__new__
+_FLOAT64 = np.dtype(np.float64)
+_SCALAR_TYPE_DTYPES = {t: np.dtype(t) for t in (np.float64, np.float32, np.int64, np.int32,
+                                                np.bool_, np.complex128, np.complex64)}
 
 
 def with_weak_type(x, weak: bool):

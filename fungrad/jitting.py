@@ -84,26 +84,11 @@ def _output_kind(out_tree) -> str:
 
 class _Entry:
     __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "output_kind",
-                 "scalar_args", "may_alias", "weak_outputs", "run", "partition_runners")
+                 "scalar_args", "in_types", "may_alias", "weak_outputs", "run",
+                 "partition_runners")
 
 
-def _positional_key(args):
-    """The cache key of a call with plain positional array/scalar arguments (as
-    ``Jitted._entry`` builds it on its fast path), or None for anything else."""
-    sig = []
-    for a in args:
-        t = type(a)
-        if t is np.ndarray or t is core.Array and not a.weak_type:
-            sig.append((a.shape, a.dtype))
-        elif t is float or t is int or t is bool or t is complex:
-            sig.append(t)
-        elif t is core.Array:               # weakly typed (as _signature says)
-            sig.append((a.shape, a.dtype, "weak"))
-        elif t in _LEAF_TYPES:              # NumPy scalars
-            sig.append(((), a.dtype))
-        else:
-            return None
-    return len(args), tuple(sig), ()
+_ndarray, _Array = np.ndarray, core.Array
 
 
 class _ArgumentOverflow(OverflowError):
@@ -126,8 +111,9 @@ def compiled_code_arguments(leaves, convert_scalars: bool) -> list:
     ndarray views and, with ``convert_scalars``, Python scalars as NumPy scalars
     (same dtype as the 0-d array traced with; NumPy's scalar path is faster)."""
     if convert_scalars:
+        to_numpy = _SCALAR_TO_NUMPY.get
         try:
-            return [_SCALAR_TO_NUMPY[type(x)](x) if type(x) in _SCALAR_TO_NUMPY
+            return [convert(x) if (convert := to_numpy(type(x))) is not None
                     else plain_array(x) for x in leaves]
         except OverflowError as err:      # an int too large for any NumPy int
             raise _ArgumentOverflow(str(err)) from None
@@ -141,10 +127,14 @@ def compiled_code_results(outs, leaves, may_alias, weak_outputs=()) -> list:
     jaxpr's outputs are (``weak_outputs``: their indices)."""
     if may_alias:
         outs = unalias(outs, may_alias, leaves)
-    outs = [wrap_array(o) for o in outs]
+    wrapped = [wrap_array(o) for o in outs]
     for i in weak_outputs:
-        outs[i] = core.with_weak_type(outs[i], True)
-    return outs
+        out = wrapped[i]
+        if out is outs[i]:        # an Array the compiled code passed through: shared
+            wrapped[i] = core.with_weak_type(out, True)
+        else:                     # made just now for this result: marked in place
+            out.weak_type = True
+    return wrapped
 
 
 def weak_output_indices(closed: ClosedJaxpr) -> tuple:
@@ -153,20 +143,106 @@ def weak_output_indices(closed: ClosedJaxpr) -> tuple:
 
 def _runner(entry: "_Entry") -> Callable:
     """The cache-hit path of ``entry``, built once: the arguments into the
-    compiled code, its results out of it (in their tree)."""
+    compiled code, its results out of it (in their tree).  It is generated
+    Python (``_runner_source``): one line per argument and result, no loops or
+    calls of helpers for the common cases, which is most of ``jit``'s cost
+    per call on scalar code.  (Very many leaves: the generic loops instead.)"""
     fn, consts, kind, out_tree = entry.fn, entry.consts, entry.output_kind, entry.out_tree
     scalar_args = entry.scalar_args and not getattr(fn, "takes_python_scalars", False)
     may_alias, weak_outputs = entry.may_alias, entry.weak_outputs
+    if consts:
+        fn = functools.partial(fn, *consts)
+    in_avals = entry.closed.in_avals[len(entry.hoisted):]
+    n_out = len(entry.closed.out_avals)
+    if len(in_avals) + n_out > _MAX_GENERATED_LEAVES or may_alias:
+        return _generic_runner(fn, scalar_args, may_alias, weak_outputs, kind, out_tree)
+    namespace = {"_fn": fn, "_out_tree": out_tree, **_RUNNER_NAMES,
+                 **{f"_{t.__name__}_to_numpy": convert for t, convert in _SCALAR_TO_NUMPY.items()}}
+    direct = getattr(entry.fn, "direct_segment", None)
+    if direct is not None:     # the numba backend's one segment, without its driver
+        namespace["_segment"] = direct
+        modes = [_direct_mode(t, a) for t, a in zip(entry.in_types, in_avals)]
+    else:
+        modes = ["convert" if scalar_args and t in _PY_SCALARS else "array"
+                 for t in entry.in_types]
+    source = _runner_source(modes, entry.in_types, "_fn" if direct is None else "_segment.call",
+                            n_out, set(weak_outputs), kind)
+    exec(compile(source, "<fungrad.jit runner>", "exec"), namespace)
+    return namespace["run"]
 
-    def run(leaves):
-        outs = fn(*consts, *compiled_code_arguments(leaves, scalar_args))
-        outs = compiled_code_results(outs, leaves, may_alias, weak_outputs)
-        if kind == "single":
-            return outs[0]
-        if kind == "tuple":
-            return tuple(outs)
-        return tree_unflatten(out_tree, outs)
-    return run
+
+def _direct_mode(leaf_type, aval) -> str:
+    """How an argument enters a numba segment: a Python float as it is when it
+    is numba's float64 as well as the traced dtype, other Python scalars as
+    NumPy scalars (an int too large raises), 0-d arrays as scalars (numba
+    compiled the segment for scalars there), arrays as ndarrays."""
+    if leaf_type is float and _SCALAR_TO_NUMPY[float] is np.float64:
+        return "raw"
+    if leaf_type in _PY_SCALARS:
+        return "convert"
+    return "scalar" if aval.shape == () else "array"
+
+
+_MAX_GENERATED_LEAVES = 256
+
+# what generated runners call (their only globals)
+_RUNNER_NAMES = {"_Array": core.Array, "_ndarray": np.ndarray, "_new": np.ndarray.__new__,
+                 "_float64": np.float64, "_F64": np.dtype(np.float64), "_wrap": wrap_array,
+                 "_with_weak_type": core.with_weak_type, "_unflatten": tree_unflatten,
+                 "_Overflow": _ArgumentOverflow}
+
+
+def _argument_lines(x: str, mode: str, leaf_type) -> list[str]:
+    if mode == "raw":
+        return []
+    if mode == "convert":     # (the NumPy scalar type of the traced dtype, bound
+        # when the runner is built: jax_enable_x64 changing empties the caches)
+        return [f"    try:\n        {x} = _{leaf_type.__name__}_to_numpy({x})\n"
+                "    except OverflowError as err:\n        raise _Overflow(str(err))"]
+    lines = [f"    if type({x}) is _Array:\n        {x} = {x}.view(_ndarray)"]
+    return lines + [f"    {x} = {x}[()]"] if mode == "scalar" else lines
+
+
+def _runner_source(modes, in_types, fn: str, n_out: int, weak: set, kind: str) -> str:
+    """``run(leaves)``: unpack, convert each argument as its mode says (Arrays
+    to ndarray views; "convert": Python scalars, of ``in_types``, the leaf types
+    at trace time, to NumPy scalars; see ``_direct_mode``), call ``fn``,
+    wrap each result (a Python float inline) and mark the weakly typed ones
+    (in place when the Array is new), in ``kind``'s tree."""
+    xs, outs = [f"x{i}" for i in range(len(modes))], [f"o{i}" for i in range(n_out)]
+    lines = ["def run(leaves):"]
+    if xs:
+        lines.append(f"    {', '.join(xs)}, = leaves")
+    for i, (x, mode) in enumerate(zip(xs, modes)):
+        lines += _argument_lines(x, mode, in_types[i])
+    call = f"{fn}({', '.join(xs)})"
+    lines.append(f"    {', '.join(outs)}, = {call}" if n_out else f"    {call}")
+    for i, o in enumerate(outs):
+        lines.append(f"    r{i} = _new(_Array, (), _F64, _float64({o})) if type({o}) is float "
+                     f"else _wrap({o})")
+        if i in weak:
+            lines.append(f"    if r{i} is {o}:\n        r{i} = _with_weak_type(r{i}, True)\n"
+                         f"    else:\n        r{i}.weak_type = True")
+    results = [f"r{i}" for i in range(n_out)]
+    if kind == "single":
+        lines.append(f"    return {results[0]}")
+    elif kind == "tuple":
+        lines.append(f"    return ({', '.join(results)}{',' if n_out == 1 else ''})")
+    else:
+        lines.append(f"    return _unflatten(_out_tree, [{', '.join(results)}])")
+    return "\n".join(lines) + "\n"
+
+
+def _generic_runner(fn, scalar_args, may_alias, weak_outputs, kind, out_tree) -> Callable:
+    """``_runner``'s loops, for many leaves or outputs that may alias inputs."""
+    def results(leaves):
+        outs = fn(*compiled_code_arguments(leaves, scalar_args))
+        return compiled_code_results(outs, leaves, may_alias, weak_outputs)
+    if kind == "single":
+        return lambda leaves: results(leaves)[0]
+    if kind == "tuple":
+        return lambda leaves: tuple(results(leaves))
+    return lambda leaves: tree_unflatten(out_tree, results(leaves))
 
 
 class ArgInfo:
@@ -325,12 +401,21 @@ _caches_lock = threading.Lock()
 
 class _FunctionCache:
     """Compiled entries of one function under one static configuration, by call
-    signature (argument structure, shapes/dtypes, static values), LRU-bounded."""
-    __slots__ = ("entries", "last_key")
+    signature (argument structure, shapes/dtypes, static values), LRU-bounded.
+
+    ``hit`` is a one-entry inline cache in front of the dictionary: (key, run)
+    of the most recently used entry, which a call with the same signature as
+    the last one (the common case: a loop) finds by one tuple comparison
+    instead of hashing its key.  It is always the last entry in LRU order (set
+    by every ``get`` and ``put``), so skipping ``move_to_end`` on an inline hit
+    keeps the eviction order exact; it is stored as one tuple so that a thread
+    never sees one entry's key with another's code."""
+    __slots__ = ("entries", "last_key", "hit")
 
     def __init__(self):
         self.entries: OrderedDict = OrderedDict()
         self.last_key = None
+        self.hit = (None, None)
 
     def get(self, key):
         entry = self.entries.get(key)
@@ -339,12 +424,26 @@ class _FunctionCache:
                 self.entries.move_to_end(key)
             except KeyError:      # evicted by another thread meanwhile: still usable
                 pass
+            self.hit = (key, entry.run)
         return entry
+
+    def runner(self, key):
+        """The cache-hit code (``_Entry.run``) of ``key``, or None (a miss)."""
+        hit = self.hit
+        if hit[0] == key:
+            return hit[1]
+        entry = self.get(key)
+        return None if entry is None else entry.run
 
     def put(self, key, entry):
         self.entries[key] = entry
+        self.hit = (key, entry.run)
         if len(self.entries) > CACHE_SIZE:
             self.entries.popitem(last=False)
+
+    def clear(self):
+        self.entries.clear()
+        self.hit = (None, None)
 
 
 def _cache_for(fun, config) -> _FunctionCache:
@@ -439,7 +538,7 @@ def _clear_caches():
     with _caches_lock:
         _caches.clear()
     for jitted in list(_instances):
-        jitted._cache.entries.clear()
+        jitted._cache.clear()
 
 
 _config.on_tracing_change.append(_clear_caches)
@@ -462,6 +561,7 @@ class Jitted:
         self.name = getattr(fun, "__name__", "fn").replace("<", "").replace(">", "") or "fn"
         self.backend = _backend_choice(backend)    # None: fungrad_jit_backend's value
         self._cache = _cache_for(fun, (self.static_argnums, self.static_argnames, self.backend))
+        self._positional = not self.static_argnums    # (calls that may take the fast path)
         _instances.add(self)
 
     def _cache_size(self) -> int:
@@ -512,20 +612,45 @@ class Jitted:
             entry = self._trace(args, kwargs, nums, leaves, key)
         return entry, leaves
     def __call__(self, *args, **kwargs):
+        if _plain_calls and not kwargs and self._positional and core._tls.trace is _EVAL_TRACE:
+            # The cache hit of plain positional array/scalar arguments: their key
+            # (as ``_entry`` builds it: the tests in the order of their cost, the
+            # types as module globals; written out here, since every jitted call
+            # outside transformations runs it), one comparison with the inline
+            # cache or a lookup, and the entry's runner.
+            sig = []
+            for a in args:
+                t = type(a)
+                if t is float or t is int or t is bool or t is complex:
+                    sig.append(t)                   # weakly typed (as _signature says)
+                elif t is _ndarray:
+                    sig.append((a.shape, a.dtype))
+                elif t is _Array:
+                    sig.append((a.shape, a.dtype, "weak") if a.weak_type else (a.shape, a.dtype))
+                elif t in _LEAF_TYPES:              # NumPy scalars
+                    sig.append(((), a.dtype))
+                else:
+                    break                           # a pytree, a tracer, ...: _call
+            else:
+                key = (len(args), tuple(sig), ())
+                hit = self._cache.hit
+                run = hit[1] if hit[0] == key else self._cache.runner(key)
+                if run is not None:
+                    try:
+                        return run(args)
+                    except _ArgumentOverflow as err:
+                        self._raise_overflow(args, kwargs, (), args, err)
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
+        """A call with pytrees, keywords or static arguments, a cache miss, a call
+        under a transformation or while jax_disable_jit, jax_debug_nans or
+        jax_debug_infs is on."""
         if _disable_jit.value:            # jax_disable_jit: the Python function, op by op
             return self.fun(*args, **kwargs)
         if core._float_checks:            # jax_debug_nans / jax_debug_infs
             return self._call_checked(args, kwargs)
         eager = core._tls.trace is core.EVAL_TRACE
-        if eager and not kwargs and not self.static_argnums:
-            # the cache hit of plain positional arguments: a key, a lookup, a call
-            key = _positional_key(args)
-            entry = None if key is None else self._cache.get(key)
-            if entry is not None:
-                try:
-                    return entry.run(args)
-                except _ArgumentOverflow as err:
-                    self._raise_overflow(args, kwargs, (), args, err)
         entry, leaves = self._entry(args, kwargs)
         if core._global_array_types and any(type(x) in core._global_array_types for x in leaves):
             outs = _partitioned(self, entry, leaves) if eager else None
@@ -596,6 +721,7 @@ class Jitted:
         entry.out_tree = out_store[-1]
         entry.output_kind = _output_kind(entry.out_tree)
         entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)
+        entry.in_types = [type(x) for x in leaves]   # (fixed for Python scalars by the key)
         entry.cacheable = not entry.hoisted
         entry.weak_outputs = weak_output_indices(entry.closed)
         if entry.cacheable:
@@ -795,6 +921,22 @@ def _backend_choice(backend):
         _config.require_numba("jit(backend='numba')")
     return backend
 
+
+# Whether a call may take the cache-hit path of __call__: neither jax_disable_jit
+# nor a float check is on (one module global read instead of two options;
+# core's hook on the float-check options, registered earlier, runs first).
+_plain_calls = True
+_EVAL_TRACE = core.EVAL_TRACE
+
+
+def _update_plain_calls(_=None):
+    global _plain_calls
+    _plain_calls = not _disable_jit.value and not core._float_checks
+
+
+for _option in (_config.disable_jit, _config.debug_nans, _config.debug_infs):
+    _option.hooks.append(_update_plain_calls)
+_update_plain_calls()
 
 # a new default backend: what is cached was compiled for the old one
 _config.jit_backend.hooks.append(lambda value: _clear_caches())

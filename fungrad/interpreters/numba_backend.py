@@ -51,7 +51,8 @@ from fungrad import core
 from fungrad.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from fungrad.interpreters.codegen import (_REUSE_MIN_SIZE, _Names, _check_names, _check_params, _emit_jaxpr,
                                           _lower_eqn, _tuple_source, compile_scalar_or_numpy,
-                                          compile_source, literal_source, part_interfaces)
+                                          _np_scalar, compile_source, literal_source,
+                                          part_interfaces)
 from fungrad.interpreters.lowering import Call, render
 from fungrad.interpreters import numba_fusion
 from fungrad.interpreters.passes import optimize
@@ -352,6 +353,9 @@ class _Program:
         self.consts: dict = {}
         self.modules: dict = {}
         self.primitives: set = set()     # names of the primitives the segments compile
+        # the driver only calls its one segment with its parameters and returns
+        # the segment's results: jit may call the segment itself (``_compile``)
+        self.direct = False
 
 
 def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
@@ -394,6 +398,9 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
                 prog.driver.append(f"    {names(v)} = np.{v.aval.dtype.name}({names(v)})")
     prog.driver.append(f"    return {_tuple_source([names(v) for v in jaxpr.outvars])}")
     prog.modules.update(names.modules)
+    prog.direct = (len(runs) == 1 and runs[0].compiled and not runs[0].consts
+                   and ins[0] == list(jaxpr.invars) and outs[0] == list(jaxpr.outvars)
+                   and len(prog.driver) == 3)
     return prog
 
 
@@ -515,8 +522,16 @@ class _Segment:
         if _config.log_compiles.value:
             log.warning("%s: numba could not compile %s (%s: %s); it runs on NumPy",
                         self.label, self.name, type(err).__name__, str(err).split("\n")[0])
-        self.call = self.namespace[self.name] = self.twin
-        return self.twin(*args)
+        # (NumPy scalars for the NumPy code: jit calls a direct segment with
+        # Python floats, numba's float64)
+        self.call = self.namespace[self.name] = twin = _with_numpy_scalars(self.twin)
+        return twin(*args)
+
+
+def _with_numpy_scalars(twin):
+    def call(*args):
+        return twin(*[_np_scalar(a) for a in args])
+    return call
 
 
 def compiled(closed: ClosedJaxpr, label: str = "fn") -> NumbaCompiled:
@@ -545,6 +560,10 @@ def _compile(closed: ClosedJaxpr, label: str) -> NumbaCompiled:
     for (seg, _, _), numba_fn in zip(prog.segments, numba_fns):
         namespace[seg] = _Segment(seg, f"jit({label})", numba_fn, namespace[f"{seg}_numpy"],
                                   numba_error, on_compiled, namespace)
+    if prog.direct:
+        # jit's runner calls it with the arguments as numba takes them (0-d
+        # values as scalars, Python floats as they are) instead of the driver
+        fn.direct_segment = namespace[prog.segments[0][0]]
     source = "".join(f"@numba.njit\n{src}\n" for _, src, _ in prog.segments) + driver
     return NumbaCompiled(fn, source, closed.jaxpr, closed.consts, "numba",
                          [namespace[seg] for seg, _, _ in prog.segments])

@@ -57,7 +57,7 @@ def compile_segments(sources: list[str], names: list[str], primitives=()):
     key = _key(text, primitives)
     path = os.path.join(root, f"m{key[:32]}.py")
     namespace = _load(path, text)
-    fns = [numba.njit(cache=True, **NJIT_OPTIONS)(namespace[n]) for n in names]
+    fns = [_cached_dispatcher(namespace[n]) for n in names]
 
     def after(ok: bool, name: str):
         if ok:
@@ -65,6 +65,49 @@ def compile_segments(sources: list[str], names: list[str], primitives=()):
         _drop_numba_files(path)           # (a cache entry numba could not load)
         return _in_memory(text, [name])[0]
     return fns, NumbaError, after
+
+
+def _cached_dispatcher(fn):
+    """``numba.njit(cache=True)(fn)``, whose cache loads machine code without
+    refreshing numba's registries first (``_loading_cache``)."""
+    import numba
+    dispatcher = numba.njit(cache=True, **NJIT_OPTIONS)(fn)
+    cache_class = _loading_cache()
+    if cache_class is not None and type(dispatcher._cache) is cache_class.__base__:
+        dispatcher._cache = cache_class(dispatcher.py_func)
+    return dispatcher
+
+
+_LOADING_CACHE = []
+
+
+def _loading_cache():
+    """A subclass of numba's ``FunctionCache`` whose ``load_overload`` runs
+    only the part of numba's ``target_context.refresh()`` (run before every
+    load) that loaded code needs: the runtime (NRT: without it code that
+    allocates arrays crashes).  The rest imports and registers numba's typing
+    and lowering rules (array math, cffi, ...), which only compiling uses: on
+    a warm start it was most of the first call (HMC: 0.26 s of 0.3 s CPU).
+    numba's compiler refreshes both contexts before every compilation, so a
+    function compiled later in the process (a miss, a new layout) still gets
+    them.  None if this numba lacks the private methods it relies on (then
+    numba's own class is kept)."""
+    if not _LOADING_CACHE:
+        try:
+            from numba.core.caching import FunctionCache
+            from numba.core.runtime import rtsys
+        except ImportError:
+            _LOADING_CACHE.append(None)
+        else:
+            class LoadingCache(FunctionCache):
+                def load_overload(self, sig, target_context):
+                    rtsys.initialize(target_context)
+                    with self._guard_against_spurious_io_errors():
+                        return self._load_overload(sig, target_context)
+            private = ("_load_overload", "_guard_against_spurious_io_errors")
+            _LOADING_CACHE.append(LoadingCache if all(hasattr(FunctionCache, n) for n in private)
+                                  else None)
+    return _LOADING_CACHE[0]
 
 
 def _module_text(sources) -> str:
