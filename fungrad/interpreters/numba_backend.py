@@ -389,8 +389,8 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
         target = _tuple_source([names(v) for v in outs[k]])
         prog.driver.append(f"    {target} = {seg}({', '.join(args)})  # compiled by numba"
                            if outs[k] else f"    {seg}({', '.join(args)})")
-        read_later = needed_after[k]
-        _delete_dead(prog.driver, names, [v for v in ins[k] if v not in read_later])
+        _delete_dead(prog.driver, names, [v for v in ins[k] if v not in needed_after[k]])
+        read_later = {v for later in ins[k + 1:] for v in later}      # (not just returned)
         for v in outs[k]:
             # numba returns Python scalars: NumPy scalars of their dtype again,
             # unless only returned and of a dtype jit's output wrapping keeps
