@@ -930,19 +930,25 @@ _jitting.sharding_support = _JitShardingSupport()
 # edges.  fungrad keeps no shardings in types (see AxisType), so what remains
 # is the resharding at the edges, which is what the values depend on.
 
+def _resharding_at_edges(f, who: str, keyword: str, given, call):
+    """``f`` wrapped: the sharding comes from ``given`` or the call's
+    ``keyword`` argument (JAX's two spellings); ``call(target, args, kwargs)``."""
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        target = given if given is not None else kwargs.pop(keyword, None)
+        if target is None:
+            raise TypeError(f"{who}: missing required keyword argument: '{keyword}'")
+        return call(target, args, kwargs)
+    return wrapped
+
+
 def auto_axes(f=None, /, *, axes=None, out_sharding=None):
     """``jax.sharding.auto_axes``: ``f``'s result resharded to
     ``out_sharding`` (given here or as a keyword argument of the call)."""
     if f is None:
         return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
-
-    @functools.wraps(f)
-    def wrapped(*args, **kwargs):
-        target = out_sharding if out_sharding is not None else kwargs.pop("out_sharding", None)
-        if target is None:
-            raise TypeError("auto_axes: missing required keyword argument: 'out_sharding'")
-        return reshard(f(*args, **kwargs), target)
-    return wrapped
+    return _resharding_at_edges(f, "auto_axes", "out_sharding", out_sharding,
+                                lambda target, args, kwargs: reshard(f(*args, **kwargs), target))
 
 
 def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
@@ -952,13 +958,9 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
     if f is None:
         return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
 
-    @functools.wraps(f)
-    def wrapped(*args, **kwargs):
-        target = in_sharding if in_sharding is not None else kwargs.pop("in_sharding", None)
-        if target is None:
-            raise TypeError("explicit_axes: missing required keyword argument: 'in_sharding'")
+    def call(target, args, kwargs):
         if get_mesh() is None:
             raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to "
                              "enter into a mesh context when using `explicit_axes` API.")
         return f(*reshard(args, target), **kwargs)
-    return wrapped
+    return _resharding_at_edges(f, "explicit_axes", "in_sharding", in_sharding, call)
