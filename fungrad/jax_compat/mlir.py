@@ -44,6 +44,7 @@ from fungrad.interpreters.lowering import render
 from fungrad.interpreters.partial_eval import trace_to_jaxpr, closure_convert
 
 from fungrad._jax_private.lib.mlir import ir
+from fungrad._jax_private.lib.mlir.dialects.hlo import Op as HloOp
 
 __all__ = ["register_lowering", "lower_fun", "ir", "ir_constant", "aval_to_ir_type",
            "dtype_to_ir_type", "LoweringRuleContext", "ModuleContext", "emit_python_callback"]
@@ -228,20 +229,15 @@ def _interpreted_mlir_rule(prim: core.Primitive, rule: Callable) -> FunLowering:
             if "fungrad is standing in for JAX" not in str(e):
                 raise
             raise _Uninterpreted(str(e).split(";")[0]) from e
-        if isinstance(results, (ir.Value, hlo_op_type())):
+        if isinstance(results, (ir.Value, HloOp)):
             results = [results]
         return [_unwrap_result(r, prim) for r in results]
     fun.__name__ = getattr(rule, "__name__", "mlir_rule")
     return FunLowering(fun, multiple_results=True)     # (a rule returns a list of results)
 
 
-def hlo_op_type():
-    from fungrad._jax_private.lib.mlir.dialects.hlo import Op
-    return Op
-
-
 def _unwrap_result(result, prim):
-    if isinstance(result, hlo_op_type()):
+    if isinstance(result, HloOp):
         result = result.result
     if isinstance(result, (list, tuple)) and len(result) == 1:     # [value] per output
         result = result[0]

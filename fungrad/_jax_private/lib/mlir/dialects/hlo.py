@@ -67,7 +67,7 @@ def _elementwise_op(name: str, fn, arity: int):
             raise TypeError(f"hlo.{name} takes {arity} operand(s), got {len(operands)}")
         values = [_value(o) for o in operands]
         dtypes = {np.dtype(v.dtype) for v in values}
-        if len(dtypes) > 1 and name not in ("ShiftLeftOp",):
+        if len(dtypes) > 1:
             raise TypeError(f"hlo.{name}: operands must have one element type (StableHLO does "
                             f"not promote), got {sorted(d.name for d in dtypes)}; convert one "
                             f"with hlo.ConvertOp")
