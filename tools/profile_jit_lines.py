@@ -4,13 +4,16 @@ floor of its BLAS and kernel calls?).
 
     python tools/profile_jit_lines.py cnn            # the CNN training step
     python tools/profile_jit_lines.py transformer    # the transformer block
+    python tools/profile_jit_lines.py transformer --numba   # its numba driver
 
 Each statement of the generated function is timed on its own (CPU time, the
 minimum over the repeats: the least disturbed run of every line, so the sum
 is a floor the whole call can approach, not its median), and the lines are
 printed by cost with their share.  The process is set up as `python -m
 benchmarks` sets up its own (one BLAS thread; see benchmarks/run.py).  Only the NumPy backend's straight-line
-code is instrumented (statements at the top level of the generated ``fn``).
+code is instrumented (statements at the top level of the generated ``fn``);
+under the numba backend (``--numba``) its driver is, each compiled segment
+timed as one line.
 """
 from __future__ import annotations
 
@@ -33,7 +36,11 @@ def _instrumented(fn, source: str):
     """``fn``'s source with each top-level statement of its body timed into
     ``_line_times[k]`` (compiled in ``fn``'s own globals)."""
     tree = ast.parse(source)
-    func = tree.body[0]
+    # the NumPy backend's source is the one function; the numba backend's ends
+    # with its driver ``fn``, whose segment calls are timed as lines
+    func = next(node for node in tree.body if isinstance(node, ast.FunctionDef)
+                and node.name == fn.__name__)
+    tree.body = [func]
     body, texts = [], []
     for k, stmt in enumerate(func.body):
         texts.append(ast.unparse(stmt))
@@ -73,8 +80,10 @@ def profile(jitted, *args, repeats: int = 40, top: int = 25):
     jitted(*args)
     entry, leaves = jitted._entry(args, {})
     source = jitted.lower(*args).source()
-    if "def fn(" not in source.splitlines()[0]:
-        raise ValueError("profile_jit_lines: only the NumPy backend's code is instrumented")
+    if not hasattr(entry.fn, "__globals__") or f"def {entry.fn.__name__}(" not in source:
+        raise ValueError("profile_jit_lines: this function's compiled code is not a "
+                         "generated Python function (the NumPy backend's, or the numba "
+                         "backend's driver); nothing to instrument")
     fn, line_times, texts = _instrumented(entry.fn, source)
     call_args = [*entry.consts, *jitting.compiled_code_arguments(leaves, True)]
     whole = []
@@ -104,28 +113,29 @@ def profile(jitted, *args, repeats: int = 40, top: int = 25):
     return dict(zip(texts, line_times))
 
 
-def _cnn():
+def _cnn(backend=None):
     from benchmarks import model_workloads as M
     params, x, onehot = M.cnn_setup()
     loss = lambda p: M._cnn_loss(fungrad.numpy, fungrad.lax, fungrad.lax.stop_gradient,
                                  p, x, onehot)
-    return fungrad.jit(fungrad.value_and_grad(loss)), (params,)
+    return fungrad.jit(fungrad.value_and_grad(loss), backend=backend), (params,)
 
 
-def _transformer():
+def _transformer(backend=None):
     from benchmarks import model_workloads as M
     params, x, target = M.transformer_setup()
     loss = lambda p: M._transformer_loss(fungrad.numpy, fungrad.lax.stop_gradient,
                                          p, x, target)
-    return fungrad.jit(fungrad.value_and_grad(loss)), (params,)
+    return fungrad.jit(fungrad.value_and_grad(loss), backend=backend), (params,)
 
 
 WORKLOADS = {"cnn": _cnn, "transformer": _transformer}
 
 if __name__ == "__main__":
-    name = sys.argv[1] if len(sys.argv) > 1 else "cnn"
+    names = [a for a in sys.argv[1:] if not a.startswith("--")]
+    name = names[0] if names else "cnn"
     if name not in WORKLOADS:
         raise SystemExit(f"profile_jit_lines: unknown workload {name!r}; "
                          f"choose one of {sorted(WORKLOADS)}")
-    jitted, arguments = WORKLOADS[name]()
+    jitted, arguments = WORKLOADS[name]("numba" if "--numba" in sys.argv else None)
     profile(jitted, *arguments)
