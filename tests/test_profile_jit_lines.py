@@ -36,8 +36,14 @@ def test_every_line_is_timed_and_the_results_are_unchanged():
     np.testing.assert_allclose(grad, expected[1])
 
 
-def test_the_compiled_backend_is_refused_with_the_reason():
+def test_the_numba_backends_driver_times_each_compiled_segment_as_a_line():
     pytest.importorskip("numba")
-    jitted = fungrad.jit(lambda x: fnp.sin(x) * 2.0, backend="numba")
-    with pytest.raises(ValueError, match="NumPy backend"):
-        profile_jit_lines.profile(jitted, np.ones(3), repeats=1)
+    w, x = np.linspace(-1, 1, 12).reshape(4, 3), np.linspace(0, 2, 20).reshape(5, 4)
+    jitted = fungrad.jit(fungrad.value_and_grad(_loss), backend="numba")
+    expected = fungrad.jit(fungrad.value_and_grad(_loss))(w, x)
+    with contextlib.redirect_stdout(io.StringIO()):
+        times = profile_jit_lines.profile(jitted, w, x, repeats=2)
+    assert any("_seg" in line for line in times)
+    value, grad = jitted(w, x)
+    np.testing.assert_allclose(value, expected[0], rtol=1e-12)
+    np.testing.assert_allclose(grad, expected[1], rtol=1e-12)
