@@ -35,6 +35,7 @@ import numpy as np
 
 from fungrad._dtype_classes import is_inexact, kind as dtype_kind
 from fungrad import _config
+from fungrad import name_stack as _name_stack
 
 __all__ = [
     "AbstractValue", "ShapedArray", "Var", "Literal", "JaxprEqn", "Jaxpr", "ClosedJaxpr",
@@ -337,10 +338,11 @@ class JaxprEqn:
     """``outvars = primitive[params] inputs``.  ``source`` is where the user's code
     created it, ``(filename, lineno, function, transforms)``, recorded while
     jax_debug_nans or jax_debug_infs is on, else None (see "Source information"
-    below); passes that rewrite an equation keep it."""
-    __slots__ = ("primitive", "inputs", "params", "outvars", "source")
+    below); ``scope`` the names of the scopes it was staged in (a tuple of str,
+    fungrad/name_stack.py); passes that rewrite an equation keep both."""
+    __slots__ = ("primitive", "inputs", "params", "outvars", "source", "scope")
 
-    def __init__(self, primitive, inputs, params, outvars, source=None):
+    def __init__(self, primitive, inputs, params, outvars, source=None, scope=()):
         self.primitive = primitive
         # (lists are taken as they are: equations are never mutated, and the
         # passes share the outputs list of an equation they rewrite)
@@ -348,8 +350,14 @@ class JaxprEqn:
         self.params = params
         self.outvars = outvars if type(outvars) is list else list(outvars)
         self.source = source
+        self.scope = scope
 
     invars = property(lambda self: self.inputs)    # JAX's name for the inputs
+
+    @property
+    def source_info(self) -> _name_stack.SourceInfo:
+        """JAX's ``eqn.source_info``: its ``name_stack`` (``str()``: "mlp/linear_0")."""
+        return _name_stack.SourceInfo(_name_stack.NameStack(self.scope))
 
     def __repr__(self):
         return pp_eqn(self, _Namer())

@@ -26,6 +26,7 @@ import os
 import time
 from typing import Callable
 
+from fungrad import name_stack as _name_stack
 from fungrad import core
 from fungrad.core import Trace, bind_on, new_trace_context
 
@@ -175,15 +176,39 @@ def annotate_function(func: Callable | None = None, name: str | None = None, **k
     return wrapper
 
 
+class _NamedScope(TraceAnnotation):
+    """A region named in profiles whose name is also pushed on the name stack,
+    so that the equations staged inside record it (fungrad/name_stack.py)."""
+
+    def __enter__(self):
+        self._names = _name_stack.extend(self.name[1:-1])
+        self._names.__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            self._names.__exit__(*exc)
+
+
 def named_scope(name: str) -> TraceAnnotation:
     """``with fungrad.named_scope("layer1"): ...`` (as ``jax.named_scope``): the
-    region is named in profiles; the computation is unchanged."""
+    region is named in profiles, and the equations staged inside record the
+    name (``eqn.source_info.name_stack``); the computation is unchanged."""
     if not isinstance(name, str):
         raise TypeError(f"named_scope: the name must be a str, got {type(name).__name__}")
-    return TraceAnnotation(name)
+    return _NamedScope(name)
 
 
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:
-    """``fun`` with its calls named in profiles (as ``jax.named_call``)."""
-    return annotate_function(fun, name=name)
+    """``fun`` with its calls named as ``named_scope`` names a region (as
+    ``jax.named_call``)."""
+    label = name or getattr(fun, "__name__", "function")
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        with _NamedScope(label):
+            return fun(*args, **kwargs)
+    return wrapper
 

@@ -6,6 +6,7 @@ source), whose ``.compile()`` is a ``Compiled``; a ``jit``-wrapped function is
 a ``Wrapped``; ``ArgInfo`` describes one argument.  Libraries annotate with
 these names (equinox's ``filter_jit(...).lower``).
 """
-from fungrad.jitting import ArgInfo, Compiled, Jitted as Wrapped, Lowered, Traced
+from fungrad._jit_stages import ArgInfo, Compiled, Lowered, Traced
+from fungrad.jitting import Jitted as Wrapped
 
 __all__ = ["Traced", "Lowered", "Compiled", "Wrapped", "ArgInfo"]

@@ -229,3 +229,42 @@ def test_haiku_programs_give_jaxs_numbers(hx):
     for name, value in got.items():
         np.testing.assert_allclose(value, reference[name], rtol=1e-12, atol=1e-14,
                                    err_msg=name)
+
+
+# ----------------------------------------------------------------------------
+# hk.experimental.jaxpr_info: a model's operations by module (name stacks)
+# ----------------------------------------------------------------------------
+
+# format_module's lines for an MLP([3, 2]) on a (4, 5) input, as JAX 0.10.2 +
+# haiku 0.0.17 print them (x64 on; recorded by running this test's program on
+# real JAX).  JAX's relu is a custom_jvp around a jit (three lines there:
+# "custom_jvp", "relu", "max"); fungrad's is a select, so the lines between
+# the two linear layers differ and are compared apart.
+JAX_LINEAR_LINES = """\
+  mlp 26 params
+    linear_0 18 params
+      dot_general in f64[4,5], f64[5,3], out f64[4,3]
+      broadcast_in_dim in f64[3], out f64[4,3]
+      add in f64[4,3], f64[4,3], out f64[4,3]
+    linear_1 8 params
+      dot_general in f64[4,3], f64[3,2], out f64[4,2]
+      broadcast_in_dim in f64[2], out f64[4,2]
+      add in f64[4,2], f64[4,2], out f64[4,2]""".splitlines()
+
+
+def test_jaxpr_info_attributes_operations_to_haikus_modules(hx):
+    jax, hk, _ = hx
+    f = hk.transform(lambda x: hk.nets.MLP([3, 2])(x))
+    x = fnp.ones((4, 5))
+    params = f.init(jax.random.PRNGKey(0), x)
+    info = hk.experimental.jaxpr_info
+    text = info.format_module(info.make_model_info(f.apply)(params, None, x)).splitlines()
+    assert text[0] == "apply_fn"
+    assert [line for line in text if line.lstrip().startswith(("mlp", "linear", "dot", "add",
+                                                               "broadcast_in_dim in f64[3]",
+                                                               "broadcast_in_dim in f64[2]"))] \
+        == JAX_LINEAR_LINES
+    # relu: at the mlp level, between the two layers, as on JAX
+    relu = text[text.index("    linear_0 18 params") + 4:text.index("    linear_1 8 params")]
+    assert relu and all(line.startswith("    ") and not line.startswith("      ")
+                        for line in relu)

@@ -34,8 +34,9 @@ import numpy as np
 from fungrad._dtype_classes import kind as dtype_kind
 from fungrad import _config, core
 from fungrad.core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Trace, Tracer,
-                          Var, bind_on, eval_jaxpr, get_aval, new_trace_context,
+                          Var, _tls, bind_on, eval_jaxpr, get_aval, new_trace_context,
                           with_weak_types)
+from fungrad.name_stack import _state as _name_stack_state
 from fungrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["StagingTrace", "StagingTracer", "trace_to_jaxpr", "closure_convert",
@@ -48,6 +49,18 @@ _PY_SCALARS = (bool, int, float, complex)
 # ----------------------------------------------------------------------------
 # The staging trace
 # ----------------------------------------------------------------------------
+
+def _scope() -> tuple:
+    """The scope names an equation staged now records (fungrad/name_stack.py):
+    those of the equation an interpreter is deriving it from (a JVP's, a
+    transpose's), else the names open now."""
+    running = _tls.running
+    if running:
+        eqn = running[-1]
+        if eqn is not None and eqn.scope:
+            return eqn.scope
+    return _name_stack_state.names
+
 
 class StagingTracer(Tracer):
     # ``_var``, not ``var``: arrays have a ``.var()`` method, which a slot named
@@ -168,7 +181,7 @@ class StagingTrace(Trace):
         # the user's line, while jax_debug_nans/infs is on (finding it costs a
         # quarter of tracing time on CPython 3.11: reading f_back creates frame objects)
         source = core.current_source() if core._float_checks else None
-        self.eqns.append(JaxprEqn(prim, atoms, params, outvars, source))
+        self.eqns.append(JaxprEqn(prim, atoms, params, outvars, source, _scope()))
         return outvars
 
     def atom(self, x):
@@ -188,17 +201,17 @@ class StagingTrace(Trace):
         of ``interpreters/tape.py`` splices cached linearizations this way)."""
         env = template.literals + [self.to_atom(c) for c in template.consts] + atoms \
             if template.consts else template.literals + atoms
-        append = self.eqns.append
+        append, scope = self.eqns.append, _scope()
         for prim, params, read, out_aval, out_avals in template.eqns:
             # (``read``: the one position read, or a getter of several; see Splice)
             inputs = [env[read]] if type(read) is int else list(read(env))
             if out_aval is not None:
                 out = Var(out_aval)
-                append(JaxprEqn(prim, inputs, params, [out]))
+                append(JaxprEqn(prim, inputs, params, [out], None, scope))
                 env.append(out)
             else:
                 outvars = [Var(a) for a in out_avals]
-                append(JaxprEqn(prim, inputs, params, outvars))
+                append(JaxprEqn(prim, inputs, params, outvars, None, scope))
                 env += outvars
         return [env[i] for i in template.outs]
 

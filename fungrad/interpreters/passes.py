@@ -101,7 +101,7 @@ def _with_inputs(eqn: JaxprEqn, inputs) -> JaxprEqn:
     fifth of the passes' time on long programs)."""
     if inputs == eqn.inputs:      # (Var and Literal compare by identity: a C-level loop)
         return eqn
-    return JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars, eqn.source)
+    return JaxprEqn(eqn.primitive, inputs, eqn.params, eqn.outvars, eqn.source, eqn.scope)
 
 
 def simplify(jaxpr: Jaxpr) -> Jaxpr:
@@ -289,7 +289,8 @@ def _fold_output_transpose(eqn, perm, lhs_ndim, rhs_ndim):
     if tuple(perm) != swapped:
         return None
     params = dict(eqn.params, dimension_numbers=((rc, lc), (rb, lb)))
-    return JaxprEqn(eqn.primitive, eqn.inputs[::-1], params, eqn.outvars, eqn.source)
+    return JaxprEqn(eqn.primitive, eqn.inputs[::-1], params, eqn.outvars, eqn.source,
+                    eqn.scope)
 
 
 def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
@@ -319,7 +320,7 @@ def fold_transposes(jaxpr: Jaxpr) -> Jaxpr:
                                              dot.inputs[0].aval.ndim, dot.inputs[1].aval.ndim)
                 if new is not None:
                     eqn = JaxprEqn(new.primitive, new.inputs, new.params, eqn.outvars,
-                                   eqn.source)
+                                   eqn.source, eqn.scope)
         eqns.append(eqn)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
@@ -339,7 +340,8 @@ def _fold_operands(eqn, producer):
     if inputs == list(eqn.inputs):
         return eqn
     params = dict(eqn.params, dimension_numbers=((dims[0][0], dims[1][0]), (dims[0][1], dims[1][1])))
-    return JaxprEqn(eqn.primitive, inputs, params, eqn.outvars, eqn.source)
+    return JaxprEqn(eqn.primitive, inputs, params, eqn.outvars, eqn.source,
+                    eqn.scope)
 
 
 def _key(atom):
@@ -415,8 +417,9 @@ def _factored(eqn, producer, uses, eqns):
     tq.remove(common)
     rest_p, rest_q = _multiply(tp, mul, dtype, eqns), _multiply(tq, mul, dtype, eqns)
     combined = Var(ShapedArray(np.broadcast_shapes(rest_p.aval.shape, rest_q.aval.shape), dtype))
-    eqns.append(JaxprEqn(eqn.primitive, [rest_p, rest_q], {}, [combined], eqn.source))
-    eqns.append(JaxprEqn(mul, [common, combined], {}, eqn.outvars, eqn.source))
+    eqns.append(JaxprEqn(eqn.primitive, [rest_p, rest_q], {}, [combined], eqn.source,
+                         eqn.scope))
+    eqns.append(JaxprEqn(mul, [common, combined], {}, eqn.outvars, eqn.source, eqn.scope))
     return True
 
 
@@ -486,7 +489,8 @@ def inline_calls(closed: ClosedJaxpr, which=None) -> ClosedJaxpr:
                 if fresh:
                     outvars = [Var(v.aval) for v in eqn.outvars]
                     env.update(zip(eqn.outvars, outvars))
-                eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, outvars, eqn.source))
+                eqns.append(JaxprEqn(eqn.primitive, inputs, eqn.params, outvars, eqn.source,
+                                     eqn.scope))
         return [read(v) for v in jaxpr.outvars]
     outvars = splice(closed.jaxpr, {}, fresh=False)
     return ClosedJaxpr(Jaxpr(constvars, closed.jaxpr.invars, eqns, outvars), consts)
@@ -538,7 +542,7 @@ def _optimize_sub_jaxprs(jaxpr: Jaxpr, memo: dict) -> Jaxpr:
             if eqns is None:
                 eqns = list(jaxpr.eqns)
             eqns[i] = JaxprEqn(eqn.primitive, eqn.inputs, {**eqn.params, **changed},
-                               eqn.outvars, eqn.source)
+                               eqn.outvars, eqn.source, eqn.scope)
     if eqns is None:
         return jaxpr
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)

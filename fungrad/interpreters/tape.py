@@ -44,6 +44,7 @@ from fungrad.core import ClosedJaxpr, Tracer, Var, eval_jaxpr, get_aval, new_tra
 from fungrad.interpreters import ad
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_float, tangent_aval
 from fungrad.interpreters.codegen import compiled
+from fungrad.name_stack import _state as _name_stack_state
 from fungrad.interpreters.partial_eval import (Splice, StagingTrace, StagingTracer,
                                                partial_eval_jaxpr, provenance_of, trace_closed)
 
@@ -75,7 +76,7 @@ class TapeTrace(core.Trace):
     """Linearizes each primitive application onto ``self.entries``, entries
     ``(linearization, residuals, input nodes, output nodes)``; its parent is the
     evaluation trace (see the module docstring)."""
-    __slots__ = ("num_nodes", "entries", "staged")
+    __slots__ = ("num_nodes", "entries", "staged", "scopes")
     kind = "grad"
 
     def __init__(self, parent, staged: bool = False):
@@ -85,6 +86,15 @@ class TapeTrace(core.Trace):
         # the parent is a staging trace that the linearizations are spliced
         # into (``vjp_staged``), instead of an evaluation that runs them
         self.staged = staged
+        # staged: entry index -> the scope names open when it was recorded (the
+        # backward pass stages its equations under them: fungrad/name_stack.py)
+        self.scopes: dict = {}
+
+    def _note_scope(self):
+        """Under the staged tape, remember the names open for the next entry."""
+        names = _name_stack_state.names
+        if names:
+            self.scopes[len(self.entries)] = names
 
     def input(self, x):
         """``x`` as an input of the differentiated function (a node if it is float)."""
@@ -153,6 +163,7 @@ class TapeTrace(core.Trace):
             p._var if type(p) is StagingTracer and p._trace is parent else parent.to_atom(p)
             for p in primals])
         prov = provenance_of(primals)
+        self._note_scope()
         if lin.single:
             node, self.num_nodes = self.num_nodes, self.num_nodes + 1
             self.entries.append((lin, outs[1:], in_nodes, (node,)))
@@ -175,6 +186,8 @@ class TapeTrace(core.Trace):
                 out_nodes.append(None)
                 wrapped.append(core.with_weak_type(core.wrap_array(o), True)
                                if aval.weak_type and not isinstance(o, Tracer) else o)
+        if self.staged and prim is None:      # (_splice_forward noted a primitive's)
+            self._note_scope()
         self.entries.append((lin, residuals, in_nodes, tuple(out_nodes)))
         return wrapped if prim is None or prim.multiple_results else wrapped[0]
 
@@ -423,13 +436,18 @@ def vjp_staged(f: Callable, primals: Sequence):
             trace.check_foreign(o)
     in_nodes = [x.node if type(x) is TapeTracer else None for x in ins]
     in_avals = [tangent_aval(x._aval if type(x) is TapeTracer else get_aval(x)) for x in ins]
-    entries, num_nodes = trace.entries, trace.num_nodes
+    entries, num_nodes, scopes = trace.entries, trace.num_nodes, trace.scopes
 
     def pullback(cts):
         if core._tls.trace is not parent:
             raise AssertionError("internal error: the staged tape's pullback runs outside "
                                  "the trace it was recorded on")
-        return _backward_staged(parent, entries, num_nodes, out_nodes, cts, in_nodes, in_avals)
+        outer = _name_stack_state.names
+        try:
+            return _backward_staged(parent, entries, num_nodes, out_nodes, cts, in_nodes,
+                                    in_avals, scopes, outer)
+        finally:
+            _name_stack_state.names = outer
     return outs, pullback
 
 
@@ -439,10 +457,12 @@ def _staged_primal(x: TapeTracer):
                                                                x._aval.weak_type)
 
 
-def _backward_staged(trace, entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
+def _backward_staged(trace, entries, num_nodes, out_nodes, cts, in_nodes, in_avals,
+                     scopes, outer_names) -> list:
     """``_backward`` for the staged tape: the cotangents are atoms of ``trace``'s
     jaxpr, each cached linearization's backward jaxpr is spliced into it, and
-    entries of the general path transpose through ``bind`` on it."""
+    entries of the general path transpose through ``bind`` on it; each under
+    the scope names its entry was recorded in (``scopes``, else ``outer_names``)."""
     atom = trace.atom
     ct: list[Any] = [None] * num_nodes
 
@@ -453,6 +473,8 @@ def _backward_staged(trace, entries, num_nodes, out_nodes, cts, in_nodes, in_ava
             ct[n] = atom(c) if ct[n] is None else add(ct[n], atom(c))
     while entries:      # (each entry freed once used: the tape shrinks as the jaxpr grows)
         lin, residuals, ins, outs = entries.pop()
+        if scopes:
+            _name_stack_state.names = scopes.get(len(entries), outer_names)
         general = type(lin) is _GeneralLinearization
         if len(outs) == 1 and not general:      # the common case
             n = outs[0]
