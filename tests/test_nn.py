@@ -544,3 +544,38 @@ def test_initializers_with_keys_follow_jaxs_arithmetic(dtype):
     np.testing.assert_array_equal(
         init.glorot_uniform()(key, shape, dtype),
         random.uniform(key, shape, dtype, -1.0, 1.0) * np.sqrt(3 * np.asarray(1.0 / 16, dtype)))  # fan_avg 16
+
+
+# ----------------------------------------------------------------------------
+# NaN and infinities as JAX treats them (values and derivatives checked on
+# JAX 0.10.2: its relu/relu6 are custom JVPs around maximum/minimum, and its
+# softmax subtracts the plain max, so one +inf entry makes all entries NaN)
+# ----------------------------------------------------------------------------
+
+SPECIAL = np.array([np.nan, -np.inf, np.inf, 0.0, -0.0, -1.0, 1.0, 6.0])
+
+
+@pytest.mark.parametrize("name, values, derivatives", [
+    ("relu", [np.nan, 0, np.inf, 0, 0, 0, 1, 6], [0, 0, 1, 0, 0, 0, 1, 1]),
+    ("relu6", [np.nan, 0, 6, 0, 0, 0, 1, 6], [0, 0, 0, 0, 0, 0, 1, 0]),
+    ("hard_sigmoid", [np.nan, 0, 1, 0.5, 0.5, 2 / 6, 4 / 6, 1], [0, 0, 0] + [1 / 6] * 4 + [0]),
+])
+def test_piecewise_activations_propagate_nan_with_jaxs_derivatives(name, values, derivatives):
+    f = getattr(nn, name)
+    out = np.asarray(f(SPECIAL))
+    np.testing.assert_allclose(out, values, rtol=1e-15, atol=0)
+    assert not np.signbit(out[3:5]).any()          # relu(-0.0) is +0.0, as max(-0.0, 0)
+    grads = fungrad.vmap(fungrad.grad(f))(SPECIAL)
+    np.testing.assert_allclose(grads, derivatives, rtol=1e-15, atol=0)
+
+
+def test_hard_silu_derivative_is_nan_at_nan():
+    assert np.isnan(fungrad.grad(nn.hard_silu)(np.nan))
+
+
+@pytest.mark.parametrize("f", [nn.softmax, nn.log_softmax, special.softmax])
+def test_a_plus_infinity_makes_the_softmax_nan_and_minus_infinity_is_left_out(f):
+    assert np.isnan(np.asarray(f(np.array([np.inf, 1.0, 2.0]), axis=-1))).all()
+    finite = np.asarray(f(np.array([-np.inf, 1.0]), axis=-1))
+    expected = [0.0, 1.0] if f is not nn.log_softmax else [-np.inf, 0.0]
+    np.testing.assert_array_equal(finite, expected)

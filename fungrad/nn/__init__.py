@@ -37,17 +37,19 @@ __all__ = ["relu", "relu6", "leaky_relu", "elu", "celu", "selu", "gelu", "silu",
 # ----------------------------------------------------------------------------
 
 def relu(x):
-    """max(x, 0); the derivative at 0 is 0 (a select, not ``maximum``, whose
-    tie rule would give 0.5)."""
+    """max(x, 0), NaN for NaN (JAX's values); the derivative is 1 above 0 and 0
+    elsewhere, at 0 and at NaN too (JAX's custom JVP, a select: ``maximum``'s
+    own tie rule would give 0.5 at 0)."""
     x = fnp.asarray(x)
-    return fnp.where(x > 0, x, fnp.zeros_like(x))
+    return fnp.where(x > 0, x, lax.stop_gradient(fnp.maximum(x, 0)))
 
 
 def relu6(x):
-    """min(max(x, 0), 6); the derivative is 0 at both kinks (0 and 6)."""
+    """min(max(x, 0), 6), NaN for NaN; the derivative is 1 strictly between 0
+    and 6 and 0 elsewhere (both kinks, NaN), as JAX's custom JVP."""
     x = fnp.asarray(x)
-    zeros = fnp.zeros_like(x)
-    return fnp.where(x > 0, fnp.where(x < 6, x, zeros + 6), zeros)
+    clipped = fnp.minimum(fnp.maximum(x, 0), 6)
+    return fnp.where((x > 0) & (x < 6), x, lax.stop_gradient(clipped))
 
 
 def leaky_relu(x, negative_slope=0.01):

@@ -59,6 +59,14 @@ def _stopped_max(a, axis, where):
     return lax.stop_gradient(a_max)
 
 
+def _softmax_max(a, axis, where):
+    """The max that softmax and log_softmax subtract, held constant for
+    autodiff; unlike logsumexp's, a non-finite max stays as it is, so that an
+    ``inf`` entry makes every entry NaN (inf / inf), as in JAX."""
+    return lax.stop_gradient(fnp.max(a, axis=axis, keepdims=True, where=where,
+                                     initial=-np.inf))
+
+
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
     """log(sum(b * exp(a))) over ``axis`` without overflow.
 
@@ -91,8 +99,7 @@ def log_softmax(x, axis=-1, where=None):
     """x - logsumexp(x) along ``axis``, stable for large |x|; entries outside
     ``where`` are -inf."""
     (x,) = _promote_inexact(x)
-    x_max = _stopped_max(x, axis, where)
-    shifted = x - x_max
+    shifted = x - _softmax_max(x, axis, where)
     if where is not None:
         shifted = fnp.where(where, shifted, -np.inf)
     shifted_lse = fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True, where=where))
@@ -104,8 +111,7 @@ def softmax(x, axis=None, where=None):
     """exp(x) / sum(exp(x)) along ``axis`` (``None``: all axes, as
     ``jax.scipy.special.softmax``); entries outside ``where`` are 0."""
     (x,) = _promote_inexact(x)
-    x_max = _stopped_max(x, axis, where)
-    shifted = x - x_max
+    shifted = x - _softmax_max(x, axis, where)
     if where is not None:
         shifted = fnp.where(where, shifted, -np.inf)
     unnormalized = fnp.exp(shifted)
