@@ -327,9 +327,13 @@ def test_xlogy_gradient_convention():
     dx, dy = fungrad.grad(special.xlog1py, argnums=(0, 1))(0.0, 2.0)
     np.testing.assert_allclose(dx, math.log1p(2.0), rtol=4 * EPS, atol=0)
     assert dy == 0.0
-    # at (0, 0) the value is 0 and the gradient finite (JAX: -inf, documented deviation)
-    dx, dy = fungrad.grad(special.xlogy, argnums=(0, 1))(0.0, 0.0)
-    assert special.xlogy(0.0, 0.0) == 0.0 and np.isfinite(dx) and np.isfinite(dy)
+    # at (0, 0) the value is 0 and the derivatives JAX's formulas: log(0) and 0 / 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dx, dy = fungrad.grad(special.xlogy, argnums=(0, 1))(0.0, 0.0)
+    assert special.xlogy(0.0, 0.0) == 0.0 and dx == -np.inf and np.isnan(dy)
+    # NaN in y propagates even where x == 0 (SciPy's rule); y = inf there gives 0
+    assert np.isnan(special.xlogy(0.0, np.nan)) and special.xlogy(0.0, np.inf) == 0.0
+    assert np.isnan(special.entr(np.nan)) and fungrad.grad(special.entr)(0.0) == np.inf
     # the mixed second derivative d²/dxdy = 1/y holds at x == 0 too
     assert fungrad.grad(fungrad.grad(special.xlogy), argnums=1)(0.0, 4.0) == 0.25
 

@@ -106,7 +106,9 @@ divide = true_divide
 
 
 def _float_floor_divide(x, y):
-    """NumPy's float ``//``: from fmod, so that x == (x // y) * y + x % y closely."""
+    """NumPy's float ``//``: from fmod, so that x == (x // y) * y + x % y closely,
+    its zeros signed as the array API standard says; derivative 0 everywhere (a
+    step function; stopped, so that the x / 0 branch cannot make it NaN)."""
     dtype = _dtype(x)
     mod = lax.rem(x, y)
     div = lax.div(lax.sub(x, mod), y)
@@ -118,15 +120,18 @@ def _float_floor_divide(x, y):
     snapped = lax.select(lax.gt(lax.sub(div, snapped), _const(0.5, dtype)),
                          lax.add(snapped, _const(1, dtype)), snapped)
     snapped = _signed_zero(snapped, lax.div(x, y))   # a zero quotient: the sign of x / y
-    return lax.select(lax.eq(y, _const(0, dtype)), lax.div(x, y), snapped)
+    return lax.stop_gradient(lax.select(lax.eq(y, _const(0, dtype)), lax.div(x, y), snapped))
 
 
 def _signed_zero(x, sign_of):
     """``x``, its zeros given the sign of ``sign_of`` (as NumPy's floor_divide and
-    remainder of floats)."""
+    remainder of floats, and the array API standard), with ``x``'s derivative:
+    ``signed - (stop_gradient(x) - x)`` is the signed zero itself (x - x is
+    +0.0, and -0.0 - +0.0 stays -0.0) and moves with ``x``."""
     zero = _const(0, _dtype(x))
     signed = lax.select(_signbit(sign_of), lax.neg(zero), zero)
-    return lax.select(lax.eq(x, zero), signed, x)
+    carried = lax.sub(signed, lax.sub(lax.stop_gradient(x), x))
+    return lax.select(lax.eq(x, zero), carried, x)
 
 
 def _int_floor_divide(x, y):
@@ -473,8 +478,8 @@ def hypot(x1, x2, /):
     x1, x2 = _args(np.hypot, x1, x2)
     dtype = _dtype(x1)
     a, b = lax.abs(x1), lax.abs(x2)
-    a_larger = lax.ge(a, b)
-    big, small = lax.select(a_larger, a, b), lax.select(a_larger, b, a)
+    # (max/min, as JAX's: at a tie, 0,0 included, each gets half the slope)
+    big, small = lax.max(a, b), lax.min(a, b)
     zero = lax.bitwise_and(lax.eq(big, _const(0, dtype)), lax.eq(small, _const(0, dtype)))
     safe_big = lax.select(zero, lax.add(big, _const(1, dtype)), big)
     ratio = lax.div(small, safe_big)
@@ -547,23 +552,25 @@ def minimum(x, y, /):
     return lax.min(*_args(np.minimum, x, y))
 
 
-def _nan_ignoring(extremum, x, y):
-    if not is_inexact(_dtype(x)):
-        return extremum(x, y)
-    out = extremum(x, y)
-    out = lax.select(lax.ne(x, x), y, out)
-    return lax.select(lax.ne(y, y), x, out)
+def _nan_ignoring(wins, x, y):
+    """JAX's fmax/fmin: ``x`` where it wins (``wins``: gt or lt) or ``y`` is
+    NaN, else ``y`` (a select: a tie's derivative goes to ``y``)."""
+    take_x = wins(x, y)
+    if is_inexact(_dtype(x)):
+        take_x = lax.bitwise_or(take_x, lax.ne(y, y))
+    return lax.select(take_x, x, y)
 
 
 @_ufunc
 def fmax(x, y, /):
     """Elementwise maximum ignoring NaN (NaN only where both are NaN)."""
-    return _nan_ignoring(lax.max, *_args(np.fmax, x, y))
+    return _nan_ignoring(lax.gt, *_args(np.fmax, x, y))
 
 
 @_ufunc
 def fmin(x, y, /):
-    return _nan_ignoring(lax.min, *_args(np.fmin, x, y))
+    """Elementwise minimum ignoring NaN (NaN only where both are NaN)."""
+    return _nan_ignoring(lax.lt, *_args(np.fmin, x, y))
 
 
 _NO_VALUE = object()

@@ -91,14 +91,16 @@ def betainc(a, b, x):
 
 @_real_only
 def gammasgn(x):
-    """Sign of Gamma(x): 1 for x > 0, (-1)^ceil(-x) for non-integer x < 0,
-    nan at the poles 0, -1, -2, ..."""
+    """Sign of Gamma(x): 1 for x > 0, (-1)^ceil(-x) for non-integer x < 0, ±1
+    at ±0 (Gamma's sign on that side of the pole), nan at the negative
+    integers, -inf and nan (JAX's and SciPy's)."""
     (x,) = _promote_inexact(x)
     floor = fnp.floor(x)
     odd = fnp.remainder(floor, 2) == 1
     negative_sign = fnp.where(odd, -1.0, 1.0).astype(x.dtype)
     sign = fnp.where(x > 0, fnp.ones_like(x), negative_sign)
-    pole = (x <= 0) & (floor == x)
+    sign = fnp.where(x == 0, fnp.copysign(fnp.ones_like(x), x), sign)
+    pole = (x < 0) & (floor == x)
     return lax.stop_gradient(fnp.where(pole | fnp.isnan(x), np.nan, sign))
 
 

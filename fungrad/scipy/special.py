@@ -14,12 +14,10 @@ on the ``lax`` primitives igamma/igammac/betainc/bessel/zeta) ``gammainc``,
 ``exp1``, ``expi``, ``expn``, ``sici``, ``fresnel``, ``dawsn``, ``spence``,
 ``owens_t``, ``wofz``, ``sph_harm_y``, ``bernoulli``, ``boxcox``, ``boxcox1p``.
 
-Deviations from JAX (which uses ``custom_jvp`` rules that fungrad lacks):
-
-* ``xlogy(0, y)`` / ``xlog1py(0, y)``: derivative in ``x`` is ``log(y)`` /
-  ``log1p(y)`` as in JAX, except where that is not finite (``y <= 0`` /
-  ``y <= -1``): there it is 0 (JAX: ``-inf`` or ``nan``).
-* ``entr'(0)`` is 0 (JAX: ``+inf``).
+``logit``, ``xlogy``, ``xlog1py`` and ``entr`` (through ``x log x``) have
+JAX's custom JVPs: the values NaN-propagating and 0 at x == 0 as SciPy's, the
+derivatives JAX's formulas everywhere (``xlogy``'s ``log(y)`` in ``x`` at
+``x == 0`` too, ``entr'(0) = inf``).
 """
 from __future__ import annotations
 
@@ -29,6 +27,7 @@ import numpy as np
 
 from fungrad._dtype_classes import is_inexact
 from fungrad import lax
+from fungrad.custom_derivatives import custom_jvp
 import fungrad.numpy as fnp
 from fungrad.scipy._special_extra import _real_only
 
@@ -130,9 +129,18 @@ def expit(x):
 
 
 def logit(x):
-    """log(x / (1 - x)), the inverse of ``expit``."""
+    """log(x / (1 - x)), the inverse of ``expit``; derivative 1 / (x (1 - x))
+    (inf at 0 and 1, as JAX's)."""
     (x,) = _promote_inexact(x)
+    return _logit(x)
+
+
+@custom_jvp
+def _logit(x):
     return fnp.log(x / (1 - x))
+
+
+_logit.defjvps(lambda g, ans, x: g / (x * (1 - x)))
 
 
 @_real_only
@@ -205,7 +213,8 @@ def log_ndtr(x):
     # for x > 0: log(1 - Φ(-x)) keeps the tiny deficit that log(Φ(x)) rounds to 0
     positive = body_x > 0
     upper = fnp.log1p(-0.5 * lax.erfc(fnp.abs(body_x) * _SQRT_HALF))
-    lower = fnp.log(0.5 * lax.erfc(-fnp.minimum(body_x, 0.0) * _SQRT_HALF))
+    # (a select, not minimum: minimum's tie rule would halve the slope at 0)
+    lower = fnp.log(0.5 * lax.erfc(-fnp.where(positive, 0.0, body_x) * _SQRT_HALF))
     body = fnp.where(positive, upper, lower)
     return fnp.where(in_left_tail, _log_ndtr_asymptotic(tail_x), body)
 
@@ -214,44 +223,63 @@ def log_ndtr(x):
 # x·log(y) and entropy, with 0·log(0) = 0
 # ----------------------------------------------------------------------------
 
-def _times_log_defined_at_zero(x, y, log_fn, y_ok):
-    """x · log_fn(y), with value 0 wherever x == 0 (even if log_fn(y) is -inf or
-    nan). At x == 0 the derivative in x stays log_fn(y) (JAX's convention),
-    carried by the zero-valued term (x - stop_gradient(x)) · log_fn(y)."""
-    x_is_zero = x == 0
-    # double where: the discarded branch must see inputs where it is finite, so
-    # that its zero cotangent does not turn into 0 · inf = nan
-    y_for_product = fnp.where(x_is_zero, 1.0, y)
-    product = x * log_fn(y_for_product)
-    y_for_slope = fnp.where(y_ok(y), y, 1.0)
-    slope_at_zero = fnp.where(y_ok(y), log_fn(y_for_slope), 0.0)
-    zero_with_slope = (x - lax.stop_gradient(x)) * slope_at_zero
-    return fnp.where(x_is_zero, zero_with_slope, product)
+def _times_log(x, y, log_fn):
+    """x · log_fn(y), 0 where x == 0 unless y is NaN (SciPy's and JAX's rule);
+    the discarded branch computes on 1, so no invalid operation warns."""
+    keep = (x != 0) | fnp.isnan(y)
+    return fnp.where(keep, x * log_fn(fnp.where(keep, y, 1)), fnp.zeros_like(x))
+
+
+@custom_jvp
+def _xlogy(x, y):
+    return _times_log(x, y, fnp.log)
+
+
+@_xlogy.defjvp
+def _xlogy_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    return _xlogy(x, y), x_dot * fnp.log(y) + y_dot * x / y
+
+
+@custom_jvp
+def _xlog1py(x, y):
+    return _times_log(x, y, fnp.log1p)
+
+
+@_xlog1py.defjvp
+def _xlog1py_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    return _xlog1py(x, y), x_dot * fnp.log1p(y) + y_dot * x / (1 + y)
 
 
 def xlogy(x, y):
-    """x · log(y), defined as 0 where x == 0."""
+    """x · log(y), 0 where x == 0 (unless y is NaN); derivatives log(y) in x
+    (at x == 0 too) and x / y in y, as JAX's."""
     x, y = _promote_inexact(x, y)
-    x, y = fnp.broadcast_arrays(x, y)
-    return _times_log_defined_at_zero(x, y, fnp.log, lambda v: v > 0)
+    return _xlogy(*fnp.broadcast_arrays(x, y))
 
 
 def xlog1py(x, y):
-    """x · log1p(y), defined as 0 where x == 0."""
+    """x · log1p(y), 0 where x == 0 (unless y is NaN); JAX's derivatives."""
     x, y = _promote_inexact(x, y)
-    x, y = fnp.broadcast_arrays(x, y)
-    return _times_log_defined_at_zero(x, y, fnp.log1p, lambda v: v > -1)
+    return _xlog1py(*fnp.broadcast_arrays(x, y))
+
+
+@custom_jvp
+def _xlogx(x):
+    return _xlogy(x, x)
+
+
+_xlogx.defjvps(lambda g, ans, x: g * (fnp.log(x) + 1))
 
 
 @_real_only
 def entr(x):
-    """Elementwise entropy: -x·log(x) for x > 0, 0 at 0, -inf for x < 0."""
+    """Elementwise entropy: -x·log(x) for x >= 0 (0 at 0), -inf for x < 0, NaN
+    for NaN; derivative -(log x + 1) (inf at 0), 0 below 0, as JAX's."""
     (x,) = _promote_inexact(x)
-    positive = x > 0
-    safe_x = fnp.where(positive, x, 1.0)
-    inside = -safe_x * fnp.log(safe_x)
-    outside = fnp.where(x == 0, fnp.zeros_like(x), fnp.full_like(x, -np.inf))
-    return fnp.where(positive, inside, outside)
+    negative = x < 0
+    return fnp.where(negative, fnp.full_like(x, -np.inf), -_xlogx(fnp.where(negative, 1.0, x)))
 
 
 from fungrad.scipy._special_extra import *  # noqa: E402,F401,F403
