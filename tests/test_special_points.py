@@ -1,4 +1,4 @@
-"""jax.numpy and jax.scipy.special functions at NaN, ±inf, ±0, huge values and
+"""jax.numpy, jax.scipy.special and jax.nn functions at NaN, ±inf, ±0, huge values and
 just outside their domains: values and derivatives against what JAX 0.10.2
 computes there (tests/data/jax_special_points.json, recorded by
 tools/record_special_points.py; the points and functions are that tool's).
@@ -18,6 +18,7 @@ import os
 import pytest
 
 import fungrad
+import fungrad.nn as fnn
 import fungrad.numpy as fnp
 import fungrad.scipy.special as special
 from tools import record_special_points as points
@@ -77,6 +78,12 @@ KNOWN_DIFFERENCES = {
               "rule; JAX: the tiny cos(pi x)/x (not fixed yet)"),
     **_listed("bin.heaviside", "d/dx", _PAIRS_WITH_X(_NAN), "0 (a piecewise constant); JAX: 1 "
               "at a NaN x1, whose value it passes through"),
+    **_listed("nn.log_sigmoid", "value", [710.0], "-4.5e-309, subnormal (XLA flushes it to -0)"),
+    **_listed("nn.log_sigmoid", "d/dx", [710.0], "4.5e-309, subnormal (XLA flushes it to 0)"),
+    **_listed("nn.soft_sign", "d/dx", [1e300, -1e300], "1 / (1 + |x|)^2 underflows to 0; JAX's "
+              "quotient rule leaves 1e-300"),
+    **_listed("nn.squareplus", "d/dx", [-745.5], "(1 + x / sqrt(x^2 + 4)) / 2 cancels: both "
+              "keep ~11 digits, rounded differently"),
     # signed zeros that NumPy's functions give and XLA's do not
     **_listed("bin.floor_divide", "value", [(-0.0, -1.0), (-0.0, -2.0), (-0.0, -_INF),
                                             (-0.0, 1.0), (-0.0, 2.5), (-0.0, _INF),
@@ -119,7 +126,7 @@ def _point_names(name):
 def both():
     with open(DATA) as fh:
         recorded = json.load(fh)["values"]
-    return recorded, points.compute(fungrad, fnp, special)
+    return recorded, points.compute(fungrad, fnp, special, fnn)
 
 
 def differences(recorded, ours) -> dict:

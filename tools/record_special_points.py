@@ -1,4 +1,4 @@
-"""Values and derivatives of jax.numpy / jax.scipy.special functions at the
+"""Values and derivatives of jax.numpy / jax.scipy.special / jax.nn functions at the
 points where implementations part ways (NaN, ±inf, ±0, huge, just outside a
 domain), as real JAX computes them: tests/data/jax_special_points.json, read
 by tests/test_special_points.py, which computes the same with fungrad.
@@ -29,6 +29,9 @@ NUMPY_UNARY = ["sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh"
 SPECIAL_UNARY = ["erf", "erfc", "erfinv", "gammaln", "digamma", "expit", "logit", "ndtr",
                  "ndtri", "log_ndtr", "entr", "i0e", "i1", "i1e", "i0", "gamma", "gammasgn",
                  "spence", "expi", "exp1", "erfcx"]
+NN_UNARY = ["relu", "relu6", "leaky_relu", "hard_tanh", "sigmoid", "silu", "gelu", "elu", "celu",
+            "selu", "softplus", "soft_sign", "log_sigmoid", "hard_sigmoid", "hard_silu",
+            "squareplus", "mish", "sparse_plus", "sparse_sigmoid", "tanh"]
 BINARY = ["arctan2", "hypot", "power", "float_power", "maximum", "minimum", "fmax", "fmin",
           "copysign", "fmod", "remainder", "floor_divide", "true_divide", "heaviside",
           "logaddexp", "logaddexp2", "divide", "subtract", "add", "multiply", "xlogy",
@@ -53,13 +56,14 @@ def _safely(thunk):
         return "raises " + type(e).__name__
 
 
-def compute(jax, jnp, special) -> dict:
+def compute(jax, jnp, special, nn) -> dict:
     """{"jnp.sin": [values, derivatives], "bin.hypot": [values, d/dx, d/dy], ...}
-    with ``jax`` (for grad), ``jnp`` and ``special`` of one framework."""
+    with ``jax`` (for grad), ``jnp``, ``special`` and ``nn`` of one framework."""
     out = {}
     f64 = np.float64
     unary = [("jnp." + n, getattr(jnp, n)) for n in NUMPY_UNARY] + \
-            [("sp." + n, getattr(special, n)) for n in SPECIAL_UNARY]
+            [("sp." + n, getattr(special, n)) for n in SPECIAL_UNARY] + \
+            [("nn." + n, getattr(nn, n)) for n in NN_UNARY]
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         for name, f in unary:
@@ -78,9 +82,10 @@ def main():
     import jax
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
+    import jax.nn as nn
     import jax.scipy.special as special
     data = {"made_by": f"tools/record_special_points.py on JAX {jax.__version__} (x64, CPU)",
-            "values": compute(jax, jnp, special)}
+            "values": compute(jax, jnp, special, nn)}
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "tests", "data", "jax_special_points.json")
     with open(path, "w") as fh:
