@@ -444,3 +444,15 @@ def test_bias_gradient_sum_folds_narrow_rows():
                                x.sum(axis=(0, 1, 2)), rtol=1e-12, atol=1e-12)
     g = fungrad.grad(lambda b: fnp.sum((x + b) ** 2))(np.ones(16))
     np.testing.assert_allclose(g, 2 * (x + 1).sum(axis=(0, 1, 2)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([np.inf, -np.inf, 1.0], 1.0), ([np.inf, 1.0], np.inf), ([-np.inf, -np.inf], -np.inf),
+    ([4.0, 1.0, 2.0, 3.0], 2.5), ([np.nan, 1.0], np.nan)])
+def test_median_is_the_midpoint_of_the_middle_values_with_infinities_too(values, expected):
+    # JAX's (low + high) / 2 (numbers checked on JAX 0.10.2): an infinity in
+    # the middle gives it, never the NaN of an interpolation (inf - inf) * 0
+    x = np.array(values)
+    np.testing.assert_array_equal(fnp.median(x), expected)
+    np.testing.assert_array_equal(fnp.nanmedian(x), np.nanmedian(x))
+    np.testing.assert_array_equal(fnp.quantile(x, 0.5, method="midpoint"), expected)

@@ -558,9 +558,8 @@ def _quantile_positions(vi, last, method):
     else:
         hi = lax.min(lax.add(lo, np.asarray(1.0, f64)), last)
         gamma = lax.sub(vi, lo)
-        if method == "midpoint":
-            gamma = lax.select(lax.gt(gamma, np.asarray(0.0, f64)),
-                               _full(get_aval(gamma).shape, 0.5, f64), _full(get_aval(gamma).shape, 0.0, f64))
+        if method == "midpoint":      # (low + high) / 2 of floor and ceil, as JAX's
+            hi, gamma = lax.ceil(vi), None
     to_int = lambda i: lax.convert_element_type(lax.max(i, np.asarray(0.0, f64)), np.int64)
     return to_int(lo), to_int(hi), gamma
 
@@ -621,7 +620,11 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     vi = lax.mul(_broadcast(lax.reshape(_cast(q, f64), q_shape + (1,) * len(rest)), out_shape), last)
     lo, hi, gamma = _quantile_positions(vi, last, method)
     r = _take_last(srt, lo)
-    if gamma is not None:
+    if method == "midpoint":      # JAX's (low + high) / 2: right for infinities (an odd
+        # count reads one element twice), where a lerp's (high - low) * 0 would be NaN
+        r = lax.mul(lax.add(_cast(r, res_dtype), _cast(_take_last(srt, hi), res_dtype)),
+                    np.asarray(0.5, res_dtype))
+    elif gamma is not None:
         r = _lerp(_cast(r, res_dtype), _cast(_take_last(srt, hi), res_dtype), gamma)
     r = _cast(r, res_dtype)
     if _has_nan_kind(x):
