@@ -64,6 +64,9 @@ def fma(a, b, c):
     beyond that (and for inf/nan) it returns the plainly rounded a * b + c."""
     a, b, c = np.broadcast_arrays(*(np.asarray(x) for x in (a, b, c)))
     dtype = a.dtype
+    kernels = _compiled(a.size) if dtype in (_F32, _F64) else None
+    if kernels is not None:            # (a true fused multiply-add: see fma_f64 there)
+        return kernels.call("fma", a, b, c).reshape(a.shape)
     with np.errstate(all="ignore"):
         plain = a * b + c
         if dtype not in _NUMPY_FLOATS:   # bfloat16, float8: XLA rounds the product, then the sum
@@ -483,6 +486,9 @@ def _elementwise_libm(name, fallback, dtype, *arrays):
 def tan(x):
     """XLA's CPU ``tan`` of a float array: the C library's tanf / tan."""
     x = np.asarray(x)
+    kernels = _compiled(x.size) if x.dtype in (_F32, _F64) else None
+    if kernels is not None:
+        return kernels.call("tan", x).reshape(x.shape)
     if x.dtype == _F64:
         return _elementwise_libm("tan", np.tan, _F64, x)
     return _elementwise_libm("tanf", np.tan, _F32, x).astype(x.dtype)
@@ -492,6 +498,10 @@ def power(x, y):
     """XLA's CPU ``pow`` of float arrays of one dtype (broadcasting): the C
     library's powf / pow."""
     x, y = np.asarray(x), np.asarray(y)
+    kernels = _compiled(max(x.size, y.size)) if x.dtype in (_F32, _F64) else None
+    if kernels is not None and x.dtype == y.dtype:
+        x, y = np.broadcast_arrays(x, y)
+        return kernels.call("pow", x, y).reshape(x.shape)
     if x.dtype == _F64:
         return _elementwise_libm("pow", np.power, _F64, x, y)
     return _elementwise_libm("powf", np.power, _F32, x, y).astype(x.dtype)
@@ -660,20 +670,33 @@ def rsqrt_float64(x):
 # ----------------------------------------------------------------------------
 # the functions by dtype, as the samplers' primitives call them
 # ----------------------------------------------------------------------------
+# The same functions compiled with numba (fungrad/lax/xla_cpu_numba.py), once
+# loaded: it puts them here (a kernel imports nothing but NumPy; exported code,
+# a copy of this module, has none), and arrays of ``COMPILED_MIN_SIZE``
+# elements or more use them: the same numbers, 10-50x faster.
+COMPILED = [None]
+COMPILED_MIN_SIZE = 256
 
-def _by_dtype(x, float32_fn, float64_fn):
+
+def _compiled(size):
+    """The loaded numba kernels for an array of ``size`` elements, or None."""
+    kernels = COMPILED[0]
+    return kernels if kernels is not None and size >= COMPILED_MIN_SIZE else None
+
+
+def _by_dtype(x, name, float32_fn, float64_fn):
     """``fn(x)`` computed as XLA does: float32 and float64 by the given
-    functions, float16 (which XLA computes in float32) by the float32 one,
-    rounded back."""
+    functions (or their compiled kernel ``name``), float16 (which XLA computes
+    in float32) by the float32 one, rounded back."""
     x = np.asarray(x)
     flat = x.reshape(-1)                # (the functions index their arrays: not 0-d)
-    if x.dtype == _F64:
-        out = _in_pieces(float64_fn, flat)
-    elif x.dtype == _F32:
-        out = _in_pieces(float32_fn, flat)
+    wide = flat if x.dtype in (_F32, _F64) else flat.astype(_F32)
+    kernels = _compiled(flat.size)
+    if kernels is not None:
+        out = kernels.call(name, wide)
     else:
-        out = _in_pieces(float32_fn, flat.astype(_F32)).astype(x.dtype)
-    return out.reshape(x.shape)
+        out = _in_pieces(float64_fn if wide.dtype == _F64 else float32_fn, wide)
+    return out.astype(x.dtype, copy=False).reshape(x.shape)
 
 
 _PIECE = 4096      # elements: a function's dozens of temporaries stay in cache
@@ -691,35 +714,43 @@ def _in_pieces(fn, flat):
 
 def log(x):
     """XLA's CPU ``log`` of a float array."""
-    return _by_dtype(x, log_float32, libm_log)
+    return _by_dtype(x, "log", log_float32, libm_log)
 
 
 def log1p(x):
     """XLA's CPU ``log1p`` of a float array."""
-    return _by_dtype(x, _log1p, _log1p)
+    return _by_dtype(x, "log1p", _log1p, _log1p)
 
 
 def exp(x):
     """XLA's CPU ``exp`` of a float array."""
-    return _by_dtype(x, exp_float32, exp_float64)
+    return _by_dtype(x, "exp", exp_float32, exp_float64)
 
 
 def erf(x):
     """XLA's CPU ``erf`` of a float array."""
-    return _by_dtype(x, erf_float32, libm_erf)
+    return _by_dtype(x, "erf", erf_float32, libm_erf)
 
 
 def erf_inv(x):
     """XLA's CPU ``erf_inv`` of a float array."""
-    return _by_dtype(x, _erf_inv, _erf_inv)
+    return _by_dtype(x, "erf_inv", _erf_inv, _erf_inv)
 
 
 def rsqrt(x):
     """XLA's CPU ``rsqrt`` of a float array (float32: this CPU model's estimate)."""
-    return _by_dtype(x, rsqrt_float32, rsqrt_float64)
+    return _by_dtype(x, "rsqrt", rsqrt_float32, rsqrt_float64)
 
 
-def normal_from_signed(u):
-    """JAX's normal from its uniform ``u`` on (-1, 1): sqrt(2) erf_inv(u)."""
+def normal_from_signed(u, out=None):
+    """JAX's normal from its uniform ``u`` on (-1, 1): sqrt(2) erf_inv(u)
+    (into the flat ``out`` of u's size and dtype, if given)."""
     u = np.asarray(u)
-    return u.dtype.type(math.sqrt(2)) * erf_inv(u)
+    kernels = _compiled(u.size) if u.dtype in (_F32, _F64) else None
+    if kernels is not None:
+        return kernels.call("normal", u, out=out)
+    z = u.dtype.type(math.sqrt(2)) * erf_inv(u)
+    if out is None:
+        return z
+    out[...] = z.reshape(-1)
+    return out
