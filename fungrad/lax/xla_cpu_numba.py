@@ -36,6 +36,9 @@ def {name}_{suffix}_array({params}, out):
     for i in range(out.size):
         out[i] = {name}_{suffix}({items})
 """
+# float64 erf_inv in vectorised passes (see erf_inv_f64_into)
+_LOOPS = {"erf_inv_f64": "def erf_inv_f64_array(x0, out):\n    erf_inv_f64_into(x0, out, 1.0)\n",
+          "normal_f64": "def normal_f64_array(x0, out):\n    erf_inv_f64_into(x0, out, _SQRT2_64)\n"}
 _STATE: dict = {}
 _LOCK = threading.Lock()
 log = logging.getLogger("fungrad.random")
@@ -87,7 +90,8 @@ def _source() -> str:
     for name, arity in _ARITY.items():
         params = ", ".join(f"x{k}" for k in range(arity))
         items = ", ".join(f"x{k}[i]" for k in range(arity))
-        loops += [_LOOP.format(name=name, suffix=s, params=params, items=items)
+        loops += [_LOOPS.get(f"{name}_{s}") or
+                  _LOOP.format(name=name, suffix=s, params=params, items=items)
                   for s in ("f32", "f64")]
     return f"# xla_cpu_math.py sha256 {constants}\n{text}\n{''.join(loops)}"
 

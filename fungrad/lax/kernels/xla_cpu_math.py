@@ -676,6 +676,8 @@ def rsqrt_float64(x):
 # elements or more use them: the same numbers, 10-50x faster.
 COMPILED = [None]
 COMPILED_MIN_SIZE = 256
+# ... and that module (set by fungrad.lax.prng), for prng.exact_draw to load them
+COMPILED_LOADER = [None]
 
 
 def _compiled(size):
@@ -748,7 +750,8 @@ def normal_from_signed(u, out=None):
     u = np.asarray(u)
     kernels = _compiled(u.size) if u.dtype in (_F32, _F64) else None
     if kernels is not None:
-        return kernels.call("normal", u, out=out)
+        z = kernels.call("normal", u, out=out)
+        return z if out is not None else z.reshape(u.shape)
     z = u.dtype.type(math.sqrt(2)) * erf_inv(u)
     if out is None:
         return z
