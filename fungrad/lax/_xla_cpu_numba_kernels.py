@@ -180,6 +180,11 @@ def log1p_f32(x):
     """XLA's log1p (xla_cpu_math._log1p), float32."""
     if not abs(x) < _LOG1P_SMALL32:
         return log_f32(x + _ONE32)
+    return _log1p_rational_f32(x)
+
+
+@_inline
+def _log1p_rational_f32(x):
     x2 = x * x
     ratio = _horner(_LOG1P_P32, x) / _horner(_LOG1P_Q32, x)
     return x + _fma(_F32(-0.5), x2, (x * x2) * ratio)
@@ -204,7 +209,11 @@ def _log1p_rational_f64(x):
 @_scalar
 def erf_inv_f32(x):
     """CHLO's erf_inv (xla_cpu_math._erf_inv and _erf_inv_32), float32."""
-    w = -log1p_f32(x * -x)
+    return _erf_inv_f32_of(-log1p_f32(x * -x), x)
+
+
+@_scalar
+def _erf_inv_f32_of(w, x):
     if w < _F32(5):
         p = _horner(_ERF_INV_32_LOW, w - _F32(2.5))
     else:
@@ -266,6 +275,36 @@ def _log1p_rational_pass(x, w):
 def _first_polynomial_pass(x, w, out, scale):
     for i in range(x.size):
         out[i] = scale * (_horner(_ERF_INV_64_LOW, w[i] - 3.125) * x[i])
+
+
+@_scalar
+def erf_inv_f32_into(x, out, scale):
+    """float32 ``erf_inv_f64_into``: the C library's log is Eigen's here, the
+    second polynomial is for w >= 5 (about 0.3%)."""
+    w = np.empty(_BLOCK, np.float32)
+    for start in range(0, x.size, _BLOCK):
+        n = min(_BLOCK, x.size - start)
+        _log1p_rational_pass_f32(x[start:start + n], w)
+        for i in range(n):
+            t = x[start + i] * -x[start + i]
+            if not abs(t) < _LOG1P_SMALL32:
+                w[i] = -log_f32(t + _ONE32)
+        _first_polynomial_pass_f32(x[start:start + n], w, out[start:start + n], scale)
+        for i in range(n):
+            if not w[i] < _F32(5):
+                out[start + i] = scale * _erf_inv_f32_of(w[i], x[start + i])
+
+
+@_scalar
+def _log1p_rational_pass_f32(x, w):
+    for i in range(x.size):
+        w[i] = -_log1p_rational_f32(x[i] * -x[i])
+
+
+@_scalar
+def _first_polynomial_pass_f32(x, w, out, scale):
+    for i in range(x.size):
+        out[i] = scale * (_horner(_ERF_INV_32_LOW, w[i] - _F32(2.5)) * x[i])
 
 
 @_scalar
@@ -438,3 +477,35 @@ def fma_f32(a, b, c):
 @_scalar
 def fma_f64(a, b, c):
     return _fma(a, b, c)
+
+
+# ----------------------------------------------------------------------------
+# Threefry-2x32 (kernels/prng.py's _encrypt): integers, exact anywhere; here so
+# that a large draw does not spend half its time on 110 NumPy calls a chunk
+# ----------------------------------------------------------------------------
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+_THIRTY_TWO = np.uint64(32)
+_ROTATIONS = np.array([13, 15, 26, 6, 17, 29, 16, 24], np.uint64)
+
+
+@_inline
+def _rotate_left(b, r):
+    return ((b << r) & _MASK32) | (b >> (_THIRTY_TWO - r))
+
+
+def threefry_array(x0, x1, injections):
+    """Threefry-2x32's 20 rounds on each word pair ``(x0[i], x1[i])`` (uint32,
+    in place) after the first key injection, which the counts already hold;
+    ``injections``: the 12 words of kernels/prng.py's ``_injections``. In
+    uint64 arithmetic masked to 32 bits (numba widens uint32 sums anyway)."""
+    words = injections.astype(np.uint64)
+    for i in range(x0.size):
+        a, b = np.uint64(x0[i]), np.uint64(x1[i])
+        for group in range(5):
+            for k in range(4):
+                a = (a + b) & _MASK32
+                b = _rotate_left(b, _ROTATIONS[4 * (group % 2) + k]) ^ a
+            a = (a + words[2 + 2 * group]) & _MASK32
+            b = (b + words[3 + 2 * group]) & _MASK32
+        x0[i], x1[i] = a, b

@@ -285,7 +285,10 @@ def _finish_words(transform, dtype, erf_inv_writer):
     def normal(words, piece):
         u = _signed(_unit_narrow(words, dtype), dtype)
         if erf_inv_writer is None:      # XLA's erf_inv: JAX's normals exactly
-            piece[...] = normal_from_signed(u)
+            if piece.ndim == 1 and piece.flags.c_contiguous:
+                normal_from_signed(u, out=piece)
+            else:
+                piece[...] = normal_from_signed(u)
             return
         # as erf_inv of a narrow float: computed in float64, rounded back
         u = u.astype(np.float64)
@@ -342,7 +345,7 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
             _counts_partitionable(x0, x1, start, *key_words)
         else:
             _counts(x0, x1, start, blocks, 2 * blocks if pairs else size, *key_words)
-        _encrypt(x0, x1, injections["words"], work.get("scratch", _U32, tile), injected=True)
+        _encrypt_tile(x0, x1, injections, work)
         if pairs:                                   # a tile is contiguous in the flat result
             write(x0, x1, first_row * size + start, work)
         elif partitionable:                         # a word is the xor of its block's pair
@@ -355,6 +358,18 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
                 write(x1[..., :second - start], rows_of_out[rows, blocks + start:blocks + second])
     done()
     return out.reshape(batch + tuple(shape))
+
+
+def _encrypt_tile(x0, x1, injections, work):
+    """``_encrypt`` of a tile whose counts hold the first key injection: by
+    xla_cpu_math's compiled kernels once loaded (one key's 1-d tile), else in NumPy."""
+    kernels = xla_cpu_math._compiled(x0.size) if x0.ndim == 1 else None
+    if kernels is None:
+        _encrypt(x0, x1, injections["words"], work.get("scratch", _U32, x0.shape), injected=True)
+        return
+    if "array" not in injections:
+        injections["array"] = np.array(injections["words"], _U32)
+    kernels.threefry(x0, x1, injections["array"])
 
 
 def _packed_narrow(flat_keys, size, dtype, transform, erf_inv_writer):
