@@ -29,6 +29,7 @@ CASES = {
     "uniform": ("uniform", [], {}),
     "uniform_bounded": ("uniform", [], {"minval": -2.0, "maxval": 3.0}),
     "truncated_normal": ("truncated_normal", [-1.5, 2.5], {}),
+    "truncated_normal_initializer": ("truncated_normal", [-2.0, 2.0], {}),  # flax's, haiku's
     "exponential": ("exponential", [], {}),
     "gumbel": ("gumbel", [], {}),
     "laplace": ("laplace", [], {}),

@@ -29,7 +29,10 @@ inputs (tests/test_xla_cpu_math.py keeps a recorded sample):
 
 Constants are the ones in the dumped IR (float32 ones written by their bits).
 The emulated fused multiply-adds make these functions 10-50x slower than
-NumPy's: the samplers use them for draws of up to ``prng.EXACT_SAMPLES``.
+NumPy's. fungrad/lax/xla_cpu_numba.py compiles the same algorithms with numba;
+once it is loaded (``prng.exact_draw``: a draw of more than
+``prng.EXACT_SAMPLES`` per key, numba installed) the functions below use it
+for large arrays (``COMPILED``), with the same results.
 """
 import base64
 import ctypes
