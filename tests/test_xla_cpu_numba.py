@@ -222,3 +222,24 @@ def test_compiled_threefry_gives_the_numpy_streams(dtype, transform, partitionab
     compiled = prng_kernel.sample(key, shape, dtype, transform, partitionable)
     numpy = emulated(prng_kernel.sample, key, shape, dtype, transform, partitionable)
     assert_same_bits(compiled, numpy)
+
+
+def test_compiled_threefry_with_a_key_per_pair_is_the_numpy_one():
+    rng = np.random.default_rng(5)
+    k0, k1, x0, x1 = (rng.integers(0, 2**32, 5000, dtype=np.uint64).astype(np.uint32)
+                      for _ in range(4))
+    k1[:3] = 0xFFFFFFFF                          # sums that wrap
+    compiled = prng_kernel.threefry2x32(k0, k1[:300, None], x0, x1)     # (broadcasting too)
+    numpy = emulated(prng_kernel.threefry2x32, k0, k1[:300, None], x0, x1)
+    for got, want in zip(compiled, numpy):
+        assert_same_bits(got, want)
+
+
+@pytest.mark.parametrize("partitionable", [True, False], ids=["partitionable", "original"])
+def test_compiled_threefry_of_many_short_streams(partitionable):
+    # many keys with short streams share a tile, a row per key (gamma's per-sample keys)
+    keys = np.random.default_rng(9).integers(0, 2**32, (700, 2), dtype=np.uint64).astype(np.uint32)
+    for dtype, transform, shape in ((np.uint32, "bits", (33,)), (np.float64, "normal", (5,))):
+        compiled = prng_kernel.sample(keys, shape, dtype, transform, partitionable)
+        numpy = emulated(prng_kernel.sample, keys, shape, dtype, transform, partitionable)
+        assert_same_bits(compiled, numpy)

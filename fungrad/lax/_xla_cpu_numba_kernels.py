@@ -494,18 +494,46 @@ def _rotate_left(b, r):
     return ((b << r) & _MASK32) | (b >> (_THIRTY_TWO - r))
 
 
+@_inline
+def _four_rounds(a, b, group):
+    """Threefry-2x32's rounds 4 group .. 4 group + 3 (words held in uint64)."""
+    for k in range(4):
+        a = (a + b) & _MASK32
+        b = _rotate_left(b, _ROTATIONS[4 * (group % 2) + k]) ^ a
+    return a, b
+
+
 def threefry_array(x0, x1, injections):
-    """Threefry-2x32's 20 rounds on each word pair ``(x0[i], x1[i])`` (uint32,
-    in place) after the first key injection, which the counts already hold;
-    ``injections``: the 12 words of kernels/prng.py's ``_injections``. In
-    uint64 arithmetic masked to 32 bits (numba widens uint32 sums anyway)."""
+    """Threefry-2x32's 20 rounds on each word pair ``(x0[r, i], x1[r, i])``
+    (uint32, in place) after the first key injection, which the counts already
+    hold; ``injections[r]``: row r's 12 words of kernels/prng.py's
+    ``_injections``. In uint64 arithmetic masked to 32 bits (numba widens
+    uint32 sums anyway)."""
     words = injections.astype(np.uint64)
+    for row in range(x0.shape[0]):
+        for i in range(x0.shape[1]):
+            a, b = np.uint64(x0[row, i]), np.uint64(x1[row, i])
+            for group in range(5):
+                a, b = _four_rounds(a, b, group)
+                a = (a + words[row, 2 + 2 * group]) & _MASK32
+                b = (b + words[row, 3 + 2 * group]) & _MASK32
+            x0[row, i], x1[row, i] = a, b
+
+
+_KEY_PARITY = np.uint64(0x1BD11BDA)
+
+
+def threefry_keyed_array(k0, k1, x0, x1):
+    """Threefry-2x32 of each pair ``(x0[i], x1[i])`` under its own key
+    ``(k0[i], k1[i])`` (uint32, in place): kernels/prng.py's ``threefry2x32``,
+    key schedule and injections included."""
     for i in range(x0.size):
-        a, b = np.uint64(x0[i]), np.uint64(x1[i])
+        schedule = (np.uint64(k0[i]), np.uint64(k1[i]),
+                    np.uint64(k0[i]) ^ np.uint64(k1[i]) ^ _KEY_PARITY)
+        a = (np.uint64(x0[i]) + schedule[0]) & _MASK32
+        b = (np.uint64(x1[i]) + schedule[1]) & _MASK32
         for group in range(5):
-            for k in range(4):
-                a = (a + b) & _MASK32
-                b = _rotate_left(b, _ROTATIONS[4 * (group % 2) + k]) ^ a
-            a = (a + words[2 + 2 * group]) & _MASK32
-            b = (b + words[3 + 2 * group]) & _MASK32
+            a, b = _four_rounds(a, b, group)
+            a = (a + schedule[(group + 1) % 3]) & _MASK32
+            b = (b + schedule[(group + 2) % 3] + np.uint64(group + 1)) & _MASK32
         x0[i], x1[i] = a, b

@@ -79,7 +79,7 @@ def _load():
 
 def _entry_names():
     return [f"{name}_{suffix}_array" for name in _ARITY for suffix in ("f32", "f64")] + [
-        "threefry_array"]
+        "threefry_array", "threefry_keyed_array"]
 
 
 def _source() -> str:
@@ -118,9 +118,15 @@ class CompiledMath:
         return out
 
     def threefry(self, x0, x1, injections):
-        """Threefry-2x32 in place on the 1-d uint32 ``x0``, ``x1`` after the
-        first key injection; ``injections``: uint32, kernels/prng.py's 12 words."""
+        """Threefry-2x32 in place on the uint32 ``x0``, ``x1`` (C-contiguous,
+        a row per key) after the first key injection; ``injections``: uint32,
+        a row of kernels/prng.py's 12 words per key."""
         self._call_entry("threefry_array", x0, x1, injections)
+
+    def threefry_keyed(self, k0, k1, x0, x1):
+        """Threefry-2x32 in place on the 1-d uint32 ``x0``, ``x1``, each pair
+        under its own key ``(k0[i], k1[i])``."""
+        self._call_entry("threefry_keyed_array", k0, k1, x0, x1)
 
     def _call_entry(self, entry, *args):
         fn = self._entries[entry]
