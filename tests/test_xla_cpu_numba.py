@@ -28,6 +28,7 @@ import fungrad.random as random
 from fungrad.lax import xla_cpu_numba
 from fungrad.lax.kernels import prng as prng_kernel
 from fungrad.lax.kernels import xla_cpu_math
+from tests.test_random_jax_reference import config_as  # noqa: F401  (a fixture)
 
 KERNELS = xla_cpu_numba.load()
 _BITS = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
@@ -171,8 +172,8 @@ def _emulated_normals(key, shape, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
-def test_large_draws_are_exact_eagerly_under_jit_and_vmap(dtype):
-    fungrad.config.update("jax_enable_x64", True)
+def test_large_draws_are_exact_eagerly_under_jit_and_vmap(dtype, config_as):  # noqa: F811
+    config_as(True, True)
     shape = (prng_kernel.EXACT_SAMPLES + 5,)
     keys = random.split(random.PRNGKey(11), 3)
     want = [_emulated_normals(np.asarray(k), shape, dtype) for k in keys]
@@ -183,8 +184,8 @@ def test_large_draws_are_exact_eagerly_under_jit_and_vmap(dtype):
     assert_same_bits(fungrad.jit(fungrad.vmap(draw))(keys), np.stack(want))
 
 
-def test_large_draws_of_other_samplers_use_xla_functions():
-    fungrad.config.update("jax_enable_x64", True)
+def test_large_draws_of_other_samplers_use_xla_functions(config_as):  # noqa: F811
+    config_as(True, True)
     key, n = random.PRNGKey(5), prng_kernel.EXACT_SAMPLES + 1
     u = random.uniform(key, (n,), np.float64, minval=np.finfo(np.float64).tiny)
     got = fungrad.jit(lambda k: random.gumbel(k, (n,), np.float64))(key)
@@ -243,3 +244,18 @@ def test_compiled_threefry_of_many_short_streams(partitionable):
         compiled = prng_kernel.sample(keys, shape, dtype, transform, partitionable)
         numpy = emulated(prng_kernel.sample, keys, shape, dtype, transform, partitionable)
         assert_same_bits(compiled, numpy)
+
+
+def test_a_kernel_numba_cannot_compile_leaves_the_emulation(caplog):
+    def failing(*args):
+        raise numba.core.errors.TypingError("a kernel this numba cannot compile")
+    broken = xla_cpu_numba.CompiledMath({"log_f64_array": failing}, lambda ok, name: None)
+    saved, xla_cpu_math.COMPILED[0] = xla_cpu_math.COMPILED[0], broken
+    try:
+        x = np.linspace(0.1, 5.0, 1000)
+        got = xla_cpu_math.log(x)
+        assert xla_cpu_math.COMPILED[0] is None          # not tried again
+    finally:
+        xla_cpu_math.COMPILED[0] = saved
+    assert "could not compile log_f64_array" in caplog.text
+    assert_same_bits(got, emulated(xla_cpu_math.log, x))

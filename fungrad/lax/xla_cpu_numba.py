@@ -102,8 +102,11 @@ def _source() -> str:
 
 class CompiledMath:
     """The array functions: ``call(name, *arrays, out=None)`` on float32 or
-    float64 arrays of one dtype and shape (any layout); returns a new flat array
-    (or fills the flat contiguous ``out``)."""
+    float64 arrays of one dtype and shape (any layout) returns a new flat array
+    (or fills the flat contiguous ``out``); ``threefry`` and
+    ``threefry_keyed`` work in place and return True. If numba cannot compile
+    a kernel, that is logged, the kernels are unregistered from xla_cpu_math
+    (its NumPy emulation computes from then on), and these return None/False."""
 
     def __init__(self, entries, after):
         self._entries, self._after = entries, after
@@ -114,28 +117,39 @@ class CompiledMath:
         flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
         if out is None:
             out = np.empty(flat[0].size, dtype)
-        self._call_entry(f"{name}_{_SUFFIX[dtype]}_array", *flat, out)
-        return out
+        return out if self._call_entry(f"{name}_{_SUFFIX[dtype]}_array", *flat, out) else None
 
     def threefry(self, x0, x1, injections):
         """Threefry-2x32 in place on the uint32 ``x0``, ``x1`` (C-contiguous,
         a row per key) after the first key injection; ``injections``: uint32,
         a row of kernels/prng.py's 12 words per key."""
-        self._call_entry("threefry_array", x0, x1, injections)
+        return self._call_entry("threefry_array", x0, x1, injections)
 
     def threefry_keyed(self, k0, k1, x0, x1):
         """Threefry-2x32 in place on the 1-d uint32 ``x0``, ``x1``, each pair
         under its own key ``(k0[i], k1[i])``."""
-        self._call_entry("threefry_keyed_array", k0, k1, x0, x1)
+        return self._call_entry("threefry_keyed_array", k0, k1, x0, x1)
 
     def _call_entry(self, entry, *args):
         fn = self._entries[entry]
         if entry not in self._first:
-            return fn(*args)
+            fn(*args)
+            return True
         try:
-            fn(*args)
-        except Exception:       # (nothing has run: a bad cache entry; compile anew)
-            self._entries[entry] = fn = self._after(False, entry)
-            fn(*args)
+            try:
+                fn(*args)
+            except Exception:       # (nothing has run: a bad cache entry; compile anew)
+                retry = self._after(False, entry)
+                if retry is None:          # (no disk cache: it was compiled anew)
+                    raise
+                self._entries[entry] = fn = retry
+                fn(*args)
+        except Exception as err:
+            log.warning("fungrad.random: numba could not compile %s (%s: %s); XLA's "
+                        "functions are computed by the NumPy emulation", entry,
+                        type(err).__name__, str(err).split("\n")[0])
+            xla_cpu_math.COMPILED[0] = None
+            return False
         self._first.discard(entry)
         self._after(True, entry)           # records the sums of numba's new files
+        return True

@@ -132,9 +132,9 @@ def threefry2x32(k0, k1, x0, x1):
     shape = x0.shape
     y0, y1 = x0.ravel().copy(), x1.ravel().copy()
     k0, k1 = k0.ravel(), k1.ravel()
-    kernels = xla_cpu_math._compiled(y0.size)       # (once loaded: see exact_draw)
-    if kernels is not None:
-        kernels.threefry_keyed(np.ascontiguousarray(k0), np.ascontiguousarray(k1), y0, y1)
+    kernels = xla_cpu_math.compiled_kernels(y0.size)      # (once loaded: see exact_draw)
+    if kernels is not None and kernels.threefry_keyed(np.ascontiguousarray(k0),
+                                                      np.ascontiguousarray(k1), y0, y1):
         return y0.reshape(shape), y1.reshape(shape)
     scratch = np.empty(min(y0.size, CHUNK), _U32)
     for start in range(0, y0.size, CHUNK):
@@ -368,15 +368,15 @@ def _encrypt_tile(x0, x1, injections, work):
     """``_encrypt`` of a tile (1-d, or a row per key) whose counts hold the
     first key injection: by xla_cpu_math's compiled kernels once loaded, else
     in NumPy."""
-    kernels = xla_cpu_math._compiled(x0.size)
-    if kernels is None:
-        _encrypt(x0, x1, injections["words"], work.get("scratch", _U32, x0.shape), injected=True)
-        return
-    rows = 1 if x0.ndim == 1 else x0.shape[0]
-    if "array" not in injections:           # (rows, 12): each key's words
-        injections["array"] = np.stack([np.broadcast_to(w, (rows, 1))[:, 0]
-                                        for w in injections["words"]], axis=1)
-    kernels.threefry(x0.reshape(rows, -1), x1.reshape(rows, -1), injections["array"])
+    kernels = xla_cpu_math.compiled_kernels(x0.size)
+    if kernels is not None:
+        rows = 1 if x0.ndim == 1 else x0.shape[0]
+        if "array" not in injections:           # (rows, 12): each key's words
+            injections["array"] = np.stack([np.broadcast_to(w, (rows, 1))[:, 0]
+                                            for w in injections["words"]], axis=1)
+        if kernels.threefry(x0.reshape(rows, -1), x1.reshape(rows, -1), injections["array"]):
+            return
+    _encrypt(x0, x1, injections["words"], work.get("scratch", _U32, x0.shape), injected=True)
 
 
 def _packed_narrow(flat_keys, size, dtype, transform, erf_inv_writer):

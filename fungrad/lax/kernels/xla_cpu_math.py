@@ -64,12 +64,14 @@ def fma(a, b, c):
     Melquiond's round-to-odd (2008); narrower floats by an exact float64
     product, a round-to-odd float64 sum, then one rounding to the dtype.
     Exact while a * b neither overflows nor comes near float64's subnormals;
-    beyond that (and for inf/nan) it returns the plainly rounded a * b + c."""
+    beyond that (and for inf/nan) it returns the plainly rounded a * b + c.
+    (Large float32/float64 arrays, once the compiled kernels are loaded: LLVM's
+    fma, exact everywhere, so those edge cases can differ.)"""
     a, b, c = np.broadcast_arrays(*(np.asarray(x) for x in (a, b, c)))
     dtype = a.dtype
-    kernels = _compiled(a.size) if dtype in (_F32, _F64) else None
-    if kernels is not None:            # (a true fused multiply-add: see fma_f64 there)
-        return kernels.call("fma", a, b, c).reshape(a.shape)
+    compiled = _call_compiled("fma", a, b, c)     # (LLVM's fma: exact everywhere)
+    if compiled is not None:
+        return compiled.reshape(a.shape)
     with np.errstate(all="ignore"):
         plain = a * b + c
         if dtype not in _NUMPY_FLOATS:   # bfloat16, float8: XLA rounds the product, then the sum
@@ -489,9 +491,9 @@ def _elementwise_libm(name, fallback, dtype, *arrays):
 def tan(x):
     """XLA's CPU ``tan`` of a float array: the C library's tanf / tan."""
     x = np.asarray(x)
-    kernels = _compiled(x.size) if x.dtype in (_F32, _F64) else None
-    if kernels is not None:
-        return kernels.call("tan", x).reshape(x.shape)
+    compiled = _call_compiled("tan", x)
+    if compiled is not None:
+        return compiled.reshape(x.shape)
     if x.dtype == _F64:
         return _elementwise_libm("tan", np.tan, _F64, x)
     return _elementwise_libm("tanf", np.tan, _F32, x).astype(x.dtype)
@@ -501,10 +503,10 @@ def power(x, y):
     """XLA's CPU ``pow`` of float arrays of one dtype (broadcasting): the C
     library's powf / pow."""
     x, y = np.asarray(x), np.asarray(y)
-    kernels = _compiled(max(x.size, y.size)) if x.dtype in (_F32, _F64) else None
-    if kernels is not None and x.dtype == y.dtype:
-        x, y = np.broadcast_arrays(x, y)
-        return kernels.call("pow", x, y).reshape(x.shape)
+    if x.dtype == y.dtype:
+        compiled = _call_compiled("pow", *np.broadcast_arrays(x, y))
+        if compiled is not None:
+            return compiled.reshape(np.broadcast_shapes(x.shape, y.shape))
     if x.dtype == _F64:
         return _elementwise_libm("pow", np.power, _F64, x, y)
     return _elementwise_libm("powf", np.power, _F32, x, y).astype(x.dtype)
@@ -683,10 +685,20 @@ COMPILED_MIN_SIZE = 256
 COMPILED_LOADER = [None]
 
 
-def _compiled(size):
-    """The loaded numba kernels for an array of ``size`` elements, or None."""
+def compiled_kernels(size):
+    """The loaded numba kernels for arrays of ``size`` elements, or None."""
     kernels = COMPILED[0]
     return kernels if kernels is not None and size >= COMPILED_MIN_SIZE else None
+
+
+def _call_compiled(name, *arrays, out=None):
+    """The compiled kernel ``name`` of float32/float64 arrays of one shape (a
+    flat result, or the flat ``out`` filled), or None: not loaded, too small,
+    another dtype, or numba could not compile it (then it is never tried again)."""
+    kernels = compiled_kernels(arrays[0].size)
+    if kernels is None or arrays[0].dtype not in (_F32, _F64):
+        return None
+    return kernels.call(name, *arrays, out=out)
 
 
 def _by_dtype(x, name, float32_fn, float64_fn):
@@ -696,10 +708,8 @@ def _by_dtype(x, name, float32_fn, float64_fn):
     x = np.asarray(x)
     flat = x.reshape(-1)                # (the functions index their arrays: not 0-d)
     wide = flat if x.dtype in (_F32, _F64) else flat.astype(_F32)
-    kernels = _compiled(flat.size)
-    if kernels is not None:
-        out = kernels.call(name, wide)
-    else:
+    out = _call_compiled(name, wide)
+    if out is None:
         out = _in_pieces(float64_fn if wide.dtype == _F64 else float32_fn, wide)
     return out.astype(x.dtype, copy=False).reshape(x.shape)
 
@@ -751,9 +761,8 @@ def normal_from_signed(u, out=None):
     """JAX's normal from its uniform ``u`` on (-1, 1): sqrt(2) erf_inv(u)
     (into the flat ``out`` of u's size and dtype, if given)."""
     u = np.asarray(u)
-    kernels = _compiled(u.size) if u.dtype in (_F32, _F64) else None
-    if kernels is not None:
-        z = kernels.call("normal", u, out=out)
+    z = _call_compiled("normal", u, out=out)
+    if z is not None:
         return z if out is not None else z.reshape(u.shape)
     z = u.dtype.type(math.sqrt(2)) * erf_inv(u)
     if out is None:
