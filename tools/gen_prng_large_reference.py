@@ -66,11 +66,15 @@ def main():
                 print(name, dtype, partitionable, flush=True)
     path = os.path.join(os.path.dirname(__file__), "..", "tests", "data",
                         "prng_large_reference.json")
+    write(path, {"jax_version": jax.__version__, "seed": SEED, "size": SIZE,
+                 "note": __doc__.split("\n\n")[1].replace("\n", " ")}, cases)
+
+
+def write(path, header, cases):
+    """The JSON file, one case a line."""
     with open(path, "w") as fh:
-        json.dump({"jax_version": jax.__version__, "seed": SEED, "size": SIZE,
-                   "note": __doc__.split("\n\n")[1].replace("\n", " "), "cases": cases},
-                  fh, indent=1)
-        fh.write("\n")
+        fh.write(json.dumps(header)[:-1] + ', "cases": [\n')
+        fh.write(",\n".join(json.dumps(case) for case in cases) + "\n]}\n")
 
 
 if __name__ == "__main__":
