@@ -41,8 +41,9 @@ def assert_same_bits(got, want):
     same = got.view(as_bits) == want.view(as_bits)
     if got.dtype.kind == "f":
         same |= np.isnan(got) & np.isnan(want)
-    assert same.all(), (f"{(~same).sum()} of {same.size} differ; first inputs at "
-                        f"{np.flatnonzero(~same)[:5]}: got {got[~same][:5]}, want {want[~same][:5]}")
+    assert same.all(), (f"{(~same).sum()} of {same.size} differ; first at "
+                        f"{np.flatnonzero(~same)[:5]}: got {got[~same][:5]}, "
+                        f"want {want[~same][:5]}")
 
 
 def emulated(fn, *arrays):

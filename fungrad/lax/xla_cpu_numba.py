@@ -37,11 +37,15 @@ def {name}_{suffix}_array({params}, out):
     for i in range(out.size):
         out[i] = {name}_{suffix}({items})
 """
-# erf_inv in vectorised passes (see erf_inv_f64_into)
-_LOOPS = {"erf_inv_f64": "def erf_inv_f64_array(x0, out):\n    erf_inv_f64_into(x0, out, 1.0)\n",
-          "normal_f64": "def normal_f64_array(x0, out):\n    erf_inv_f64_into(x0, out, _SQRT2_64)\n",
-          "erf_inv_f32": "def erf_inv_f32_array(x0, out):\n    erf_inv_f32_into(x0, out, _ONE32)\n",
-          "normal_f32": "def normal_f32_array(x0, out):\n    erf_inv_f32_into(x0, out, _SQRT2_32)\n"}
+# erf_inv in vectorised passes (see erf_inv_f64_into): (function, scale)
+_PASSES = {"erf_inv_f64": ("erf_inv_f64_into", "1.0"),
+           "normal_f64": ("erf_inv_f64_into", "_SQRT2_64"),
+           "erf_inv_f32": ("erf_inv_f32_into", "_ONE32"),
+           "normal_f32": ("erf_inv_f32_into", "_SQRT2_32")}
+_PASSES_LOOP = """
+def {entry}_array(x0, out):
+    {function}(x0, out, {scale})
+"""
 _STATE: dict = {}
 _LOCK = threading.Lock()
 log = logging.getLogger("fungrad.random")
@@ -94,9 +98,13 @@ def _source() -> str:
     for name, arity in _ARITY.items():
         params = ", ".join(f"x{k}" for k in range(arity))
         items = ", ".join(f"x{k}[i]" for k in range(arity))
-        loops += [_LOOPS.get(f"{name}_{s}") or
-                  _LOOP.format(name=name, suffix=s, params=params, items=items)
-                  for s in ("f32", "f64")]
+        for suffix in ("f32", "f64"):
+            entry = f"{name}_{suffix}"
+            if entry in _PASSES:
+                function, scale = _PASSES[entry]
+                loops.append(_PASSES_LOOP.format(entry=entry, function=function, scale=scale))
+            else:
+                loops.append(_LOOP.format(name=name, suffix=suffix, params=params, items=items))
     return f"# xla_cpu_math.py sha256 {constants}\n{text}\n{''.join(loops)}"
 
 
