@@ -335,8 +335,9 @@ FLOAT32_PATH = {"mlp_eval": 1e-6}
 def test_init_and_dropout_from_keys_give_jaxs_numbers(fx):
     """flax's init from ``PRNGKey(0)`` and ``random.key(1)`` (typed) and a dropout
     mask: JAX's random stream through flax's key splitting and initializers.
-    float32 parameters agree to a few float32 ulps (float32 normal samples go
-    through erf_inv in float32, whose last bit XLA and fungrad round differently)."""
+    The parameters are JAX's bit for bit (the samplers compute XLA's CPU
+    functions exactly); the dropout outputs go through attention, whose float32
+    arithmetic is NumPy's, so they agree to float32 precision."""
     import os
     import sys
     sys.path.insert(0, os.path.dirname(__file__))
@@ -351,4 +352,7 @@ def test_init_and_dropout_from_keys_give_jaxs_numbers(fx):
     assert sorted(ours) == sorted(k for k in recorded.files if k.startswith(("init_", "dropout_")))
     for name, value in ours.items():
         assert value.dtype == recorded[name].dtype, name
-        np.testing.assert_allclose(value, recorded[name], rtol=1e-6, atol=1e-6, err_msg=name)
+        if name.startswith("init_"):
+            np.testing.assert_array_equal(value, recorded[name], err_msg=name)
+        else:
+            np.testing.assert_allclose(value, recorded[name], rtol=1e-6, atol=1e-6, err_msg=name)

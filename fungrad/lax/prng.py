@@ -10,8 +10,8 @@ all of its rules (the samplers of ``fungrad.random`` are built on them).
   the key's Threefry stream (``kernels/prng.py``'s ``sample`` defines them):
   its bits, floats on [0, 1), floats on (-1, 1), standard normals by the
   inverse CDF -- JAX's ``random_bits``, ``uniform`` and ``normal`` bit for bit
-  (normals: XLA's erf_inv emulated, for draws of up to
-  ``kernels/prng.py``'s EXACT_SAMPLES per key), in either of JAX's stream layouts.
+  (normals: XLA's erf_inv, where ``kernels/prng.py``'s ``exact_draw`` says
+  so: at every size when numba is installed), in either of JAX's stream layouts.
 
 Why one primitive for a whole sample rather than Threefry then lax ops: a
 NumPy program cannot fuse operations, and 25 million float64 normals built
@@ -22,9 +22,10 @@ Rules: both primitives have integer inputs only, so their derivatives are
 zero (``defjvp_zero``); they are not linear. Batching moves the batch axis of
 the keys (or of the broadcast operands) to the front, which the impls map
 over. Impl and lowering are one NumPy-only kernel each (``kernels/prng.py``,
-which uses ``kernels/xla_cpu_math.py`` or, for large draws, ``kernels/special.py``'s
-ErfInvWriter for normals), so ``jit`` and
-``export`` run the same code.
+which uses ``kernels/xla_cpu_math.py`` (with ``xla_cpu_numba.py``'s compiled
+functions for large arrays once loaded) or, for large draws without numba,
+``kernels/special.py``'s ErfInvWriter for normals), so ``jit`` and ``export``
+run the same code (exported code: NumPy only).
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from fungrad.interpreters.ad import defjvp, defjvp2, defjvp_zero
 from fungrad.lax import elementwise as _elementwise
 from fungrad.lax.kernels import prng as _kernel
 from fungrad.lax.kernels import xla_cpu_math as _xla_math
+from fungrad.lax import xla_cpu_numba as _xla_numba
 from fungrad.lax.utils import as_operand, broadcast_shapes, checked_bind, def_kernel
 
 __all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p", "random_fma_p",
@@ -46,6 +48,9 @@ __all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p", "random_fma
            "random_pow_p", "random_erf_p", "random_erf_inv_p"]
 
 _U32 = np.dtype(np.uint32)
+# large exact draws: the kernels load numba's functions through this (see
+# kernels/prng.py's exact_draw; a kernel module imports nothing but NumPy)
+_xla_math.COMPILED_LOADER[0] = _xla_numba
 TRANSFORMS = ("bits", "unit", "signed", "normal")
 
 

@@ -237,9 +237,9 @@ _LAX = _Transcendentals(lax.log, lax.log1p, lax.exp, lax.tan, lax.pow, lax.erf, 
 
 
 def _transcendentals(shape):
-    """The functions for a draw of ``shape`` from one key: XLA's for up to
-    EXACT_SAMPLES samples (see fungrad/lax/kernels/prng.py), lax's beyond."""
-    return _XLA_CPU if math.prod(shape) <= _prng_kernel.EXACT_SAMPLES else _LAX
+    """The functions for a draw of ``shape`` from one key: XLA's where
+    fungrad/lax/kernels/prng.py's ``exact_draw`` says so, else lax's."""
+    return _XLA_CPU if _prng_kernel.exact_draw(math.prod(shape)) else _LAX
 
 
 def _shape_tuple(shape, caller, name):

@@ -34,21 +34,46 @@ import math
 import numpy as np
 
 from fungrad.lax.kernels.special import ErfInvWriter
+from fungrad.lax.kernels import xla_cpu_math
 from fungrad.lax.kernels.xla_cpu_math import fma, normal_from_signed
 
-__all__ = ["threefry2x32", "sample", "fma"]     # (and CHUNK, MAX_WORDS, EXACT_SAMPLES)
+__all__ = ["threefry2x32", "sample", "fma", "exact_draw"]   # (and CHUNK, MAX_WORDS, EXACT_SAMPLES)
 
 CHUNK = 1 << 15          # blocks per chunk: 2 x 128 KiB of uint32, in L2
 MAX_WORDS = 1 << 32      # one key's stream: the counts are uint32
 # Samplers draw JAX's floats bit for bit (XLA's CPU erf_inv, log, ... with
-# their fused multiply-adds, emulated by xla_cpu_math) in draws of up to this
-# many samples per key; larger draws use NumPy's functions and, for normals,
-# ErfInvWriter's rational approximation: within a few ulps of JAX's (closer to
-# the true values in the far tails) and 10-50x faster than the emulation, whose
-# exact float64 fused multiply-adds cost ~25 NumPy operations each (4096
-# float64 normals: ~8 ms bit for bit). Per key, so that the numbers depend on
-# the key and the shape only, not on a vmap around them.
+# their fused multiply-adds) in draws of up to this many samples per key by
+# xla_cpu_math's NumPy emulation, whose exact float64 fused multiply-adds cost
+# ~25 NumPy operations each (4096 float64 normals: ~8 ms); larger draws see
+# ``exact_draw``.
 EXACT_SAMPLES = 1 << 12
+
+
+def exact_draw(samples_per_key: int) -> bool:
+    """Whether a draw of ``samples_per_key`` samples from each key gets JAX's
+    numbers bit for bit: the one place this is decided (the samplers of
+    fungrad.random and ``sample`` ask it).
+
+    * Up to EXACT_SAMPLES: always, by the NumPy emulation (numba is not imported).
+    * Beyond, when numba can be imported (fungrad's ``numba`` extra): the first
+      such draw loads fungrad/lax/xla_cpu_numba.py's compiled kernels (numba's
+      import, ~0.4 s, then machine code from the disk cache), which compute the
+      same numbers as the emulation 20-100x faster; xla_cpu_math uses them for
+      every large array from then on.
+    * Beyond, without numba (or in exported code, which is NumPy-only):
+      NumPy's functions and, for normals, ErfInvWriter's rational
+      approximation: within a few ulps of JAX's (closer to the true values in
+      the far tails).
+
+    Per key, so that the numbers depend on the key and the shape only, not on
+    a vmap around them."""
+    if samples_per_key <= EXACT_SAMPLES:
+        return True
+    loader = xla_cpu_math.COMPILED_LOADER[0]
+    if loader is None or not loader.available():
+        return False
+    loader.load()     # (if numba fails to load, the emulation computes: still exact)
+    return True
 
 # Rotation distances of Threefry-2x32 (Salmon et al. 2011, Table 4); rounds
 # use the first group of four, then the second, alternating.
@@ -107,6 +132,10 @@ def threefry2x32(k0, k1, x0, x1):
     shape = x0.shape
     y0, y1 = x0.ravel().copy(), x1.ravel().copy()
     k0, k1 = k0.ravel(), k1.ravel()
+    kernels = xla_cpu_math.compiled_kernels(y0.size)      # (once loaded: see exact_draw)
+    if kernels is not None and kernels.threefry_keyed(np.ascontiguousarray(k0),
+                                                      np.ascontiguousarray(k1), y0, y1):
+        return y0.reshape(shape), y1.reshape(shape)
     scratch = np.empty(min(y0.size, CHUNK), _U32)
     for start in range(0, y0.size, CHUNK):
         block = slice(start, start + CHUNK)
@@ -237,7 +266,7 @@ def _finish_pairs(transform, dtype, out, erf_inv_writer):
     def normal(high, low, start, work):
         u = _unit_float64(high, low, work.get("u", dtype, high.shape), _SIGNED_SCALE, _LOWEST)
         if normals is None:             # XLA's erf_inv: JAX's normals exactly
-            out[start:start + u.size] = normal_from_signed(u).reshape(-1)
+            normal_from_signed(u.reshape(-1), out=out[start:start + u.size])
         else:
             normals.write(u, start, overwrite_x=True)
 
@@ -260,7 +289,10 @@ def _finish_words(transform, dtype, erf_inv_writer):
     def normal(words, piece):
         u = _signed(_unit_narrow(words, dtype), dtype)
         if erf_inv_writer is None:      # XLA's erf_inv: JAX's normals exactly
-            piece[...] = normal_from_signed(u)
+            if piece.ndim == 1 and piece.flags.c_contiguous:
+                normal_from_signed(u, out=piece)
+            else:
+                piece[...] = normal_from_signed(u)
             return
         # as erf_inv of a narrow float: computed in float64, rounded back
         u = u.astype(np.float64)
@@ -279,18 +311,17 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
     ``transform``: "bits" (JAX's ``random_bits`` of the dtype's width), "unit"
     (JAX's ``uniform`` on [0, 1): the top mantissa bits of those bits),
     "signed" (JAX's ``uniform(lo, 1)`` with lo = -1 + ulp, exactly lo + 2 unit)
-    or "normal" (sqrt(2) erf_inv(signed): XLA's erf_inv, emulated, for draws
-    of up to EXACT_SAMPLES samples per key, else by
-    ``erf_inv_writer(out, scale)``: the special-function kernel's
-    ErfInvWriter). ``partitionable`` picks JAX's stream layout
+    or "normal" (sqrt(2) erf_inv(signed): XLA's erf_inv where ``exact_draw``
+    says so, else by ``erf_inv_writer(out, scale)``: the special-function
+    kernel's ErfInvWriter). ``partitionable`` picks JAX's stream layout
     (``jax_threefry_partitionable``, see the module docstring).
     """
     dtype = np.dtype(dtype)
     keys = np.asarray(keys, _U32)
     batch, size = keys.shape[:-1], math.prod(shape)
     flat_keys = keys.reshape(-1, 2)
-    if size <= EXACT_SAMPLES:
-        erf_inv_writer = None           # see EXACT_SAMPLES (per key: vmap changes nothing)
+    if exact_draw(size):
+        erf_inv_writer = None           # per key: vmap changes nothing
     if not partitionable and dtype.itemsize < 4:
         return _packed_narrow(flat_keys, size, dtype, transform, erf_inv_writer).reshape(
             batch + tuple(shape))
@@ -318,7 +349,7 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
             _counts_partitionable(x0, x1, start, *key_words)
         else:
             _counts(x0, x1, start, blocks, 2 * blocks if pairs else size, *key_words)
-        _encrypt(x0, x1, injections["words"], work.get("scratch", _U32, tile), injected=True)
+        _encrypt_tile(x0, x1, injections, work)
         if pairs:                                   # a tile is contiguous in the flat result
             write(x0, x1, first_row * size + start, work)
         elif partitionable:                         # a word is the xor of its block's pair
@@ -331,6 +362,21 @@ def sample(keys, shape, dtype, transform, partitionable=True, erf_inv_writer=Erf
                 write(x1[..., :second - start], rows_of_out[rows, blocks + start:blocks + second])
     done()
     return out.reshape(batch + tuple(shape))
+
+
+def _encrypt_tile(x0, x1, injections, work):
+    """``_encrypt`` of a tile (1-d, or a row per key) whose counts hold the
+    first key injection: by xla_cpu_math's compiled kernels once loaded, else
+    in NumPy."""
+    kernels = xla_cpu_math.compiled_kernels(x0.size)
+    if kernels is not None:
+        rows = 1 if x0.ndim == 1 else x0.shape[0]
+        if "array" not in injections:           # (rows, 12): each key's words
+            injections["array"] = np.stack([np.broadcast_to(w, (rows, 1))[:, 0]
+                                            for w in injections["words"]], axis=1)
+        if kernels.threefry(x0.reshape(rows, -1), x1.reshape(rows, -1), injections["array"]):
+            return
+    _encrypt(x0, x1, injections["words"], work.get("scratch", _U32, x0.shape), injected=True)
 
 
 def _packed_narrow(flat_keys, size, dtype, transform, erf_inv_writer):

@@ -29,7 +29,10 @@ inputs (tests/test_xla_cpu_math.py keeps a recorded sample):
 
 Constants are the ones in the dumped IR (float32 ones written by their bits).
 The emulated fused multiply-adds make these functions 10-50x slower than
-NumPy's: the samplers use them for draws of up to ``prng.EXACT_SAMPLES``.
+NumPy's. fungrad/lax/xla_cpu_numba.py compiles the same algorithms with numba;
+once it is loaded (``prng.exact_draw``: a draw of more than
+``prng.EXACT_SAMPLES`` per key, numba installed) the functions below use it
+for large arrays (``COMPILED``), with the same results.
 """
 import base64
 import ctypes
@@ -61,9 +64,14 @@ def fma(a, b, c):
     Melquiond's round-to-odd (2008); narrower floats by an exact float64
     product, a round-to-odd float64 sum, then one rounding to the dtype.
     Exact while a * b neither overflows nor comes near float64's subnormals;
-    beyond that (and for inf/nan) it returns the plainly rounded a * b + c."""
+    beyond that (and for inf/nan) it returns the plainly rounded a * b + c.
+    (Large float32/float64 arrays, once the compiled kernels are loaded: LLVM's
+    fma, exact everywhere, so those edge cases can differ.)"""
     a, b, c = np.broadcast_arrays(*(np.asarray(x) for x in (a, b, c)))
     dtype = a.dtype
+    compiled = _call_compiled("fma", a, b, c)     # (LLVM's fma: exact everywhere)
+    if compiled is not None:
+        return compiled.reshape(a.shape)
     with np.errstate(all="ignore"):
         plain = a * b + c
         if dtype not in _NUMPY_FLOATS:   # bfloat16, float8: XLA rounds the product, then the sum
@@ -483,6 +491,9 @@ def _elementwise_libm(name, fallback, dtype, *arrays):
 def tan(x):
     """XLA's CPU ``tan`` of a float array: the C library's tanf / tan."""
     x = np.asarray(x)
+    compiled = _call_compiled("tan", x)
+    if compiled is not None:
+        return compiled.reshape(x.shape)
     if x.dtype == _F64:
         return _elementwise_libm("tan", np.tan, _F64, x)
     return _elementwise_libm("tanf", np.tan, _F32, x).astype(x.dtype)
@@ -492,6 +503,10 @@ def power(x, y):
     """XLA's CPU ``pow`` of float arrays of one dtype (broadcasting): the C
     library's powf / pow."""
     x, y = np.asarray(x), np.asarray(y)
+    if x.dtype == y.dtype:
+        compiled = _call_compiled("pow", *np.broadcast_arrays(x, y))
+        if compiled is not None:
+            return compiled.reshape(np.broadcast_shapes(x.shape, y.shape))
     if x.dtype == _F64:
         return _elementwise_libm("pow", np.power, _F64, x, y)
     return _elementwise_libm("powf", np.power, _F32, x, y).astype(x.dtype)
@@ -660,20 +675,43 @@ def rsqrt_float64(x):
 # ----------------------------------------------------------------------------
 # the functions by dtype, as the samplers' primitives call them
 # ----------------------------------------------------------------------------
+# The same functions compiled with numba (fungrad/lax/xla_cpu_numba.py), once
+# loaded: it puts them here (a kernel imports nothing but NumPy; exported code,
+# a copy of this module, has none), and arrays of ``COMPILED_MIN_SIZE``
+# elements or more use them: the same numbers, 10-50x faster.
+COMPILED = [None]
+COMPILED_MIN_SIZE = 256
+# ... and that module (set by fungrad.lax.prng), for prng.exact_draw to load them
+COMPILED_LOADER = [None]
 
-def _by_dtype(x, float32_fn, float64_fn):
+
+def compiled_kernels(size):
+    """The loaded numba kernels for arrays of ``size`` elements, or None."""
+    kernels = COMPILED[0]
+    return kernels if kernels is not None and size >= COMPILED_MIN_SIZE else None
+
+
+def _call_compiled(name, *arrays, out=None):
+    """The compiled kernel ``name`` of float32/float64 arrays of one shape (a
+    flat result, or the flat ``out`` filled), or None: not loaded, too small,
+    another dtype, or numba could not compile it (then it is never tried again)."""
+    kernels = compiled_kernels(arrays[0].size)
+    if kernels is None or arrays[0].dtype not in (_F32, _F64):
+        return None
+    return kernels.call(name, *arrays, out=out)
+
+
+def _by_dtype(x, name, float32_fn, float64_fn):
     """``fn(x)`` computed as XLA does: float32 and float64 by the given
-    functions, float16 (which XLA computes in float32) by the float32 one,
-    rounded back."""
+    functions (or their compiled kernel ``name``), float16 (which XLA computes
+    in float32) by the float32 one, rounded back."""
     x = np.asarray(x)
     flat = x.reshape(-1)                # (the functions index their arrays: not 0-d)
-    if x.dtype == _F64:
-        out = _in_pieces(float64_fn, flat)
-    elif x.dtype == _F32:
-        out = _in_pieces(float32_fn, flat)
-    else:
-        out = _in_pieces(float32_fn, flat.astype(_F32)).astype(x.dtype)
-    return out.reshape(x.shape)
+    wide = flat if x.dtype in (_F32, _F64) else flat.astype(_F32)
+    out = _call_compiled(name, wide)
+    if out is None:
+        out = _in_pieces(float64_fn if wide.dtype == _F64 else float32_fn, wide)
+    return out.astype(x.dtype, copy=False).reshape(x.shape)
 
 
 _PIECE = 4096      # elements: a function's dozens of temporaries stay in cache
@@ -691,35 +729,43 @@ def _in_pieces(fn, flat):
 
 def log(x):
     """XLA's CPU ``log`` of a float array."""
-    return _by_dtype(x, log_float32, libm_log)
+    return _by_dtype(x, "log", log_float32, libm_log)
 
 
 def log1p(x):
     """XLA's CPU ``log1p`` of a float array."""
-    return _by_dtype(x, _log1p, _log1p)
+    return _by_dtype(x, "log1p", _log1p, _log1p)
 
 
 def exp(x):
     """XLA's CPU ``exp`` of a float array."""
-    return _by_dtype(x, exp_float32, exp_float64)
+    return _by_dtype(x, "exp", exp_float32, exp_float64)
 
 
 def erf(x):
     """XLA's CPU ``erf`` of a float array."""
-    return _by_dtype(x, erf_float32, libm_erf)
+    return _by_dtype(x, "erf", erf_float32, libm_erf)
 
 
 def erf_inv(x):
     """XLA's CPU ``erf_inv`` of a float array."""
-    return _by_dtype(x, _erf_inv, _erf_inv)
+    return _by_dtype(x, "erf_inv", _erf_inv, _erf_inv)
 
 
 def rsqrt(x):
     """XLA's CPU ``rsqrt`` of a float array (float32: this CPU model's estimate)."""
-    return _by_dtype(x, rsqrt_float32, rsqrt_float64)
+    return _by_dtype(x, "rsqrt", rsqrt_float32, rsqrt_float64)
 
 
-def normal_from_signed(u):
-    """JAX's normal from its uniform ``u`` on (-1, 1): sqrt(2) erf_inv(u)."""
+def normal_from_signed(u, out=None):
+    """JAX's normal from its uniform ``u`` on (-1, 1): sqrt(2) erf_inv(u)
+    (into the flat ``out`` of u's size and dtype, if given)."""
     u = np.asarray(u)
-    return u.dtype.type(math.sqrt(2)) * erf_inv(u)
+    z = _call_compiled("normal", u, out=out)
+    if z is not None:
+        return z if out is not None else z.reshape(u.shape)
+    z = u.dtype.type(math.sqrt(2)) * erf_inv(u)
+    if out is None:
+        return z
+    out[...] = z.reshape(-1)
+    return out
