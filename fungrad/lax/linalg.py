@@ -54,7 +54,7 @@ from fungrad.lax.kernels.linalg import (  # noqa: E402
     triangular_solve as _triangular_solve_numpy, cholesky as _cholesky_numpy, lu as _lu_numpy,
     lu_pivots_to_permutation as _lu_pivots_to_permutation_numpy,
     linear_solve as _linear_solve_numpy, adjugate as _adjugate_numpy,
-    cholesky_update as _cholesky_update_numpy)
+    cholesky_update as _cholesky_update_numpy, svd as _svd_numpy, pinv as _pinv_numpy)
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
@@ -546,13 +546,6 @@ def _take_last(x, lo, hi, axis=-1):
 # svd
 # ============================================================================
 
-def _svd_numpy(a, full_matrices, compute_uv):
-    if not compute_uv:
-        return [np.linalg.svd(np.asarray(a), compute_uv=False)]
-    u, s, vh = np.linalg.svd(np.asarray(a), full_matrices=full_matrices)
-    return [u, s, vh]
-
-
 def _svd_shape(a, *, full_matrices, compute_uv):
     _check_square_float("svd", a, square=False)
     *batch, m, n = a.shape
@@ -618,13 +611,10 @@ def _svd_phase_term(ds_mat, s):
 
 
 svd_p = Primitive("svd", multiple_results=True)
-svd_p.def_impl(_svd_numpy)
+def_kernel(svd_p, _svd_numpy)
 svd_p.def_abstract_eval(_svd_shape)
 svd_p.jvp = _svd_jvp
 _batch_at_front(svd_p)
-def_lowering(svd_p, lambda a, full_matrices, compute_uv: Source(
-    "tuple({})", call(np.linalg.svd, a[0], full_matrices=full_matrices)) if compute_uv
-    else Source("({},)", call(np.linalg.svd, a[0], compute_uv=False)))
 
 
 class SvdAlgorithm(enum.Enum):
@@ -805,11 +795,10 @@ def _pinv_jvp(g, p, a, *, rtol):
 
 
 pinv_p = Primitive("pinv")
-pinv_p.def_impl(lambda a, rtol: np.linalg.pinv(np.asarray(a), rcond=rtol))
+def_kernel(pinv_p, _pinv_numpy)
 pinv_p.def_abstract_eval(_pinv_shape)
 defjvp2(pinv_p, _pinv_jvp)
 _batch_at_front(pinv_p)
-def_lowering(pinv_p, lambda a, rtol: call(np.linalg.pinv, a[0], rcond=rtol))
 
 
 def pinv(a, rtol):

@@ -31,7 +31,8 @@ from fungrad.lax.eig import sqrtm  # noqa: E402,F401  (via the non-symmetric eig
 
 __all__ = ["sqrtm", "solve_triangular", "cho_factor", "cho_solve", "cholesky", "lu_factor",
            "lu_solve", "lu", "qr", "svd", "eigh", "inv", "det", "solve", "block_diag",
-           "expm", "expm_frechet", "polar", "toeplitz", "circulant", "hilbert"]
+           "expm", "expm_frechet", "polar", "toeplitz", "circulant", "hilbert", "schur",
+           "hessenberg"]
 
 
 # ----------------------------------------------------------------------------
@@ -451,3 +452,35 @@ def expm_frechet(A, E, *, method=None, compute_expm=True):
                          "the same shape")
     exp_a, frechet = jvp(expm, (a,), (e,))
     return (exp_a, frechet) if compute_expm else frechet
+
+
+def schur(a, output="real"):
+    """Schur decomposition ``a = z t zᴴ``: ``(t, z)``; ``output='real'`` gives the
+    real Schur form of a real matrix (2x2 blocks for complex pairs),
+    ``'complex'`` an upper triangular ``t`` (the matrix made complex first)."""
+    if output not in ("real", "complex"):
+        raise ValueError(f"schur: output must be 'real' or 'complex', got {output!r}")
+    a = fnp.asarray(a)
+    if output == "complex" and not fnp.iscomplexobj(a):
+        a = a.astype(fnp.result_type(a.dtype, fnp.complex64))
+    t, z = lax_linalg.schur(a)
+    return t, z
+
+
+def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
+    """Upper Hessenberg form ``h`` of ``a`` (``a = q h qᴴ``), and ``q`` with
+    ``calc_q=True``; ``overwrite_a``/``check_finite`` are accepted and unused."""
+    a = fnp.asarray(a)
+    packed, taus = lax_linalg.hessenberg(a)
+    h = fnp.triu(packed, -1)
+    if not calc_q:
+        return h
+    n = a.shape[-1]
+    batch = a.shape[:-2]
+    # the reflectors act on rows 1..n-1: Q is 1 ⊕ (their product)
+    q = fnp.eye(n, dtype=packed.dtype)
+    q = fnp.broadcast_to(q, batch + (n, n))
+    if n > 1:
+        inner = lax_linalg.householder_product(packed[..., 1:, :-1], taus)
+        q = q.at[..., 1:, 1:].set(inner)
+    return h, q

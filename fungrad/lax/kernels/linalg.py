@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["triangular_solve", "cholesky", "lu", "lu_pivots_to_permutation", "linear_solve",
-           "adjugate", "cholesky_update"]
+           "adjugate", "cholesky_update", "svd", "pinv"]
 
 # Panel width of the blocked LU: columns factored by the unblocked loop at once.
 _LU_BLOCK = 48
@@ -65,8 +65,9 @@ def triangular_solve(a, b, left_side=False, lower=False, transpose_a=False,
 
 
 def cholesky(a):
-    """Lower Cholesky factor reading the lower triangle; NaNs for a matrix of the
-    stack that is not positive definite (JAX's behaviour), not an exception."""
+    """Lower Cholesky factor reading the lower triangle; for a matrix of the
+    stack that is not positive definite NaNs in its lower triangle and zeros
+    above (JAX's result), not an exception."""
     a = np.asarray(a)
     try:
         return np.linalg.cholesky(a)
@@ -74,7 +75,7 @@ def cholesky(a):
         pass
     n = a.shape[-1]
     flat = a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)), n, n))
-    out = np.full(flat.shape, np.nan, a.dtype)
+    out = np.tril(np.full(flat.shape, np.nan, a.dtype))
     for i, mat in enumerate(flat):  # error path only: find the bad members
         try:
             out[i] = np.linalg.cholesky(mat)
@@ -157,6 +158,39 @@ def linear_solve(a, b):
         return _substitution_solve(np.triu(lu_), y, False)
 
 
+def _nan_where_not_finite(decompose, a) -> list:
+    """``decompose(a)`` (a list of arrays led by ``a``'s batch dimensions) with
+    NaN results for the matrices of the stack that hold a NaN or an infinity,
+    and for all of them if LAPACK does not converge on finite input: where
+    NumPy raises ``LinAlgError``, JAX's results are NaN, and compiled code
+    cannot raise on values.  The bad matrices are computed as zeros."""
+    bad = ~np.isfinite(a).all(axis=(-2, -1))
+    if bad.any():                   # (the rare path)
+        a = np.where(bad[..., None, None], np.zeros((), a.dtype), a)
+    try:
+        out = decompose(a)
+    except np.linalg.LinAlgError:
+        out, bad = decompose(np.zeros_like(a)), np.ones(a.shape[:-2], bool)
+    if bad.any():
+        for x in out:
+            x[bad] = np.nan
+    return out
+
+
+def svd(a, *, full_matrices, compute_uv):
+    """``np.linalg.svd`` of a stack, as a list of its results (NaN for a matrix
+    with a NaN or an infinity, as JAX's)."""
+    def decompose(m):
+        out = np.linalg.svd(m, full_matrices=full_matrices, compute_uv=compute_uv)
+        return list(out) if compute_uv else [out]
+    return _nan_where_not_finite(decompose, np.asarray(a))
+
+
+def pinv(a, *, rtol):
+    """``np.linalg.pinv`` of a stack (NaN for a matrix with a NaN or an infinity)."""
+    return _nan_where_not_finite(lambda m: [np.linalg.pinv(m, rcond=rtol)], np.asarray(a))[0]
+
+
 def adjugate(a):
     """adj(A) = det(U) det(Vᴴ) V diag(prod_{j≠i} s_j) Uᴴ from A = U S Vᴴ: exact
     for singular matrices too (no division)."""
@@ -164,7 +198,7 @@ def adjugate(a):
     n = a.shape[-1]
     if n == 0:
         return a.copy()
-    u, s, vh = np.linalg.svd(a)
+    u, s, vh = svd(a, full_matrices=True, compute_uv=True)
     ones = np.ones(s.shape[:-1] + (1,), s.dtype)
     before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
     after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]
