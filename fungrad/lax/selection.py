@@ -14,7 +14,8 @@ from fungrad.core import Primitive, ShapedArray, get_aval, strip_weak_type_rule
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import (defjvp, defjvp_zero, instantiate_zeros,
                                      is_undefined_primal, unbroadcast, Zero)
-from fungrad.interpreters.lowering import Source, call, scalar_type_name
+from fungrad.interpreters.lowering import Source, call, dtype_source, scalar_type_name
+from fungrad.lax.kernels.convert import float_to_int as _float_to_int_kernel
 from fungrad.lax.comparisons import bitwise_and, gt, lt
 from fungrad.lax.elementwise import (ANY, _brcast, _is_python_scalar, _nary, _operand,
                                      _operands, _rule_checked, _structural, _unary, _zeros,
@@ -161,9 +162,17 @@ def clamp(min, x, max):  # noqa: A002 (JAX's argument names)
 # convert_element_type, bitcast_convert_type
 # ----------------------------------------------------------------------------
 
+def _float_to_int(old, new) -> bool:
+    """A conversion that saturates as XLA's does (kernels/convert.py)."""
+    return np.dtype(old).kind == "f" and np.dtype(new).kind in "iu"
+
+
 def _convert_impl(x, new_dtype, weak_type=False):
+    x = np.asarray(x)
+    if _float_to_int(x.dtype, new_dtype):
+        return _float_to_int_kernel(x, new_dtype=new_dtype)
     with np.errstate(invalid="ignore", over="ignore"):
-        return np.asarray(x).astype(new_dtype, copy=False)
+        return x.astype(new_dtype, copy=False)
 
 
 def _convert_shape(x, new_dtype, weak_type=False):
@@ -202,8 +211,13 @@ batching.vectorized_batcher(convert_element_type_p)
 # (JAX's rule: the ``weak_type`` param says, whatever the operand's)
 convert_element_type_p.weak_type_rule = lambda avals, params: params.get("weak_type", False)
 convert_element_type_p.weak_from_params = True
-def_lowering(convert_element_type_p, lambda a, new_dtype, weak_type=False: Source(
-    f"np.asarray({a[0]}).astype({scalar_type_name(new_dtype)})"))
+def _convert_lowering(a, in_avals, new_dtype, weak_type=False):
+    if _float_to_int(in_avals[0].dtype, new_dtype):
+        return call(_float_to_int_kernel, a[0], new_dtype=dtype_source(new_dtype))
+    return Source(f"np.asarray({a[0]}).astype({scalar_type_name(new_dtype)})")
+
+
+def_lowering(convert_element_type_p, _convert_lowering, typed=True)
 
 
 def _convert_numba(args, in_avals, out_avals, new_dtype, weak_type=False):

@@ -8,10 +8,13 @@ function of the same meaning.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from fungrad._dtype_classes import is_inexact, kind as dtype_kind
 import fungrad.numpy as fnp
 from fungrad import core
 from fungrad.core import Tracer
+from fungrad.lax.kernels.convert import float_to_int
 
 
 def _method(name):
@@ -277,6 +280,16 @@ def _accumulator(dtype):
     return core.canonicalize_dtype(core.np.uint64 if dtype.kind == "u" else core.np.int64)
 
 
+def _array_astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    """ndarray's ``astype``, except that floats convert to integers as XLA and
+    ``jax.numpy`` convert them (saturating, NaN to 0: kernels/convert.py), where
+    NumPy's result is undefined."""
+    new = np.dtype(dtype) if dtype is not None else self.dtype
+    if self.dtype.kind == "f" and new.kind in "iu":
+        return core.wrap_array(float_to_int(np.asarray(self), new_dtype=new))
+    return np.ndarray.astype(self, dtype, order=order, casting=casting, subok=subok, copy=copy)
+
+
 def install():
     """Give tracers their operators, methods and indexing, and fungrad Arrays
     ``.at`` and traced-index indexing."""
@@ -302,3 +315,4 @@ def install():
         setattr(core.Array, name, _numpy_reduction(name))
     # Python's round(x): an array, as jax.Array's (ndarray has no __round__)
     Tracer.__round__ = core.Array.__round__ = _round
+    core.Array.astype = _array_astype

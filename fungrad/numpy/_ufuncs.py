@@ -285,10 +285,10 @@ def square(x, /):
 
 @_ufunc
 def reciprocal(x, /):
-    (x,) = _args(np.reciprocal, x)
-    if is_inexact(_dtype(x)):
-        return lax.reciprocal(x)
-    return lax.div(_const(1, _dtype(x)), x)    # integer 1/x truncates, as NumPy
+    """1 / x, in x's inexact dtype (int32: float32, as JAX's; NumPy's integer
+    reciprocal truncates)."""
+    (x,) = _args(np.reciprocal, *_inexact_operands(x))
+    return lax.reciprocal(x)
 
 
 # ----------------------------------------------------------------------------

@@ -138,7 +138,9 @@ ARITHMETIC = [
     _u("fabs", Arg(dtype=DT4, avoid=(0.0,))),
     _u("sign", Arg(dtype=NUMERIC, avoid=(0.0,)), prims=("sign",)),
     _u("square", Arg(dtype=DT4C), prims=("square",)),
-    _u("reciprocal", Arg(dtype=NUMERIC, make=_magnitude(0.3, 3))),
+    # (integers become inexact first, as in JAX: NumPy's integer reciprocal truncates)
+    _u("reciprocal", Arg(dtype=NUMERIC, make=_magnitude(0.3, 3)),
+       ref=jax_promoted(lambda x: 1.0 / x)),
     _u("reciprocal", Arg(dtype="complex128", avoid=(0.0,), margin=0.3),
        label="reciprocal_complex"),
     _u("sqrt", Arg(dtype=DT4C, low=0.2)),
