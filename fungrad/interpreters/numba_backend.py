@@ -257,7 +257,7 @@ def _emit_objmode_call(block: NumbaBlock, ufunc, x: str, out: str, aval) -> None
     ``NUMPY_FASTER``): NumPy's result, bit for bit."""
     shape = repr(tuple(int(d) for d in aval.shape))
     block.line(f"{out} = np.empty({shape}, np.{aval.dtype.name})")
-    block.line("with numba.objmode():    # NumPy's SIMD loop, faster than numba's per element")
+    block.line("with numba.objmode():    # (SIMD in NumPy: faster than numba's per-element calls)")
     block.line(f"np.{ufunc.__name__}({x}, out={out})", "    ")
 
 
