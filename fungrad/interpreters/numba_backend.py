@@ -172,7 +172,9 @@ class NumbaBlock:
         self.consts[name] = value
         return name
 
-    def body(self, closed: ClosedJaxpr, in_names, extra_indent: str = "    ") -> list[str]:
+    def body(self, closed: ClosedJaxpr, in_names, extra_indent: str = "    ",
+             into=None) -> list[str]:
+        # (``into``: the NumPy backend's ``out=`` targets; a nest writes its own arrays)
         jaxpr = closed.jaxpr
         for v, c in zip(jaxpr.constvars, closed.consts):
             self.names.names[v] = self.const(c)

@@ -363,10 +363,14 @@ def _scan_loop(block, eqn, args, out_names, dtype_source):
         block.line(f"{y} = np.empty({shape!r}, {dtype_source(a.dtype)})")
     rng = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
     block.line(f"for {i} in {rng}:")
-    outs = block.body(body, list(consts) + carry_names + [f"{x}[{i}]" for x in xs])
-    # ys first: a y may be the incoming carry; then all carries at once (they may swap)
-    for y, o in zip(ys_names, outs[nk:]):
-        block.line(f"{y}[{i}] = {o}", "    ")
+    slots = [f"{y}[{i}]" for y in ys_names]
+    outs = block.body(body, list(consts) + carry_names + [f"{x}[{i}]" for x in xs],
+                      into={nk + k: slot for k, slot in enumerate(slots)})
+    # ys first (unless computed in place): a y may be the incoming carry; then
+    # all carries at once (they may swap)
+    for slot, o in zip(slots, outs[nk:]):
+        if o != slot:
+            block.line(f"{slot} = {o}", "    ")
     if nk:
         block.line(f"{', '.join(carry_names)}, = {', '.join(outs[:nk])},", "    ")
 
