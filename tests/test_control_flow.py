@@ -495,3 +495,43 @@ def test_scan_ys_computed_in_place_equal_a_numpy_loop(shape, reverse):
     f(c0 + 1.0, xs)
     for g, h in zip(got[1], held):
         np.testing.assert_array_equal(g, h)
+
+
+def _scan_carry_history(c0, W, xs, reverse, by_ufunc):
+    """Per-step outputs that are the incoming carry (twice), as a gradient's
+    residuals are; the new carry made by a ufunc (computed into the history's
+    next slot) or by a dot (copied there)."""
+    def step(c, x):
+        new = fnp.tanh(c * x + 0.5) if by_ufunc else fnp.dot(c, W) + x
+        return new, (c, c, new * 2.0)
+    return lax.scan(step, c0, xs, reverse=reverse)
+
+
+def _numpy_carry_history(c0, W, xs, reverse, by_ufunc):
+    c, rows = c0, []
+    for x in (xs[::-1] if reverse else xs):
+        new = np.tanh(c * x + 0.5) if by_ufunc else np.dot(c, W) + x
+        rows.append((c, c, new * 2.0))
+        c = new
+    rows = rows[::-1] if reverse else rows
+    cols = tuple(np.stack(col) if rows else np.empty((0,) + c0.shape) for col in zip(*rows))
+    return c, cols or (np.empty((0,) + c0.shape),) * 3
+
+
+@pytest.mark.parametrize("by_ufunc", [True, False])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("length", [0, 1, 4])
+def test_scan_carry_history_equals_a_numpy_loop(length, reverse, by_ufunc):
+    rng = np.random.default_rng(length + 5 * reverse + 11 * by_ufunc)
+    c0, W, xs = rng.normal(size=3), rng.normal(size=(3, 3)) / 2, rng.normal(size=(length, 3))
+    f = jit(lambda c0, W, xs: _scan_carry_history(c0, W, xs, reverse, by_ufunc))
+    source = f.lower(c0, W, xs).source()
+    assert f"np.empty(({length + 1}, 3)" in source          # (the history's extra slot)
+    got, want = f(c0, W, xs), _numpy_carry_history(c0, W, xs, reverse, by_ufunc)
+    for g, w in zip(fungrad.tree_util.tree_leaves(got), fungrad.tree_util.tree_leaves(want)):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-15, atol=1e-15)
+    held = [np.array(y) for y in got[1]]         # a second call writes new arrays
+    f(c0 + 1.0, W, xs)
+    for g, h in zip(got[1], held):
+        np.testing.assert_array_equal(g, h)

@@ -331,3 +331,19 @@ def test_rnn_grad_equals_numpy_backend():
             _close(got, want, loss.__name__)
         for got, want in zip(numba_jit(g)(W, U, xs), workloads._rnn_grad_numpy(W, U, xs)):
             _close_reduced(got, want, 100, f"{loss.__name__} against hand-written BPTT")
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_carry_history_equals_numpy_backend(reverse):
+    """A per-step output that is the incoming carry lives in a history of one
+    slot more than the steps (lax/control_flow/scan.py): the compiled loop
+    copies each new carry there."""
+    from tests.test_control_flow import _scan_carry_history
+    rng = np.random.default_rng(3)
+    c0, W, xs = rng.normal(size=3), rng.normal(size=(3, 3)) / 2, rng.normal(size=(5, 3))
+    for by_ufunc in (True, False):
+        f = lambda c0, W, xs: _scan_carry_history(c0, W, xs, reverse, by_ufunc)
+        assert "np.empty((6, 3)" in numba_jit(f).lower(c0, W, xs).source()
+        for got, want in zip(fungrad.tree_util.tree_leaves(numba_jit(f)(c0, W, xs)),
+                             fungrad.tree_util.tree_leaves(fungrad.jit(f)(c0, W, xs))):
+            _close(got, want, f"carry history, reverse={reverse}, by_ufunc={by_ufunc}")
