@@ -152,10 +152,13 @@ class NumbaBlock:
     """Where equations are emitted as numba source: ``line`` appends a line at
     the current indentation, ``body`` emits a nested jaxpr (a loop body,
     a branch) with its inputs bound to the given names and returns the names
-    of its outputs (the interface of ``codegen.Block``, for ``numba_block``)."""
+    of its outputs (the interface of ``codegen.Block``, for ``numba_block``).
+    ``targets`` ({variable: array element source}) are the slots a loop body's
+    outputs may be computed in (``body``'s ``into``); ``written``, those that were."""
 
-    def __init__(self, names: _Names, lines: list, indent: str, consts: dict):
+    def __init__(self, names: _Names, lines: list, indent: str, consts: dict, targets=None):
         self.names, self.lines, self.indent, self.consts = names, lines, indent, consts
+        self.targets, self.written = targets or {}, {}
 
     def line(self, text: str, extra_indent: str = ""):
         self.lines.append(f"{self.indent}{extra_indent}{text}")
@@ -174,17 +177,26 @@ class NumbaBlock:
 
     def body(self, closed: ClosedJaxpr, in_names, extra_indent: str = "    ",
              into=None) -> list[str]:
-        # (``into``: the NumPy backend's ``out=`` targets; a nest writes its own arrays)
+        """``into`` ({output index: array element source}, a scan's ``ys[i]``):
+        a nest or NumPy call computes such an output in that slot (no copy
+        afterwards) and it is returned as the slot (``codegen.Block.body``)."""
         jaxpr = closed.jaxpr
         for v, c in zip(jaxpr.constvars, closed.consts):
             self.names.names[v] = self.const(c)
         for v, n in zip(jaxpr.invars, in_names):
             self.names.names[v] = n
-        inner = NumbaBlock(self.names, self.lines, self.indent + extra_indent, self.consts)
+        targets = {}
+        for k, target in (into or {}).items():
+            v = jaxpr.outvars[k]
+            if isinstance(v, Var) and v.aval.shape != () and jaxpr.outvars.count(v) == 1 \
+                    and v not in jaxpr.invars:
+                targets[v] = target
+        inner = NumbaBlock(self.names, self.lines, self.indent + extra_indent, self.consts,
+                           targets)
         emit_eqns(inner, jaxpr.eqns, jaxpr.outvars)
         if not jaxpr.eqns:
             inner.line("pass")
-        return [inner.atom(v) for v in jaxpr.outvars]
+        return [inner.written.get(v) or inner.atom(v) for v in jaxpr.outvars]
 
     def atom(self, a) -> str:
         """The source of an operand: a variable's name or a literal."""
@@ -247,18 +259,23 @@ def emit_eqn(block: NumbaBlock, eqn) -> None:
         return
     ufunc = _faster_numpy_ufunc(eqn)
     if ufunc is not None:
-        _emit_objmode_call(block, ufunc, args[0], outs[0], eqn.outvars[0].aval)
+        _emit_objmode_call(block, ufunc, args[0], outs[0], eqn.outvars[0])
         return
     text = _source(eqn, args, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars])
     target = ", ".join(outs) + ("," if prim.multiple_results and len(outs) == 1 else "")
     block.line(f"{target} = {text}")
 
 
-def _emit_objmode_call(block: NumbaBlock, ufunc, x: str, out: str, aval) -> None:
+def _emit_objmode_call(block: NumbaBlock, ufunc, x: str, out: str, v) -> None:
     """``out = ufunc(x)`` as NumPy's call from compiled code (see
-    ``NUMPY_FASTER``): NumPy's result, bit for bit."""
-    shape = repr(tuple(int(d) for d in aval.shape))
-    block.line(f"{out} = np.empty({shape}, np.{aval.dtype.name})")
+    ``NUMPY_FASTER``): NumPy's result, bit for bit (in ``v``'s slot if it has one)."""
+    target = block.targets.get(v)
+    if target is not None:
+        block.line(f"{out} = {target}")
+        block.written[v] = target
+    else:
+        shape = repr(tuple(int(d) for d in v.aval.shape))
+        block.line(f"{out} = np.empty({shape}, np.{v.aval.dtype.name})")
     block.line("with numba.objmode():    # (SIMD in NumPy: faster than numba's per-element calls)")
     block.line(f"np.{ufunc.__name__}({x}, out={out})", "    ")
 
