@@ -447,3 +447,91 @@ def test_exported_scan_allocates_per_call():
     from fungrad.export import export
     source = export(_cumulative, np.ones(2), np.ones((3, 2)))
     assert ".take(" not in source and "np.empty((3, 2)" in source
+
+
+# ----------------------------------------------------------------------------
+# jit's scan computes a per-step output a ufunc makes in place (``out=ys[i]``)
+# ----------------------------------------------------------------------------
+
+def _scan_with_ys_in_place(c0, xs, reverse):
+    """ys that a ufunc computes (one also read later in the step, one also the
+    new carry, one returned twice), the incoming carry, a 0-d y, integers."""
+    def step(c, x):
+        a = c * x + 1.0             # a y, also read below: in place
+        b = a - x                   # the new carry and a y: copied
+        z = a * 2.0                 # twice a y: copied
+        n = fnp.sum(b)              # a 0-d y (an element of ys, no view): copied
+        k = (x > 0).astype(np.int32) + 2
+        return b, (a, b, c, z, z, n, k * k)
+    return lax.scan(step, c0, xs, reverse=reverse)
+
+
+def _numpy_scan_with_ys(c0, xs, reverse):
+    c, rows = c0, []
+    for x in (xs[::-1] if reverse else xs):
+        a = c * x + 1.0
+        b = a - x
+        k = (x > 0).astype(np.int32) + 2
+        rows.append((a, b, c, a * 2.0, a * 2.0, np.sum(b), k * k))
+        c = b
+    rows = rows[::-1] if reverse else rows
+    return c, tuple(np.stack(col) for col in zip(*rows))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("shape", [(5, 3), (4, 2, 3), (3, 1)])
+def test_scan_ys_computed_in_place_equal_a_numpy_loop(shape, reverse):
+    rng = np.random.default_rng(len(shape) + 7 * reverse)
+    xs = rng.normal(size=shape)
+    c0 = rng.normal(size=shape[1:])
+    f = jit(lambda c0, xs: _scan_with_ys_in_place(c0, xs, reverse))
+    source = f.lower(c0, xs).source()
+    assert source.count("out=") == 2 and source.count("] = ") == 5   # (in place, copied)
+    got, want = f(c0, xs), _numpy_scan_with_ys(c0, xs, reverse)
+    for g, w in zip(fungrad.tree_util.tree_leaves(got), fungrad.tree_util.tree_leaves(want)):
+        assert np.asarray(g).dtype == w.dtype
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-15, atol=0)
+    held = [np.array(y) for y in got[1]]         # a second call writes new arrays
+    f(c0 + 1.0, xs)
+    for g, h in zip(got[1], held):
+        np.testing.assert_array_equal(g, h)
+
+
+def _scan_carry_history(c0, W, xs, reverse, by_ufunc):
+    """Per-step outputs that are the incoming carry (twice), as a gradient's
+    residuals are; the new carry made by a ufunc (computed into the history's
+    next slot) or by a dot (copied there)."""
+    def step(c, x):
+        new = fnp.tanh(c * x + 0.5) if by_ufunc else fnp.dot(c, W) + x
+        return new, (c, c, new * 2.0)
+    return lax.scan(step, c0, xs, reverse=reverse)
+
+
+def _numpy_carry_history(c0, W, xs, reverse, by_ufunc):
+    c, rows = c0, []
+    for x in (xs[::-1] if reverse else xs):
+        new = np.tanh(c * x + 0.5) if by_ufunc else np.dot(c, W) + x
+        rows.append((c, c, new * 2.0))
+        c = new
+    rows = rows[::-1] if reverse else rows
+    cols = tuple(np.stack(col) if rows else np.empty((0,) + c0.shape) for col in zip(*rows))
+    return c, cols or (np.empty((0,) + c0.shape),) * 3
+
+
+@pytest.mark.parametrize("by_ufunc", [True, False])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("length", [0, 1, 4])
+def test_scan_carry_history_equals_a_numpy_loop(length, reverse, by_ufunc):
+    rng = np.random.default_rng(length + 5 * reverse + 11 * by_ufunc)
+    c0, W, xs = rng.normal(size=3), rng.normal(size=(3, 3)) / 2, rng.normal(size=(length, 3))
+    f = jit(lambda c0, W, xs: _scan_carry_history(c0, W, xs, reverse, by_ufunc))
+    source = f.lower(c0, W, xs).source()
+    assert f"np.empty(({length + 1}, 3)" in source          # (the history's extra slot)
+    got, want = f(c0, W, xs), _numpy_carry_history(c0, W, xs, reverse, by_ufunc)
+    for g, w in zip(fungrad.tree_util.tree_leaves(got), fungrad.tree_util.tree_leaves(want)):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-15, atol=1e-15)
+    held = [np.array(y) for y in got[1]]         # a second call writes new arrays
+    f(c0 + 1.0, W, xs)
+    for g, h in zip(got[1], held):
+        np.testing.assert_array_equal(g, h)

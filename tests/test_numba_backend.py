@@ -263,6 +263,27 @@ def test_what_numba_cannot_compile_falls_back_with_one_log_line(monkeypatch, cap
     assert len(lines) == 1, lines
 
 
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_segment_text_that_is_not_python_falls_back_with_a_log_line(on_disk, monkeypatch,
+                                                                    caplog, tmp_path):
+    """A rule writing invalid Python (a fungrad bug) must not surface as a
+    SyntaxError from the cache (in memory or on disk): the program runs on
+    the NumPy backend, with a log line saying so."""
+    if on_disk:
+        monkeypatch.setenv("FUNGRAD_NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(core.primitives["sin"], "numba_lowering",
+                        lambda a, in_avals, out_avals: f"np.sin({a[0]}) +* 1.0")
+    f = lambda x: fnp.sin(x) * 2 + 1
+    x = np.linspace(0, 1, 4)
+    with caplog.at_level(logging.WARNING, "fungrad.jit"):
+        got = numba_jit(f)(x)
+    np.testing.assert_array_equal(got, fungrad.jit(f)(x))
+    lines = [r.getMessage() for r in caplog.records if "not valid Python" in r.getMessage()]
+    assert len(lines) == 1 and "bug in fungrad" in lines[0], lines
+    assert numba_backend.compiled(numba_jit(f).lower(x).jaxpr).backend == "NumPy"
+
+
 def test_no_user_text_in_compiled_source():
     def payload_name_is_ignored(x):
         return fnp.sin(x) * 2 + 1

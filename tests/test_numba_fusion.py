@@ -256,3 +256,94 @@ def test_large_top_level_tanh_is_a_numpy_call():
     driver = source[source.index("\ndef fn("):]
     assert "np.tanh(" in driver and "np.tanh(" not in source[:source.index("\ndef fn(")]
     _close(numba_jit(f)(x), f(x), "tanh between segments")
+
+
+# ----------------------------------------------------------------------------
+# NumPy's tanh/exp called from compiled loops (numba_backend.NUMPY_FASTER)
+# ----------------------------------------------------------------------------
+
+def _scan_cell(W, h0, xs):
+    """An RNN-like scan whose body has tanh and exp on whole per-step arrays
+    (one of them of a transposed view) and log inside a fused nest."""
+    def step(h, x):
+        z = h @ W + x
+        h = fnp.tanh(z) + 0.25 * fnp.exp(-(z * z)).T.T
+        return h, fnp.log(1.0 + h * h) + fnp.exp(x.T).T
+    h, ys = fungrad.lax.scan(step, h0, xs)
+    return fnp.sum(h * h) + fnp.mean(ys)
+
+
+def _scan_cell_inputs(rng, rows, cols, steps, dtype):
+    W = (rng.normal(size=(cols, cols)) / np.sqrt(cols)).astype(dtype)
+    h0 = rng.normal(size=(rows, cols)).astype(dtype)
+    xs = rng.normal(size=(steps, rows, cols)).astype(dtype)
+    return W, h0, xs
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 3),
+       st.sampled_from([np.float64, np.float32]), st.integers(0, 2**32 - 1))
+def test_numpy_calls_in_scan_bodies_equal_numpy_backend(rows, cols, steps, dtype, seed):
+    """The loss and its gradient, against the NumPy backend, on both sides of
+    the size at which tanh/exp become NumPy calls (lowered here to 8 elements
+    so that small shapes compile quickly): the calls are in the compiled loop
+    exactly when the arrays are that large."""
+    W, h0, xs = _scan_cell_inputs(np.random.default_rng(seed), rows, cols, steps, dtype)
+    f = fungrad.value_and_grad(_scan_cell, argnums=(0, 1, 2))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(numba_backend, "NUMPY_FASTER_SIZE", 8)
+        source = numba_jit(f).lower(W, h0, xs).source()
+        got = numba_jit(f)(W, h0, xs)
+    segments = source[:source.index("\ndef fn(")]
+    assert ("numba.objmode" in segments) == (rows * cols >= 8), segments
+    want = fungrad.jit(f)(W, h0, xs)
+    what = f"scan cell {rows}x{cols}, {steps} steps, {np.dtype(dtype).name}"
+    for g, w in zip(fungrad.tree_util.tree_leaves(got), fungrad.tree_util.tree_leaves(want)):
+        _close_reduced(g, w, 4 * (rows + cols + steps), what)
+
+
+def test_numpy_calls_in_while_and_cond_bodies_equal_numpy_backend(monkeypatch):
+    monkeypatch.setattr(numba_backend, "NUMPY_FASTER_SIZE", 8)
+
+    def f(x):
+        def body(k, c):
+            c = fungrad.lax.cond(fnp.sum(c) > 0.0, lambda v: fnp.exp(-v * v), fnp.tanh, c)
+            return c * 1.5 - 0.5
+        return fungrad.lax.while_loop(lambda kc: kc[0] < 5, lambda kc: (kc[0] + 1, body(*kc)),
+                                      (0, x))[1]
+    x = np.linspace(-2.0, 2.0, 12).reshape(3, 4)
+    source = numba_jit(f).lower(x).source()
+    assert source.count("numba.objmode") == 2 and "# NumPy" not in source
+    _close(numba_jit(f)(x), fungrad.jit(f)(x), "fori_loop with cond")
+
+
+def test_rnn_grad_equals_numpy_backend():
+    """The benchmark's RNN (issue 23) at its sizes (per-step tanh on 32 x 64:
+    NumPy calls in the compiled scan), a few steps, both the scan and the
+    unrolled loop."""
+    from benchmarks import workloads
+    W, U, xs = workloads._rnn_setup(steps=4)
+    for loss in (workloads._rnn_loss, workloads._rnn_loop_loss):
+        g = fungrad.grad(loss, argnums=(0, 1))
+        source = numba_jit(g).lower(W, U, xs).source()
+        assert "np.tanh(" in source and "np.tanh(o_s" not in source, loss.__name__
+        for got, want in zip(numba_jit(g)(W, U, xs), fungrad.jit(g)(W, U, xs)):
+            _close(got, want, loss.__name__)
+        for got, want in zip(numba_jit(g)(W, U, xs), workloads._rnn_grad_numpy(W, U, xs)):
+            _close_reduced(got, want, 100, f"{loss.__name__} against hand-written BPTT")
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_carry_history_equals_numpy_backend(reverse):
+    """A per-step output that is the incoming carry lives in a history of one
+    slot more than the steps (lax/control_flow/scan.py): the compiled loop
+    copies each new carry there."""
+    from tests.test_control_flow import _scan_carry_history
+    rng = np.random.default_rng(3)
+    c0, W, xs = rng.normal(size=3), rng.normal(size=(3, 3)) / 2, rng.normal(size=(5, 3))
+    for by_ufunc in (True, False):
+        f = lambda c0, W, xs: _scan_carry_history(c0, W, xs, reverse, by_ufunc)
+        assert "np.empty((6, 3)" in numba_jit(f).lower(c0, W, xs).source()
+        for got, want in zip(fungrad.tree_util.tree_leaves(numba_jit(f)(c0, W, xs)),
+                             fungrad.tree_util.tree_leaves(fungrad.jit(f)(c0, W, xs))):
+            _close(got, want, f"carry history, reverse={reverse}, by_ufunc={by_ufunc}")

@@ -171,23 +171,34 @@ class Block:
     def line(self, text: str, extra_indent: str = ""):
         self.lines.append(f"{self.indent}{extra_indent}{text}")
 
-    def body(self, closed: ClosedJaxpr, in_names, extra_indent: str = "    ") -> list[str]:
-        """Emit ``closed`` with its inputs bound to ``in_names``; returns its outputs."""
+    def body(self, closed: ClosedJaxpr, in_names, extra_indent: str = "    ",
+             into=None) -> list[str]:
+        """Emit ``closed`` with its inputs bound to ``in_names``; returns its outputs.
+        ``into`` gives, for some outputs (by index), an array element a ufunc
+        may write that output into (``out=``: a scan's ``ys[i]``, no copy
+        afterwards); such an output is returned as that target."""
         jaxpr = closed.jaxpr
         for v, c in zip(jaxpr.constvars, closed.consts):
             self.names.names[v] = self.names.const(c)
         for v, n in zip(jaxpr.invars, in_names):
             self.names.names[v] = n
+        targets = {}
+        for k, target in (into or {}).items():
+            v = jaxpr.outvars[k]
+            if isinstance(v, Var) and jaxpr.outvars.count(v) == 1:
+                targets[v] = target
         outs = _emit_jaxpr(jaxpr, self.names, self.lines, self.reuse_buffers,
-                           self.indent + extra_indent)
+                           self.indent + extra_indent, targets)
         if not jaxpr.eqns and not outs:
             self.line("pass", extra_indent)
         return outs
 
 
 def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
-                indent: str = "    ") -> list[str]:
-    """Append one line per equation of the flat ``jaxpr``; return the output names.
+                indent: str = "    ", targets=None) -> list[str]:
+    """Append one line per equation of the flat ``jaxpr``; return the output names
+    (an output of ``targets``, {outvar: array element source}, that a ufunc
+    wrote into its target with ``out=`` is returned as the target).
 
     Buffer reuse: an elementwise ufunc whose input is a temporary that dies at
     this equation (produced by an earlier ufunc, so it is a fresh array we own,
@@ -199,6 +210,7 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
     keep = {v for v in jaxpr.outvars if isinstance(v, Var)}
     params = set(jaxpr.invars) | set(jaxpr.constvars)
     fresh: set = set()      # temporaries holding arrays created by a ufunc
+    written = {}            # outputs computed into their targets
     for i, eqn in enumerate(jaxpr.eqns):
         args = [names(a) for a in eqn.inputs]
         out_names = [names.new(v) for v in eqn.outvars]
@@ -212,7 +224,10 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
         single = not eqn.primitive.multiple_results
         ufunc = expr.ufunc if single and isinstance(expr, Call) else None
         out = None
-        if ufunc is not None and reuse_buffers:
+        target = (targets or {}).get(eqn.outvars[0]) if ufunc is not None else None
+        if target is not None and ufunc.signature is None and eqn.outvars[0].aval.ndim > 0:
+            out = written[eqn.outvars[0]] = target
+        elif ufunc is not None and reuse_buffers:
             out_aval = eqn.outvars[0].aval
             dead = [a for a in eqn.inputs if a in fresh and last.get(a) == i and a not in keep
                     and a.aval == out_aval]
@@ -229,7 +244,7 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
         if names.float_checks and not eqn.primitive.keeps_finite:
             _emit_check(eqn, args, out_names, names, lines, indent)
         _delete_dead(eqn, i, last, keep, params, names, lines, indent, reuse_buffers)
-    return [names(v) for v in jaxpr.outvars]
+    return [written.get(v) or names(v) for v in jaxpr.outvars]
 
 
 # jax_debug_nans / jax_debug_infs: the test of one result, by what is checked

@@ -30,8 +30,9 @@ Consecutive elementwise equations (ufuncs, and rules marked
 NumPy's way), the views and the reductions of their values become one loop
 nest with scalar locals (``numba_fusion``): one pass over memory, no
 broadcast copies, reductions in registers.  Loops, dots and other reshapes
-are array code between nests; large top-level ``tanh``/``exp`` stay NumPy
-calls (``NUMPY_FASTER``).
+are array code between nests; ``tanh``/``exp`` of large arrays stay NumPy
+calls (``NUMPY_FASTER``: between segments, or through ``numba.objmode`` inside
+a compiled loop).
 A run of fewer than ``MIN_SEGMENT`` equations without a loop stays NumPy
 (a numba call costs more than it saves).  A segment numba cannot
 compile (or that fails on its first call) runs its NumPy twin instead, with
@@ -90,21 +91,35 @@ UFUNC_KINDS = {
 }
 
 # Transcendental ufuncs NumPy computes with SIMD code where numba calls the C
-# library once per element (measured: float64 tanh 3.8 vs 19.7 µs, exp 2.0 vs
-# 8.8 µs per 2,048 elements): on a top-level array of at least
-# NUMPY_FASTER_SIZE elements they stay NumPy calls between segments (inside a
-# compiled loop they are compiled: leaving the loop would cost more).
+# library once per element.  On an array of at least NUMPY_FASTER_SIZE
+# elements such a call is NumPy's call: between segments at the top level, and
+# from the compiled code through ``numba.objmode`` inside a loop body (where
+# leaving the segment would cost more).  Measured per 2,048 float64 elements:
+# tanh 5.9 µs through objmode vs 21.6 µs per element in numba, exp 4.5 vs
+# 10.1 µs; at 512 elements exp is even (entering objmode costs ~2.5 µs, and
+# the split nest a pass over memory).  Not objmode at the top level: entering
+# it costs more the more arrays are live there (30 µs with 25 live arrays).
 NUMPY_FASTER = (np.tanh, np.exp)
-NUMPY_FASTER_SIZE = 16384
+NUMPY_FASTER_SIZE = 1024
 
 
-def _numpy_is_faster(eqn) -> bool:
+def _faster_numpy_ufunc(eqn):
+    """The ``NUMPY_FASTER`` ufunc ``eqn`` applies to a floating array of at
+    least ``NUMPY_FASTER_SIZE`` elements (result of its dtype), else None."""
     if eqn.primitive.numba_lowering is not None or eqn.primitive.lowering is None:
-        return False
-    if len(eqn.outvars) != 1 or eqn.outvars[0].aval.size < NUMPY_FASTER_SIZE:
-        return False
-    expr = _lower_eqn(eqn, [f"a{k}" for k in range(len(eqn.inputs))])
-    return isinstance(expr, Call) and expr.fn in NUMPY_FASTER
+        return None
+    if len(eqn.outvars) != 1 or len(eqn.inputs) != 1:
+        return None
+    (x,), out = eqn.inputs, eqn.outvars[0]
+    if (out.aval.size < NUMPY_FASTER_SIZE or not isinstance(x, Var)
+            or x.aval.shape != out.aval.shape or x.aval.dtype != out.aval.dtype
+            or dtype_kind(out.aval.dtype) != "f"):
+        return None
+    expr = _lower_eqn(eqn, ["a0"])
+    if isinstance(expr, Call) and expr.fn in NUMPY_FASTER and expr.args == ("a0",) \
+            and not expr.kwargs:
+        return expr.fn
+    return None
 
 
 # a segment is compiled when it has a loop or branch, or at least this many
@@ -137,10 +152,13 @@ class NumbaBlock:
     """Where equations are emitted as numba source: ``line`` appends a line at
     the current indentation, ``body`` emits a nested jaxpr (a loop body,
     a branch) with its inputs bound to the given names and returns the names
-    of its outputs (the interface of ``codegen.Block``, for ``numba_block``)."""
+    of its outputs (the interface of ``codegen.Block``, for ``numba_block``).
+    ``targets`` ({variable: array element source}) are the slots a loop body's
+    outputs may be computed in (``body``'s ``into``); ``written``, those that were."""
 
-    def __init__(self, names: _Names, lines: list, indent: str, consts: dict):
+    def __init__(self, names: _Names, lines: list, indent: str, consts: dict, targets=None):
         self.names, self.lines, self.indent, self.consts = names, lines, indent, consts
+        self.targets, self.written = targets or {}, {}
 
     def line(self, text: str, extra_indent: str = ""):
         self.lines.append(f"{self.indent}{extra_indent}{text}")
@@ -157,17 +175,28 @@ class NumbaBlock:
         self.consts[name] = value
         return name
 
-    def body(self, closed: ClosedJaxpr, in_names, extra_indent: str = "    ") -> list[str]:
+    def body(self, closed: ClosedJaxpr, in_names, extra_indent: str = "    ",
+             into=None) -> list[str]:
+        """``into`` ({output index: array element source}, a scan's ``ys[i]``):
+        a nest or NumPy call computes such an output in that slot (no copy
+        afterwards) and it is returned as the slot (``codegen.Block.body``)."""
         jaxpr = closed.jaxpr
         for v, c in zip(jaxpr.constvars, closed.consts):
             self.names.names[v] = self.const(c)
         for v, n in zip(jaxpr.invars, in_names):
             self.names.names[v] = n
-        inner = NumbaBlock(self.names, self.lines, self.indent + extra_indent, self.consts)
+        targets = {}
+        for k, target in (into or {}).items():
+            v = jaxpr.outvars[k]
+            if isinstance(v, Var) and v.aval.shape != () and jaxpr.outvars.count(v) == 1 \
+                    and v not in jaxpr.invars:
+                targets[v] = target
+        inner = NumbaBlock(self.names, self.lines, self.indent + extra_indent, self.consts,
+                           targets)
         emit_eqns(inner, jaxpr.eqns, jaxpr.outvars)
         if not jaxpr.eqns:
             inner.line("pass")
-        return [inner.atom(v) for v in jaxpr.outvars]
+        return [inner.written.get(v) or inner.atom(v) for v in jaxpr.outvars]
 
     def atom(self, a) -> str:
         """The source of an operand: a variable's name or a literal."""
@@ -228,9 +257,27 @@ def emit_eqn(block: NumbaBlock, eqn) -> None:
     if prim.numba_block is not None:
         prim.numba_block(block, eqn, args, outs)
         return
+    ufunc = _faster_numpy_ufunc(eqn)
+    if ufunc is not None:
+        _emit_objmode_call(block, ufunc, args[0], outs[0], eqn.outvars[0])
+        return
     text = _source(eqn, args, [a.aval for a in eqn.inputs], [v.aval for v in eqn.outvars])
     target = ", ".join(outs) + ("," if prim.multiple_results and len(outs) == 1 else "")
     block.line(f"{target} = {text}")
+
+
+def _emit_objmode_call(block: NumbaBlock, ufunc, x: str, out: str, v) -> None:
+    """``out = ufunc(x)`` as NumPy's call from compiled code (see
+    ``NUMPY_FASTER``): NumPy's result, bit for bit (in ``v``'s slot if it has one)."""
+    target = block.targets.get(v)
+    if target is not None:
+        block.line(f"{out} = {target}")
+        block.written[v] = target
+    else:
+        shape = repr(tuple(int(d) for d in v.aval.shape))
+        block.line(f"{out} = np.empty({shape}, np.{v.aval.dtype.name})")
+    block.line("with numba.objmode():    # (SIMD in NumPy: faster than numba's per-element calls)")
+    block.line(f"np.{ufunc.__name__}({x}, out={out})", "    ")
 
 
 # ----------------------------------------------------------------------------
@@ -249,6 +296,8 @@ def _fusable(eqn, elementwise: bool) -> bool:
     try:
         _check_eqn(eqn)
         if elementwise:
+            if _faster_numpy_ufunc(eqn) is not None:
+                return False              # (a NumPy call: ``_emit_objmode_call``)
             if prim.multiple_results or prim.numba_block is not None or not (
                     prim.numba_elementwise or (prim.numba_lowering is None and prim.lowering)):
                 return False
@@ -302,7 +351,7 @@ def _runs(jaxpr: Jaxpr, names: _Names) -> list:
         try:
             # (as a nest of its own where it is one: a reduction over some axes)
             emit_eqns(NumbaBlock(names, lines, "    ", consts), [eqn], set(eqn.outvars))
-            ok = not _numpy_is_faster(eqn)
+            ok = _faster_numpy_ufunc(eqn) is None
         except NotCompilable:
             ok = False
         if not runs or runs[-1].compiled != ok or (ok and len(runs[-1].eqns) >= MAX_SEGMENT):
@@ -540,6 +589,12 @@ def compiled(closed: ClosedJaxpr, label: str = "fn") -> NumbaCompiled:
     return closed.derived("numba", lambda: _compile(optimize(closed), label))
 
 
+def _on_numpy(closed: ClosedJaxpr, name: str) -> NumbaCompiled:
+    """The NumPy backend's code of ``closed``, as the compiled backend's result."""
+    comp = compile_scalar_or_numpy(closed, name)
+    return NumbaCompiled(comp.fn, comp.source, comp.jaxpr, comp.consts, "NumPy")
+
+
 def _compile(closed: ClosedJaxpr, label: str) -> NumbaCompiled:
     from fungrad import _config
     from fungrad.interpreters import numba_cache
@@ -548,11 +603,17 @@ def _compile(closed: ClosedJaxpr, label: str) -> NumbaCompiled:
     if not prog.segments:
         if _config.log_compiles.value:
             log.warning("jit(%s): nothing in it compiles with numba; it runs on NumPy", label)
-        comp = compile_scalar_or_numpy(closed, name)
-        return NumbaCompiled(comp.fn, comp.source, comp.jaxpr, comp.consts, "NumPy")
-    numba_fns, numba_error, on_compiled = numba_cache.compile_segments(
-        [src for _, src, _ in prog.segments], [seg for seg, _, _ in prog.segments],
-        prog.primitives)
+        return _on_numpy(closed, name)
+    try:
+        numba_fns, numba_error, on_compiled = numba_cache.compile_segments(
+            [src for _, src, _ in prog.segments], [seg for seg, _, _ in prog.segments],
+            prog.primitives)
+    except SyntaxError as err:        # (a bug in a numba rule: never the user's error)
+        log.warning("jit(%s): fungrad generated numba code that is not valid Python (%s: %s, "
+                    "line %s); it runs on NumPy. This is a bug in fungrad; please report it "
+                    "with the function being compiled.", label, type(err).__name__, err.msg,
+                    err.lineno)
+        return _on_numpy(closed, name)
     twins = "".join(twin + "\n" for _, _, twin in prog.segments)
     driver = "\n".join(prog.driver) + "\n"
     fn = compile_source(twins + driver, name, dict(prog.consts), prog.modules)

@@ -35,7 +35,7 @@ from fungrad.interpreters.codegen import _check_names
 __all__ = ["compile_segments", "cache_root", "FORMAT"]
 
 NJIT_OPTIONS = {"error_model": "numpy"}   # float division by zero: inf/nan, as NumPy
-FORMAT = 2                                # bump when the module layout changes
+FORMAT = 3                                # bump when the module layout changes
 
 _HEADER = ("# fungrad jit, numba backend: generated code (a cache entry; see\n"
            "# fungrad/interpreters/numba_cache.py). Never imported: compared with the\n"
@@ -111,7 +111,8 @@ def _loading_cache():
 
 
 def _module_text(sources) -> str:
-    return _HEADER + "import numpy as np\n\n\n" + "\n\n".join(sources)
+    # (numba: a segment may call NumPy through ``numba.objmode``)
+    return _HEADER + "import numba\nimport numpy as np\n\n\n" + "\n\n".join(sources)
 
 
 def _compile_text(text: str, filename: str, module: str) -> dict:

@@ -378,7 +378,12 @@ class _Emitter:
             return
         array = self.names(v) if v in self.live else self.names.new(Var(v.aval))
         self.arrays[v] = array
-        self.prologue.append(f"{array} = np.empty({_shape(v)}, {_type(v.aval.dtype)})")
+        target = self.block.targets.get(v) if v in self.live else None
+        if target is not None:           # (a scan's slot for it: no copy afterwards)
+            self.prologue.append(f"{array} = {target}")
+            self.block.written[v] = target
+        else:
+            self.prologue.append(f"{array} = np.empty({_shape(v)}, {_type(v.aval.dtype)})")
         lines.append(f"{array}[{self._index(self.nest.dims[v])}] = {self.local[v]}")
 
     def item(self, eqn, role, in_dims):

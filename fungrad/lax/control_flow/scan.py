@@ -347,28 +347,65 @@ def _scan_batch(axis_size, vals, dims, body, num_consts, num_carry, length, reve
 scan_p.batch = _scan_batch
 
 
+def _chained_ys(body, num_consts, nk) -> dict:
+    """{y index: carry index} for per-step outputs that are a carry as it came
+    into the step (a gradient's residuals), computed elsewhere as that carry
+    (an array) -- the carry stored once per step, not copied into ys too."""
+    jaxpr, chained = body.jaxpr, {}
+    carry_in = jaxpr.invars[num_consts:num_consts + nk]
+    for k, v in enumerate(jaxpr.outvars[nk:]):
+        if v in carry_in:
+            j = carry_in.index(v)
+            new = jaxpr.outvars[j]
+            if (j not in chained.values() and v.aval.ndim > 0 and isinstance(new, core.Var)
+                    and new not in jaxpr.invars and jaxpr.outvars.count(new) == 1):
+                chained[k] = j
+    return chained
+
+
 def _scan_loop(block, eqn, args, out_names, dtype_source):
     """A ``for`` loop over the steps, for both backends: the carries are
     locals, each per-step output is written into an array allocated before the
-    loop (``dtype_source(dtype)`` names its dtype in the backend's code)."""
+    loop (``dtype_source(dtype)`` names its dtype in the backend's code).  A
+    per-step output that is an incoming carry (``_chained_ys``) lives in one
+    more slot than the steps: step i's carry is slot i (i + 1 in reverse), its
+    new carry goes into the next one, computed there when the backend can."""
     p = eqn.params
-    body, nk, length = p["body"], p["num_carry"], int(p["length"])
+    body, nk, length, reverse = p["body"], p["num_carry"], int(p["length"]), p["reverse"]
     consts, carry, xs = split_list(args, [p["num_consts"], nk])
     carry_names, ys_names = out_names[:nk], out_names[nk:]
+    chained = _chained_ys(body, p["num_consts"], nk)
     i = block.names.new(core.Var(ShapedArray((), np.int64)))
     for c, n in zip(carry_names, carry):
         block.line(f"{c} = {n}")
-    for y, a in zip(ys_names, body.out_avals[nk:]):
-        shape = (length,) + tuple(int(d) for d in a.shape)
+    buffers = {}                    # y index -> its (length + 1)-slot array
+    for k, (y, a) in enumerate(zip(ys_names, body.out_avals[nk:])):
+        shape = (length + (k in chained),) + tuple(int(d) for d in a.shape)
+        if k in chained:
+            buffers[k] = y = block.names.new(core.Var(ShapedArray(shape, a.dtype)))
         block.line(f"{y} = np.empty({shape!r}, {dtype_source(a.dtype)})")
-    rng = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
+        if k in chained:
+            block.line(f"{y}[{length if reverse else 0}] = {carry[chained[k]]}")
+    rng = f"range({length} - 1, -1, -1)" if reverse else f"range({length})"
     block.line(f"for {i} in {rng}:")
-    outs = block.body(body, list(consts) + carry_names + [f"{x}[{i}]" for x in xs])
-    # ys first: a y may be the incoming carry; then all carries at once (they may swap)
-    for y, o in zip(ys_names, outs[nk:]):
-        block.line(f"{y}[{i}] = {o}", "    ")
+    slots = [f"{y}[{i}]" for y in ys_names]
+    into = {nk + k: slot for k, slot in enumerate(slots) if k not in chained}
+    for k, j in chained.items():
+        into[j] = f"{buffers[k]}[{i}]" if reverse else f"{buffers[k]}[{i} + 1]"
+    outs = block.body(body, list(consts) + carry_names + [f"{x}[{i}]" for x in xs], into=into)
+    # ys and new carries into their slots (unless computed there) first: a y
+    # may be the incoming carry; then all carries at once (they may swap)
+    for k, (slot, o) in enumerate(zip(slots, outs[nk:])):
+        if k not in chained and o != slot:
+            block.line(f"{slot} = {o}", "    ")
+    for k, j in chained.items():
+        if outs[j] != into[j]:
+            block.line(f"{into[j]} = {outs[j]}", "    ")
     if nk:
         block.line(f"{', '.join(carry_names)}, = {', '.join(outs[:nk])},", "    ")
+    for k, buffer in buffers.items():
+        block.line(f"{ys_names[k]} = {buffer}[1:]" if reverse else
+                   f"{ys_names[k]} = {buffer}[:{length}]")
 
 
 scan_p.emit_block = lambda block, eqn, args, out_names: _scan_loop(
