@@ -15,6 +15,7 @@ import numpy as np
 
 from fungrad._dtype_classes import is_floating, kind as dtype_kind
 from fungrad import core
+from fungrad import ref as _refs
 from fungrad.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, get_aval, float0
 from fungrad.interpreters import ad, batching, tape
 from fungrad.interpreters.ad import Zero
@@ -58,6 +59,13 @@ def _as_value(x, what: str):
         if type(x) in (int, float, complex):     # a Python number: weakly typed, as in JAX
             return core.weak_array(x, core.scalar_dtype(x))
         return np.asarray(x, dtype=core.scalar_dtype(x))
+    if type(x) is _refs.Ref:
+        raise TypeError(f"{what}: a Ref can't be differentiated with respect to or "
+                        "returned here (JAX refuses this too: a Ref's gradient would have "
+                        "to live in a Ref, and jax.vjp's with_refs is not supported by "
+                        "fungrad). Differentiate with respect to its value (ref[...]) and "
+                        "write the result into the Ref, or pass the Ref as a "
+                        "non-differentiated argument (argnums).")
     try:
         arr = np.asarray(x)
     except Exception:
@@ -479,6 +487,8 @@ def _check_diff_inputs(dyn_args, argnums, allow_int: bool, who: str,
         for leaf in tree_leaves(arg):
             if type(leaf) is float and not holomorphic:
                 continue              # the common case, without building an aval
+            if type(leaf) is _refs.Ref:
+                _as_value(leaf, f"{who}: argument {n}")      # (raises, saying why)
             dt = get_aval(_as_value(leaf, who)).dtype
             if holomorphic and not _is_complex(dt):
                 raise TypeError(
@@ -644,25 +654,34 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
                              f"corresponding to the positional arguments; got a tuple of "
                              f"length {len(in_axes)} for {len(args)} positional arguments")
         leaves, in_tree = tree_flatten((args, kwargs))
-        leaves = [_as_value(x, "vmap argument") for x in leaves]
+        # (a Ref argument: mapped over its value, its new value written back)
+        values = [x._contents() if type(x) is _refs.Ref else _as_value(x, "vmap argument")
+                  for x in leaves]
         # keyword arguments are always mapped over axis 0, as in JAX
         dims = _flatten_axes("in_axes", in_tree, (in_axes, 0), "the arguments")
-        dims = [_normalize_axis(d, get_aval(x).ndim, i) for i, (x, d) in enumerate(zip(leaves, dims))]
-        size = _axis_size(leaves, dims, in_tree, axis_size)
+        dims = [_normalize_axis(d, get_aval(x).ndim, i) for i, (x, d) in enumerate(zip(values, dims))]
+        size = _axis_size(values, dims, in_tree, axis_size)
         flat, store = flatten_fun(fun, in_tree)
-        outs = _vmap_call(flat, leaves, dims, size, out_axes, store, axis_name)
-        outs = pe.unalias(outs, range(len(outs)), leaves)    # no views of the caller's arrays
+        outs = _vmap_call(flat, leaves, values, dims, size, out_axes, store, axis_name)
+        outs = pe.unalias(outs, range(len(outs)), values)    # no views of the caller's arrays
         return tree_unflatten(store.val, outs)
     return vmapped
 
 
-def _vmap_call(flat, leaves, dims, size, out_axes, store, axis_name):
+def _vmap_call(flat, leaves, values, dims, size, out_axes, store, axis_name):
     # out_axes can only be flattened once the output structure is known, so the
     # batch trace's outputs are kept batched and moved afterwards.
     trace = batching.BatchTrace(core.current_trace(), size, axis_name)
     with core.new_trace_context(trace):
-        ins = [x if d is None else batching.BatchTracer(trace, x, d) for x, d in zip(leaves, dims)]
+        ins = [x if d is None else batching.BatchTracer(trace, v, d)
+               for x, v, d in zip(leaves, values, dims)]
+        ins = [_refs.stand_in(v, trace) if type(x) is _refs.Ref and d is not None else v
+               for x, v, d in zip(leaves, ins, dims)]
         outs = [trace.lift(o) for o in flat(*ins)]
+        written = [(ref, trace.lift(new._value), d) for ref, new, d in zip(leaves, ins, dims)
+                   if type(new) is _refs.Ref and new is not ref and new._value is not new._first]
+    for ref, (val, dim), d in written:    # mapped Ref arguments: their new values
+        _refs.store(ref, batching.moveaxis(batching.bdim_at_front(val, dim, size), 0, d))
     out_dims = _flatten_axes("out_axes", store.val, out_axes, "the outputs")
     results = []
     for i, ((val, dim), od) in enumerate(zip(outs, out_dims)):
