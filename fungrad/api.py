@@ -180,7 +180,8 @@ def _stage(fun, args, kwargs, static_argnums=()):
         full = list(args)
         for i, a in zip(dyn_idx, dyn):
             full[i] = a
-        return fun(*full, **kwargs)
+        with _refs.RefScope("make_jaxpr"):     # (Refs written while staging: restored)
+            return fun(*full, **kwargs)
     leaves, in_tree = tree_flatten((tuple(args[i] for i in dyn_idx), {}))
     avals = [_abstractify(x) for x in leaves]
     paths = _leaf_names(fun, in_tree, dyn_idx)
