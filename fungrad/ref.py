@@ -250,6 +250,14 @@ def _value_aval(value):
 
 def store(ref: Ref, value) -> None:
     """``ref`` holds ``value`` now, if its owner may see it (JAX's rules)."""
+    owner = ref._owner
+    if owner is not None and not owner.active:
+        raise core.UnexpectedTracerError(
+            f"writing a Ref that belongs to a transformation that has finished "
+            f"({owner.label()}, started at {owner.origin}): a Ref made inside jit, grad or "
+            "vmap, or the stand-in a jitted function sees for a Ref argument, can't be "
+            "written after it (as by a custom_vjp bwd that grad of a jitted function runs "
+            "later: apply jit outside grad instead, jit(grad(f))).")
     if isinstance(value, core.Tracer):
         trace = value._trace
         if not trace.active:
