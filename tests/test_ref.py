@@ -255,6 +255,37 @@ def test_grad_with_a_plumbing_ref_and_stop_gradient():
     assert float(plumbing[...]) == 9.0
 
 
+@fungrad.custom_vjp
+def _stash_grads(grads_ref, x):
+    return x
+
+
+def _stash_fwd(grads_ref, x):
+    return x, grads_ref          # (a Ref as a residual: shared with bwd, as in JAX)
+
+
+def _stash_bwd(grads_ref, g):
+    grads_ref[...] = g
+    return None, g
+
+
+_stash_grads.defvjp(_stash_fwd, _stash_bwd)
+
+
+@given(st.floats(-3, 3))
+def test_custom_vjp_rules_write_a_plumbing_ref(x):
+    """JAX's array_refs recipe: the cotangent at the stash point, 2 cos(2x)."""
+    def f(x, grads_ref):
+        return fnp.sin(_stash_grads(grads_ref, x) * 2.0)
+
+    for transform in (fungrad.grad, lambda f: fungrad.jit(fungrad.grad(f))):
+        grads_ref = fungrad.new_ref(0.0)
+        g = transform(f)(x, grads_ref)
+        np.testing.assert_allclose(g, 2 * np.cos(2 * x), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(grads_ref[...], 2 * np.cos(2 * x), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(f(x, grads_ref), np.sin(2 * x), rtol=1e-12)
+
+
 def _dist(x, y, out_ref):
     assert out_ref.ndim == 0
     out_ref[...] = fnp.sum((x - y) ** 2)
