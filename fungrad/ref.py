@@ -11,13 +11,35 @@ A ``Ref`` holds an array that can be replaced in place::
 As in JAX, a write must give the value the exact shape and dtype of what it
 replaces (a Python scalar takes the ref's dtype); no broadcasting.
 
-Refs work eagerly.  Under a transformation (``jit``, ``grad``, ``vmap``,
-``make_jaxpr``, control flow) creating, reading or writing a ref raises
-``NotImplementedError`` naming the transformation: fungrad's interpreters
-have no effects to thread a mutable buffer through a traced program yet, and
-reading one as a constant would silently freeze it into compiled code.
-There, pass the array as an argument and return the new value (functional
-state), which is what flax.nnx does by default (refs off).
+Under transformations, without effects in jaxprs: a Ref always holds its
+current value, which while something is traced may be a tracer; a read indexes
+it, a write replaces it (``.at[idx].set``).  So a function whose Refs are its
+own (made inside it) is ordinary traced code: ``grad``, ``vmap``, ``jit`` and
+the loops need nothing more.  A Ref from outside is taken over by the
+innermost ``jit`` or loop body being traced, on its first use there
+(``RefScope``):
+
+* ``jit``: Ref arguments (pytree leaves, part of the signature by shape and
+  dtype) and Refs it closes over become inputs of the compiled program (their
+  values at each call) and, when written, outputs written back into them after
+  each call (``JitRefs``); a jitted function without Refs runs as before.
+* ``scan``/``fori_loop``/``while_loop`` bodies: the Refs they use are threaded
+  through the carry (read before the loop, written after it; the body is
+  traced again with them).
+* ``vmap``: a Ref argument mapped by ``in_axes`` is mapped over its value and
+  its new value written back; ``make_jaxpr``/``eval_shape`` leave Refs as they
+  were.
+* ``custom_vjp``: Ref arguments and residuals reach the rules as themselves
+  (JAX's plumbing Refs written by a bwd rule).
+
+JAX's restrictions raise as JAX's do: returning a Ref from ``jit`` or a loop
+body, passing one Ref twice (or passing and closing over it), ``freeze``
+outside the Ref's creation scope, ``vmap`` writing a batched value into a Ref
+it closes over, writing a differentiated value into a Ref made outside the
+differentiated function (use ``stop_gradient``), ``grad`` with respect to a
+Ref.  Not supported: writing a Ref from outside in a ``cond`` branch,
+``checkpoint`` or a ``custom_jvp`` rule (``NotImplementedError`` saying so);
+``jax.vjp`` with respect to a Ref and its pullback's ``with_refs``.
 """
 from __future__ import annotations
 
