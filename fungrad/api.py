@@ -21,6 +21,7 @@ from fungrad.interpreters import ad, batching, tape
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters import partial_eval as pe
 from fungrad.interpreters.partial_eval import trace_to_jaxpr
+from fungrad import tree_util
 from fungrad.tree_util import tree_flatten, tree_unflatten, tree_map, tree_leaves, Partial
 
 __all__ = ["make_jaxpr", "eval_shape", "ShapeDtypeStruct", "jvp", "vjp", "linearize",
@@ -61,11 +62,12 @@ def _as_value(x, what: str):
         return np.asarray(x, dtype=core.scalar_dtype(x))
     if type(x) is _refs.Ref:
         raise TypeError(f"{what}: a Ref can't be differentiated with respect to or "
-                        "returned here (JAX refuses this too: a Ref's gradient would have "
-                        "to live in a Ref, and jax.vjp's with_refs is not supported by "
-                        "fungrad). Differentiate with respect to its value (ref[...]) and "
-                        "write the result into the Ref, or pass the Ref as a "
-                        "non-differentiated argument (argnums).")
+                        "returned here (grad: JAX refuses this too, a Ref's gradient would "
+                        "have to live in a Ref; jax.vjp with respect to a Ref is not "
+                        "supported by fungrad). Differentiate with respect to its value "
+                        "(ref[...]) and write the result into the Ref (vjp's with_refs "
+                        "adds a value argument's gradient into a Ref), or pass the Ref as "
+                        "a non-differentiated argument (argnums).")
     try:
         arr = np.asarray(x)
     except Exception:
@@ -384,7 +386,7 @@ def _vjp(fun: Callable, primals, has_aux: bool, pullback_at_once: bool = False):
     out_tree = store.val
     rule = _Pullback(backward, out_tree, p_tree, [get_aval(o) for o in outs],
                      residuals is not None)
-    pullback = Partial(rule) if residuals is None else Partial(rule, list(residuals))
+    pullback = VJPFunction(rule) if residuals is None else VJPFunction(rule, list(residuals))
     out = tree_unflatten(out_tree, outs)
     return (out, pullback, aux) if has_aux else (out, pullback)
 
@@ -424,6 +426,45 @@ class _Pullback:
         # (a linear path passes a cotangent through as it is: no views of it)
         cts_in = pe.unalias(cts_in, range(len(cts_in)), ct_leaves)
         return tree_unflatten(self.p_tree, [_result(c) for c in cts_in])
+
+
+class VJPFunction(Partial):
+    """A vjp's pullback (JAX's ``VJP``): ``pullback(cotangent)``, a pytree (its
+    residuals are its leaves, see ``vjp``), and ``with_refs(*entries)``."""
+
+    def with_refs(self, *entries):
+        """The pullback with one entry per primal leaf (in the primals'
+        structure): a Ref to add that gradient into, ``jax.ad.GradValue()``
+        to return it, or ``jax.ad.DontWant()`` (see ``fungrad/ad.py``)."""
+        from fungrad.ad import DidntWant, DontWant, GradRef, GradValue
+        rule = self.func
+        wants, tree = tree_flatten(entries)
+        if tree != rule.p_tree:
+            raise ValueError(f"vjp: with_refs takes one entry per primal argument leaf, in "
+                             f"the primals' structure {rule.p_tree}; got {tree}. Each is a "
+                             "Ref, jax.ad.GradValue() or jax.ad.DontWant() (None is an "
+                             "empty pytree, not a placeholder).")
+        for want in wants:
+            if not isinstance(want, (_refs.Ref, GradValue, DontWant)):
+                raise TypeError(f"vjp: a with_refs entry must be a Ref, jax.ad.GradValue() "
+                                f"or jax.ad.DontWant(), got {type(want).__name__}")
+
+        def pullback(cotangent):
+            grads = rule.p_tree.flatten_up_to(self(cotangent))
+            out = []
+            for want, g in zip(wants, grads):
+                if type(want) is _refs.Ref:
+                    _refs.addupdate(want, (), g)
+                    out.append(GradRef())
+                else:
+                    out.append(DidntWant() if isinstance(want, DontWant) else g)
+            return tree_unflatten(rule.p_tree, out)
+        return pullback
+
+
+tree_util.register_pytree_node(
+    VJPFunction, lambda p: ((p.args, p.keywords), p.func),
+    lambda func, children: VJPFunction(func, *children[0], **children[1]))
 
 
 def _vjp_flat(f_flat, primals, pullback_at_once: bool = False):

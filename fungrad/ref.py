@@ -39,7 +39,8 @@ it closes over, writing a differentiated value into a Ref made outside the
 differentiated function (use ``stop_gradient``), ``grad`` with respect to a
 Ref.  Not supported: writing a Ref from outside in a ``cond`` branch,
 ``checkpoint`` or a ``custom_jvp`` rule (``NotImplementedError`` saying so);
-``jax.vjp`` with respect to a Ref and its pullback's ``with_refs``.
+``jax.vjp`` with respect to a Ref (its pullback's ``with_refs``, adding value
+arguments' gradients into Refs, works: ``fungrad.api.VJPFunction``).
 """
 from __future__ import annotations
 

@@ -464,3 +464,61 @@ def test_cond_branch_writing_a_closed_over_ref_says_what_is_supported():
         return x
     with pytest.raises(NotImplementedError, match="scan/fori_loop/while_loop"):
         fungrad.lax.cond(True, branch, lambda x: x, 1.0)
+
+
+# ----------------------------------------------------------------------------
+# jax.vjp's with_refs (jax.ad.GradValue / DontWant / GradRef / DidntWant)
+# ----------------------------------------------------------------------------
+
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=5))
+def test_with_refs_accumulates_gradients_into_a_ref(indices):
+    """A gradient Ref collects the gradients of several backward passes (added,
+    not set); GradValue returns an argument's gradient; DontWant skips it."""
+    x = fnp.arange(10.0)
+    take = fungrad.jit(lambda x, i: x[i] * x[i])
+    grad_ref = fungrad.new_ref(fnp.full(10, 100.0))
+    expected = np.full(10, 100.0)
+    for i in indices:
+        _, take_vjp = fungrad.vjp(take, x, i)
+        got_ref, got_i = take_vjp.with_refs(grad_ref, fungrad.ad.GradValue())(1.0)
+        assert isinstance(got_ref, fungrad.ad.GradRef) and got_i.dtype == fungrad.float0
+        expected[i] += 2 * i
+    np.testing.assert_array_equal(grad_ref[...], expected)
+    _, take_vjp = fungrad.vjp(take, x, indices[0])
+    got_x, got_i = take_vjp.with_refs(fungrad.ad.GradValue(), fungrad.ad.DontWant())(1.0)
+    assert isinstance(got_i, fungrad.ad.DidntWant)
+    np.testing.assert_array_equal(got_x, take_vjp(1.0)[0])
+
+
+def test_with_refs_in_a_scan_over_microbatches_matches_grad_of_the_sum():
+    """JAX's microbatch recipe: each scan step's vjp accumulates into one Ref."""
+    ws = fnp.asarray(np.random.default_rng(2).normal(size=(3, 4, 4)))
+    xs = fnp.asarray(np.random.default_rng(3).normal(size=(5, 7, 4)))
+
+    def loss(ws, x):
+        act, _ = fungrad.lax.scan(lambda h, w: (fnp.tanh(h @ w), None), x, ws)
+        return fnp.mean(act)
+
+    def process_batch(ws, xs):
+        acc = fungrad.new_ref(fnp.zeros_like(ws))
+
+        def step(_, x):
+            value, f_vjp = fungrad.vjp(lambda ws: loss(ws, x), ws)
+            f_vjp.with_refs(acc)(fnp.ones_like(value))
+            return (), value
+        _, losses = fungrad.lax.scan(step, (), xs)
+        return fungrad.freeze(acc), losses
+
+    expected = fungrad.grad(lambda ws: sum(loss(ws, x) for x in xs))(ws)
+    for run in (process_batch, fungrad.jit(process_batch)):
+        grads, losses = run(ws, xs)
+        np.testing.assert_allclose(grads, expected, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(losses, [loss(ws, x) for x in xs], rtol=1e-12)
+
+
+def test_with_refs_checks_its_arguments():
+    _, sin_vjp = fungrad.vjp(fnp.sin, 1.0)
+    with pytest.raises(ValueError, match="structure"):
+        sin_vjp.with_refs(fungrad.new_ref(0.0), fungrad.new_ref(0.0))
+    with pytest.raises(ValueError, match="dtype"):
+        sin_vjp.with_refs(fungrad.new_ref(np.float32(0.0)))(1.0)
