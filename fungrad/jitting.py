@@ -63,7 +63,8 @@ def _signature(x):
     if isinstance(x, Tracer):
         return (x.aval.shape, x.aval.dtype, "traced")
     if t is _refs.Ref:        # (its value is read, and a Ref's key is not an array's)
-        return ("Ref", x.shape, x.dtype)
+        value = x._contents()
+        return ("Ref", value.shape, value.dtype, getattr(value, "weak_type", False))
     aval = get_aval(x)      # (a weakly typed Array traces differently: its own key)
     return (aval.shape, aval.dtype, "weak") if aval.weak_type else (aval.shape, aval.dtype)
 

@@ -567,4 +567,16 @@ def _checked_value(old, value):
     if value.dtype != old.dtype:
         raise ValueError(f"Invalid dtype for a Ref write: Ref dtype {old.dtype}, value "
                          f"dtype {value.dtype}")
-    return value
+    return _with_weak_type(value, getattr(old, "weak_type", False))
+
+
+def _with_weak_type(value, weak: bool):
+    """``value`` weakly typed as the Ref it goes into: a Ref's type is fixed
+    when it is made (as JAX's, whose reads of ``new_ref(0.)`` are weak whatever
+    was written), so a jitted function traced for it stays right."""
+    if getattr(value, "weak_type", False) == weak:
+        return value
+    if isinstance(value, core.Tracer):
+        from fungrad.lax.selection import convert_weak_type
+        return convert_weak_type(value, value.dtype, weak)
+    return core.with_weak_type(value, weak)

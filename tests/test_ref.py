@@ -149,6 +149,25 @@ def test_jit_ref_argument_signature_includes_its_shape_and_dtype():
     assert b.dtype == np.float32 and double._cache_size() == 2
 
 
+def test_a_refs_weak_type_is_fixed_when_made_as_jaxs():
+    """JAX: reads of new_ref(0.) are weakly typed whatever is written; so a
+    jitted function traced for a Ref stays right after writes."""
+    weak, strong = fungrad.new_ref(0.0), fungrad.new_ref(fnp.zeros((), np.float64))
+    assert weak[...].weak_type and not strong[...].weak_type
+    weak[...] = fnp.zeros((), np.float64)
+    strong[...] = 1.0
+    assert weak[...].weak_type and not strong[...].weak_type
+
+    @fungrad.jit
+    def add_to(ref, x):
+        ref[...] += x
+        return ref[...] * fnp.float32(2)
+    for _ in range(2):
+        assert add_to(weak, 1.0).dtype == np.float32        # weak * float32 -> float32
+        assert add_to(strong, 1.0).dtype == np.float64
+    assert weak[...].weak_type and float(weak[...]) == 2.0 and add_to._cache_size() == 2
+
+
 def test_jit_refs_in_pytrees_and_read_only_refs():
     @fungrad.jit
     def apply(state, x):
