@@ -131,11 +131,15 @@ class Ref:
     def _contents(self):
         """The value, as the innermost jit or loop body being traced sees it
         (adopted by it on first use: ``RefScope.adopt``)."""
-        if self._freed:
-            raise ValueError("this Ref was freed with free_ref: it holds no value any more")
         scopes = _scopes.stack
         if scopes and self not in scopes[-1].known:
             scopes[-1].adopt(self)
+        return self._current()
+
+    def _current(self):
+        """The value held (not freed, not a finished transformation's)."""
+        if self._freed:
+            raise ValueError("this Ref was freed with free_ref: it holds no value any more")
         value = self._value
         if isinstance(value, core.Tracer) and not value._trace.active:
             raise core.UnexpectedTracerError(
@@ -167,7 +171,7 @@ def _whole(idx) -> bool:
 # value, when written, an output written back after each call); a loop body
 # threads it through the carry.  Elsewhere (vmap, grad, cond branches,
 # make_jaxpr) a Ref from outside may be read, and written only with values
-# that exist outside that transformation (``_store``): that is JAX's rule (a
+# that exist outside that transformation (``store``): that is JAX's rule (a
 # batched write into a closed-over Ref, or a differentiated value written into
 # a plumbing Ref, is an error), and keeps tracers from escaping.
 
@@ -222,7 +226,7 @@ class RefScope:
         self.known.add(ref)
         self.saved[ref] = (ref._value, ref._owner)
         if self.lift:
-            value = ref._contents_unscoped()
+            value = ref._current()
             tracer = self.trace.new_arg(_value_aval(value))
             self.lifted.append((ref, tracer))
             ref._value = tracer
@@ -255,16 +259,6 @@ def stand_in(value, trace) -> Ref:
     if scopes:                         # the innermost scope's own, not something to adopt
         scopes[-1].known.add(ref)
     return ref
-
-
-def _ref_contents_unscoped(self):
-    value = self._value
-    if isinstance(value, core.Tracer) and not value._trace.active:
-        raise core.UnexpectedTracerError(core.escaped_message(value))
-    return value
-
-
-Ref._contents_unscoped = _ref_contents_unscoped
 
 
 def _value_aval(value):
@@ -316,8 +310,8 @@ def _foreign_write_error(trace) -> Exception:
     return NotImplementedError(
         f"writing a value traced by {label} into a Ref made outside it: fungrad threads "
         "Refs through jit and through scan/fori_loop/while_loop bodies; elsewhere (cond "
-        "branches, checkpoint, custom_vjp rules, make_jaxpr) return the value and write "
-        "it to the Ref outside.")
+        "branches, checkpoint, custom_jvp rules, a custom_vjp's function) return the value "
+        "and write it to the Ref outside.")
 
 
 def check_no_refs(leaves, where: str) -> None:
