@@ -15,7 +15,7 @@ import numpy as np
 
 from fungrad._dtype_classes import is_floating, kind as dtype_kind
 from fungrad import core
-from fungrad import ref as _refs
+from fungrad.lax import state as _refs
 from fungrad.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, get_aval, float0
 from fungrad.interpreters import ad, batching, tape
 from fungrad.interpreters.ad import Zero

@@ -36,7 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fungrad import core
-from fungrad import ref as _refs
+from fungrad.lax import state as _refs
 from fungrad.core import Primitive, Tracer, UnexpectedTracerError, get_aval, eval_jaxpr
 from fungrad.interpreters import ad, batching, tape
 from fungrad.interpreters.ad import JVPTrace, Zero

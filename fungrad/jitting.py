@@ -31,7 +31,7 @@ import numpy as np
 
 from fungrad import _config, core, monitoring
 from fungrad import name_stack as _name_stack
-from fungrad import ref as _refs
+from fungrad.lax import state as _refs
 from fungrad.core import ClosedJaxpr, Tracer, get_aval, plain_array, wrap_array
 from fungrad.interpreters.codegen import compiled, compiled_scalar_or_numpy
 from fungrad.interpreters.partial_eval import (by_value, closure_convert, output_value,

@@ -35,7 +35,7 @@ import numpy as np
 
 from fungrad._dtype_classes import kind as dtype_kind
 from fungrad import core
-from fungrad import ref as _refs
+from fungrad.lax import state as _refs
 from fungrad.core import ClosedJaxpr, Primitive, ShapedArray, bind_on, eval_jaxpr, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero

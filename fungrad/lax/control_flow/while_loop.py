@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from fungrad import ref as _refs
+from fungrad.lax import state as _refs
 from fungrad.core import (ClosedJaxpr, ConcretizationTypeError, Primitive, ShapedArray, Tracer,
                           bind_on, eval_jaxpr, get_aval)
 from fungrad.interpreters import ad, batching
