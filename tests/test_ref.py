@@ -28,6 +28,18 @@ def test_read_write_and_freeze():
     assert repr(r) == "Ref([5., 7., 8., 3., 4.])"
 
 
+def test_a_ref_does_not_share_a_numpy_array_the_caller_may_change():
+    a = np.zeros(3)
+    r = fungrad.new_ref(a)
+    r[1] = np.array(2.0)
+    b = np.ones(3)
+    r[...] = b
+    a[0], b[0] = 5.0, 7.0
+    np.testing.assert_array_equal(r[...], [1.0, 1.0, 1.0])
+    with pytest.raises(TypeError, match="arrays of numbers"):
+        fungrad.new_ref("text")
+
+
 def test_typeof_is_an_abstract_ref():
     r = fungrad.new_ref(fnp.zeros((2, 3), np.float32))
     ty = fungrad.typeof(r)
