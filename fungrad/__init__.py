@@ -38,6 +38,7 @@ from fungrad.profiler import named_scope, named_call
 from fungrad import debug, dtypes, typing, errors, profiler, checkify, experimental
 from fungrad import ops, image, monitoring, dlpack
 from fungrad import ref
+from fungrad import ad                      # (jax.ad: with_refs' markers; not interpreters.ad)
 from fungrad.ref import Ref, new_ref, empty_ref, free_ref, freeze
 from fungrad import _config as _config_module, _memory as _memory_module
 

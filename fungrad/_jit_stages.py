@@ -38,6 +38,7 @@ class _StageInfo:
         from fungrad.api import ShapeDtypeStruct
         self.jitted, self.entry, self.in_tree = jitted, entry, in_tree
         in_avals = [v.aval for v in entry.closed.jaxpr.invars][len(entry.hoisted):]
+        in_avals = in_avals[:in_tree.num_leaves]      # (then the values of closed-over Refs)
         self.args_info = tree_unflatten(in_tree, [ArgInfo(a) for a in in_avals])
         self.out_tree = entry.out_tree
         self.out_info = tree_unflatten(entry.out_tree, [

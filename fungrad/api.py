@@ -15,11 +15,13 @@ import numpy as np
 
 from fungrad._dtype_classes import is_floating, kind as dtype_kind
 from fungrad import core
+from fungrad.lax import state as _refs
 from fungrad.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, get_aval, float0
 from fungrad.interpreters import ad, batching, tape
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters import partial_eval as pe
 from fungrad.interpreters.partial_eval import trace_to_jaxpr
+from fungrad import tree_util
 from fungrad.tree_util import tree_flatten, tree_unflatten, tree_map, tree_leaves, Partial
 
 __all__ = ["make_jaxpr", "eval_shape", "ShapeDtypeStruct", "jvp", "vjp", "linearize",
@@ -58,6 +60,14 @@ def _as_value(x, what: str):
         if type(x) in (int, float, complex):     # a Python number: weakly typed, as in JAX
             return core.weak_array(x, core.scalar_dtype(x))
         return np.asarray(x, dtype=core.scalar_dtype(x))
+    if type(x) is _refs.Ref:
+        raise TypeError(f"{what}: a Ref can't be differentiated with respect to or "
+                        "returned here (grad: JAX refuses this too, a Ref's gradient would "
+                        "have to live in a Ref; jax.vjp with respect to a Ref is not "
+                        "supported by fungrad). Differentiate with respect to its value "
+                        "(ref[...]) and write the result into the Ref (vjp's with_refs "
+                        "adds a value argument's gradient into a Ref), or pass the Ref as "
+                        "a non-differentiated argument (argnums).")
     try:
         arr = np.asarray(x)
     except Exception:
@@ -172,7 +182,8 @@ def _stage(fun, args, kwargs, static_argnums=()):
         full = list(args)
         for i, a in zip(dyn_idx, dyn):
             full[i] = a
-        return fun(*full, **kwargs)
+        with _refs.RefScope("make_jaxpr"):     # (Refs written while staging: restored)
+            return fun(*full, **kwargs)
     leaves, in_tree = tree_flatten((tuple(args[i] for i in dyn_idx), {}))
     avals = [_abstractify(x) for x in leaves]
     paths = _leaf_names(fun, in_tree, dyn_idx)
@@ -375,7 +386,7 @@ def _vjp(fun: Callable, primals, has_aux: bool, pullback_at_once: bool = False):
     out_tree = store.val
     rule = _Pullback(backward, out_tree, p_tree, [get_aval(o) for o in outs],
                      residuals is not None)
-    pullback = Partial(rule) if residuals is None else Partial(rule, list(residuals))
+    pullback = VJPFunction(rule) if residuals is None else VJPFunction(rule, list(residuals))
     out = tree_unflatten(out_tree, outs)
     return (out, pullback, aux) if has_aux else (out, pullback)
 
@@ -415,6 +426,45 @@ class _Pullback:
         # (a linear path passes a cotangent through as it is: no views of it)
         cts_in = pe.unalias(cts_in, range(len(cts_in)), ct_leaves)
         return tree_unflatten(self.p_tree, [_result(c) for c in cts_in])
+
+
+class VJPFunction(Partial):
+    """A vjp's pullback (JAX's ``VJP``): ``pullback(cotangent)``, a pytree (its
+    residuals are its leaves, see ``vjp``), and ``with_refs(*entries)``."""
+
+    def with_refs(self, *entries):
+        """The pullback with one entry per primal leaf (in the primals'
+        structure): a Ref to add that gradient into, ``jax.ad.GradValue()``
+        to return it, or ``jax.ad.DontWant()`` (see ``fungrad/ad.py``)."""
+        from fungrad.ad import DidntWant, DontWant, GradRef, GradValue
+        rule = self.func
+        wants, tree = tree_flatten(entries)
+        if tree != rule.p_tree:
+            raise ValueError(f"vjp: with_refs takes one entry per primal argument leaf, in "
+                             f"the primals' structure {rule.p_tree}; got {tree}. Each is a "
+                             "Ref, jax.ad.GradValue() or jax.ad.DontWant() (None is an "
+                             "empty pytree, not a placeholder).")
+        for want in wants:
+            if not isinstance(want, (_refs.Ref, GradValue, DontWant)):
+                raise TypeError(f"vjp: a with_refs entry must be a Ref, jax.ad.GradValue() "
+                                f"or jax.ad.DontWant(), got {type(want).__name__}")
+
+        def pullback(cotangent):
+            grads = rule.p_tree.flatten_up_to(self(cotangent))
+            out = []
+            for want, g in zip(wants, grads):
+                if type(want) is _refs.Ref:
+                    _refs.addupdate(want, (), g)
+                    out.append(GradRef())
+                else:
+                    out.append(DidntWant() if isinstance(want, DontWant) else g)
+            return tree_unflatten(rule.p_tree, out)
+        return pullback
+
+
+tree_util.register_pytree_node(
+    VJPFunction, lambda p: ((p.args, p.keywords), p.func),
+    lambda func, children: VJPFunction(func, *children[0], **children[1]))
 
 
 def _vjp_flat(f_flat, primals, pullback_at_once: bool = False):
@@ -479,6 +529,8 @@ def _check_diff_inputs(dyn_args, argnums, allow_int: bool, who: str,
         for leaf in tree_leaves(arg):
             if type(leaf) is float and not holomorphic:
                 continue              # the common case, without building an aval
+            if type(leaf) is _refs.Ref:
+                _as_value(leaf, f"{who}: argument {n}")      # (raises, saying why)
             dt = get_aval(_as_value(leaf, who)).dtype
             if holomorphic and not _is_complex(dt):
                 raise TypeError(
@@ -644,25 +696,34 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
                              f"corresponding to the positional arguments; got a tuple of "
                              f"length {len(in_axes)} for {len(args)} positional arguments")
         leaves, in_tree = tree_flatten((args, kwargs))
-        leaves = [_as_value(x, "vmap argument") for x in leaves]
+        # (a Ref argument: mapped over its value, its new value written back)
+        values = [x._contents() if type(x) is _refs.Ref else _as_value(x, "vmap argument")
+                  for x in leaves]
         # keyword arguments are always mapped over axis 0, as in JAX
         dims = _flatten_axes("in_axes", in_tree, (in_axes, 0), "the arguments")
-        dims = [_normalize_axis(d, get_aval(x).ndim, i) for i, (x, d) in enumerate(zip(leaves, dims))]
-        size = _axis_size(leaves, dims, in_tree, axis_size)
+        dims = [_normalize_axis(d, get_aval(x).ndim, i) for i, (x, d) in enumerate(zip(values, dims))]
+        size = _axis_size(values, dims, in_tree, axis_size)
         flat, store = flatten_fun(fun, in_tree)
-        outs = _vmap_call(flat, leaves, dims, size, out_axes, store, axis_name)
-        outs = pe.unalias(outs, range(len(outs)), leaves)    # no views of the caller's arrays
+        outs = _vmap_call(flat, leaves, values, dims, size, out_axes, store, axis_name)
+        outs = pe.unalias(outs, range(len(outs)), values)    # no views of the caller's arrays
         return tree_unflatten(store.val, outs)
     return vmapped
 
 
-def _vmap_call(flat, leaves, dims, size, out_axes, store, axis_name):
+def _vmap_call(flat, leaves, values, dims, size, out_axes, store, axis_name):
     # out_axes can only be flattened once the output structure is known, so the
     # batch trace's outputs are kept batched and moved afterwards.
     trace = batching.BatchTrace(core.current_trace(), size, axis_name)
     with core.new_trace_context(trace):
-        ins = [x if d is None else batching.BatchTracer(trace, x, d) for x, d in zip(leaves, dims)]
+        ins = [x if d is None else batching.BatchTracer(trace, v, d)
+               for x, v, d in zip(leaves, values, dims)]
+        ins = [_refs.stand_in(v, trace) if type(x) is _refs.Ref and d is not None else v
+               for x, v, d in zip(leaves, ins, dims)]
         outs = [trace.lift(o) for o in flat(*ins)]
+        written = [(ref, trace.lift(new._value), d) for ref, new, d in zip(leaves, ins, dims)
+                   if type(new) is _refs.Ref and new is not ref and new._value is not new._first]
+    for ref, (val, dim), d in written:    # mapped Ref arguments: their new values
+        _refs.store(ref, batching.moveaxis(batching.bdim_at_front(val, dim, size), 0, d))
     out_dims = _flatten_axes("out_axes", store.val, out_axes, "the outputs")
     results = []
     for i, ((val, dim), od) in enumerate(zip(outs, out_dims)):

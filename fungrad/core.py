@@ -188,11 +188,11 @@ def get_aval(x) -> ShapedArray:
         return x.aval
     if type(x) in pytype_aval_mappings and not isinstance(typeof(x), ShapedArray):
         raise NotImplementedError(
-            f"a {type(x).__name__} (of type {typeof(x)!r}) cannot be an argument of a "
-            "transformation (jit, grad, vmap, scan...) or an operand of an operation: "
-            "fungrad runs mutable array refs (jax.new_ref) and hijax types "
-            "(register_hitype) eagerly only. Pass the arrays they hold (ref[...]) and "
-            "return new values instead.")
+            f"a {type(x).__name__} (of type {typeof(x)!r}) cannot be an operand of an "
+            "operation or an array argument of a transformation: read a Ref's value with "
+            "ref[...] first (Refs themselves may be arguments of jit and vmap, and "
+            "non-differentiated arguments of grad); hijax types (register_hitype) run "
+            "eagerly only: pass the arrays they hold and return new values instead.")
     try:
         arr = np.asarray(x)
     except Exception as err:  # pragma: no cover - numpy's own message is kept

@@ -36,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fungrad import core
+from fungrad.lax import state as _refs
 from fungrad.core import Primitive, Tracer, UnexpectedTracerError, get_aval, eval_jaxpr
 from fungrad.interpreters import ad, batching, tape
 from fungrad.interpreters.ad import JVPTrace, Zero
@@ -239,16 +240,27 @@ def _run_concretely(leaves, on_values, on_jvp, recall):
     return [level.pure(o, dt) for o, dt in zip(outs, out_tangents)]
 
 
-def _recall(custom_fn, args, static, in_tree, out_tree: list):
+def _recall(custom_fn, args, static, in_tree, out_tree: list, put_refs=list):
     """The call ``custom_fn(*args)`` as a function of its differentiable leaves,
     returning output leaves (and recording the output structure)."""
     def recall(*leaves):
-        it = iter(tree_unflatten(in_tree, list(leaves)))
+        it = iter(tree_unflatten(in_tree, put_refs(leaves)))
         full = [static[i] if i in static else next(it) for i in range(len(args))]
         out_leaves, tree = tree_flatten(custom_fn(*full))
         out_tree.append(tree)
         return [as_value(x) for x in out_leaves]
     return recall
+
+
+def _refs_as_values(leaves):
+    """``(leaves, put_refs)``: Ref arguments (plumbing for the rules, as in JAX's
+    array_refs guide) enter the primitive as their values, which nothing
+    reads; ``put_refs(xs)`` gives the rules the Refs themselves back."""
+    at = {i: x for i, x in enumerate(leaves) if type(x) is _refs.Ref}
+    if not at:
+        return leaves, list
+    values = [x._contents() if i in at else x for i, x in enumerate(leaves)]
+    return values, lambda xs: [at.get(i, x) for i, x in enumerate(xs)]
 
 
 def _merge_args(nondiff_argnums, nondiff, dyn):
@@ -610,19 +622,20 @@ class custom_vjp:
         nondiff = [static[i] for i in sorted(static)]
         dyn = tuple(a for i, a in enumerate(args) if i not in static)
         raw_leaves, in_tree = tree_flatten(dyn)
+        raw_leaves, put_refs = _refs_as_values(raw_leaves)
         leaves = [as_value(x) for x in raw_leaves]
         avals = [get_aval(x).strip_weak_type() for x in leaves]
         merge = lambda d: _merge_args(self.nondiff_argnums, nondiff, list(d))
         out_tree, res_tree = [], []
 
         def fun_flat(*xs):
-            out_leaves, tree = tree_flatten(self.fun(*merge(tree_unflatten(in_tree, list(xs)))))
+            out_leaves, tree = tree_flatten(self.fun(*merge(tree_unflatten(in_tree, put_refs(xs)))))
             out_tree.append(tree)
             return [as_value(x) for x in out_leaves]
 
         def concrete_jvp(trace, primals, tangents):
             perturbed = [type(t) is not Zero for t in tangents]
-            out, res = self.fwd(*merge(self._fwd_args(in_tree, primals, perturbed)))
+            out, res = self.fwd(*merge(self._fwd_args(in_tree, put_refs(primals), perturbed)))
             out_leaves, tree = tree_flatten(out)
             r_spec, res_leaves = _split_residuals(res)
             out_tree.append(tree)
@@ -633,14 +646,14 @@ class custom_vjp:
             return out_leaves, _vjp_tangents(fun_flat, out_avals, bwd, [], list(primals),
                                              res_leaves, tangents)
         result = _run_concretely(
-            raw_leaves, lambda xs: self.fun(*merge(tree_unflatten(in_tree, list(xs)))),
-            concrete_jvp, _recall(self, args, static, in_tree, out_tree))
+            raw_leaves, lambda xs: self.fun(*merge(tree_unflatten(in_tree, put_refs(xs)))),
+            concrete_jvp, _recall(self, args, static, in_tree, out_tree, put_refs))
         if result is not _STAGE:
             return result if not out_tree else tree_unflatten(out_tree[0], result)
         del out_tree[:], res_tree[:]
 
         def fwd_flat(*xs, perturbed):
-            out, res = self.fwd(*merge(self._fwd_args(in_tree, xs, perturbed)))
+            out, res = self.fwd(*merge(self._fwd_args(in_tree, put_refs(xs), perturbed)))
             out_leaves, _ = tree_flatten(out)
             r_spec, res_leaves = _split_residuals(res)
             res_tree.append(r_spec)
@@ -669,7 +682,9 @@ def _split_residuals(res):
     scalars stay Python values, as in JAX (a bwd may branch on a bool it
     saved); the others pass through the primitive as arrays."""
     leaves, tree = tree_flatten(res)
-    static = {i: x for i, x in enumerate(leaves) if type(x) in _PY_SCALARS}
+    # (a Ref, which a fwd returns to share it with bwd, stays itself too)
+    static = {i: x for i, x in enumerate(leaves) if type(x) in _PY_SCALARS
+              or type(x) is _refs.Ref}
     return (tree, static), [x for i, x in enumerate(leaves) if i not in static]
 
 

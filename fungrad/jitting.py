@@ -31,6 +31,7 @@ import numpy as np
 
 from fungrad import _config, core, monitoring
 from fungrad import name_stack as _name_stack
+from fungrad.lax import state as _refs
 from fungrad.core import ClosedJaxpr, Tracer, get_aval, plain_array, wrap_array
 from fungrad.interpreters.codegen import compiled, compiled_scalar_or_numpy
 from fungrad.interpreters.partial_eval import (by_value, closure_convert, output_value,
@@ -61,6 +62,9 @@ def _signature(x):
         return t              # weakly typed, as JAX
     if isinstance(x, Tracer):
         return (x.aval.shape, x.aval.dtype, "traced")
+    if t is _refs.Ref:        # (its value is read, and a Ref's key is not an array's)
+        value = x._contents()
+        return ("Ref", value.shape, value.dtype, getattr(value, "weak_type", False))
     aval = get_aval(x)      # (a weakly typed Array traces differently: its own key)
     return (aval.shape, aval.dtype, "weak") if aval.weak_type else (aval.shape, aval.dtype)
 
@@ -85,9 +89,11 @@ def _output_kind(out_tree) -> str:
 
 
 class _Entry:
+    # refs: None, or the ``ref.JitRefs`` of a function with Ref arguments or
+    # closed-over Refs (its program takes and returns their values)
     __slots__ = ("closed", "out_tree", "fn", "consts", "cacheable", "hoisted", "output_kind",
                  "scalar_args", "in_types", "may_alias", "weak_outputs", "run",
-                 "partition_runners")
+                 "partition_runners", "refs")
 
 
 _ndarray, _Array = np.ndarray, core.Array
@@ -171,6 +177,21 @@ def _runner(entry: "_Entry") -> Callable:
                             n_out, set(weak_outputs), kind)
     exec(compile(source, "<fungrad.jit runner>", "exec"), namespace)
     return namespace["run"]
+
+
+def _ref_runner(entry: "_Entry") -> Callable:
+    """The cache-hit path of a function with Refs: their current values in with
+    the arguments, the written ones' new values out into them
+    (``ref.JitRefs``); the generic loops (Refs make the call cost more anyway)."""
+    fn = functools.partial(entry.fn, *entry.consts) if entry.consts else entry.fn
+    scalar_args = entry.scalar_args and not getattr(entry.fn, "takes_python_scalars", False)
+    may_alias, weak_outputs = entry.may_alias, entry.weak_outputs
+
+    def run_compiled(values):
+        outs = fn(*compiled_code_arguments(values, scalar_args))
+        return compiled_code_results(outs, values, may_alias, weak_outputs)
+    refs, out_tree = entry.refs, entry.out_tree
+    return lambda leaves: refs.call(run_compiled, leaves, out_tree)
 
 
 def _direct_mode(leaf_type, aval) -> str:
@@ -516,6 +537,8 @@ class Jitted:
             return self._call_checked(args, kwargs)
         eager = core._tls.trace is core.EVAL_TRACE
         entry, leaves = self._entry(args, kwargs)
+        if entry.refs is not None and not (eager and entry.cacheable):
+            return self._bind_with_refs(entry, leaves)
         if core._global_array_types and any(type(x) in core._global_array_types for x in leaves):
             outs = _partitioned(self, entry, leaves) if eager else None
             if outs is not None:
@@ -537,6 +560,8 @@ class Jitted:
         code that checks every equation that can create a NaN/inf (codegen.py),
         then its outputs (for one that came in with the arguments)."""
         entry, leaves = self._entry(args, kwargs, core._float_check_mode)
+        if entry.refs is not None:
+            return self._bind_with_refs(entry, leaves)
         if core._tls.trace is not core.EVAL_TRACE or not entry.cacheable:
             outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self.name)
             return tree_unflatten(entry.out_tree, outs)
@@ -546,29 +571,42 @@ class Jitted:
         return tree_unflatten(entry.out_tree, compiled_code_results(
             outs, leaves, entry.may_alias, entry.weak_outputs))
 
+    def _bind_with_refs(self, entry, leaves):
+        """A call of a function with Refs through ``jit_p`` (under a transformation,
+        or checking floats): the Refs' values in, the written ones' out."""
+        bind = lambda values: jit_p.bind(*entry.hoisted, *values, jaxpr=entry.closed,
+                                         name=self.name)
+        return entry.refs.call(bind, leaves, entry.out_tree)
+
     def _trace(self, args, kwargs, nums, leaves, key) -> _Entry:
         with gc_paused():
             return self._trace_and_compile(args, kwargs, nums, leaves, key)
 
     def _trace_and_compile(self, args, kwargs, nums, leaves, key) -> _Entry:
         self._explain_miss(key)
-        avals = self._avals(args, kwargs, nums, leaves)
-        out_store = []
+        out_store, where = [], f"jit({self.name})"
         in_tree = key[0]
+        ref_args = _refs.ref_positions(leaves, where)
+        avals = self._avals(args, kwargs, nums, _refs.values_of(leaves) if ref_args else leaves)
 
         def flat_fun(*xs):
-            if isinstance(in_tree, int):          # the fast path's flat arguments
-                dyn_args, dyn_kwargs = xs, {}
-            else:
-                dyn_args, dyn_kwargs = tree_unflatten(in_tree, list(xs))
-            it = iter(dyn_args)
-            full = [args[i] if i in nums else next(it) for i in range(len(args))]
-            kw = dict(kwargs)
-            kw.update(dyn_kwargs)
-            out_leaves, out_tree = tree_flatten(self.fun(*full, **kw))
-            out_store.append(out_tree)
-            return [output_value(x, f"jit({self.name}): output {i}")
-                    for i, x in enumerate(out_leaves)]
+            # (Refs: arguments become stand-ins, closed-over ones inputs on first use)
+            with _refs.JitRefScope(where, leaves, ref_args) as ref_scope:
+                if ref_args:
+                    xs = ref_scope.arguments(xs)
+                if isinstance(in_tree, int):          # the fast path's flat arguments
+                    dyn_args, dyn_kwargs = xs, {}
+                else:
+                    dyn_args, dyn_kwargs = tree_unflatten(in_tree, list(xs))
+                it = iter(dyn_args)
+                full = [args[i] if i in nums else next(it) for i in range(len(args))]
+                kw = dict(kwargs)
+                kw.update(dyn_kwargs)
+                out_leaves, out_tree = tree_flatten(self.fun(*full, **kw))
+                _refs.check_no_refs(out_leaves, where)
+                out_store.append((out_tree, ref_scope))
+                outs = [output_value(x, f"{where}: output {i}") for i, x in enumerate(out_leaves)]
+                return outs + ref_scope.finish(len(outs))
         timed = monitoring.has_duration_listeners()
         started = time.perf_counter() if timed else 0.0
         with _name_stack.reset():   # the body's names are relative to the jit equation
@@ -584,7 +622,8 @@ class Jitted:
         consts = [by_value(c) for c in consts]   # a compiled program's constants are its own
         entry = _Entry()
         entry.closed, entry.hoisted = closure_convert(jaxpr, consts)
-        entry.out_tree = out_store[-1]
+        entry.out_tree, ref_scope = out_store[-1]
+        entry.refs = ref_scope.plumbing
         entry.output_kind = _output_kind(entry.out_tree)
         entry.scalar_args = any(type(x) in _PY_SCALARS for x in leaves)
         entry.in_types = [type(x) for x in leaves]   # (fixed for Python scalars by the key)
@@ -601,7 +640,7 @@ class Jitted:
                 core.typecheck_jaxpr(comp.jaxpr)      # what the passes made of it
             entry.fn, entry.consts = comp.fn, comp.consts
             entry.may_alias = outputs_that_may_alias(comp.jaxpr)
-            entry.run = _runner(entry)
+            entry.run = _runner(entry) if entry.refs is None else _ref_runner(entry)
             self._cache.put(key, entry)
             if _config.log_compiles.value:
                 log.warning("jit(%s): compiled %d equations to %d lines of %s code",

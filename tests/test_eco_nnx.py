@@ -6,7 +6,7 @@ nnx.state, an nnx.vmap ensemble and nnx.scan over stacked layers, Conv,
 LayerNorm, Embed, MultiHeadAttention, nnx.remat, nnx.cond, nnx.fori_loop and
 nnx.bridge.ToNNX, plus the
 eager ref and hijax Variables (``nnx.var_defaults(ref=True)`` / ``(hijax=True)``),
-and the summary tables of ``nnx.tabulate`` and flax.linen's ``nn.tabulate``.
+ref Variables trained under nnx.jit (against plain Variables), and the summary tables of ``nnx.tabulate`` and flax.linen's ``nn.tabulate``.
 
 The numbers are compared with tests/data/nnx_reference.json, recorded once on
 real JAX 0.10.2 + flax 0.12.8 + optax 0.2.8 in float64 (jax_enable_x64) by
@@ -155,15 +155,66 @@ def test_jit_step_equals_eager_step(fx):
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-12)
 
 
-@pytest.mark.parametrize("mode", ["ref", "hijax"])
-def test_ref_and_hijax_variables_under_jit_raise_clearly(fx, mode):
-    """fungrad runs refs and hijax types eagerly only: under nnx.jit they raise
-    NotImplementedError saying so (JAX itself supports ref Variables there)."""
+def test_hijax_variables_under_jit_raise_clearly(fx):
+    """fungrad runs hijax types eagerly only: under nnx.jit they raise
+    NotImplementedError saying so (they fail under nnx.jit on JAX too)."""
     jax, nnx, _ = fx
-    with nnx.var_defaults(**{mode: True}):
+    with nnx.var_defaults(hijax=True):
         linear = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
     with pytest.raises(NotImplementedError, match="eagerly only"):
         nnx.jit(lambda m, x: m(x))(linear, jax.numpy.ones((1, 3)))
+
+
+def _ref_training_run(jax, nnx, optax, ref: bool, wrap):
+    """Four Adam steps of a two-layer MLP whose Variables are Refs (``ref``) or
+    arrays, each step ``wrap``ped (nnx.jit or eager): the gradient of a pure
+    loss of the parameters' values (nnx.grad refuses ref Variables on JAX
+    too), the optimizer's in-place update, a counter Variable written."""
+    jnp = jax.numpy
+    rng = np.random.default_rng(1)
+    x, y = jnp.asarray(rng.normal(size=(5, 3))), jnp.asarray(rng.normal(size=(5, 2)))
+
+    class MLP(nnx.Module):
+        def __init__(self, rngs):
+            self.l1 = nnx.Linear(3, 4, rngs=rngs, param_dtype=jnp.float64)
+            self.l2 = nnx.Linear(4, 2, rngs=rngs, param_dtype=jnp.float64)
+            self.count = nnx.Variable(jnp.zeros((), jnp.int32))
+
+        def __call__(self, x):
+            return self.l2(jnp.tanh(self.l1(x)))
+
+    def step(model, optimizer):
+        graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+        values = jax.tree.map(lambda v: v[...], params)
+
+        def loss(values):
+            return jnp.mean((nnx.merge(graphdef, values, rest)(x) - y) ** 2)
+        value, grads = jax.value_and_grad(loss)(values)
+        optimizer.update(model, grads)
+        model.count[...] += 1
+        return value
+
+    with nnx.var_defaults(ref=ref):
+        model = MLP(nnx.Rngs(5))
+        optimizer = nnx.Optimizer(model, optax.adam(0.05), wrt=nnx.Param)
+    assert isinstance(model.l1.kernel.get_raw_value(), jax.Ref) == ref
+    step = wrap(step)
+    losses = [float(step(model, optimizer)) for _ in range(4)]
+    return losses, np.asarray(model.l1.kernel[...]), int(model.count[...]), int(optimizer.step[...])
+
+
+def test_ref_variables_under_nnx_jit_train_as_array_variables(fx):
+    """nnx.var_defaults(ref=True) under nnx.jit: each call reads the Refs' new
+    values and writes the updates back; the same as plain Variables under
+    nnx.jit and as the Ref model stepped eagerly."""
+    jax, nnx, optax = fx
+    ref_jit = _ref_training_run(jax, nnx, optax, True, nnx.jit)
+    for other in (_ref_training_run(jax, nnx, optax, False, nnx.jit),
+                  _ref_training_run(jax, nnx, optax, True, lambda f: f)):
+        np.testing.assert_allclose(ref_jit[0], other[0], rtol=1e-12)
+        np.testing.assert_allclose(ref_jit[1], other[1], rtol=1e-12)
+        assert ref_jit[2:] == other[2:] == (4, 4)
+    assert ref_jit[0][-1] < ref_jit[0][0]
 
 
 def test_summary_tables_are_jaxs(fx, programs, reference_file):

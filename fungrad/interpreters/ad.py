@@ -296,11 +296,13 @@ def defbilinear(prim, lhs_transpose, rhs_transpose):
 # Linearize: JVP with unknown tangents, staged by partial evaluation
 # ----------------------------------------------------------------------------
 
-def linearize_flat(f: Callable, primals: Sequence, nonzeros: Sequence[bool] | None = None):
+def linearize_flat(f: Callable, primals: Sequence, nonzeros: Sequence[bool] | None = None,
+                   out_nonzeros: list | None = None):
     """``(outs, linear_jaxpr, residuals)``; the jaxpr maps input tangents to
     output tangents, with the residuals as its constvars.  With ``nonzeros``,
     only the marked inputs have a tangent (and an input of the jaxpr); the
-    others are held fixed.
+    others are held fixed.  ``out_nonzeros``, a list, gets whether each
+    output's tangent is not symbolically zero (its jaxpr output is zeros then).
 
     Before/after for ``f = sin``::
 
@@ -319,6 +321,8 @@ def linearize_flat(f: Callable, primals: Sequence, nonzeros: Sequence[bool] | No
             arg = pe.new_arg(t_aval)
             tangents.append(arg if t_aval.dtype != float0 else Zero(t_aval))
         outs, out_tangents = jvp_flat(f, primals, tangents)
+        if out_nonzeros is not None:
+            out_nonzeros.extend(type(t) is not Zero for t in out_tangents)
         out_tangents = [instantiate_zeros(t) for t in out_tangents]
         jaxpr, residuals = pe.build(out_tangents)
     return outs, jaxpr, residuals

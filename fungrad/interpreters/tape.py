@@ -370,11 +370,14 @@ class _GeneralLinearization:
 def _linearize_generally(parent, fn, primals, nodes):
     """``(outs, linearization, residuals)`` by ``ad.linearize_flat`` of ``fn`` on
     the concrete values."""
-    nonzeros = [n is not None for n in nodes]
+    nonzeros, symbolic = [n is not None for n in nodes], []
     with core.set_current_trace(parent):
-        outs, jaxpr, residuals = ad.linearize_flat(fn, primals, nonzeros)
+        outs, jaxpr, residuals = ad.linearize_flat(fn, primals, nonzeros, symbolic)
     tangent_avals = [tangent_aval(get_aval(o)) for o in outs]
-    out_nonzeros = [is_float(a.dtype) for a in tangent_avals]   # the float outputs' tangents
+    # the float outputs' tangents, but for those known to be zero (a
+    # stop_gradient: such an output is a plain value, which a Ref made outside
+    # the differentiated function may hold)
+    out_nonzeros = [nz and is_float(a.dtype) for nz, a in zip(symbolic, tangent_avals)]
     return outs, _GeneralLinearization(jaxpr, tangent_avals, out_nonzeros), residuals
 
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from fungrad._dtype_classes import kind as dtype_kind
 from fungrad import core
+from fungrad.lax import state as _refs
 from fungrad.core import ClosedJaxpr, Primitive, ShapedArray, bind_on, eval_jaxpr, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
@@ -446,6 +447,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     n = _scan_length(xs_leaves, length)
     if python_control_flow():                                    # jax_disable_jit
         return _python_scan(f, init, xs, n, reverse)
+    body_fun, refs = f, []        # (Refs from outside the body: threaded through the carry)
+    f = _refs.discovering(f, refs, "scan body")
     weak = [get_aval(x).weak_type for x in init_leaves]
     init_leaves = [as_value(x) for x in init_leaves]
     xs_leaves = [as_value(x) for x in xs_leaves]
@@ -476,6 +479,9 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         y_tree_box.clear()
         closed, hoisted, _ = stage_pytree(step, in_tree, carry_avals + x_avals, name="scan body")
     _check_carry("scan", carry_avals, closed.out_avals)
+    if refs:
+        return _refs.scan_with_refs(scan, body_fun, init, xs, refs, length=length,
+                                    reverse=reverse)
     outs = scan_p.bind(*hoisted, *init_leaves, *xs_leaves, body=closed, num_consts=len(hoisted),
                        num_carry=len(carry_avals), length=n, reverse=bool(reverse))
     k = len(carry_avals)

@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from fungrad.lax import state as _refs
 from fungrad.core import (ClosedJaxpr, ConcretizationTypeError, Primitive, ShapedArray, Tracer,
                           bind_on, eval_jaxpr, get_aval)
 from fungrad.interpreters import ad, batching
@@ -306,6 +307,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
             return val
         except ConcretizationTypeError:
             pass      # a traced predicate (e.g. under vmap): the primitive, as JAX does
+    funs, refs = (cond_fun, body_fun), []   # (Refs from outside: threaded through the carry)
+    cond_fun = _refs.discovering(cond_fun, refs, "while_loop cond")
+    body_fun = _refs.discovering(body_fun, refs, "while_loop body")
     leaves, tree = tree_flatten(init_val)
     weak = [get_aval(x).weak_type for x in leaves]
     leaves = [as_value(x) for x in leaves]
@@ -328,6 +332,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
         cond_closed, cond_hoisted, _ = stage_pytree(cond_fun, tree, avals)
         body_closed, body_hoisted, _ = stage_pytree(body_fun, tree, avals)
     _check_carry("while_loop", avals, body_closed.out_avals)
+    if refs:
+        return _refs.while_with_refs(while_loop, *funs, init_val, refs)
     out = while_p.bind(*cond_hoisted, *body_hoisted, *leaves, cond=cond_closed, body=body_closed,
                        cond_nconsts=len(cond_hoisted), body_nconsts=len(body_hoisted))
     return tree_unflatten(tree, out)
