@@ -428,12 +428,21 @@ def _vjp_tangents(fun, out_avals, bwd, consts, args, res, tangents):
     under linearize a ``custom_lin`` (transposed by ``bwd``), in plain forward
     mode the JVP of ``fun(*consts, *args)`` itself."""
     t_args = [ad.instantiate_zeros(t) for t in tangents]
-    if not any(_being_linearized(t) for t in t_args):
-        # plain forward mode (jvp, jacfwd, or jvp staged by jit): the function's own JVP
+    if not any(isinstance(t, StagingTracer) for t in t_args):
+        # forward mode on values (jvp, jacfwd): the function's own JVP
         return _forward_tangents(fun, consts, args, t_args)
+    # staged tangents: linearize's, or a JVP staged into a jaxpr that may be
+    # transposed later (jit's JVP rule under grad): custom_lin keeps bwd for
+    # that transpose; left untransposed, it generates the forward formula
     return custom_lin_p.bind(*consts, *args, *res, *t_args, fun=fun, out_avals=out_avals,
                              bwd=bwd, num_consts=len(consts), num_args=len(args),
                              num_res=len(res))
+
+
+def _being_linearized(t) -> bool:
+    """A tangent staged by linearize's partial evaluation (so a transpose may
+    follow; custom_batching refuses those)."""
+    return isinstance(t, StagingTracer) and t._trace.fold_known
 
 
 def _jaxpr_fun(closed):
@@ -441,11 +450,6 @@ def _jaxpr_fun(closed):
     def fun(*xs):
         return eval_jaxpr(closed.jaxpr, closed.consts, *xs)
     return fun
-
-
-def _being_linearized(t) -> bool:
-    """A tangent staged by linearize's partial evaluation (so a transpose may follow)."""
-    return isinstance(t, StagingTracer) and t._trace.fold_known
 
 
 custom_vjp_call_p.jvp = _vjp_call_jvp
@@ -523,12 +527,19 @@ def _lin_batch(axis_size, vals, dims, fun, out_avals, bwd, num_consts, num_args,
 custom_lin_p.batch = _lin_batch
 
 
-def _lin_lower(args, **params):
-    raise TypeError("internal error: custom_lin only exists inside linearize's linear jaxpr, "
-                    "which is transposed before code generation")
+def _lin_emit(block, eqn, args, out_names):
+    """Generated code for a custom_lin left untransposed in a program (a
+    custom_vjp function's JVP staged in forward mode, e.g. ``jit(jvp(f))``):
+    the function's own JVP, traced at the equation's types and emitted in place."""
+    def flat(*xs):
+        return list(_lin_impl(*xs, **eqn.params))
+    jaxpr, consts = trace_to_jaxpr(flat, [v.aval for v in eqn.invars], name="custom_lin")
+    outs = block.body(core.ClosedJaxpr(jaxpr, consts), list(args), extra_indent="")
+    for name, value in zip(out_names, outs):
+        block.line(f"{name} = {value}")
 
 
-def_lowering(custom_lin_p, _lin_lower)
+custom_lin_p.emit_block = _lin_emit
 
 
 def _vjp_call_batch(axis_size, vals, dims, jaxpr, fwd, bwd, num_consts, num_res):
