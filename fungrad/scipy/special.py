@@ -223,33 +223,25 @@ def log_ndtr(x):
 # x·log(y) and entropy, with 0·log(0) = 0
 # ----------------------------------------------------------------------------
 
-def _times_log(x, y, log_fn):
-    """x · log_fn(y), 0 where x == 0 unless y is NaN (SciPy's and JAX's rule);
-    the discarded branch computes on 1, so no invalid operation warns."""
-    keep = (x != 0) | fnp.isnan(y)
-    return fnp.where(keep, x * log_fn(fnp.where(keep, y, 1)), fnp.zeros_like(x))
+def _times_log_function(log_fn, denominator):
+    """``x · log_fn(y)`` with JAX's custom JVP: 0 where x == 0 unless y is NaN
+    (SciPy's and JAX's rule; the discarded branch computes on 1, so no invalid
+    operation warns), derivatives ``log_fn(y)`` in x (at x == 0 too) and
+    ``x / denominator(y)`` in y."""
+    @custom_jvp
+    def times_log(x, y):
+        keep = (x != 0) | fnp.isnan(y)
+        return fnp.where(keep, x * log_fn(fnp.where(keep, y, 1)), fnp.zeros_like(x))
+
+    @times_log.defjvp
+    def times_log_jvp(primals, tangents):
+        (x, y), (x_dot, y_dot) = primals, tangents
+        return times_log(x, y), x_dot * log_fn(y) + y_dot * x / denominator(y)
+    return times_log
 
 
-@custom_jvp
-def _xlogy(x, y):
-    return _times_log(x, y, fnp.log)
-
-
-@_xlogy.defjvp
-def _xlogy_jvp(primals, tangents):
-    (x, y), (x_dot, y_dot) = primals, tangents
-    return _xlogy(x, y), x_dot * fnp.log(y) + y_dot * x / y
-
-
-@custom_jvp
-def _xlog1py(x, y):
-    return _times_log(x, y, fnp.log1p)
-
-
-@_xlog1py.defjvp
-def _xlog1py_jvp(primals, tangents):
-    (x, y), (x_dot, y_dot) = primals, tangents
-    return _xlog1py(x, y), x_dot * fnp.log1p(y) + y_dot * x / (1 + y)
+_xlogy = _times_log_function(fnp.log, lambda y: y)
+_xlog1py = _times_log_function(fnp.log1p, lambda y: 1 + y)
 
 
 def xlogy(x, y):
