@@ -80,9 +80,6 @@ def _grad(fn, args):
 
 
 def _same(name, got, want) -> bool:
-    """Equal, but for the gradient's weak type (see the module docstring)."""
-    if name == "grad" and isinstance(got, list) and isinstance(got[1], list):
-        return got[0] == want[0] and got[1][0] == want[1][0]
     return got == want
 
 
@@ -128,8 +125,7 @@ def test_values_made_without_arguments_match_jax(mode):
             got = describe(eval(src, NAMESPACE))
         except Exception as err:
             got = f"{type(err).__name__}: {err}"
-        gradient = src.startswith("jax.grad(")       # (its weak type is not compared)
-        if got != want and not (gradient and isinstance(got, list) and got[0] == want[0]):
+        if got != want:
             bad.append(f"{src}: fungrad {got}, JAX {want}")
     assert bad == []
 

@@ -69,15 +69,19 @@ def is_float(dtype) -> bool:
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
-    """Floats are their own tangent space; ints and bools have none (float0)."""
+    """Floats are their own tangent space, of their weak type (JAX's
+    ``to_tangent_aval``: the tangent of a Python number is weak, and the
+    rules' operations keep it so or not); ints and bools have none (float0)."""
     if is_float(aval.dtype):
-        return aval.strip_weak_type()
+        return aval
     return ShapedArray(aval.shape, float0)
 
 
 def zeros_like_aval(aval: ShapedArray):
     if aval.dtype == float0:
         return np.zeros(aval.shape, float0)
+    if aval.weak_type:              # (a weak zero, as JAX's zeros_like_shaped_array)
+        return array_ops.full(aval.shape, core.weak_array(0, aval.dtype))
     return array_ops.full(aval.shape, 0, aval.dtype)
 
 

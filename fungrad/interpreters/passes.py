@@ -92,7 +92,10 @@ def _forward(eqn: JaxprEqn, filled=_NOTHING_FILLED):
 
 
 def _same_type(aval, out) -> bool:
-    return aval.shape == out.shape and aval.dtype == out.dtype
+    # (the weak type too: a convert_element_type that only makes a value weak
+    # or strong, as a transpose rule's, changes the type a program returns)
+    return aval.shape == out.shape and aval.dtype == out.dtype and \
+        aval.weak_type == out.weak_type
 
 
 def _with_inputs(eqn: JaxprEqn, inputs) -> JaxprEqn:

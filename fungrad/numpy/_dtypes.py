@@ -147,6 +147,10 @@ def asarray_operand(x, dtype=None):
 _ARRAYS = (np.ndarray, Tracer)
 
 
+def _is_weak(a) -> bool:
+    return a.aval.weak_type if isinstance(a, Tracer) else type(a) is core.Array and a.weak_type
+
+
 def promote(name: str, *args, to_float: bool = False):
     """Operands of ``args`` converted to their common (JAX) result dtype.
 
@@ -158,8 +162,8 @@ def promote(name: str, *args, to_float: bool = False):
     if isinstance(first, _ARRAYS):
         dtype = first.dtype
         if all(isinstance(a, _ARRAYS) and a.dtype == dtype for a in args[1:]) and (
-                not to_float or is_inexact(dtype)):
-            return args
+                not to_float or is_inexact(dtype)) and len({_is_weak(a) for a in args}) == 1:
+            return args       # (a weak operand with a strong one is converted, as in JAX)
     check_promotion(name, args, ranks=False)
     dtype, weak = weak_result_type(*args)
     if to_float and not is_inexact(dtype):
@@ -171,8 +175,7 @@ def promote(name: str, *args, to_float: bool = False):
             out.append(core.weak_array(a, dtype) if weak and type(a) is not bool
                        else np.asarray(a, dtype=dtype))
         else:
-            a = asarray_operand(a)
-            out.append(a if dtype_of(a) == dtype else convert_weak_type(a, dtype, weak))
+            out.append(convert_weak_type(asarray_operand(a), dtype, weak))
     return out
 
 

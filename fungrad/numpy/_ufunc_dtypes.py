@@ -92,13 +92,15 @@ def _cast(x, dtype, weak: bool = False):
     an operation whose result is weakly typed or not (``weak``): as JAX's
     promotion, a converted operand takes the result's weak type."""
     kind = type(x)
-    if kind in _ARRAY_TYPES and x.dtype == dtype:
+    if kind is np.ndarray and x.dtype == dtype or kind is Array and x.dtype == dtype and (
+            weak or not x.weak_type):
         return x
     if kind in (bool, int, float, complex):
         return core.weak_array(x, dtype) if weak and kind is not bool else \
             np.asarray(x, dtype=dtype)
-    x = asarray_operand(x)
-    return x if dtype_of(x) == dtype else lax_convert_weak_type(x, dtype, weak)
+    # (a weak operand of a strong result is converted even to its own dtype, as
+    # JAX's promotion does: the transposed conversion makes its cotangent weak)
+    return lax_convert_weak_type(asarray_operand(x), dtype, weak)
 
 
 _NATIVE_LOOPS: dict = {}     # (ufunc, dtype, nargs) -> NumPy's loop takes dtype as is

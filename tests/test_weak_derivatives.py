@@ -1,0 +1,82 @@
+"""Weak types of derivatives (gradients, tangents, cotangents) against real JAX.
+
+tests/data/jax_weak_derivative_table.json was recorded once with real JAX
+0.10.2 by tools/gen_weak_derivative_table.py (see its docstring) from the
+cases of tests/weak_derivative_cases.py: for every unary and binary
+primitive family of the generic suite (lax's elementwise ops, integer
+literals in rules, reductions and scans, structural and indexing ops,
+matrices, control flow, custom rules, jnp and nn compositions), on weak,
+strong and Python-scalar arguments, the dtype and weak type of every output
+of grad, value_and_grad, jvp, vjp (with a cotangent ``ones_like`` the output
+and with a strongly typed one), linearize, jacfwd and jacrev, with
+jax_enable_x64 on and off.
+
+In JAX a (co)tangent is weak as the constants of each JVP and transpose rule
+make it: a tangent has its primal's weak type, a rule's constant is weak when
+the value it is made like is a weak scalar (``lax._const``), and every
+operation of a rule is weak when all its operands are.  fungrad's rules are
+written with the same operations, so the same types come out.
+``KNOWN_DIFFERENCES`` lists what still differs, with the reason; the tests
+check that exactly those entries differ, so a fix or a new difference both
+show up.
+"""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import fungrad
+import fungrad.lax as flax_
+import fungrad.numpy as fnp
+from tests.weak_derivative_cases import CASES, derivative_types, make_arg
+
+TABLE = json.loads((pathlib.Path(__file__).parent / "data" / "jax_weak_derivative_table.json")
+                   .read_text())
+MODES = {"x64": True, "x32": False}
+NAMESPACE = {"jax": fungrad, "jnp": fnp, "lax": flax_, "np": np}
+
+# (expression, arguments, way) -> why fungrad differs from JAX there
+KNOWN_DIFFERENCES: dict = {}
+
+
+def describe(x):
+    if not hasattr(x, "dtype"):
+        return f"a {type(x).__name__}, not an array"
+    return [str(x.dtype), bool(fungrad.typeof(x).weak_type)]
+
+
+def _mismatches(mode, src, arg_lists):
+    fn = eval(src, NAMESPACE)
+    bad = []
+    for argnames in arg_lists:
+        key = f"{src} @ {','.join(argnames)}"
+        args = [make_arg(NAMESPACE, n) for n in argnames]
+        for way, want in TABLE[mode][key].items():
+            if want is None:            # JAX rejects it: nothing to compare
+                continue
+            try:
+                got = derivative_types(NAMESPACE, fn, args, way, describe)
+            except Exception as err:    # reported as a mismatch, with the reason
+                got = f"{type(err).__name__}: {str(err)[:120]}"
+            known = (src, ",".join(argnames), way) in KNOWN_DIFFERENCES
+            if (got == want) == known:
+                bad.append(f"{key} [{way}]: fungrad {got}, JAX {want}"
+                           + (" (a known difference that is gone: remove it from "
+                              "KNOWN_DIFFERENCES)" if known else ""))
+    return bad
+
+
+@pytest.mark.parametrize("x64", list(MODES))
+@pytest.mark.parametrize("src,arg_lists", CASES, ids=[src for src, _ in CASES])
+def test_derivative_types_match_jax(x64, src, arg_lists):
+    with fungrad.enable_x64(MODES[x64]):
+        assert _mismatches(x64, src, arg_lists) == []
+
+
+def test_the_table_covers_every_way_and_rejects_few():
+    # the record is what the tests compare with: most entries ran in JAX
+    entries = [v for mode in MODES for case in TABLE[mode].values() for v in case.values()]
+    assert len(entries) > 5000 and sum(v is None for v in entries) < len(entries) // 4
+    assert {tuple(leaf) for v in entries if v for leaf in v} >= {
+        ("float32", True), ("float32", False), ("float64", True), ("float64", False)}
