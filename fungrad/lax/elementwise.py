@@ -971,10 +971,13 @@ def _extremum_jvp(wins, wins_or_ties):
     """The JVP rules of max/min in their two operands (``wins``: gt or lt;
     ``wins_or_ties``: ge or le, passed late-bound: defined below)."""
     def in_x(g, ans, x, y):
-        dtype = get_aval(ans).dtype
-        if not np.issubdtype(dtype, np.floating):
-            return mul(g, _balanced_eq(x, ans, y))
-        return mul(g, _tie_split(x, y, wins, wins_or_ties, dtype))
+        aval = get_aval(ans)
+        if not np.issubdtype(aval.dtype, np.floating):
+            factor = _balanced_eq(x, ans, y)
+        else:
+            factor = _tie_split(x, y, wins, wins_or_ties, aval.dtype)
+        # (JAX's factor is made of constants like ans (_ones, _twos): of its weak type)
+        return mul(g, convert_weak_type(factor, aval.dtype, aval.weak_type))
 
     def in_y(g, ans, x, y):
         return in_x(g, ans, y, x)

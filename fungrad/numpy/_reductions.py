@@ -73,6 +73,13 @@ def _keep(r, axes, keepdims):
     return lax.expand_dims(r, axes) if keepdims and axes else r
 
 
+def _strong(x, dtype):
+    """``x`` as a strongly typed ``dtype`` operand: jax.numpy's reductions
+    convert their operand so (its transpose makes a weak input's gradient
+    weak again), and their results are strong (``_keep``)."""
+    return convert_weak_type(x, dtype, False)
+
+
 def _cast(x, dtype):
     return lax.convert_element_type(x, dtype) if get_aval(x).dtype != dtype else x
 
@@ -164,7 +171,7 @@ def _sum_like(name, a, axis, dtype, out, keepdims, initial, where, promote_integ
     _no_out(name, out)
     x = asarray_operand(a)
     dt = _accumulator_dtype(get_aval(x).dtype, dtype, promote_integers)
-    x = _cast(x, dt)
+    x = _strong(x, dt)
     axes = _normalize_axes(name, axis, x.ndim)
     if where is not None:
         x = _mask(name, x, where, identity)
@@ -215,6 +222,7 @@ def _extreme(name, kind, a, axis, out, keepdims, initial, where):
         raise ValueError(f"zero-size array to reduction operation {ufunc} which has no "
                          f"identity (in {name}, shape {x.shape}, axis {axis}); pass initial=")
     dtype = get_aval(x).dtype
+    x = _strong(x, dtype)
     if where is not None:
         x = _mask(name, x, where, _identity_for(kind, dtype))
     r = (lax.reduce_max if kind == "max" else lax.reduce_min)(x, axes)
