@@ -38,12 +38,11 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "expit", "logit", "erf", "erfc
 
 
 def _promote_inexact(*args):
-    """Arrays of one common floating dtype (integers and bools become float64),
-    keeping NumPy 2's weak treatment of Python scalars."""
-    dtype = fnp.result_type(*args)
-    if not is_inexact(dtype):
-        dtype = np.dtype(np.float64)
-    return [fnp.asarray(a, dtype=dtype) for a in args]
+    """Arrays of one common floating dtype (integers and bools become the
+    default float), weakly typed as JAX's ``promote_args_inexact`` makes them
+    (a weak operand stays weak when all are: its derivatives are weak too)."""
+    from fungrad.numpy._dtypes import promote
+    return [fnp.asarray(a) for a in promote("promote_args_inexact", *args, to_float=True)]
 
 
 # ----------------------------------------------------------------------------
