@@ -373,7 +373,7 @@ def var(a, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     res_dtype = _float_dtype(get_aval(x).dtype, dtype)
     work = _compute_dtype(res_dtype if is_inexact(res_dtype) else core.default_float_dtype())
     axes = _normalize_axes("var", axis, x.ndim)
-    x = _cast(x, work)
+    x = _strong(x, work)          # (JAX's astype: strong; a weak x's gradient is weak)
     m = _mean_fn(x, axes, keepdims=True, where=where) if mean is None else \
         _cast(asarray_operand(mean), work)
     d = lax.sub(x, m)
