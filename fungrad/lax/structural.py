@@ -390,7 +390,9 @@ def _slice_transpose(ct, x, start_indices, limit_indices, strides):
     for n, s, st, m in zip(x.aval.shape, start_indices, strides, out_shape):
         last = s + (m - 1) * st + 1 if m > 0 else s   # one past the last element taken
         config.append((s, n - last, st - 1))
-    return [pad(ct, 0, tuple(config))]
+    from fungrad.lax.elementwise import _const       # (elementwise imports this module)
+    # (JAX pads with lax._const(ct, 0): a weak cotangent stays weak only if 0-d)
+    return [pad(ct, _const(ct, 0), tuple(config))]
 
 
 def _slice_batch(axis_size, vals, dims, start_indices, limit_indices, strides):
