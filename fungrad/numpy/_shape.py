@@ -652,7 +652,10 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
     _check_concat_shapes(ops, axis)
     dt = _common_dtype("concatenate", ops, dtype, casting)
     weak = dtype is None and _weak_result_type(*ops)[1]
-    ops = [_astype(x, dt, weak) for x in ops]
+    # (every operand takes the result's type, a weak one of its dtype too, as
+    # JAX's promote_dtypes: the conversion's transpose makes its cotangent weak)
+    from fungrad.lax.elementwise import convert_weak_type
+    ops = [convert_weak_type(x, dt, weak) for x in ops]
     return _out(ops[0] if len(ops) == 1 else lax.concatenate(ops, axis))
 
 
