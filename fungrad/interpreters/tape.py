@@ -357,7 +357,9 @@ def _derive_staged(prim, params, avals, nonzeros):
     if list(out_unknowns) != [False] * n_out + [True] * sum(out_nonzeros):
         return _UNCACHEABLE          # a tangent that does not depend on the tangents
     backward = ad.transpose_jaxpr(linear, (False,) * num_res + (True,) * n_t)
-    return _Linearization(forward, backward, closed.out_avals, tuple(out_nonzeros),
+    # (the values' types are the JVP's, as JAX's under grad: a rule may compute
+    # a value of another weak type than the primitive's own, reduce_prod's)
+    return _Linearization(forward, backward, forward.out_avals[:n_out], tuple(out_nonzeros),
                           prim.multiple_results)
 
 
