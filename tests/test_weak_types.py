@@ -89,12 +89,6 @@ KNOWN_DIFFERENCES = {
     ("lambda a: jnp.atleast_1d(a)[0]", args, "eager"): "an element of a strongly typed eager "
     "Array is NumPy's scalar (hashable, as NumPy code expects), not a 0-d Array"
     for args in ("f32", "i32", "f32s")}
-KNOWN_DIFFERENCES.update({
-    (src, args, "grad"): "under grad JAX computes the value by the JVP rule (strong: "
-    "reduce_prod's and the scans' rules are made of other ops); fungrad's grad tapes the "
-    "primitive itself, which keeps the weak type as JAX's primitive does eagerly"
-    for src in ("lambda a: lax.reduce_prod(jnp.atleast_1d(a), (0,))",
-                "lambda a: lax.cummax(jnp.atleast_1d(a))") for args in ("wf", "wc")})
 X32_KNOWN_DIFFERENCES = {}
 
 

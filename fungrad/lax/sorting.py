@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from fungrad._dtype_classes import is_floating, is_integer
-from fungrad.core import Primitive, ShapedArray, get_aval
+from fungrad.core import (Primitive, ShapedArray, get_aval, operand_weak_type,
+                          strip_weak_type_rule)
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, defjvp_zero, tangent_aval, is_undefined_primal
 from fungrad.interpreters.lowering import Source, call, dtype_source
@@ -90,6 +91,9 @@ def _along_axis_batch(prim):
 
 take_along_axis_p = Primitive("take_along_axis", linear=True)
 take_along_axis_p.keeps_finite = True
+# (JAX's take_along_axis is a gather: of its operand's weak type, whatever the
+# indices'; put_along_axis_add its transpose, a scatter-add into strong zeros)
+take_along_axis_p.weak_type_rule = operand_weak_type
 take_along_axis_p.def_impl(lambda x, indices, axis: np.take_along_axis(x, indices, axis=axis))
 take_along_axis_p.def_abstract_eval(_take_shape)
 take_along_axis_p.jvp = _take_jvp
@@ -146,6 +150,7 @@ def _put_add_lowering(args, axis, operand_shape):
 
 put_along_axis_add_p = Primitive("put_along_axis_add", linear=True)
 put_along_axis_add_p.def_impl(_put_add_impl)
+put_along_axis_add_p.weak_type_rule = strip_weak_type_rule
 put_along_axis_add_p.def_abstract_eval(_put_add_shape)
 put_along_axis_add_p.jvp = _put_add_jvp
 put_along_axis_add_p.transpose = lambda ct, u, indices, axis, operand_shape: [
