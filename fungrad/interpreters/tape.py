@@ -627,9 +627,9 @@ class _WeakTypes:
         if lin.bwd is not None:
             return out_cts        # (compiled: the flags are looked up in ins())
         nodes = [n for n in outs if n is not None]
-        return [c if type(c) is Zero or not self.flags[n] else
-                core.with_weak_type(core.wrap_array(c), True) if not isinstance(c, Tracer)
-                else c for n, c in zip(nodes, out_cts)]
+        return [c if type(c) is Zero or isinstance(c, Tracer) else
+                core.with_weak_type(core.wrap_array(np.asarray(c)), bool(self.flags[n]))
+                for n, c in zip(nodes, out_cts)]
 
     def ins(self, lin, outs, cts_in) -> list:
         """The weak types of an entry's input cotangents ``cts_in``."""
@@ -641,7 +641,8 @@ class _WeakTypes:
                                   for n, a in zip(outs, lin.tangent_avals) if n is not None))
 
     def finish(self, results, in_nodes) -> list:
-        """The input cotangents, weakly typed Arrays where they are weak."""
-        return [c if type(c) is Zero or n is None or not self.flags[n]
-                else core.with_weak_type(core.wrap_array(np.asarray(c)), True)
-                if not isinstance(c, Tracer) else c for c, n in zip(results, in_nodes)]
+        """The input cotangents as Arrays of their weak types (NumPy's ufuncs on
+        a weak Array return one that says weak: the flags decide)."""
+        return [c if type(c) is Zero or n is None or isinstance(c, Tracer)
+                else core.with_weak_type(core.wrap_array(np.asarray(c)), bool(self.flags[n]))
+                for c, n in zip(results, in_nodes)]
