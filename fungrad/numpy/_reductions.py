@@ -724,7 +724,7 @@ def _cumulative(name, lax_fn, a, axis, dtype, out, fill_nan=None):
     x = asarray_operand(a)
     if fill_nan is not None:
         x = _replace_nans(x, fill_nan)
-    x = _cast(x, _cumulative_dtype(get_aval(x).dtype, dtype))
+    x = _strong(x, _cumulative_dtype(get_aval(x).dtype, dtype))    # (see _strong)
     if axis is None or x.ndim == 0:   # NumPy treats a 0-d array as 1-d here
         x, ax = lax.reshape(x, (x.size,)), 0
     else:
