@@ -72,7 +72,9 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
         a, b = _promote_inexact(a, b)
         a, b = fnp.broadcast_arrays(a, b)
     a_max = _stopped_max(a, axis, where)
-    scaled = fnp.exp(a - a_max)
+    # (lax.sub, as JAX's: a weak a minus the strong max is strong without a
+    # promotion, so a weak a's gradient is strong, as in JAX)
+    scaled = fnp.exp(lax.sub(a, fnp.broadcast_to(a_max, fnp.shape(a))))
     if b is not None:
         scaled = scaled * b
     total = fnp.sum(scaled, axis=axis, keepdims=keepdims, where=where)
