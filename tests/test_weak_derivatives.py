@@ -25,6 +25,7 @@ import pathlib
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import fungrad
 import fungrad.lax as flax_
@@ -130,3 +131,29 @@ def test_the_table_covers_every_way_and_rejects_few():
     assert len(entries) > 5000 and sum(v is None for v in entries) < len(entries) // 4
     assert {tuple(leaf) for v in entries if v for leaf in v} >= {
         ("float32", True), ("float32", False), ("float64", True), ("float64", False)}
+
+
+# the three ways fungrad computes a gradient (the eager tape, the tape staged
+# under jit, and linearize + backward pass under another transformation) give
+# it one weak type, for chains of the rules above on weak and strong arguments
+_CHAIN_OPS = [lambda x: fnp.sin(x), lambda x: x * 2.0, lambda x: x * 2, lambda x: fnp.sqrt(x),
+              lambda x: flax_.square(x), lambda x: fnp.tanh(x), lambda x: fnp.maximum(x, 0.5),
+              lambda x: fnp.cumsum(x), lambda x: fnp.sort(fnp.atleast_1d(x)),
+              lambda x: fnp.atleast_1d(x)[:1], lambda x: x * fnp.float32(3)]
+
+
+@given(st.lists(st.sampled_from(range(len(_CHAIN_OPS))), min_size=1, max_size=4),
+       st.sampled_from(["pf", "wf0", "wf", "f32", "f32s"]), st.booleans())
+def test_eager_staged_and_linearized_gradients_have_one_weak_type(ops, arg, x64):
+    def loss(a):
+        for i in ops:
+            a = _CHAIN_OPS[i](a)
+        return fnp.sum(a)
+    with fungrad.enable_x64(x64):
+        x = make_arg(NAMESPACE, arg)
+        one = 1.0 if isinstance(x, float) else fnp.ones_like(x)
+        eager = fungrad.grad(loss)(x)
+        staged = fungrad.jit(fungrad.grad(loss))(x)
+        linearized = fungrad.jvp(fungrad.grad(loss), (x,), (one,))[0]
+        assert describe(eager) == describe(staged) == describe(linearized)
+        np.testing.assert_allclose(np.asarray(eager), np.asarray(staged), rtol=1e-6)

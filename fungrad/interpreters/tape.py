@@ -249,20 +249,43 @@ class _Linearization:
         self.fwd, self.fwd_consts = self._compile_forward, ()
         self.bwd, self.bwd_consts = self._compile_backward, ()
         self.forward_splice = self.backward_splice = None    # (built on first use too)
-        # weak types of the input cotangents by those of the output ones (cts_weak)
+        # backward jaxprs staged at other cotangent weak types (backward_at)
         self.weak_cts: dict = {}
         n_res = len(backward.in_avals) - sum(out_nonzeros)
         self.weak_residuals = tuple(i for i, a in enumerate(backward.in_avals[:n_res])
                                     if a.weak_type)
 
+    def backward_at(self, out_weak: tuple) -> list:
+        """``[backward jaxpr, its outputs' weak types, its Splice or None]`` for
+        output cotangents of the weak types ``out_weak``: the backward jaxpr
+        staged at those types (JAX stages a transpose at its cotangents'
+        types; the values are the same, the weak types follow them).  Cached."""
+        entry = self.weak_cts.get(out_weak)
+        if entry is None:
+            bwd = _backward_at(self.backward, out_weak)
+            entry = self.weak_cts[out_weak] = [bwd, tuple(a.weak_type for a in bwd.out_avals),
+                                               None]
+        return entry
+
     def cts_weak(self, out_weak: tuple) -> tuple:
-        """Which input cotangents the backward code makes weakly typed when the
-        output cotangents' weak types are ``out_weak`` (JAX's rules, applied
-        by staging the backward jaxpr at those types; cached)."""
-        flags = self.weak_cts.get(out_weak)
-        if flags is None:
-            flags = self.weak_cts[out_weak] = _backward_weak_types(self.backward, out_weak)
-        return flags
+        """Which input cotangents are weakly typed when the output cotangents'
+        weak types are ``out_weak``."""
+        return self.backward_at(out_weak)[1]
+
+    def splice_at(self, ct_atoms) -> Splice:
+        """The Splice of the backward jaxpr for cotangent atoms ``ct_atoms`` of
+        the staging trace (the staged tape's backward step)."""
+        out_weak = tuple(a.aval.weak_type for a in ct_atoms)
+        n_res = len(self.backward.in_avals) - len(out_weak)
+        if out_weak == tuple(a.weak_type for a in self.backward.in_avals[n_res:]):
+            splice = self.backward_splice
+            if splice is None:
+                splice = self.backward_splice = Splice(self.backward)
+            return splice
+        entry = self.backward_at(out_weak)
+        if entry[2] is None:
+            entry[2] = Splice(entry[0])
+        return entry[2]
 
     def _compile_forward(self, *primals):
         fwd = compiled(self.forward)
@@ -363,17 +386,16 @@ def _derive_staged(prim, params, avals, nonzeros):
                           prim.multiple_results)
 
 
-def _backward_weak_types(backward: ClosedJaxpr, out_weak: tuple) -> tuple:
-    """The weak types of ``backward``'s outputs when its trailing cotangent
-    inputs have the weak types ``out_weak``."""
+def _backward_at(backward: ClosedJaxpr, out_weak: tuple) -> ClosedJaxpr:
+    """``backward`` staged again with its trailing cotangent inputs of the
+    weak types ``out_weak`` (itself when they are those)."""
     n_res = len(backward.in_avals) - len(out_weak)
     avals = list(backward.in_avals[:n_res]) + [
         core.ShapedArray(a.shape, a.dtype, w) for a, w in zip(backward.in_avals[n_res:], out_weak)]
-    if avals != list(backward.in_avals):
-        with new_trace_context(core.EVAL_TRACE, finish=False):
-            backward = trace_closed(
-                lambda *xs: eval_jaxpr(backward.jaxpr, backward.consts, *xs), avals)
-    return tuple(a.weak_type for a in backward.out_avals)
+    if avals == list(backward.in_avals):
+        return backward
+    with new_trace_context(core.EVAL_TRACE, finish=False):
+        return trace_closed(lambda *xs: eval_jaxpr(backward.jaxpr, backward.consts, *xs), avals)
 
 
 class _GeneralLinearization:
@@ -498,10 +520,7 @@ def _backward_staged(trace, entries, num_nodes, out_nodes, cts, in_nodes, in_ava
             if c is None:
                 continue
             ct[n] = None
-            splice = lin.backward_splice
-            if splice is None:
-                splice = lin.backward_splice = Splice(lin.backward)
-            cts_in = trace.splice(splice, [*residuals, c])
+            cts_in = trace.splice(lin.splice_at((c,)), [*residuals, c])
         else:
             out_cts = [None if n is None else ct[n] for n in outs]
             if all(c is None for c in out_cts):
@@ -528,10 +547,7 @@ def _transpose_staged(trace, lin, residuals, outs, out_cts, general) -> list:
                 for c in lin.transpose(residuals, values)]
     atoms = [trace.atom(instantiate_zeros(Zero(a))) if c is None else c
              for n, c, a in zip(outs, out_cts, lin.tangent_avals) if n is not None]
-    splice = lin.backward_splice
-    if splice is None:
-        splice = lin.backward_splice = Splice(lin.backward)
-    return trace.splice(splice, [*residuals, *atoms])
+    return trace.splice(lin.splice_at(atoms), [*residuals, *atoms])
 
 
 def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
