@@ -225,7 +225,8 @@ def _remat_transpose(cts, *args, jaxpr, policy, prevent_cse):
     linear = tuple(ad.is_undefined_primal(a) for a in args)
     nonlinear = [a for a in args if not ad.is_undefined_primal(a)]
     cts = [ad.instantiate_zeros(c) for c in cts]
-    outs = iter(remat_p.bind(*nonlinear, *cts, jaxpr=ad.transpose_jaxpr(jaxpr, linear),
+    ct_weak = [get_aval(c).weak_type for c in cts]     # (the transpose follows them)
+    outs = iter(remat_p.bind(*nonlinear, *cts, jaxpr=ad.transpose_jaxpr(jaxpr, linear, ct_weak),
                              policy=policy, prevent_cse=prevent_cse))
     return [next(outs) if lin else None for lin in linear]
 

@@ -806,9 +806,12 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         leaves = [_as_value(x, "jacfwd argument") for x in leaves]
         basis = _std_basis(leaves)
 
+        out_avals = []
+
         def push(*t_leaves):
             res = jvp(f_partial, tree_unflatten(tree, leaves), tree_unflatten(tree, t_leaves),
                       has_aux=has_aux)
+            out_avals[:] = [get_aval(y) for y in tree_leaves(res[0])]
             return res[1:] if has_aux else res[1]
         out = vmap(push)(*basis)
         if holomorphic:     # (jacfwd checks outputs only then, as JAX)
@@ -816,7 +819,10 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
                 _check_output_dtype("jacfwd", True, leaf)
         ys = jvp(f_partial, tree_unflatten(tree, leaves), tree_unflatten(tree, [np.zeros_like(b[0]) for b in basis]), has_aux=has_aux) if has_aux else None
         jac_t, aux = (out[0], ys[2]) if has_aux else (out, None)
-        jac = tree_map(lambda j: _split_in_axis(j, leaves, tree, nums, argnums), jac_t)
+        j_leaves, j_tree = tree_flatten(jac_t)
+        # (JAX's jacfwd gives each block the weak type of its output leaf)
+        jac = tree_unflatten(j_tree, [_split_in_axis(_weak_like(j, a), leaves, tree, nums, argnums)
+                                      for j, a in zip(j_leaves, out_avals)])
         return (jac, aux) if has_aux else jac
     return jacfun
 
@@ -860,12 +866,21 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         start = 0
         for yl in y_leaves:
             ya = get_aval(yl)
+            # (JAX's jacrev gives each block the weak type of its input leaf)
             per_out.append(tree_unflatten(in_tree, [
-                _reshape_rows(c, start, ya) for c in in_leaves]))
+                _weak_like(_reshape_rows(c, start, ya), get_aval(x))
+                for c, x in zip(in_leaves, tree_leaves(tuple(dyn)))]))
             start += ya.size
         jac = tree_unflatten(y_tree, [p[0] if isinstance(argnums, int) else tuple(p) for p in per_out])
         return (jac, res[2]) if has_aux else jac
     return jacfun
+
+
+def _weak_like(x, aval):
+    """``x`` weakly typed as ``aval`` is (JAX's ``_possible_downcast`` of a
+    Jacobian block to the leaf it is shaped like)."""
+    from fungrad.lax.selection import convert_weak_type
+    return convert_weak_type(x, get_aval(x).dtype, aval.weak_type)
 
 
 def _reshape_rows(c, start, out_aval):

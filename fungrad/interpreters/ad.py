@@ -69,15 +69,19 @@ def is_float(dtype) -> bool:
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
-    """Floats are their own tangent space; ints and bools have none (float0)."""
+    """Floats are their own tangent space, of their weak type (JAX's
+    ``to_tangent_aval``: the tangent of a Python number is weak, and the
+    rules' operations keep it so or not); ints and bools have none (float0)."""
     if is_float(aval.dtype):
-        return aval.strip_weak_type()
+        return aval
     return ShapedArray(aval.shape, float0)
 
 
 def zeros_like_aval(aval: ShapedArray):
     if aval.dtype == float0:
         return np.zeros(aval.shape, float0)
+    if aval.weak_type:              # (a weak zero, as JAX's zeros_like_shaped_array)
+        return array_ops.full(aval.shape, core.weak_array(0, aval.dtype))
     return array_ops.full(aval.shape, 0, aval.dtype)
 
 
@@ -439,7 +443,8 @@ _BACKWARD = ("backward pass", "")
 core.register_interpreter(backward_pass, phase=("transpose", ""))
 
 
-def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
+def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool],
+                    ct_weak: Sequence[bool] | None = None) -> ClosedJaxpr:
     """``transpose_jaxpr : ClosedJaxpr((r, T a) -o T b), linear -> ClosedJaxpr((r, T b) -o T a)``
 
     ``linear[i]`` marks the inputs the jaxpr is linear in; the transposed
@@ -447,13 +452,16 @@ def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
     per output, and returns one instantiated cotangent per linear input.
     Equations that depend on residuals only are evaluated first (a
     checkpoint's recomputation, constants), then the backward pass runs over
-    the linear rest.  Cached on ``closed``.
+    the linear rest.  ``ct_weak``: the weak types of the cotangents it is
+    called with (by default its outputs'), which those it returns follow (JAX
+    stages a transpose at its cotangents' types).  Cached on ``closed``.
     """
-    return closed.derived(("transpose", tuple(linear)),
-                          lambda: _transpose_jaxpr(closed, tuple(linear)))
+    ct_weak = None if ct_weak is None else tuple(ct_weak)
+    return closed.derived(("transpose", tuple(linear), ct_weak),
+                          lambda: _transpose_jaxpr(closed, tuple(linear), ct_weak))
 
 
-def _transpose_jaxpr(closed: ClosedJaxpr, linear):
+def _transpose_jaxpr(closed: ClosedJaxpr, linear, ct_weak=None):
     forward, lin_part, out_linear, num_res = _split_nonlinear(closed, linear)
     lj = lin_part.jaxpr
     as_linear = Jaxpr(lj.constvars + lj.invars[:num_res], lj.invars[num_res:], lj.eqns,
@@ -468,8 +476,11 @@ def _transpose_jaxpr(closed: ClosedJaxpr, linear):
         cts = [c for c, lin in zip(cts, out_linear) if lin]
         cts_in = backward_pass(as_linear, list(lin_part.consts) + res, cts)
         return [instantiate_zeros(c) for c in cts_in]
-    avals = ([a for a, lin in zip(closed.in_avals, linear) if not lin]
-             + [tangent_aval(a) for a in closed.out_avals])
+    ct_avals = [tangent_aval(a) for a in closed.out_avals]
+    if ct_weak is not None:
+        ct_avals = [a if a.dtype == float0 or a.weak_type == w else
+                    ShapedArray(a.shape, a.dtype, w) for a, w in zip(ct_avals, ct_weak)]
+    avals = [a for a, lin in zip(closed.in_avals, linear) if not lin] + ct_avals
     return trace_closed(transposed, avals)
 
 

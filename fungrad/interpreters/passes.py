@@ -139,6 +139,7 @@ def _rewrite_walk(jaxpr: Jaxpr, fold=False, simplify=False, merge=False,
     seen: dict = {}
     product_of: dict = {}  # (find_sums) var -> the product primitive computing it
     facts: dict = {}       # primitive -> (simplify looks at it, cse may merge it)
+    dropped: dict = {}     # (simplify) var -> the no-op equation that computed it
     eqns = []
     has_sums = False
     for eqn in jaxpr.eqns:
@@ -159,6 +160,7 @@ def _rewrite_walk(jaxpr: Jaxpr, fold=False, simplify=False, merge=False,
             fwd = _simplified(eqn, producer, filled)
             if fwd is not None:
                 subst[eqn.outvars[0]] = fwd
+                dropped[eqn.outvars[0]] = eqn
                 continue
         if merge and fact[1]:
             key = _cse_key(eqn)
@@ -184,8 +186,24 @@ def _rewrite_walk(jaxpr: Jaxpr, fold=False, simplify=False, merge=False,
                         prim in mul.distributes_over:
                     find_sums, product_of = False, {}
                     has_sums = True
-    outvars = [subst.get(v, v) for v in jaxpr.outvars] if subst else jaxpr.outvars
+    outvars = _outputs(jaxpr.outvars, subst, dropped, eqns) if subst else jaxpr.outvars
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, outvars), has_sums
+
+
+def _outputs(outvars, subst, dropped, eqns) -> list:
+    """The program's outputs renamed; a dropped no-op that changed only the weak
+    type of an output (a transpose's convert_element_type) is kept, appended to
+    ``eqns``, so the program returns the type it declared."""
+    out, kept = [], set()
+    for v in outvars:
+        w = subst.get(v, v)
+        if w is not v and v in dropped and w.aval.weak_type != v.aval.weak_type:
+            if v not in kept:
+                kept.add(v)
+                eqns.append(dropped[v])
+            w = v
+        out.append(w)
+    return out
 
 
 def _facts(prim) -> tuple[bool, bool]:

@@ -247,7 +247,8 @@ class _Linearization:
     the forward and backward jaxprs, compiled once."""
     __slots__ = ("forward", "backward", "num_out", "out_avals", "out_sigs", "tangent_avals",
                  "out_nonzeros", "single", "fwd", "fwd_consts", "bwd", "bwd_consts",
-                 "forward_splice", "backward_splice", "__weakref__")
+                 "forward_splice", "backward_splice", "weak_cts", "weak_residuals",
+                 "__weakref__")
 
     def __init__(self, forward, backward, out_avals, out_nonzeros, multiple_results):
         self.forward, self.backward = forward, backward        # ClosedJaxprs
@@ -261,6 +262,43 @@ class _Linearization:
         self.fwd, self.fwd_consts = self._compile_forward, ()
         self.bwd, self.bwd_consts = self._compile_backward, ()
         self.forward_splice = self.backward_splice = None    # (built on first use too)
+        # backward jaxprs staged at other cotangent weak types (backward_at)
+        self.weak_cts: dict = {}
+        n_res = len(backward.in_avals) - sum(out_nonzeros)
+        self.weak_residuals = tuple(i for i, a in enumerate(backward.in_avals[:n_res])
+                                    if a.weak_type)
+
+    def backward_at(self, out_weak: tuple) -> list:
+        """``[backward jaxpr, its outputs' weak types, its Splice or None]`` for
+        output cotangents of the weak types ``out_weak``: the backward jaxpr
+        staged at those types (JAX stages a transpose at its cotangents'
+        types; the values are the same, the weak types follow them).  Cached."""
+        entry = self.weak_cts.get(out_weak)
+        if entry is None:
+            bwd = _backward_at(self.backward, out_weak)
+            entry = self.weak_cts[out_weak] = [bwd, tuple(a.weak_type for a in bwd.out_avals),
+                                               None]
+        return entry
+
+    def cts_weak(self, out_weak: tuple) -> tuple:
+        """Which input cotangents are weakly typed when the output cotangents'
+        weak types are ``out_weak``."""
+        return self.backward_at(out_weak)[1]
+
+    def splice_at(self, ct_atoms) -> Splice:
+        """The Splice of the backward jaxpr for cotangent atoms ``ct_atoms`` of
+        the staging trace (the staged tape's backward step)."""
+        out_weak = tuple(a.aval.weak_type for a in ct_atoms)
+        n_res = len(self.backward.in_avals) - len(out_weak)
+        if out_weak == tuple(a.weak_type for a in self.backward.in_avals[n_res:]):
+            splice = self.backward_splice
+            if splice is None:
+                splice = self.backward_splice = Splice(self.backward)
+            return splice
+        entry = self.backward_at(out_weak)
+        if entry[2] is None:
+            entry[2] = Splice(entry[0])
+        return entry[2]
 
     def _compile_forward(self, *primals):
         fwd = compiled(self.forward)
@@ -273,7 +311,15 @@ class _Linearization:
         return bwd.fn(*bwd.consts, *args)
 
     def transpose(self, residuals, cts):
-        """Cotangents of the differentiated inputs, through ``bind`` (traceable)."""
+        """Cotangents of the differentiated inputs, through ``bind`` (traceable);
+        the residuals the forward code returned as plain arrays are given
+        their weak types again."""
+        if self.weak_residuals:
+            residuals = list(residuals)
+            for i in self.weak_residuals:
+                r = residuals[i]
+                if not isinstance(r, Tracer):
+                    residuals[i] = core.with_weak_type(core.wrap_array(np.asarray(r)), True)
         return eval_jaxpr(self.backward.jaxpr, self.backward.consts, *residuals, *cts)
 
     def transpose_now(self, residuals, cts):
@@ -347,8 +393,22 @@ def _derive_staged(prim, params, avals, nonzeros):
     if list(out_unknowns) != [False] * n_out + [True] * sum(out_nonzeros):
         return _UNCACHEABLE          # a tangent that does not depend on the tangents
     backward = ad.transpose_jaxpr(linear, (False,) * num_res + (True,) * n_t)
-    return _Linearization(forward, backward, closed.out_avals, tuple(out_nonzeros),
+    # (the values' types are the JVP's, as JAX's under grad: a rule may compute
+    # a value of another weak type than the primitive's own, reduce_prod's)
+    return _Linearization(forward, backward, forward.out_avals[:n_out], tuple(out_nonzeros),
                           prim.multiple_results)
+
+
+def _backward_at(backward: ClosedJaxpr, out_weak: tuple) -> ClosedJaxpr:
+    """``backward`` staged again with its trailing cotangent inputs of the
+    weak types ``out_weak`` (itself when they are those)."""
+    n_res = len(backward.in_avals) - len(out_weak)
+    avals = list(backward.in_avals[:n_res]) + [
+        core.ShapedArray(a.shape, a.dtype, w) for a, w in zip(backward.in_avals[n_res:], out_weak)]
+    if avals == list(backward.in_avals):
+        return backward
+    with new_trace_context(core.EVAL_TRACE, finish=False):
+        return trace_closed(lambda *xs: eval_jaxpr(backward.jaxpr, backward.consts, *xs), avals)
 
 
 class _GeneralLinearization:
@@ -485,10 +545,7 @@ def _backward_staged(trace, entries, num_nodes, out_nodes, cts, in_nodes, in_ava
             if c is None:
                 continue
             ct[n] = None
-            splice = lin.backward_splice
-            if splice is None:
-                splice = lin.backward_splice = Splice(lin.backward)
-            cts_in = trace.splice(splice, [*residuals, c])
+            cts_in = trace.splice(lin.splice_at((c,)), [*residuals, c])
         else:
             out_cts = [None if n is None else ct[n] for n in outs]
             if all(c is None for c in out_cts):
@@ -515,18 +572,18 @@ def _transpose_staged(trace, lin, residuals, outs, out_cts, general) -> list:
                 for c in lin.transpose(residuals, values)]
     atoms = [trace.atom(instantiate_zeros(Zero(a))) if c is None else c
              for n, c, a in zip(outs, out_cts, lin.tangent_avals) if n is not None]
-    splice = lin.backward_splice
-    if splice is None:
-        splice = lin.backward_splice = Splice(lin.backward)
-    return trace.splice(splice, [*residuals, *atoms])
+    return trace.splice(lin.splice_at(atoms), [*residuals, *atoms])
 
 
 def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
     """Walk the tape backwards from the output cotangents ``cts``: compiled code
-    when they are concrete and nothing is traced, ``bind`` otherwise."""
+    when they are concrete and nothing is traced, ``bind`` otherwise.  The
+    compiled code returns plain arrays; when a cotangent or an input is weakly
+    typed, ``_WeakTypes`` follows the weak types (JAX's) alongside."""
     now = core._tls.trace is core.EVAL_TRACE and not any(isinstance(c, Tracer) for c in cts)
     add = np.add if now else ad.add_tangents
     ct: list[Any] = [None] * num_nodes
+    weak = _WeakTypes.start(num_nodes, out_nodes, cts, in_avals) if now else None
     for n, c in zip(out_nodes, cts):
         if n is not None and c is not None and type(c) is not Zero:
             ct[n] = c if ct[n] is None else add(ct[n], c)
@@ -542,11 +599,14 @@ def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
             if now and lin.bwd is not None:
                 cts_in = lin.bwd(*lin.bwd_consts, *residuals, c)
             else:
-                cts_in = lin.transpose(residuals, (c,))
-            for n, c in zip(ins, cts_in):
+                cts_in = lin.transpose(residuals, (c,) if weak is None else weak.outs(lin, (n,), [c]))
+            in_weak = None if weak is None else weak.ins(lin, (n,), cts_in)
+            for i, (n, c) in enumerate(zip(ins, cts_in)):
                 if c is not None and type(c) is not Zero:
                     old = ct[n]
                     ct[n] = c if old is None else add(old, c)
+                    if in_weak is not None:
+                        weak.accumulate(n, in_weak[i], old is None)
             continue
         else:
             out_cts = [None if n is None else ct[n] for n in outs]
@@ -560,9 +620,70 @@ def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
         for n in outs:        # each node is produced once: its cotangent is complete
             if n is not None:
                 ct[n] = None
+        if weak is not None:
+            out_cts = weak.outs(lin, outs, out_cts)
         cts_in = (lin.transpose_now if now else lin.transpose)(residuals, out_cts)
-        for n, c in zip(ins, cts_in):
+        in_weak = None if weak is None else weak.ins(lin, outs, cts_in)
+        for i, (n, c) in enumerate(zip(ins, cts_in)):
             if c is not None and type(c) is not Zero:
                 old = ct[n]
                 ct[n] = c if old is None else add(old, c)
-    return [Zero(a) if n is None or ct[n] is None else ct[n] for n, a in zip(in_nodes, in_avals)]
+                if in_weak is not None:
+                    weak.accumulate(n, in_weak[i], old is None)
+    results = [Zero(a) if n is None or ct[n] is None else ct[n]
+               for n, a in zip(in_nodes, in_avals)]
+    return results if weak is None else weak.finish(results, in_nodes)
+
+
+class _WeakTypes:
+    """The weak types of the eager backward pass's cotangents (``_backward``),
+    node by node: the compiled backward code computes on plain arrays, so a
+    cotangent's weak type is what its linearization's backward jaxpr gives
+    for the weak types of the cotangents going in (``_Linearization.
+    cts_weak``), and a sum of two is weak when both are (JAX's add)."""
+    __slots__ = ("flags",)
+
+    def __init__(self, flags):
+        self.flags = flags
+
+    @classmethod
+    def start(cls, num_nodes, out_nodes, cts, in_avals):
+        """None (nothing weak: every cotangent is strong, the common case) or
+        the flags of the output cotangents ``cts``."""
+        seeds = [c is not None and type(c) is not Zero and get_aval(c).weak_type for c in cts]
+        if not any(seeds) and not any(a.weak_type for a in in_avals):
+            return None
+        flags = [None] * num_nodes
+        for n, w, c in zip(out_nodes, seeds, cts):
+            if n is not None and c is not None and type(c) is not Zero:
+                flags[n] = w if flags[n] is None else flags[n] and w
+        return cls(flags)
+
+    def accumulate(self, node, weak: bool, first: bool):
+        self.flags[node] = weak if first else self.flags[node] and weak
+
+    def outs(self, lin, outs, out_cts) -> list:
+        """``out_cts`` (the cotangents of an entry's outputs ``outs``) as values
+        of their weak types, for a backward pass through ``bind``."""
+        if lin.bwd is not None:
+            return out_cts        # (compiled: the flags are looked up in ins())
+        nodes = [n for n in outs if n is not None]
+        return [c if type(c) is Zero or isinstance(c, Tracer) else
+                core.with_weak_type(core.wrap_array(np.asarray(c)), bool(self.flags[n]))
+                for n, c in zip(nodes, out_cts)]
+
+    def ins(self, lin, outs, cts_in) -> list:
+        """The weak types of an entry's input cotangents ``cts_in``."""
+        if lin.bwd is None:     # through bind: the values carry their types
+            return [c is not None and type(c) is not Zero and get_aval(c).weak_type
+                    for c in cts_in]
+        flags = self.flags       # (an output without a cotangent got zeros of its type)
+        return lin.cts_weak(tuple(a.weak_type if flags[n] is None else flags[n]
+                                  for n, a in zip(outs, lin.tangent_avals) if n is not None))
+
+    def finish(self, results, in_nodes) -> list:
+        """The input cotangents as Arrays of their weak types (NumPy's ufuncs on
+        a weak Array return one that says weak: the flags decide)."""
+        return [c if type(c) is Zero or n is None or isinstance(c, Tracer)
+                else core.with_weak_type(core.wrap_array(np.asarray(c)), bool(self.flags[n]))
+                for c, n in zip(results, in_nodes)]

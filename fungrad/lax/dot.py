@@ -18,7 +18,7 @@ from fungrad._dtype_classes import compute_dtype, is_small, is_floating, is_inte
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters.lowering import Source, call, scalar_type_name
 from fungrad.interpreters.ad import defbilinear
-from fungrad.lax.elementwise import convert_element_type
+from fungrad.lax.elementwise import convert_element_type, convert_weak_type
 from fungrad.lax.structural import transpose
 from fungrad.lax.utils import as_operand, check_precision, def_lowering
 
@@ -186,14 +186,17 @@ def _dot_transpose_lhs(ct, x, y, *, dimension_numbers, preferred_element_type,
     nb = len(xb)
     y_start = nb if swap_ans else nb + len(x_kept)
     ans_y = tuple(range(y_start, y_start + len(y_kept)))
-    ct = convert_element_type(ct, y_aval.dtype)
+    if get_aval(ct).dtype != y_aval.dtype:   # (only the dtype: a weak ct stays weak)
+        ct = convert_element_type(ct, y_aval.dtype)
     res = dot_general(ct, y, ((ans_y, y_kept), (tuple(range(nb)), yb)))
     # res axes: x's batch dims, x's free dims, then x's contracting dims in the
     # order of the matching y axes.
     xc_by_y = [xc[i] for i in np.argsort(yc)]
     layout = list(xb) + list(x_kept) + xc_by_y
     res = transpose(res, tuple(int(i) for i in np.argsort(layout)))
-    return convert_element_type(res, x.aval.dtype)
+    if get_aval(res).dtype == x.aval.dtype:
+        return res
+    return convert_weak_type(res, x.aval.dtype, x.aval.weak_type)     # (as JAX's)
 
 
 def _dot_transpose_rhs(ct, x, y, *, dimension_numbers, preferred_element_type):

@@ -37,7 +37,8 @@ import math
 import numpy as np
 
 from fungrad._dtype_classes import finfo as dtype_finfo, is_floating, is_inexact, is_integer, issubdtype as dtype_issubdtype, kind as dtype_kind
-from fungrad.core import Primitive, ShapedArray, Tracer, get_aval, strip_weak_type_rule
+from fungrad.core import (Primitive, ShapedArray, Tracer, get_aval, scalar_dtype, strip_weak_type_rule,
+                          weak_array)
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.codegen import expression_function
 from fungrad.interpreters.lowering import Source, call, scalar_type_name
@@ -247,8 +248,19 @@ def _operands(*args):
 
 
 def _const(like, value):
-    """A 0-d array of ``like``'s dtype (a constant in a rule)."""
-    return np.asarray(value, dtype=get_aval(like).dtype)
+    """A 0-d array of ``like``'s dtype (a constant in a rule).  As JAX's
+    ``lax._const``, weakly typed when ``like`` is a weak scalar of its kind's
+    default dtype (JAX makes a Python number of it), else strong: this is what
+    makes the derivative of a function of a Python float weak or not."""
+    aval = get_aval(like)
+    if aval.weak_type and aval.shape == () and aval.dtype == _python_scalar_dtype(aval.dtype):
+        return weak_array(value, aval.dtype)
+    return np.asarray(value, dtype=aval.dtype)
+
+
+def _python_scalar_dtype(dtype):
+    """The dtype a Python number of ``dtype``'s kind takes (x64 decides)."""
+    return scalar_dtype({"f": 0.0, "c": 0j, "i": 0, "u": 0, "b": False}[dtype.kind])
 
 
 def _brcast(x, *others):
@@ -272,6 +284,28 @@ def _zeros(x):
 
 def _ones(x):
     return _structural().full_like(x, 1)
+
+
+def _const_like(x, value):
+    """``_const(x, value)`` broadcast to ``x``'s shape (an operand of an op
+    that needs equal shapes)."""
+    return _broadcast_to(_const(x, value), get_aval(x).shape)
+
+
+def _strong_zeros(x):
+    return _structural().full_like(x, 0, dtype=get_aval(x).dtype)
+
+
+def _one(x):
+    """A 0-d 1 like ``x``, of its weak type (JAX's ``lax._one``; ``_const(x, 1)``
+    is weak only for a weak scalar ``x``: the rules use the one JAX's use)."""
+    return _structural().full_like(x, 1, shape=())
+
+
+def _strong(x):
+    """``x`` strongly typed (JAX's ``convert_element_type`` to its own dtype,
+    which some of its rules apply: the derivative is then strong)."""
+    return convert_weak_type(x, get_aval(x).dtype, False)   # (selection's, imported below)
 
 
 # ----------------------------------------------------------------------------
@@ -359,6 +393,7 @@ def is_finite(x):
 def _abs_jvp(g, ans, x):
     if dtype_issubdtype(get_aval(x).dtype, np.complexfloating):
         # d|x| = Re(conj(x) dx) / |x|  (0/0 at x = 0 replaced by 0, as JAX)
+        ans = _strong(ans)          # (JAX converts it to x's dtype: strong)
         safe = select_n(eq(ans, _const(ans, 0)), ans, _ones(ans))
         return div(real(mul(conj(x), g)), safe)
     return select_n(ge(x, _const(x, 0)), neg(g), g)     # abs'(0) = 1, as JAX
@@ -490,10 +525,10 @@ log_p = _unary("log", np.log, INEXACT)
 defjvp(log_p, lambda g, x: div(g, x))
 
 log1p_p = _unary("log1p", np.log1p, INEXACT)
-defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
+defjvp(log1p_p, lambda g, x: div(g, add(x, _one(x))))
 
 expm1_p = _unary("expm1", np.expm1, INEXACT)
-defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
+defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _one(ans))))
 
 
 def _logistic_impl(x):
@@ -517,7 +552,7 @@ def _logistic_lowering(args, in_avals):
 logistic_p = _unary("logistic", _logistic_impl, INEXACT,
                     lowering=lambda args: _logistic_lowering(args, [ShapedArray((), np.float64)]))
 def_lowering(logistic_p, _logistic_lowering, typed=True)
-defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans))))
+defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_one(ans), ans))))
 
 
 def exp(x):
@@ -580,18 +615,18 @@ defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 tanh_p = _unary("tanh", np.tanh, INEXACT)
 # (1 + ans)(1 - ans) rather than 1 - ans^2: accurate where tanh is near +-1.  The
 # factor is formed before it meets the tangent, so linearize keeps one residual.
-defjvp2(tanh_p, lambda g, ans, x: mul(g, mul(add(_const(ans, 1), ans), sub(_const(ans, 1), ans))))
+defjvp2(tanh_p, lambda g, ans, x: mul(g, mul(add(_one(ans), ans), sub(_one(ans), ans))))
 
 asinh_p = _unary("asinh", np.arcsinh, INEXACT)
-defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
+defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _one(x)))))
 
 acosh_p = _unary("acosh", np.arccosh, INEXACT)
 # 1/(sqrt(x-1) sqrt(x+1)), not rsqrt(x²-1): the two differ in sign on the
 # complex half-plane Re x < 0 (acosh's principal branch is log(x + sqrt(x-1) sqrt(x+1)))
-defjvp(acosh_p, lambda g, x: mul(g, mul(rsqrt(sub(x, _const(x, 1))), rsqrt(add(x, _const(x, 1))))))
+defjvp(acosh_p, lambda g, x: mul(g, mul(rsqrt(sub(x, _one(x))), rsqrt(add(x, _one(x))))))
 
 atanh_p = _unary("atanh", np.arctanh, INEXACT)
-defjvp(atanh_p, lambda g, x: div(g, mul(add(_const(x, 1), x), sub(_const(x, 1), x))))
+defjvp(atanh_p, lambda g, x: div(g, mul(add(_one(x), x), sub(_one(x), x))))
 
 
 def sin(x):
@@ -662,7 +697,7 @@ lgamma_p = _unary("lgamma", special_kernels.lgamma, FLOAT)
 defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
 
 digamma_p = _unary("digamma", special_kernels.digamma, FLOAT)
-defjvp(digamma_p, lambda g, x: mul(g, polygamma(_ones(x), x)))
+defjvp(digamma_p, lambda g, x: mul(g, polygamma(_const_like(x, 1), x)))
 
 
 def _polygamma_jvp_m(g, m, x):
@@ -720,8 +755,9 @@ def _complex_dtype(dtype):
 complex_p = _nary("complex", lambda x, y: x + 1j * y, FLOAT, _complex_dtype,
                   lowering=lambda a: Source(f"(np.asarray({a[0]}) + 1j * np.asarray({a[1]}))"))
 
-deflinear(real_p, lambda ct, x: [complex(ct, _zeros(ct))])
-deflinear(imag_p, lambda ct, x: [complex(_zeros(ct), neg(ct))])
+# (JAX's zero here is a strong NumPy 0: the cotangent is strong)
+deflinear(real_p, lambda ct, x: [complex(ct, _strong_zeros(ct))])
+deflinear(imag_p, lambda ct, x: [complex(_strong_zeros(ct), neg(ct))])
 deflinear(conj_p, lambda ct, x: [conj(ct) if dtype_issubdtype(x.aval.dtype, np.complexfloating)
                                  else ct])   # conj of a real array is the identity
 deflinear(complex_p, lambda ct, x, y: [
@@ -869,12 +905,14 @@ def _pow_impl(x, y):
 
 
 def _pow_jvp_base(g, ans, x, y):
+    x = _strong(x)        # (JAX converts both to the result dtype: strong)
     if is_integer(get_aval(y).dtype):
         y = convert_element_type(y, get_aval(x).dtype)
         # y x^(y-1), with 0 for y = 0 even at x = 0 (as JAX)
         jac = select_n(eq(y, _const(y, 0)),
                        mul(y, pow(x, sub(y, _const(y, 1)))), _zeros(_brcast(x, y)))
     else:
+        y = _strong(y)
         jac = mul(y, pow(x, sub(y, _const(y, 1))))
     return mul(g, jac)
 
@@ -882,7 +920,7 @@ def _pow_jvp_base(g, ans, x, y):
 def _pow_jvp_exponent(g, ans, x, y):
     # log(x) x^y, with log(0) replaced by 0 so that x = 0 gives 0 (as JAX)
     safe_x = select_n(eq(x, _const(x, 0)), x, _ones(x))
-    return mul(g, mul(log(safe_x), ans))
+    return _strong(mul(g, mul(log(safe_x), ans)))     # (JAX converts it: strong)
 
 
 pow_p = Primitive("pow")
@@ -933,10 +971,13 @@ def _extremum_jvp(wins, wins_or_ties):
     """The JVP rules of max/min in their two operands (``wins``: gt or lt;
     ``wins_or_ties``: ge or le, passed late-bound: defined below)."""
     def in_x(g, ans, x, y):
-        dtype = get_aval(ans).dtype
-        if not np.issubdtype(dtype, np.floating):
-            return mul(g, _balanced_eq(x, ans, y))
-        return mul(g, _tie_split(x, y, wins, wins_or_ties, dtype))
+        aval = get_aval(ans)
+        if not np.issubdtype(aval.dtype, np.floating):
+            factor = _balanced_eq(x, ans, y)
+        else:
+            factor = _tie_split(x, y, wins, wins_or_ties, aval.dtype)
+        # (JAX's factor is made of constants like ans (_ones, _twos): of its weak type)
+        return mul(g, convert_weak_type(factor, aval.dtype, aval.weak_type))
 
     def in_y(g, ans, x, y):
         return in_x(g, ans, y, x)

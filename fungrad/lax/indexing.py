@@ -51,7 +51,8 @@ import operator
 import numpy as np
 
 from fungrad._dtype_classes import iinfo as dtype_iinfo, is_inexact, is_integer, issubdtype as dtype_issubdtype
-from fungrad.core import Primitive, ShapedArray, Tracer, get_aval, operand_weak_type
+from fungrad.core import (Primitive, ShapedArray, Tracer, get_aval, operand_weak_type,
+                          scalar_dtype, standard_weak_type)
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal, tangent_aval
 from fungrad.interpreters.lowering import Source, call
@@ -1049,7 +1050,10 @@ def _start_list(who, start_indices, ndim):
                             f"1-d array, got shape {aval.shape}")
         start_indices = [structural.reshape(structural.slice(start_indices, (i,), (i + 1,)), ())
                          for i in range(aval.shape[0])]
-    starts = [as_operand(s) for s in start_indices]
+    # (a Python int becomes a strong integer, as JAX's convert_element_type makes
+    # it: dynamic_update_slice's result is weak only when its starts are too)
+    starts = [np.asarray(s, scalar_dtype(s)) if type(s) is int else as_operand(s)
+              for s in start_indices]
     if len(starts) != ndim:
         raise TypeError(f"{who}: an operand of rank {ndim} needs {ndim} start indices, "
                         f"got {len(starts)}")
@@ -1142,7 +1146,7 @@ def _dus_lowering(args, allow_negative):
 
 
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
-dynamic_update_slice_p.weak_type_rule = operand_weak_type
+dynamic_update_slice_p.weak_type_rule = standard_weak_type   # (JAX's: starts included)
 dynamic_update_slice_p.keeps_finite = True
 dynamic_update_slice_p.def_impl(_dus_impl)
 dynamic_update_slice_p.def_abstract_eval(_dus_shape)

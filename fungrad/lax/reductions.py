@@ -265,10 +265,24 @@ def _reduce_prod_jvp(primals, tangents, axes):
         return ans, (Zero(tangent_aval(get_aval(ans))) if n == 0 else t)
     x_flat, t_flat = _reduced_axes_last(x, axes), _reduced_axes_last(t, axes)
     last = len(shape) - len(axes)
+    if n == 1:       # (the product of no other factors is 1: t itself, of its type)
+        return ans, reduce_sum(t_flat, (last,))
     left = _shift(cumprod(x_flat, last), last, 1, 1)
     right = _shift(cumprod(x_flat, last, reverse=True), last, -1, 1)
     others = lax.mul(left, right)
-    return ans, reduce_sum(lax.mul(t_flat, others), (last,))
+    t_out = reduce_sum(lax.mul(t_flat, others), (last,))
+    return _as_pairwise_tree_types(ans, t_out, get_aval(x), get_aval(t), n)
+
+
+def _as_pairwise_tree_types(ans, t_out, x_aval, t_aval, n):
+    """``ans`` and ``t_out`` of the weak types JAX's reduce_prod JVP gives them:
+    it multiplies pairwise in a tree whose odd halves are padded with a strong
+    ``_const(x, 1)``, so the value is weak when ``x`` is and ``n`` is a power of
+    two (no padding), and the tangent then when ``t`` is weak too."""
+    from fungrad.lax.selection import convert_weak_type     # (late: selection imports lax)
+    weak = x_aval.weak_type and n & (n - 1) == 0
+    return (convert_weak_type(ans, x_aval.dtype, weak),
+            convert_weak_type(t_out, get_aval(t_out).dtype, weak and t_aval.weak_type))
 
 
 def _reduced_axes_last(x, axes):
@@ -469,6 +483,10 @@ def _scan_jvp(prim, combine, fill):
         ans = prim.bind(x, axis=axis, reverse=reverse)
         scan = lambda y: [_prefix_scan(combine(), y, axis, reverse, fill)]
         _, (t_out,) = ad.jvp_flat(scan, [x], [t])
+        if get_aval(x).shape[axis] > 1:
+            # (JAX's value under JVP is its associative scan's, whose padding
+            # constants are strong: a weak operand's value is strong there too)
+            ans = _lax().convert_element_type(ans, get_aval(ans).dtype)
         return ans, t_out
     prim.jvp = jvp
 

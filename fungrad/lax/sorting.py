@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from fungrad._dtype_classes import is_floating, is_integer
-from fungrad.core import Primitive, ShapedArray, get_aval, standard_weak_type
+from fungrad.core import (Primitive, ShapedArray, get_aval, operand_weak_type,
+                          strip_weak_type_rule)
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, defjvp_zero, tangent_aval, is_undefined_primal
 from fungrad.interpreters.lowering import Source, call, dtype_source
@@ -90,6 +91,9 @@ def _along_axis_batch(prim):
 
 take_along_axis_p = Primitive("take_along_axis", linear=True)
 take_along_axis_p.keeps_finite = True
+# (JAX's take_along_axis is a gather: of its operand's weak type, whatever the
+# indices'; put_along_axis_add its transpose, a scatter-add into strong zeros)
+take_along_axis_p.weak_type_rule = operand_weak_type
 take_along_axis_p.def_impl(lambda x, indices, axis: np.take_along_axis(x, indices, axis=axis))
 take_along_axis_p.def_abstract_eval(_take_shape)
 take_along_axis_p.jvp = _take_jvp
@@ -146,6 +150,7 @@ def _put_add_lowering(args, axis, operand_shape):
 
 put_along_axis_add_p = Primitive("put_along_axis_add", linear=True)
 put_along_axis_add_p.def_impl(_put_add_impl)
+put_along_axis_add_p.weak_type_rule = strip_weak_type_rule
 put_along_axis_add_p.def_abstract_eval(_put_add_shape)
 put_along_axis_add_p.jvp = _put_add_jvp
 put_along_axis_add_p.transpose = lambda ct, u, indices, axis, operand_shape: [
@@ -217,7 +222,9 @@ def _sort_lowering(args, dimension, is_stable, num_keys):
 
 
 sort_p = Primitive("sort", multiple_results=True)
-sort_p.weak_type_rule = standard_weak_type      # (every output: all operands weak)
+# (JAX's: each output has its operand's type, weak or not: sort's JVP sorts a
+# weak operand with a strong iota and keeps the values weak)
+sort_p.weak_type_rule = lambda avals, params: [a.weak_type for a in avals]
 sort_p.keeps_finite = True
 sort_p.def_impl(_sort_impl)
 sort_p.def_abstract_eval(_sort_shape)
@@ -292,6 +299,8 @@ top_k_p.keeps_finite = True
 top_k_p.def_impl(_top_k_impl)
 top_k_p.def_abstract_eval(_top_k_shape)
 top_k_p.jvp = _top_k_jvp
+# (JAX's: both outputs are the operand's type updated, the indices weak too)
+top_k_p.weak_type_rule = lambda avals, params: [avals[0].weak_type] * 2
 top_k_p.batch = _top_k_batch
 def_lowering(top_k_p, lambda a, k: Source(
     f"(lambda _p: (np.take_along_axis({a[0]}, _p, axis=-1), _p.astype(np.int32)))"

@@ -26,7 +26,7 @@ import math
 from fungrad.interpreters.ad import defjvp, defjvp2
 from fungrad.lax.kernels import gamma_zeta
 from fungrad.lax.elementwise import (
-    FLOAT, _nary, _unary, _operand, _operands, _const, _ones, _zeros,
+    FLOAT, _nary, _unary, _operand, _operands, _const, _one, _ones, _zeros, _structural,
     add, sub, mul, div, neg, exp, log, log1p, lgamma, digamma, sign, square, eq, select)
 
 __all__ = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
@@ -176,8 +176,9 @@ defjvp2(bessel_i0e_p, lambda g, ans, x: mul(g, sub(bessel_i1e(x), mul(sign(x), a
 def _bessel_i1e_jvp(g, ans, x):
     at_zero = eq(x, _zeros(x))
     safe_x = select(at_zero, _ones(x), x)
-    slope = sub(bessel_i0e(x), mul(ans, add(sign(x), div(_const(x, 1), safe_x))))
-    return mul(g, select(at_zero, mul(_const(x, 0.5), _ones(x)), slope))
+    # (constants like x, of its weak type: JAX's reciprocal and full_like(x, 0.5))
+    slope = sub(bessel_i0e(x), mul(ans, add(sign(x), div(_one(x), safe_x))))
+    return mul(g, select(at_zero, _structural().full_like(x, 0.5), slope))
 
 
 bessel_i1e_p = _unary_special("bessel_i1e")

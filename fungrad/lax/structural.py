@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from fungrad.core import Primitive, ShapedArray, get_aval
+from fungrad.core import Primitive, ShapedArray, get_aval, weak_array
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import deflinear, is_undefined_primal
 from fungrad.interpreters.lowering import Source, call, value_source
@@ -150,13 +150,20 @@ def broadcast(operand, sizes):
 
 
 def full(shape, fill_value, dtype=None):
-    """An array of ``shape`` filled with ``fill_value`` (``jax.lax.full``)."""
-    dtype = np.dtype(dtype) if dtype is not None else get_aval(fill_value).dtype
-    value = fill_value if not isinstance(fill_value, (bool, int, float, complex)) else np.asarray(fill_value, dtype)
-    if get_aval(value).dtype != dtype:
-        from fungrad.lax.elementwise import convert_element_type
-        value = convert_element_type(value, dtype)
-    return broadcast_in_dim(value, tuple(shape), ())
+    """An array of ``shape`` filled with ``fill_value`` (``jax.lax.full``);
+    as JAX's, weakly typed when ``fill_value`` is and no dtype is given."""
+    fill_aval = get_aval(fill_value)
+    weak = dtype is None and fill_aval.weak_type
+    dtype = np.dtype(dtype) if dtype is not None else fill_aval.dtype
+    return broadcast_in_dim(_fill(fill_value, dtype, weak), tuple(shape), ())
+
+
+def _fill(fill_value, dtype, weak: bool):
+    """``fill_value`` as a 0-d value of ``dtype``, weakly typed or not."""
+    if isinstance(fill_value, (bool, int, float, complex)):
+        return weak_array(fill_value, dtype) if weak else np.asarray(fill_value, dtype)
+    from fungrad.lax.selection import convert_weak_type
+    return convert_weak_type(fill_value, dtype, weak)
 
 
 # --- reshape --------------------------------------------------------------------
@@ -245,8 +252,11 @@ def full_like(x, fill_value, dtype=None, shape=None):
     """An array like ``x`` (its shape and dtype unless given) filled with
     ``fill_value`` (``jax.lax.full_like``)."""
     aval = get_aval(x)
-    return full(aval.shape if shape is None else tuple(shape), fill_value,
-                aval.dtype if dtype is None else dtype)
+    # as JAX's: weakly typed like ``x`` when no dtype is given (a rule's _ones(x))
+    weak = dtype is None and aval.weak_type
+    dtype = aval.dtype if dtype is None else np.dtype(dtype)
+    return broadcast_in_dim(_fill(fill_value, dtype, weak),
+                            aval.shape if shape is None else tuple(shape), ())
 
 
 def collapse(operand, start_dimension, stop_dimension=None):
@@ -380,7 +390,9 @@ def _slice_transpose(ct, x, start_indices, limit_indices, strides):
     for n, s, st, m in zip(x.aval.shape, start_indices, strides, out_shape):
         last = s + (m - 1) * st + 1 if m > 0 else s   # one past the last element taken
         config.append((s, n - last, st - 1))
-    return [pad(ct, 0, tuple(config))]
+    from fungrad.lax.elementwise import _const       # (elementwise imports this module)
+    # (JAX pads with lax._const(ct, 0): a weak cotangent stays weak only if 0-d)
+    return [pad(ct, _const(ct, 0), tuple(config))]
 
 
 def _slice_batch(axis_size, vals, dims, start_indices, limit_indices, strides):

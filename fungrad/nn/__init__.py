@@ -146,7 +146,9 @@ def gelu(x, approximate=True):
     0.5·(1 + tanh(√(2/π)·(x + 0.044715·x³))); ``False`` the exact erf form."""
     (x,) = _promote_inexact(x)
     if approximate:
-        cdf = 0.5 * (1.0 + fnp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))
+        # (a NumPy constant of x's dtype, as JAX's: strong, so is the result)
+        c = np.asarray(_SQRT_2_OVER_PI).astype(x.dtype)
+        cdf = 0.5 * (1.0 + fnp.tanh(c * (x + 0.044715 * x ** 3)))
         return x * cdf
     return x * _special.ndtr(x)
 

@@ -147,19 +147,28 @@ def asarray_operand(x, dtype=None):
 _ARRAYS = (np.ndarray, Tracer)
 
 
-def promote(name: str, *args, to_float: bool = False):
+def _is_weak(a) -> bool:
+    return a.aval.weak_type if isinstance(a, Tracer) else type(a) is core.Array and a.weak_type
+
+
+def promote(name: str, *args, to_float: bool = False, weak_operands: bool = False):
     """Operands of ``args`` converted to their common (JAX) result dtype.
 
     ``to_float`` additionally promotes integer/bool results to the default
     float dtype, as JAX's transcendental functions (sin, exp, ...) do.
+    An operand of the result's dtype is converted to the result's weak type
+    (JAX's promote_dtypes: the conversion's transpose makes its cotangent
+    weak again), unless ``weak_operands`` (JAX's dot products promote by
+    dtype only).
     """
     # Fast path (most calls): arrays that already share one suitable dtype.
     first = args[0]
     if isinstance(first, _ARRAYS):
         dtype = first.dtype
         if all(isinstance(a, _ARRAYS) and a.dtype == dtype for a in args[1:]) and (
-                not to_float or is_inexact(dtype)):
-            return args
+                not to_float or is_inexact(dtype)) and (
+                weak_operands or len({_is_weak(a) for a in args}) == 1):
+            return args       # (a weak operand with a strong one is converted, as in JAX)
     check_promotion(name, args, ranks=False)
     dtype, weak = weak_result_type(*args)
     if to_float and not is_inexact(dtype):
@@ -172,7 +181,8 @@ def promote(name: str, *args, to_float: bool = False):
                        else np.asarray(a, dtype=dtype))
         else:
             a = asarray_operand(a)
-            out.append(a if dtype_of(a) == dtype else convert_weak_type(a, dtype, weak))
+            out.append(a if weak_operands and dtype_of(a) == dtype
+                       else convert_weak_type(a, dtype, weak))
     return out
 
 

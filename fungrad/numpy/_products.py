@@ -112,7 +112,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
     """NumPy's ``dot``: scalars multiply; otherwise the last axis of ``a`` is
     contracted with the only axis (1-D) or second-to-last axis of ``b``."""
     check_precision(precision, "fungrad.numpy.dot")
-    a, b = promote("dot", a, b)
+    a, b = promote("dot", a, b, weak_operands=True)
     sa, sb = _shape(a), _shape(b)
     if not sa or not sb:
         return _with_dtype(lax.mul(a, b), preferred_element_type)

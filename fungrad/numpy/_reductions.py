@@ -73,6 +73,13 @@ def _keep(r, axes, keepdims):
     return lax.expand_dims(r, axes) if keepdims and axes else r
 
 
+def _strong(x, dtype):
+    """``x`` as a strongly typed ``dtype`` operand: jax.numpy's reductions
+    convert their operand so (its transpose makes a weak input's gradient
+    weak again), and their results are strong (``_keep``)."""
+    return convert_weak_type(x, dtype, False)
+
+
 def _cast(x, dtype):
     return lax.convert_element_type(x, dtype) if get_aval(x).dtype != dtype else x
 
@@ -164,7 +171,7 @@ def _sum_like(name, a, axis, dtype, out, keepdims, initial, where, promote_integ
     _no_out(name, out)
     x = asarray_operand(a)
     dt = _accumulator_dtype(get_aval(x).dtype, dtype, promote_integers)
-    x = _cast(x, dt)
+    x = _strong(x, dt)
     axes = _normalize_axes(name, axis, x.ndim)
     if where is not None:
         x = _mask(name, x, where, identity)
@@ -215,6 +222,7 @@ def _extreme(name, kind, a, axis, out, keepdims, initial, where):
         raise ValueError(f"zero-size array to reduction operation {ufunc} which has no "
                          f"identity (in {name}, shape {x.shape}, axis {axis}); pass initial=")
     dtype = get_aval(x).dtype
+    x = _strong(x, dtype)
     if where is not None:
         x = _mask(name, x, where, _identity_for(kind, dtype))
     r = (lax.reduce_max if kind == "max" else lax.reduce_min)(x, axes)
@@ -365,7 +373,7 @@ def var(a, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     res_dtype = _float_dtype(get_aval(x).dtype, dtype)
     work = _compute_dtype(res_dtype if is_inexact(res_dtype) else core.default_float_dtype())
     axes = _normalize_axes("var", axis, x.ndim)
-    x = _cast(x, work)
+    x = _strong(x, work)          # (JAX's astype: strong; a weak x's gradient is weak)
     m = _mean_fn(x, axes, keepdims=True, where=where) if mean is None else \
         _cast(asarray_operand(mean), work)
     d = lax.sub(x, m)
@@ -719,7 +727,7 @@ def _cumulative(name, lax_fn, a, axis, dtype, out, fill_nan=None):
     x = asarray_operand(a)
     if fill_nan is not None:
         x = _replace_nans(x, fill_nan)
-    x = _cast(x, _cumulative_dtype(get_aval(x).dtype, dtype))
+    x = _strong(x, _cumulative_dtype(get_aval(x).dtype, dtype))    # (see _strong)
     if axis is None or x.ndim == 0:   # NumPy treats a 0-d array as 1-d here
         x, ax = lax.reshape(x, (x.size,)), 0
     else:

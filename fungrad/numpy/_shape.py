@@ -652,7 +652,10 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
     _check_concat_shapes(ops, axis)
     dt = _common_dtype("concatenate", ops, dtype, casting)
     weak = dtype is None and _weak_result_type(*ops)[1]
-    ops = [_astype(x, dt, weak) for x in ops]
+    # (every operand takes the result's type, a weak one of its dtype too, as
+    # JAX's promote_dtypes: the conversion's transpose makes its cotangent weak)
+    from fungrad.lax.elementwise import convert_weak_type
+    ops = [convert_weak_type(x, dt, weak) for x in ops]
     return _out(ops[0] if len(ops) == 1 else lax.concatenate(ops, axis))
 
 
@@ -1141,7 +1144,10 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
         raise TypeError("trace: out= is not supported (fungrad arrays are immutable)")
     d = diagonal(a, offset, axis1, axis2)
     dt = _sum_dtype(d.dtype) if dtype is None else np.dtype(dtype)
-    return _out(lax.reduce_sum(_astype(d, dt), (d.ndim - 1,)))
+    # (a strong operand, as jnp.sum makes it in JAX's trace: the value is strong,
+    # the conversion's transpose makes a weak input's gradient weak)
+    from fungrad.lax.elementwise import convert_weak_type
+    return _out(lax.reduce_sum(convert_weak_type(d, dt, False), (d.ndim - 1,)))
 
 
 def _triangle(name: str, m, mask_fn):

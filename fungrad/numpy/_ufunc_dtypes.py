@@ -87,18 +87,27 @@ def _numpy_loop_dtypes(ufunc, args):
     return tuple(x32_default(d, args) for d in loop)
 
 
-def _cast(x, dtype, weak: bool = False):
+def _cast(x, dtype, weak: bool | None = None):
     """``x`` as an operand of ``dtype`` (Python scalars become 0-d arrays), of
     an operation whose result is weakly typed or not (``weak``): as JAX's
-    promotion, a converted operand takes the result's weak type."""
+    promotion, a converted operand takes the result's weak type.  Without
+    ``weak``, an operand of ``dtype`` is kept as it is (and a converted one,
+    or a Python number, is strong)."""
     kind = type(x)
-    if kind in _ARRAY_TYPES and x.dtype == dtype:
+    if kind is np.ndarray and x.dtype == dtype or kind is Array and x.dtype == dtype and (
+            weak is not False or not x.weak_type):
         return x
+    if weak is None:
+        if kind in (bool, int, float, complex):
+            return np.asarray(x, dtype=dtype)
+        x = asarray_operand(x)
+        return x if dtype_of(x) == dtype else lax_convert_weak_type(x, dtype, False)
     if kind in (bool, int, float, complex):
         return core.weak_array(x, dtype) if weak and kind is not bool else \
             np.asarray(x, dtype=dtype)
-    x = asarray_operand(x)
-    return x if dtype_of(x) == dtype else lax_convert_weak_type(x, dtype, weak)
+    # (a weak operand of a strong result is converted even to its own dtype, as
+    # JAX's promotion does: the transposed conversion makes its cotangent weak)
+    return lax_convert_weak_type(asarray_operand(x), dtype, weak)
 
 
 _NATIVE_LOOPS: dict = {}     # (ufunc, dtype, nargs) -> NumPy's loop takes dtype as is

@@ -37,12 +37,11 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "expit", "logit", "erf", "erfc
 
 
 def _promote_inexact(*args):
-    """Arrays of one common floating dtype (integers and bools become float64),
-    keeping NumPy 2's weak treatment of Python scalars."""
-    dtype = fnp.result_type(*args)
-    if not is_inexact(dtype):
-        dtype = np.dtype(np.float64)
-    return [fnp.asarray(a, dtype=dtype) for a in args]
+    """Arrays of one common floating dtype (integers and bools become the
+    default float), weakly typed as JAX's ``promote_args_inexact`` makes them
+    (a weak operand stays weak when all are: its derivatives are weak too)."""
+    from fungrad.numpy._dtypes import promote
+    return [fnp.asarray(a) for a in promote("promote_args_inexact", *args, to_float=True)]
 
 
 # ----------------------------------------------------------------------------
@@ -80,7 +79,9 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
         a, b = _promote_inexact(a, b)
         a, b = fnp.broadcast_arrays(a, b)
     a_max = _stopped_max(a, axis, where)
-    scaled = fnp.exp(a - a_max)
+    # (lax.sub, as JAX's: a weak a minus the strong max is strong without a
+    # promotion, so a weak a's gradient is strong, as in JAX)
+    scaled = fnp.exp(lax.sub(a, fnp.broadcast_to(a_max, fnp.shape(a))))
     if b is not None:
         scaled = scaled * b
     total = fnp.sum(scaled, axis=axis, keepdims=keepdims, where=where)

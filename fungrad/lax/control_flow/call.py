@@ -23,7 +23,7 @@ derivatives and batched forms are jit calls (which codegen inlines).
 """
 from __future__ import annotations
 
-from fungrad.core import ClosedJaxpr, Primitive, bind_on, eval_jaxpr
+from fungrad.core import ClosedJaxpr, Primitive, bind_on, eval_jaxpr, get_aval
 from fungrad.interpreters import ad, batching
 from fungrad.interpreters.ad import Zero
 from fungrad.interpreters.codegen import compiled
@@ -78,7 +78,8 @@ def _jit_transpose(cts, *args, jaxpr, name):
     linear = tuple(ad.is_undefined_primal(a) for a in args)
     residuals, _ = partition_list(linear, args)
     cts = [ad.instantiate_zeros(c) for c in cts]
-    ct_args = jit_p.bind(*residuals, *cts, jaxpr=ad.transpose_jaxpr(jaxpr, linear),
+    ct_weak = [get_aval(c).weak_type for c in cts]     # (the transpose follows them)
+    ct_args = jit_p.bind(*residuals, *cts, jaxpr=ad.transpose_jaxpr(jaxpr, linear, ct_weak),
                          name=f"transpose_{name}")
     return merge_lists(linear, [None] * len(residuals), ct_args)
 

@@ -131,9 +131,10 @@ cond_p.partial_eval = _cond_partial_eval
 
 def _cond_transpose(cts, index, *args, branches):
     linear = tuple(ad.is_undefined_primal(a) for a in args)
-    t_branches = tuple(ad.transpose_jaxpr(br, linear) for br in branches)
-    residuals = [a for a in args if not ad.is_undefined_primal(a)]
     cts = [ad.instantiate_zeros(c) for c in cts]
+    ct_weak = [get_aval(c).weak_type for c in cts]     # (the transposes follow them)
+    t_branches = tuple(ad.transpose_jaxpr(br, linear, ct_weak) for br in branches)
+    residuals = [a for a in args if not ad.is_undefined_primal(a)]
     ct_args = cond_p.bind(index, *residuals, *cts, branches=t_branches)
     return [None] + merge_lists(linear, [None] * len(residuals), ct_args)
 
