@@ -83,11 +83,6 @@ KNOWN_DIFFERENCES = {
     ("lambda a: jnp.atleast_1d(a)[0]", args, "eager"): "an element of a strongly typed eager "
     "Array is NumPy's scalar (hashable, as NumPy code expects), not a 0-d Array"
     for args in ("f32", "i32", "f32s")}
-KNOWN_DIFFERENCES.update({
-    ("lambda a: a // 2", args, "grad"): "not mirrored yet: fungrad's floor_divide computes "
-    "with strong constants and makes the result weak at the end (weak_if_all_weak), whose "
-    "transposed conversion makes the (zero) gradient strong; JAX's operations keep it weak"
-    for args in ("wf", "wf0")})
 X32_KNOWN_DIFFERENCES = {}
 
 
