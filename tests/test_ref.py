@@ -553,3 +553,21 @@ def test_with_refs_checks_its_arguments():
         sin_vjp.with_refs(fungrad.new_ref(0.0), fungrad.new_ref(0.0))
     with pytest.raises(ValueError, match="dtype"):
         sin_vjp.with_refs(fungrad.new_ref(np.float32(0.0)))(1.0)
+
+
+def test_an_indexed_write_into_a_ref_of_typed_keys_is_refused_with_the_fix():
+    r = fungrad.new_ref(fungrad.random.split(fungrad.random.key(0), 3))
+    with pytest.raises(NotImplementedError, match=r"write the whole Ref \(ref\[...\] = keys\)"):
+        r[0] = fungrad.random.key(1)
+
+
+def test_a_while_loop_whose_cond_writes_a_ref_is_refused_with_the_fix():
+    counter = fungrad.new_ref(0.0)
+
+    def cond(i):
+        counter[...] = counter[...] + 1.0
+        return i < 3
+
+    with pytest.raises(NotImplementedError, match="cond_fun writes a Ref; write it in body_fun"):
+        fungrad.lax.while_loop(cond, lambda i: i + 1, 0)
+    assert counter[...] == 0.0                   # (the Ref keeps its value)
