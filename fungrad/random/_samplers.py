@@ -107,8 +107,12 @@ def truncated_normal(key, lower, upper, shape=None, dtype=np.float64):
     upper = lax.convert_element_type(fnp.asarray(upper), dtype)
     shape = _param_shape("truncated_normal", shape, lower, upper)
     sqrt2 = np.array(math.sqrt(2), dtype)
+    # JAX divides by sqrt(2); XLA rewrites a division by a constant into a
+    # multiplication by its reciprocal, rounded to the dtype once more (an
+    # ulp off the quotient for -1.5 in float32): do the same for JAX's bits
+    inverse_sqrt2 = np.asarray(1, dtype) / sqrt2
     fns = _transcendentals(shape)
-    cdf_lower, cdf_upper = fns.erf(lower / sqrt2), fns.erf(upper / sqrt2)
+    cdf_lower, cdf_upper = fns.erf(lower * inverse_sqrt2), fns.erf(upper * inverse_sqrt2)
     u = uniform(key, shape, dtype, minval=cdf_lower, maxval=cdf_upper)
     samples = sqrt2 * fns.erf_inv(u)
     # erf saturates in the far tails; clip so the bounds always hold (as JAX).
