@@ -70,58 +70,10 @@ for _p in (not_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
     defjvp_zero(_p)
 
 
-def _shift_numba(kind):
-    """A shift's form on scalars for the compiled jit backend (fused loops):
-    LLVM leaves shifts by the bit width or more undefined, so the amount is
-    compared first, for NumPy's (and JAX's) results: 0, or -1 for a negative
-    operand shifted right arithmetically (a negative amount counts as large,
-    as NumPy's unsigned comparison)."""
-    def lowering(args, in_avals, out_avals):
-        if any(a.shape != () for a in list(in_avals) + list(out_avals)):
-            return None                   # (arrays: inside a fused loop, per element)
-        (x, y), dtype = args, np.dtype(in_avals[0].dtype)
-        typ, unsigned = f"np.{dtype.name}", f"np.{_unsigned_view_dtype(dtype).name}"
-        in_range = f"{unsigned}({y}) < {8 * dtype.itemsize}"
-        if kind == "left":
-            return f"({typ}({x} << {y}) if {in_range} else {typ}(0))"
-        if kind == "logical" or dtype.kind == "u":
-            return (f"({typ}({unsigned}({x}) >> {unsigned}({y})) if {in_range} "
-                    f"else {typ}(0))")
-        return f"({typ}({x} >> {y}) if {in_range} else ({typ}(-1) if {x} < 0 else {typ}(0)))"
-    return lowering
-
-
-for _p, _kind in ((shift_left_p, "left"), (shift_right_arithmetic_p, "arithmetic"),
-                  (shift_right_logical_p, "logical")):
-    _p.numba_lowering = _shift_numba(_kind)
-    _p.numba_elementwise = True
-
-
 # population_count, clz: of the two's-complement bit pattern, in the operand's dtype
 population_count_p = _unary("population_count", bits_kernels.population_count, INT)
 clz_p = _unary("clz", bits_kernels.clz, INT)
 defjvp_zero(population_count_p)
-
-
-def _population_count_numba(args, in_avals, out_avals):
-    """Bits set in the operand's pattern, on scalars (fused loops): the
-    pattern zero-extended to 64 bits and counted by parallel sums (uint64
-    constants throughout: numba makes uint64 with int64 a float)."""
-    if in_avals[0].shape != ():
-        return None
-    dtype = np.dtype(in_avals[0].dtype)
-    u = lambda value: f"np.uint64({value:#x})"      # noqa: E731
-    pairs = f"(lambda v: v - ((v >> {u(1)}) & {u(0x5555555555555555)}))"
-    quads = (f"(lambda v: (v & {u(0x3333333333333333)}) + "
-             f"((v >> {u(2)}) & {u(0x3333333333333333)}))")
-    total = (f"(lambda v: np.{dtype.name}((((v + (v >> {u(4)})) & {u(0x0F0F0F0F0F0F0F0F)})"
-             f" * {u(0x0101010101010101)}) >> {u(56)}))")
-    pattern = f"np.uint64(np.{_unsigned_view_dtype(dtype).name}({args[0]}))"
-    return f"{total}({quads}({pairs}({pattern})))"
-
-
-population_count_p.numba_lowering = _population_count_numba
-population_count_p.numba_elementwise = True
 defjvp_zero(clz_p)
 # mulhi: the high half of the double-width integer product
 mulhi_p = _nary("mulhi", bits_kernels.mulhi, INT)

@@ -449,9 +449,9 @@ def _integer_pow_numba(a, in_avals, out_avals, y):
     x, dtype = a[0], in_avals[0].dtype
     if not is_floating(dtype):
         return None
-    if y == 0 or builtins.abs(y) > 64:
+    if y == 0 or abs(y) > 64:
         return f"np.power({x}, {numba_type(dtype)}({int(y)}))"
-    n, acc, square = builtins.abs(int(y)), None, x
+    n, acc, square = abs(int(y)), None, x
     while True:
         if n & 1:
             acc = square if acc is None else f"({acc} * {square})"
@@ -553,20 +553,6 @@ logistic_p = _unary("logistic", _logistic_impl, INEXACT,
                     lowering=lambda args: _logistic_lowering(args, [ShapedArray((), np.float64)]))
 def_lowering(logistic_p, _logistic_lowering, typed=True)
 defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_one(ans), ans))))
-
-
-def _logistic_numba(args, in_avals, out_avals):
-    """The NumPy lowering's formula on real scalars (inside fused loops)."""
-    dtype = in_avals[0].dtype
-    if in_avals[0].shape != () or dtype_kind(dtype) != "f":
-        return None
-    x, one = args[0], f"{numba_type(dtype)}(1)"
-    return (f"(lambda x, e: {one} / ({one} + e) if x >= 0 else e / ({one} + e))"
-            f"({x}, np.exp(-np.abs({x})))")
-
-
-logistic_p.numba_lowering = _logistic_numba
-logistic_p.numba_elementwise = True
 
 
 def exp(x):
