@@ -390,3 +390,19 @@ def test_a_cache_directory_others_can_reach_is_not_used(tmp_path):
     assert "not private" in err
     assert result["numba"] and abs(result["out"] - _want()) < 1e-12
     assert not [n for n in os.listdir(cache) if n.endswith(".py")]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dot_general_of_a_scalar_and_an_array_compiles(dtype):
+    """No contracting or batch axes with a 0-d operand (blackjax's NUTS scales
+    its momentum so): the product, as NumPy's, inside the compiled segment."""
+    a, v = np.asarray(1.7, dtype), np.linspace(-2, 3, 7).astype(dtype)
+    m = np.arange(6.0).reshape(2, 3).astype(dtype)
+    none = (((), ()), ((), ()))
+
+    def f(a, v, m):
+        return (lax.dot_general(a, v, none), lax.dot_general(v, a, none),
+                lax.dot_general(m, a * 2, none))
+    for k, (got, want) in enumerate(zip(numba_jit(f)(a, v, m), f(a, v, m))):
+        _close(got, want, f"output {k}")
+    assert "# NumPy" not in numba_jit(f).lower(a, v, m).source()

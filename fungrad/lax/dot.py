@@ -282,9 +282,11 @@ def _dot_general_numba(args, in_avals, out_avals, *, dimension_numbers,
     axis between matrices and vectors of one floating dtype, no batch axes."""
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = in_avals
-    if (not lc and not lb and lhs.ndim == rhs.ndim == 1 and lhs.dtype == rhs.dtype
-            and is_floating(lhs.dtype)):
-        return f"np.outer({args[0]}, {args[1]})"
+    if not lc and not lb and lhs.dtype == rhs.dtype and is_floating(lhs.dtype):
+        if lhs.ndim == rhs.ndim == 1:
+            return f"np.outer({args[0]}, {args[1]})"
+        if lhs.ndim == 0 or rhs.ndim == 0:    # (a scalar times an array: blackjax's NUTS)
+            return f"({args[0]} * {args[1]})"
     if (lb or rb or len(lc) != 1 or lhs.dtype != rhs.dtype or not is_floating(lhs.dtype)
             or out_avals[0].dtype != lhs.dtype or lhs.ndim not in (1, 2)
             or rhs.ndim not in (1, 2) or 0 in lhs.shape or 0 in rhs.shape):
