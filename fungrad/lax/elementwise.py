@@ -44,6 +44,7 @@ from fungrad.interpreters.codegen import expression_function
 from fungrad.interpreters.lowering import Source, call, scalar_type_name
 from fungrad.interpreters.ad import (defjvp, defjvp2, deflinear, defbilinear, defjvp_zero,
                                      unbroadcast, is_undefined_primal, Zero, instantiate_zeros)
+from fungrad.lax import division_numba
 from fungrad.lax.kernels import (bits as bits_kernels, powers as power_kernels,
                                   special as special_kernels)
 from fungrad.lax.utils import (def_lowering, call_lowering, as_operand, check_same_dtypes,
@@ -845,6 +846,8 @@ defjvp2(div_p,
 div_p.transpose = _div_transpose
 div_p.linear = True
 div_p.unit = 1
+div_p.numba_lowering = division_numba.div_numba   # (integers: C's rounding, NumPy's x/0)
+div_p.numba_elementwise = True
 
 
 def _rem_impl(x, y):
@@ -857,6 +860,8 @@ defjvp(rem_p,
        lambda g, x, y: _brcast(g, y),
        # d/dy fmod(x, y) = -trunc(x / y)
        lambda g, x, y: mul(g, neg(mul(sign(div(x, y)), floor(abs(div(x, y)))))))
+rem_p.numba_lowering = division_numba.rem_numba
+rem_p.numba_elementwise = True
 
 
 def add(x, y):

@@ -51,7 +51,7 @@ import operator
 import numpy as np
 
 from fungrad._dtype_classes import iinfo as dtype_iinfo, is_inexact, is_integer, issubdtype as dtype_issubdtype
-from fungrad.core import (Primitive, ShapedArray, Tracer, get_aval, operand_weak_type,
+from fungrad.core import (Primitive, ShapedArray, Tracer, Var, get_aval, operand_weak_type,
                           scalar_dtype, standard_weak_type)
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal, tangent_aval
@@ -763,6 +763,51 @@ dynamic_update_slice_p.transpose = _dus_transpose
 dynamic_update_slice_p.linear = True
 dynamic_update_slice_p.batch = _dus_batch
 def_lowering(dynamic_update_slice_p, _dus_lowering)
+
+
+def _numba_window(block, eqn, operand_aval, starts, start_avals, sizes):
+    """Source of the slices of a dynamic window in code numba compiles: each
+    start read as int64, wrapped if negative (where allowed), clamped so that
+    the window fits, as ``_clamped_starts``."""
+    from fungrad.lax.index_loops import check_index_dtypes
+    check_index_dtypes(start_avals)
+    parts = []
+    for s, n, k, neg in zip(starts, operand_aval.shape, sizes, eqn.params["allow_negative"]):
+        v = block.names.new(Var(ShapedArray((), np.int64)))
+        block.line(f"{v} = np.int64({s})")
+        if neg:
+            block.line(f"if {v} < 0:")
+            block.line(f"{v} += {int(n)}", "    ")
+        block.line(f"{v} = min(max({v}, 0), {int(n) - int(k)})")
+        parts.append(f"{v}:{v} + {int(k)}")
+    return ", ".join(parts)
+
+
+def _dynamic_slice_numba(block, eqn, args, out_names):
+    """The window, a view of the operand (numba_block)."""
+    (x, *starts), (out,), aval = args, out_names, eqn.inputs[0].aval
+    if aval.shape == ():
+        block.line(f"{out} = {x}")
+        return
+    window = _numba_window(block, eqn, aval, starts, [a.aval for a in eqn.inputs[1:]],
+                           eqn.params["slice_sizes"])
+    block.line(f"{out} = {x}[{window}]")
+
+
+def _dus_numba(block, eqn, args, out_names):
+    """A copy of the operand with the update written in the window (numba_block)."""
+    (x, u, *starts), (out,), aval = args, out_names, eqn.inputs[0].aval
+    if aval.shape == () or eqn.inputs[1].aval.dtype != aval.dtype:
+        from fungrad.interpreters.numba_backend import NotCompilable
+        raise NotCompilable("dynamic_update_slice of a scalar or of another dtype")
+    window = _numba_window(block, eqn, aval, starts, [a.aval for a in eqn.inputs[2:]],
+                           eqn.inputs[1].aval.shape)
+    block.line(f"{out} = {x}.copy()")
+    block.line(f"{out}[{window}] = {u}")
+
+
+dynamic_slice_p.numba_block = _dynamic_slice_numba
+dynamic_update_slice_p.numba_block = _dus_numba
 
 
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
