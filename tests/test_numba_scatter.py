@@ -1,12 +1,11 @@
 """The compiled backend's scatters (lax/scatters.py's numba rule, loops of
-lax/index_loops.py), dynamic slices, and integer ``div``/``rem``
-(lax/division_numba.py)
+lax/index_loops.py) and dynamic slices
 against the NumPy backend and eager fungrad: ``x.at[idx].set/add/mul/min/max``
 with scalar and 1-D indices (repeated, negative, out of bounds: dropped, or
 clamped in mode "clip"), integer and float dtypes, at the top level and in
-the bodies of ``fori_loop`` and ``cond`` (compiled loops); division by zero,
-negative operands and ``INT_MIN / -1``.  Each program compiles once (about
-a second) and runs on several generated inputs of its shapes.  Skipped only
+the bodies of ``fori_loop`` and ``cond`` (compiled loops).  Each program
+compiles once (about a second) and runs on several generated inputs of its
+shapes (tests/test_numba_integer_ops.py uses the same helpers).  Skipped only
 when numba is not installed.
 """
 from __future__ import annotations
@@ -278,84 +277,3 @@ def test_dynamic_slices_equal_numpy_backend(data):
     for k, (g, n, e) in enumerate(zip(got, on_numpy, eager)):
         _assert_same(g, n, f"window {k}: numba vs NumPy backend")
         _assert_same(g, e, f"window {k}: numba vs eager")
-
-
-# ----------------------------------------------------------------------------
-# Integer div and rem (C's: towards zero, the dividend's sign)
-# ----------------------------------------------------------------------------
-
-INT_DTYPES = (np.int64, np.int32, np.int8, np.uint32, np.uint64)
-
-
-@st.composite
-def _division_operands(draw, n=8):
-    dtype = np.dtype(draw(st.sampled_from(INT_DTYPES)))
-    info = np.iinfo(dtype)
-    special = [0, 1, info.min, info.max] + ([-1, info.min + 1] if info.min < 0 else [])
-    element = st.one_of(st.sampled_from(special), st.integers(max(info.min, -20), 20),
-                        st.integers(int(info.min), int(info.max)))
-    x = np.array(draw(st.lists(element, min_size=n, max_size=n)), dtype)
-    y = np.array(draw(st.lists(element, min_size=n, max_size=n)), dtype)
-    return x, y
-
-
-def _div_rem(x, y):
-    return lax.div(x, y), lax.rem(x, y), lax.div(x + x, y) * lax.rem(y, x)
-
-
-def _div_rem_of_scalars(x, y):
-    """Scalar div/rem in a compiled loop (NUTS divides loop counters)."""
-    def body(k, acc):
-        a, b = x[0] + lax.convert_element_type(k, x.dtype), y[0]
-        return acc + lax.div(a, b) + lax.rem(a, b)
-    return lax.fori_loop(0, 3, body, lax.rem(x[1], y[1]) + lax.div(x[2], y[2]))
-
-
-@settings(max_examples=15)
-@given(_division_operands())
-def test_integer_div_rem_equal_numpy_backend(operands):
-    x, y = operands
-    with np.errstate(all="ignore"):
-        for f in (_div_rem, _div_rem_of_scalars):
-            got, on_numpy, eager = _run_compiled(f, x, y)
-            for k, (g, n, e) in enumerate(zip(*map(fungrad.tree_util.tree_leaves,
-                                                   (got, on_numpy, eager)))):
-                _assert_same(g, n, f"{f.__name__} output {k} ({x.dtype}): numba vs NumPy")
-                _assert_same(g, e, f"{f.__name__} output {k} ({x.dtype}): numba vs eager")
-
-
-def test_integer_division_special_cases():
-    """C's rounding towards zero and the dividend's sign; a zero divisor gives 0
-    (the NumPy backend's value) and INT_MIN / -1 wraps."""
-    lo = np.iinfo(np.int64).min
-    x = np.array([7, -7, 7, -7, 5, lo, lo, 3], np.int64)
-    y = np.array([2, 2, -2, -2, 0, -1, 0, lo], np.int64)
-    q, r, _ = fungrad.jit(_div_rem, backend="numba")(x, y)
-    np.testing.assert_array_equal(q, [3, -3, -3, 3, 0, lo, 0, 0])
-    np.testing.assert_array_equal(r, [1, -1, 1, -1, 0, 0, 0, 3])
-
-
-@settings(max_examples=6)
-@given(st.sampled_from((np.float64, np.float32)), st.integers(0, 2**32 - 1))
-def test_float_div_rem_compile_as_numpy(dtype, seed):
-    """Floats: true division, and fmod (within an ulp: exact in IEEE)."""
-    rng = np.random.default_rng(seed)
-    x = (rng.normal(size=8) * 10).astype(dtype)
-    y = (rng.normal(size=8) * 3).astype(dtype)
-    x[:3], y[:4] = [np.inf, np.nan, 1.0], [0.0, 2.0, -0.0, np.inf]
-    f = lambda x, y: (lax.div(x, y), lax.rem(x, y))
-    with np.errstate(all="ignore"):
-        got, on_numpy, _ = _run_compiled(f, x, y)
-    for g, n in zip(got, on_numpy):
-        _assert_same(g, n, f"float {np.dtype(dtype).name}")
-
-
-def test_int64_sum_that_overflowed_compares_as_wrapped():
-    """numba's int64 + carries LLVM's no-signed-wrap flag (a comparison of an
-    overflowed sum could see the unwrapped value): the backend writes the ufunc."""
-    f = lambda x: ((x + x) < 0, lax.div(x + x, -x))
-    x = np.array([np.iinfo(np.int64).max, 3], np.int64)
-    got, on_numpy, _ = _run_compiled(f, x)
-    for g, n in zip(got, on_numpy):
-        _assert_same(g, n, "int64 overflow")
-    np.testing.assert_array_equal(got[0], [True, False])
