@@ -163,3 +163,16 @@ def test_logistic_of_scalars_and_arrays_as_numpy_backend(dtype, seed):
         g, n = np.asarray(g), np.asarray(n)
         assert g.dtype == n.dtype
         np.testing.assert_allclose(g, n, rtol=4 * np.finfo(dtype).eps, atol=0)
+
+
+def test_rules_run_while_a_trace_is_active():
+    """A numba-jitted function called on constants inside a traced loop body
+    compiles during that trace (numpyro's NUTS does): no rule may bind a
+    primitive (integer_pow's once called lax.abs, a tracer there)."""
+    g = fungrad.jit(lambda x: lax.integer_pow(x, 3) + lax.div(x, 2.0), backend="numba")
+
+    def body(i, c):
+        return c + g(np.arange(3.0) + 2)
+    got = fungrad.jit(lambda c: lax.fori_loop(0, 2, body, c))(np.zeros(3))
+    x = np.arange(3.0) + 2
+    np.testing.assert_allclose(got, 2 * (x ** 3 + x / 2), rtol=1e-15)

@@ -450,9 +450,10 @@ def _integer_pow_numba(a, in_avals, out_avals, y):
     x, dtype = a[0], in_avals[0].dtype
     if not is_floating(dtype):
         return None
-    if y == 0 or abs(y) > 64:
+    # (builtins.abs: this module's abs is lax.abs, a tracer when a trace is active)
+    if y == 0 or builtins.abs(y) > 64:
         return f"np.power({x}, {numba_type(dtype)}({int(y)}))"
-    n, acc, square = abs(int(y)), None, x
+    n, acc, square = builtins.abs(int(y)), None, x
     while True:
         if n & 1:
             acc = square if acc is None else f"({acc} * {square})"
