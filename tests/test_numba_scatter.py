@@ -1,12 +1,12 @@
-"""The compiled backend's scatters (lax/scatters.py's numba rule, loops of
-lax/index_loops.py) and dynamic slices
-against the NumPy backend and eager fungrad: ``x.at[idx].set/add/mul/min/max``
-with scalar and 1-D indices (repeated, negative, out of bounds: dropped, or
-clamped in mode "clip"), integer and float dtypes, at the top level and in
-the bodies of ``fori_loop`` and ``cond`` (compiled loops).  Each program
-compiles once (about a second) and runs on several generated inputs of its
-shapes (tests/test_numba_integer_ops.py uses the same helpers).  Skipped only
-when numba is not installed.
+"""The compiled backend's scatters and gathers (numba rules in lax/scatters.py
+and lax/indexing.py, loops of lax/index_loops.py) and dynamic slices against
+the NumPy backend and eager fungrad: ``x.at[idx].set/add/mul/min/max`` and
+``x[idx]`` with scalar, 1-D and 2-D indices (repeated, negative, out of
+bounds: dropped or filled, or clamped in mode "clip"), integer, float and
+bool dtypes, at the top level and in the bodies of ``fori_loop`` and ``cond``
+(compiled loops).  Each program compiles once (about a second) and runs on
+several generated inputs of its shapes (tests/test_numba_integer_ops.py uses
+the same helpers).  Skipped only when numba is not installed.
 """
 from __future__ import annotations
 
@@ -152,6 +152,14 @@ def _broadcast_arrays(x, i, u):  # x[i[:, None], i[None, :3]]: index arrays broa
     return _all(x.at[i[:, None], i[None, :3] % 3], u)
 
 
+def _separated_arrays(x, i, u):  # x[i, 1:3, j]: the advanced dims lead x[index]
+    return _all(x.at[i, 1:3, i + 1], u)
+
+
+def _reversed_slice(x, i, u):   # x[::-2, i]: a slice with a negative step
+    return _all(x.at[::-2, i], u)
+
+
 def _scalar_update(x, i, u):    # x[i] = u with a scalar u broadcast to x[i]'s shape
     return _all(x.at[i], u[0])
 
@@ -171,6 +179,8 @@ FORMS = {
     "array_and_int": (_array_and_int, (4, 3), (5,), 4, (5,)),
     "broadcast_arrays": (_broadcast_arrays, (4, 3), (4,), 4, (4, 3)),
     "scalar_update": (_scalar_update, (6,), (5,), 6, (1,)),
+    "separated_arrays": (_separated_arrays, (3, 4, 5), (4,), 3, (4, 2)),
+    "reversed_slice": (_reversed_slice, (4, 3), (2,), 3, (2, 2)),
     "clip": (_clip, (6,), (5,), 6, (5,)),
 }
 
@@ -252,6 +262,30 @@ def test_scatters_in_cond_equal_numpy_backend(data):
     u = data.draw(_values((8,), np.float64))
     with np.errstate(all="ignore"):
         _check_all_ops(_in_cond, x, i, u)
+
+
+# ----------------------------------------------------------------------------
+# Gathers: x[index] in modes "clip" (jnp indexing) and "fill"
+# ----------------------------------------------------------------------------
+
+def _gathers(x, i, j):
+    return (x[i], x[i, 1], x[::-2, i], x[j], lax.gather(x, (i,), mode="fill"),
+            lax.gather(x, (i, i + 1), mode="fill", fill_value=-1),
+            lax.gather(x, (slice(None), i), mode="fill"),
+            lax.gather(x, (j, j), mode="fill"), lax.gather(x, (i[:, None], i[None, :2] % 3)))
+
+
+@settings(max_examples=10)
+@given(data=st.data())
+def test_gathers_equal_numpy_backend_and_eager(data):
+    dtype = data.draw(st.sampled_from((np.float64, np.int32, np.bool_)))
+    x = data.draw(_values((4, 3), dtype)) if dtype != np.bool_ else \
+        np.array(data.draw(st.lists(st.booleans(), min_size=12, max_size=12))).reshape(4, 3)
+    i, j = _indices(data.draw, (5,), 4), _indices(data.draw, (), 4, np.int32)
+    got, on_numpy, eager = _run_compiled(_gathers, x, i, j)
+    for k, (g, n, e) in enumerate(zip(got, on_numpy, eager)):
+        _assert_same(g, n, f"gather {k}: numba vs NumPy backend")
+        _assert_same(g, e, f"gather {k}: numba vs eager")
 
 
 # ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Loops over the elements of ``x[index]`` in code numba compiles: the
-compiled backend's form of the scatters (lax/scatters.py), for an index
-described by an indexer (lax/indexing.py's module docstring).
+compiled backend's form of the scatters (lax/scatters.py) and of gather
+(lax/indexing.py), for an index described by an indexer (lax/indexing.py's
+module docstring).
 
 One loop per dimension of ``x[index]`` (the shape of a scatter's updates), in
 C order, the order in which NumPy's ``ufunc.at`` and fancy assignment visit
@@ -85,22 +86,24 @@ def emit_index_loops(block, indexer, operand_shape, index_names, index_avals, mo
 
 
 def _coordinate_lines(c, entry, size, mode):
-    """Lines that set ``c`` to the wrapped (and clamped) coordinate; with
-    mode "drop", the last opens a block entered only when it is in bounds."""
+    """Lines that set ``c`` to the wrapped (and clamped) coordinate, and whether
+    the last opens a block (mode "drop": entered only when it is in bounds)."""
     lines = [f"{c} = np.int64({entry})", f"if {c} < 0:", f"    {c} += {size}"]
     if mode == "clip":
-        return lines + [f"{c} = min(max({c}, 0), {size - 1})"]
-    return lines + [f"if 0 <= {c} < {size}:"]
+        return lines + [f"{c} = min(max({c}, 0), {size - 1})"], False
+    return lines + [f"if 0 <= {c} < {size}:"], True
 
 
 def _emit_nest(block, loop_vars, out_shape, pending, coords, element):
+    """The loops, each coordinate computed (and checked) in the outermost loop
+    where its index entry is known, and the element's statement innermost."""
     indent = ""
     for depth in range(len(out_shape) + 1):
-        for need, lines in pending:
+        for need, (lines, opens_block) in pending:
             if need == depth:
                 for text in lines:
                     block.line(text, indent)
-                if lines[-1].startswith("if 0 <="):
+                if opens_block:
                     indent += "    "
         if depth < len(out_shape):
             block.line(f"for {loop_vars[depth]} in range({int(out_shape[depth])}):", indent)

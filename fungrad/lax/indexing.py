@@ -50,7 +50,8 @@ import operator
 
 import numpy as np
 
-from fungrad._dtype_classes import iinfo as dtype_iinfo, is_inexact, is_integer, issubdtype as dtype_issubdtype
+from fungrad._dtype_classes import (iinfo as dtype_iinfo, is_inexact, is_integer,
+                                    issubdtype as dtype_issubdtype, kind as dtype_kind)
 from fungrad.core import (Primitive, ShapedArray, Tracer, Var, get_aval, operand_weak_type,
                           scalar_dtype, standard_weak_type)
 from fungrad.interpreters import batching
@@ -969,6 +970,48 @@ def _literal_src(value):
 
 
 def_lowering(gather_p, _gather_lowering)
+
+
+def _numba_scalar_source(value, dtype) -> str:
+    """A scalar of ``dtype`` in code numba compiles (no float('nan'), and no
+    integer literal beyond int64's range, which numba would type as uint64)."""
+    value = np.asarray(value).astype(dtype)[()]
+    if dtype_kind(value.dtype) == "b":
+        return "True" if value else "False"
+    if dtype_kind(value.dtype) == "f":
+        text = ("np.nan" if np.isnan(value) else "np.inf" if value == np.inf
+                else "-np.inf" if value == -np.inf else repr(float(value)))
+    elif dtype_kind(value.dtype) == "i" and value == dtype_iinfo(np.int64).min:
+        text = f"{int(value) + 1} - 1"
+    else:
+        text = str(int(value))
+    return f"np.{value.dtype.name}({text})"
+
+
+def _gather_numba(block, eqn, args, out_names):
+    """``x[index]`` element by element (lax/index_loops.py, numba_block); mode
+    "fill" fills the result first and skips the out-of-bounds entries."""
+    from fungrad.lax.index_loops import emit_index_loops
+    (x, *index_names), (out,) = args, out_names
+    x_aval, *index_avals = [a.aval for a in eqn.inputs]
+    out_aval, p = eqn.outvars[0].aval, eqn.params
+    fill = p["fill_value"] if p["fill_value"] is not None else default_fill_value(x_aval.dtype)
+    with np.errstate(invalid="ignore"):       # (a NaN fill of integers: as the impl's astype)
+        fill = _numba_scalar_source(fill if p["mode"] == "fill" else 0, x_aval.dtype)
+    shape = tuple(int(d) for d in out_aval.shape)
+    start = f"np.full({shape!r}, {fill})" if shape else fill
+    block.line(f"{out} = {start}")
+    if any(x_aval.shape[d] == 0 for d in _array_dims(p["indexer"])):
+        return                                   # (nothing to gather from: the impl's fill)
+
+    def element(coords, out_coords, indent):
+        target = f"{out}[{', '.join(out_coords)}]" if shape else out
+        block.line(f"{target} = {x}[{', '.join(coords)}]", indent)
+    emit_index_loops(block, p["indexer"], x_aval.shape, index_names, index_avals,
+                     "drop" if p["mode"] == "fill" else "clip", element)
+
+
+gather_p.numba_block = _gather_numba
 
 
 # The scatters (lax/scatters.py) were defined here: their names stay importable
