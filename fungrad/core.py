@@ -610,6 +610,9 @@ class Primitive:
         # its numba_lowering is elementwise (operands of the output's shape or
         # scalars): it may join a fused loop, called on scalar avals there
         self.numba_elementwise = False
+        # (key, source()): module-level numba source its lowering calls (a
+        # kernel module's functions), written once before a program's segments
+        self.numba_prelude = None
         # has a side effect (debug callbacks, checks): dce keeps it, cse never merges it
         self.effectful = False
         # algebraic facts the optimisation passes read (interpreters/passes.py)

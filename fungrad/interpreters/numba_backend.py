@@ -405,6 +405,7 @@ class _Program:
         self.consts: dict = {}
         self.modules: dict = {}
         self.primitives: set = set()     # names of the primitives the segments compile
+        self.preludes: list[str] = []    # module-level source the segments call
         # the driver only calls its one segment with its parameters and returns
         # the segment's results: jit may call the segment itself (``_compile``)
         self.direct = False
@@ -450,23 +451,36 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
                 prog.driver.append(f"    {names(v)} = np.{v.aval.dtype.name}({names(v)})")
     prog.driver.append(f"    return {_tuple_source([names(v) for v in jaxpr.outvars])}")
     prog.modules.update(names.modules)
+    prog.preludes = _preludes([eqn for run in runs if run.compiled for eqn in run.eqns])
     prog.direct = (len(runs) == 1 and runs[0].compiled and not runs[0].consts
                    and ins[0] == list(jaxpr.invars) and outs[0] == list(jaxpr.outvars)
                    and len(prog.driver) == 3)
     return prog
 
 
-def _primitive_names(eqns) -> set:
+def _primitives(eqns) -> set:
     """The primitives of ``eqns`` and of the jaxprs inside them."""
     found = set()
     for eqn in eqns:
-        found.add(eqn.primitive.name)
+        found.add(eqn.primitive)
         for value in eqn.params.values():
             subs = value if isinstance(value, tuple) else (value,)
             for sub in subs:
                 if isinstance(sub, ClosedJaxpr):
-                    found |= _primitive_names(sub.jaxpr.eqns)
+                    found |= _primitives(sub.jaxpr.eqns)
     return found
+
+
+def _primitive_names(eqns) -> set:
+    return {prim.name for prim in _primitives(eqns)}
+
+
+def _preludes(eqns) -> list[str]:
+    """The module-level source the compiled equations' rules call (each
+    primitive's ``numba_prelude``), once per key, in the keys' order."""
+    preludes = dict(prim.numba_prelude for prim in _primitives(eqns)
+                    if prim.numba_prelude is not None)
+    return [preludes[key]() for key in sorted(preludes)]
 
 
 def _needed_after(ins, top_outs) -> list:
@@ -610,7 +624,7 @@ def _compile(closed: ClosedJaxpr, label: str) -> NumbaCompiled:
     try:
         numba_fns, numba_error, on_compiled = numba_cache.compile_segments(
             [src for _, src, _ in prog.segments], [seg for seg, _, _ in prog.segments],
-            prog.primitives)
+            prog.primitives, prog.preludes)
     except SyntaxError as err:        # (a bug in a numba rule: never the user's error)
         log.warning("jit(%s): fungrad generated numba code that is not valid Python (%s: %s, "
                     "line %s); it runs on NumPy. This is a bug in fungrad; please report it "

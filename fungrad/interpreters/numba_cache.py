@@ -42,15 +42,16 @@ _HEADER = ("# fungrad jit, numba backend: generated code (a cache entry; see\n"
            "# code fungrad generates, and recompiled from that.\n")
 
 
-def compile_segments(sources: list[str], names: list[str], primitives=()):
+def compile_segments(sources: list[str], names: list[str], primitives=(), preludes=()):
     """numba dispatchers of the segment functions (compiled on their first
     call, or loaded from the disk cache), numba's error class (what a failed
     compilation raises), and ``after(ok)``, which a segment calls after its
     first call: with ok, it records the sums of numba's files; otherwise it
-    drops them and returns a dispatcher compiled in memory to try instead."""
+    drops them and returns a dispatcher compiled in memory to try instead.
+    ``preludes``: module-level source (kernel functions) the segments call."""
     import numba
     from numba.core.errors import NumbaError
-    text = _module_text(sources)
+    text = _module_text(list(preludes) + list(sources))
     root = cache_root()
     if root is None:
         return _in_memory(text, names), NumbaError, lambda ok, name: None

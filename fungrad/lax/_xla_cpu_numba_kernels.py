@@ -523,17 +523,125 @@ def threefry_array(x0, x1, injections):
 _KEY_PARITY = np.uint64(0x1BD11BDA)
 
 
+@_inline
+def threefry_pair(k0, k1, x0, x1):
+    """Threefry-2x32 of one word pair ``(x0, x1)`` under the key ``(k0, k1)``
+    (32-bit words held in uint64): key schedule, injections, 20 rounds."""
+    schedule = (k0, k1, k0 ^ k1 ^ _KEY_PARITY)
+    a = (x0 + k0) & _MASK32
+    b = (x1 + k1) & _MASK32
+    for group in range(5):
+        a, b = _four_rounds(a, b, group)
+        a = (a + schedule[(group + 1) % 3]) & _MASK32
+        b = (b + schedule[(group + 2) % 3] + np.uint64(group + 1)) & _MASK32
+    return a, b
+
+
+@_scalar
+def threefry_u32(k0, k1, x0, x1):
+    """``threefry_pair`` of uint32 scalars, as uint32 (the threefry2x32
+    primitive on shape () in the compiled jit backend)."""
+    a, b = threefry_pair(np.uint64(k0), np.uint64(k1), np.uint64(x0), np.uint64(x1))
+    return np.uint32(a), np.uint32(b)
+
+
+@_scalar
+def threefry_into(k0, k1, x0, x1, y0, y1):
+    """The threefry2x32 primitive on arrays of ``y0``'s shape (the operands
+    broadcast to it) in the compiled jit backend: results into ``y0``, ``y1``."""
+    for idx in np.ndindex(y0.shape):
+        y0[idx], y1[idx] = threefry_u32(k0[idx], k1[idx], x0[idx], x1[idx])
+
+
 def threefry_keyed_array(k0, k1, x0, x1):
     """Threefry-2x32 of each pair ``(x0[i], x1[i])`` under its own key
     ``(k0[i], k1[i])`` (uint32, in place): kernels/prng.py's ``threefry2x32``,
     key schedule and injections included."""
     for i in range(x0.size):
-        schedule = (np.uint64(k0[i]), np.uint64(k1[i]),
-                    np.uint64(k0[i]) ^ np.uint64(k1[i]) ^ _KEY_PARITY)
-        a = (np.uint64(x0[i]) + schedule[0]) & _MASK32
-        b = (np.uint64(x1[i]) + schedule[1]) & _MASK32
-        for group in range(5):
-            a, b = _four_rounds(a, b, group)
-            a = (a + schedule[(group + 1) % 3]) & _MASK32
-            b = (b + schedule[(group + 2) % 3] + np.uint64(group + 1)) & _MASK32
-        x0[i], x1[i] = a, b
+        x0[i], x1[i] = threefry_pair(np.uint64(k0[i]), np.uint64(k1[i]),
+                                     np.uint64(x0[i]), np.uint64(x1[i]))
+
+
+# ----------------------------------------------------------------------------
+# random_sample (kernels/prng.py's ``sample``) for the compiled jit backend:
+# keys (n, 2) uint32 -> out (n * size,), the same words and the same floats
+# ----------------------------------------------------------------------------
+# transform codes (fungrad.lax.prng.TRANSFORMS' order)
+_BITS, _UNIT, _SIGNED, _NORMAL = 0, 1, 2, 3
+_TWO_20 = 2.0**20
+_UNIT_SCALE_64, _SIGNED_SCALE_64 = 2.0**-52, 2.0**-51
+_LOWEST_64 = np.nextafter(-1.0, 0.0)
+_UNIT_SCALE_32 = np.float32(2.0**-23)
+_LOWEST_32 = np.nextafter(np.float32(-1.0), np.float32(0.0))
+_TWO_32 = np.float32(1.0) - _LOWEST_32      # (rounds to 2)
+
+
+@_inline
+def _block(k0, k1, j, half, words, partitionable):
+    """The encrypted block ``j`` of a key's stream of ``words`` words: counts
+    ``(j >> 32, j & mask)`` (partitionable) or ``(j, half + j)``, the count past
+    the end 0 (the pad of an odd length)."""
+    if partitionable:
+        return threefry_pair(k0, k1, np.uint64(j) >> _THIRTY_TWO, np.uint64(j) & _MASK32)
+    second = np.uint64(half + j) if half + j < words else np.uint64(0)
+    return threefry_pair(k0, k1, np.uint64(j) & _MASK32, second & _MASK32)
+
+
+@_scalar
+def sample64(keys, size, transform, partitionable, out):
+    """64-bit samples (uint64 bits, float64): sample j of a key is its block
+    j's pair ``high:low`` (the original layout's stream has 2 size words)."""
+    for r in range(keys.shape[0]):
+        k0, k1 = np.uint64(keys[r, 0]), np.uint64(keys[r, 1])
+        for j in range(size):
+            high, low = _block(k0, k1, j, size, 2 * size, partitionable)
+            if transform == _BITS:
+                out[r * size + j] = (high << _THIRTY_TWO) | low
+                continue
+            # (kernels/prng.py's _unit_float64, operation for operation)
+            x = np.float64(high) * _TWO_20 + np.float64(low >> np.uint64(12))
+            if transform == _UNIT:
+                out[r * size + j] = x * _UNIT_SCALE_64
+                continue
+            u = x * _SIGNED_SCALE_64 + _LOWEST_64
+            out[r * size + j] = u if transform == _SIGNED else normal_f64(u)
+    return out
+
+
+@_inline
+def _finish32(word, transform):
+    """A 32-bit word as the sample of ``transform``: float32 from its top 23
+    bits (kernels/prng.py's _unit_narrow, _signed), or the word itself."""
+    if transform == _BITS:
+        return np.float32(0.0), word
+    unit = np.float32(word >> np.uint64(9)) * _UNIT_SCALE_32
+    if transform == _UNIT:
+        return unit, word
+    u = unit * _TWO_32 + _LOWEST_32
+    return (u if transform == _SIGNED else normal_f32(u)), word
+
+
+@_scalar
+def sample32(keys, size, transform, partitionable, out):
+    """32-bit samples (uint32 bits, float32): partitionable, sample j is the
+    xor of block j's pair; original, blocks ``(j, half + j)`` give samples j
+    and half + j."""
+    half = size if partitionable else (size + 1) // 2
+    for r in range(keys.shape[0]):
+        k0, k1 = np.uint64(keys[r, 0]), np.uint64(keys[r, 1])
+        for j in range(half):
+            y0, y1 = _block(k0, k1, j, half, size, partitionable)
+            first = y0 ^ y1 if partitionable else y0
+            _store32(out, r * size + j, first, transform)
+            if not partitionable and half + j < size:
+                _store32(out, r * size + half + j, y1, transform)
+    return out
+
+
+@_inline
+def _store32(out, i, word, transform):
+    value, bits = _finish32(word, transform)
+    if transform == _BITS:
+        out[i] = bits
+    else:
+        out[i] = value

@@ -85,6 +85,29 @@ def _threefry_batch(axis_size, vals, dims):
 threefry2x32_p.batch = _threefry_batch
 
 
+def _threefry_numba(block, eqn, args, out_names):
+    """The compiled jit backend's threefry2x32 (xla_cpu_numba's kernels: the
+    same words as the NumPy kernel): on scalars, or operands broadcast to the
+    result's shape."""
+    (y0, y1), shape = out_names, tuple(int(d) for d in eqn.outvars[0].aval.shape)
+    if shape == ():
+        block.line(f"{y0}, {y1} = threefry_u32({', '.join(args)})")
+        return
+    operands = [a if v.aval.shape == shape else
+                f"np.full({shape!r}, {a}, np.uint32)" if v.aval.shape == () else
+                f"np.broadcast_to({a}, {shape!r})" for a, v in zip(args, eqn.inputs)]
+    block.line(f"{y0} = np.empty({shape!r}, np.uint32)")
+    block.line(f"{y1} = np.empty({shape!r}, np.uint32)")
+    block.line(f"threefry_into({', '.join(operands)}, {y0}, {y1})")
+
+
+threefry2x32_p.numba_block = _threefry_numba
+# (the compiled backend's code calls xla_cpu_numba's kernels: their source
+# is written into each program that uses them)
+_XLA_PRELUDE = ("xla_cpu", _xla_numba.kernels_source)
+threefry2x32_p.numba_prelude = _XLA_PRELUDE
+
+
 def threefry2x32(k0, k1, x0, x1):
     """``(y0, y1)``: Threefry-2x32 of the pairs ``(x0, x1)`` under keys ``(k0, k1)``."""
     return checked_bind(threefry2x32_p, *(as_operand(a) for a in (k0, k1, x0, x1)))
@@ -116,11 +139,33 @@ def _sample_batch(axis_size, vals, dims, **params):
     return random_sample_p.bind(batching.moveaxis(keys, dim, 0), **params), 0
 
 
+def _sample_numba(block, eqn, args, out_names):
+    """The compiled jit backend's random_sample for 32- and 64-bit samples
+    (xla_cpu_numba's ``sample32``/``sample64``: kernels/prng.py's ``sample``,
+    sample for sample, normals by XLA's erf_inv as an exact draw; narrower
+    dtypes stay on NumPy)."""
+    from fungrad.interpreters.numba_backend import NotCompilable
+    params, (keys,), (out,) = eqn.params, args, out_names
+    dtype, keys_aval = np.dtype(params["dtype"]), eqn.inputs[0].aval
+    if dtype.itemsize not in (4, 8):
+        raise NotCompilable(f"random_sample of {dtype}")
+    kernel = "sample64" if dtype.itemsize == 8 else "sample32"
+    rows, size = math.prod(keys_aval.shape[:-1]), math.prod(params["shape"])
+    out_shape = tuple(int(d) for d in eqn.outvars[0].aval.shape)
+    call = (f"{kernel}(np.ascontiguousarray({keys}).reshape(({rows}, 2)), {size}, "
+            f"{TRANSFORMS.index(params['transform'])}, {bool(params['partitionable'])}, "
+            f"np.empty(({rows * size},), np.{dtype.name}))")
+    block.line(f"{out} = {call}[0]" if out_shape == () else
+               f"{out} = {call}.reshape({out_shape!r})")
+
+
 random_sample_p = Primitive("random_sample")
 def_kernel(random_sample_p, _kernel.sample)
 random_sample_p.def_abstract_eval(_sample_shape)
 defjvp_zero(random_sample_p)
 random_sample_p.batch = _sample_batch
+random_sample_p.numba_block = _sample_numba
+random_sample_p.numba_prelude = _XLA_PRELUDE
 
 
 def random_sample(key, shape, dtype, transform, partitionable=True):
@@ -187,6 +232,27 @@ random_rsqrt_p = _xla_unary("rsqrt", _xla_math.rsqrt, jvp_of_answer=lambda g, an
     g, _e.mul(_e._const(x, -0.5), _e.mul(ans, _e.div(ans, x)))))
 random_erf_inv_p = _xla_unary("erf_inv", _xla_math.erf_inv, jvp_of_answer=lambda g, ans, x: _e.mul(
     g, _e.mul(_e._const(x, math.sqrt(math.pi) / 2), _e.exp(_e.square(ans)))))
+
+
+def _xla_scalar_numba(kernel):
+    """The compiled backend's form on float32/float64 scalars (fused loops):
+    xla_cpu_numba's scalar kernel, the same numbers as the NumPy emulation."""
+    def lowering(args, in_avals, out_avals):
+        dtype = np.dtype(out_avals[0].dtype)
+        if any(a.shape != () for a in list(in_avals) + list(out_avals)) or \
+                dtype not in _xla_numba._SUFFIX:
+            return None
+        return f"{kernel}_{_xla_numba._SUFFIX[dtype]}({', '.join(args)})"
+    return lowering
+
+
+for _p, _kernel_name in ((random_fma_p, "fma"), (random_log_p, "log"),
+                         (random_log1p_p, "log1p"), (random_exp_p, "exp"),
+                         (random_tan_p, "tan"), (random_pow_p, "pow"), (random_erf_p, "erf"),
+                         (random_rsqrt_p, "rsqrt"), (random_erf_inv_p, "erf_inv")):
+    _p.numba_lowering = _xla_scalar_numba(_kernel_name)
+    _p.numba_elementwise = True
+    _p.numba_prelude = _XLA_PRELUDE
 
 
 def random_log(x):

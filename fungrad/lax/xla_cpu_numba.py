@@ -86,14 +86,22 @@ def _entry_names():
         "threefry_array", "threefry_keyed_array"]
 
 
+def kernels_source() -> str:
+    """The scalar kernels' text and the hash of the NumPy module whose
+    constants they take (frozen into cached code); also the compiled jit
+    backend's prelude for the PRNG primitives (fungrad/lax/prng.py)."""
+    if "source" not in _STATE:
+        path = os.path.join(os.path.dirname(__file__), "_xla_cpu_numba_kernels.py")
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        with open(xla_cpu_math.__file__, "rb") as fh:
+            constants = hashlib.sha256(fh.read()).hexdigest()
+        _STATE["source"] = f"# xla_cpu_math.py sha256 {constants}\n{text}\n"
+    return _STATE["source"]
+
+
 def _source() -> str:
-    """The kernels' text, the array loops, and the hash of the NumPy module
-    whose constants the kernels take (they are frozen into the cached code)."""
-    path = os.path.join(os.path.dirname(__file__), "_xla_cpu_numba_kernels.py")
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    with open(xla_cpu_math.__file__, "rb") as fh:
-        constants = hashlib.sha256(fh.read()).hexdigest()
+    """The kernels' text with an array loop per function."""
     loops = []
     for name, arity in _ARITY.items():
         params = ", ".join(f"x{k}" for k in range(arity))
@@ -105,7 +113,7 @@ def _source() -> str:
                 loops.append(_PASSES_LOOP.format(entry=entry, function=function, scale=scale))
             else:
                 loops.append(_LOOP.format(name=name, suffix=suffix, params=params, items=items))
-    return f"# xla_cpu_math.py sha256 {constants}\n{text}\n{''.join(loops)}"
+    return kernels_source() + "".join(loops)
 
 
 class CompiledMath:
