@@ -1,10 +1,9 @@
-"""The compiled backend's scatters and gathers (numba rules in lax/scatters.py
-and lax/indexing.py, loops of lax/index_loops.py) and dynamic slices against
-the NumPy backend and eager fungrad: ``x.at[idx].set/add/mul/min/max`` and
-``x[idx]`` with scalar, 1-D and 2-D indices (repeated, negative, out of
-bounds: dropped or filled, or clamped in mode "clip"), integer, float and
-bool dtypes, at the top level and in the bodies of ``fori_loop`` and ``cond``
-(compiled loops).  Each program compiles once (about a second) and runs on
+"""The compiled backend's scatters, gathers and dynamic slices (the numba
+rules of lax/indexing_numba.py) against the NumPy backend and eager fungrad:
+``x.at[idx].set/add/mul/min/max`` and ``x[idx]`` with scalar, 1-D and 2-D
+indices (repeated, negative, out of bounds: dropped or filled, or clamped in
+mode "clip"), integer, float and bool dtypes, at the top level and in the
+bodies of ``fori_loop`` and ``cond`` (compiled loops).  Each program compiles once (about a second) and runs on
 several generated inputs of its shapes (tests/test_numba_integer_ops.py uses
 the same helpers).  Skipped only when numba is not installed.
 """

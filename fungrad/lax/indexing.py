@@ -50,15 +50,14 @@ import operator
 
 import numpy as np
 
-from fungrad._dtype_classes import (iinfo as dtype_iinfo, is_inexact, is_integer,
-                                    issubdtype as dtype_issubdtype, kind as dtype_kind)
-from fungrad.core import (Primitive, ShapedArray, Tracer, Var, get_aval, operand_weak_type,
+from fungrad._dtype_classes import iinfo as dtype_iinfo, is_inexact, is_integer, issubdtype as dtype_issubdtype
+from fungrad.core import (Primitive, ShapedArray, Tracer, get_aval, operand_weak_type,
                           scalar_dtype, standard_weak_type)
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal, tangent_aval
 from fungrad.interpreters.lowering import Source
 from fungrad.lax.utils import canonical_axes, checked_bind, def_lowering, as_operand
-from fungrad.lax import structural
+from fungrad.lax import indexing_numba, structural
 from fungrad.lax.xla_scatter import ScatterDimensionNumbers, GatherScatterMode, mode_name
 
 __all__ = [
@@ -764,51 +763,9 @@ dynamic_update_slice_p.transpose = _dus_transpose
 dynamic_update_slice_p.linear = True
 dynamic_update_slice_p.batch = _dus_batch
 def_lowering(dynamic_update_slice_p, _dus_lowering)
+dynamic_slice_p.numba_block = indexing_numba.dynamic_slice_numba
+dynamic_update_slice_p.numba_block = indexing_numba.dynamic_update_slice_numba
 
-
-def _numba_window(block, eqn, operand_aval, starts, start_avals, sizes):
-    """Source of the slices of a dynamic window in code numba compiles: each
-    start read as int64, wrapped if negative (where allowed), clamped so that
-    the window fits, as ``_clamped_starts``."""
-    from fungrad.lax.index_loops import check_index_dtypes
-    check_index_dtypes(start_avals)
-    parts = []
-    for s, n, k, neg in zip(starts, operand_aval.shape, sizes, eqn.params["allow_negative"]):
-        v = block.names.new(Var(ShapedArray((), np.int64)))
-        block.line(f"{v} = np.int64({s})")
-        if neg:
-            block.line(f"if {v} < 0:")
-            block.line(f"{v} += {int(n)}", "    ")
-        block.line(f"{v} = min(max({v}, 0), {int(n) - int(k)})")
-        parts.append(f"{v}:{v} + {int(k)}")
-    return ", ".join(parts)
-
-
-def _dynamic_slice_numba(block, eqn, args, out_names):
-    """The window, a view of the operand (numba_block)."""
-    (x, *starts), (out,), aval = args, out_names, eqn.inputs[0].aval
-    if aval.shape == ():
-        block.line(f"{out} = {x}")
-        return
-    window = _numba_window(block, eqn, aval, starts, [a.aval for a in eqn.inputs[1:]],
-                           eqn.params["slice_sizes"])
-    block.line(f"{out} = {x}[{window}]")
-
-
-def _dus_numba(block, eqn, args, out_names):
-    """A copy of the operand with the update written in the window (numba_block)."""
-    (x, u, *starts), (out,), aval = args, out_names, eqn.inputs[0].aval
-    if aval.shape == () or eqn.inputs[1].aval.dtype != aval.dtype:
-        from fungrad.interpreters.numba_backend import NotCompilable
-        raise NotCompilable("dynamic_update_slice of a scalar or of another dtype")
-    window = _numba_window(block, eqn, aval, starts, [a.aval for a in eqn.inputs[2:]],
-                           eqn.inputs[1].aval.shape)
-    block.line(f"{out} = {x}.copy()")
-    block.line(f"{out}[{window}] = {u}")
-
-
-dynamic_slice_p.numba_block = _dynamic_slice_numba
-dynamic_update_slice_p.numba_block = _dus_numba
 
 
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
@@ -970,48 +927,8 @@ def _literal_src(value):
 
 
 def_lowering(gather_p, _gather_lowering)
+gather_p.numba_block = indexing_numba.gather_numba
 
-
-def _numba_scalar_source(value, dtype) -> str:
-    """A scalar of ``dtype`` in code numba compiles (no float('nan'), and no
-    integer literal beyond int64's range, which numba would type as uint64)."""
-    value = np.asarray(value).astype(dtype)[()]
-    if dtype_kind(value.dtype) == "b":
-        return "True" if value else "False"
-    if dtype_kind(value.dtype) == "f":
-        text = ("np.nan" if np.isnan(value) else "np.inf" if value == np.inf
-                else "-np.inf" if value == -np.inf else repr(float(value)))
-    elif dtype_kind(value.dtype) == "i" and value == dtype_iinfo(np.int64).min:
-        text = f"{int(value) + 1} - 1"
-    else:
-        text = str(int(value))
-    return f"np.{value.dtype.name}({text})"
-
-
-def _gather_numba(block, eqn, args, out_names):
-    """``x[index]`` element by element (lax/index_loops.py, numba_block); mode
-    "fill" fills the result first and skips the out-of-bounds entries."""
-    from fungrad.lax.index_loops import emit_index_loops
-    (x, *index_names), (out,) = args, out_names
-    x_aval, *index_avals = [a.aval for a in eqn.inputs]
-    out_aval, p = eqn.outvars[0].aval, eqn.params
-    fill = p["fill_value"] if p["fill_value"] is not None else default_fill_value(x_aval.dtype)
-    with np.errstate(invalid="ignore"):       # (a NaN fill of integers: as the impl's astype)
-        fill = _numba_scalar_source(fill if p["mode"] == "fill" else 0, x_aval.dtype)
-    shape = tuple(int(d) for d in out_aval.shape)
-    start = f"np.full({shape!r}, {fill})" if shape else fill
-    block.line(f"{out} = {start}")
-    if any(x_aval.shape[d] == 0 for d in _array_dims(p["indexer"])):
-        return                                   # (nothing to gather from: the impl's fill)
-
-    def element(coords, out_coords, indent):
-        target = f"{out}[{', '.join(out_coords)}]" if shape else out
-        block.line(f"{target} = {x}[{', '.join(coords)}]", indent)
-    emit_index_loops(block, p["indexer"], x_aval.shape, index_names, index_avals,
-                     "drop" if p["mode"] == "fill" else "clip", element)
-
-
-gather_p.numba_block = _gather_numba
 
 
 # The scatters (lax/scatters.py) were defined here: their names stay importable

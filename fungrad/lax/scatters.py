@@ -12,7 +12,7 @@ from fungrad.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
 from fungrad.interpreters.lowering import Source, call
 from fungrad.lax.kernels import scatter as _scatter_kernels
 from fungrad.lax.utils import checked_bind, def_lowering, as_operand
-from fungrad.lax import structural
+from fungrad.lax import indexing_numba, structural
 from fungrad.lax.indexing import (_array_dims, _batched_index, _check_indexer, _clip_src,
                                   _index_src, _valid_src, _wrap_src, _zeros, build_indexer,
                                   flat_positions, gather, gather_p, output_layout)
@@ -493,45 +493,6 @@ def_lowering(scatter_mul_p, _scatter_lowering_for("multiply"))
 def_lowering(scatter_min_p, _scatter_lowering_for("minimum"))
 def_lowering(scatter_max_p, _scatter_lowering_for("maximum"))
 
-# ----------------------------------------------------------------------------
-# The compiled backend's scatters: a copy, then loops over the updates
-# ----------------------------------------------------------------------------
-
-# one element's update, ``{o}`` the operand element and ``{u}`` the update
-# (the ufuncs wrap integers as NumPy does: numba's + and * on int64 do not
-# promise to; np.minimum/np.maximum propagate NaN as NumPy's)
-_NUMBA_UPDATE = {
-    "scatter": "{o} = {u}",
-    "scatter_add": "{o} = np.add({o}, {u})",
-    "scatter_mul": "{o} = np.multiply({o}, {u})",
-    "scatter_min": "{o} = np.minimum({o}, {u})",
-    "scatter_max": "{o} = np.maximum({o}, {u})",
-}
-
-
-def _scatter_numba(block, eqn, args, out_names):
-    """``out = x.copy()``, then each in-bounds update applied in NumPy's order
-    (lax/index_loops.py); numba_block of every scatter primitive."""
-    from fungrad.interpreters.numba_backend import NotCompilable
-    from fungrad.lax.index_loops import emit_index_loops
-    x_aval, *index_avals, u_aval = [a.aval for a in eqn.inputs]
-    x, index_names, u = args[0], args[1:-1], args[-1]
-    (out,), name, params = out_names, eqn.primitive.name, eqn.params
-    if x_aval.shape == () or u_aval.dtype != x_aval.dtype:
-        raise NotCompilable(f"{name} of a scalar, or of updates of another dtype")
-    if x_aval.dtype == np.bool_ and name != "scatter":
-        raise NotCompilable(f"{name} of booleans")   # (NumPy's or/and; numba's integers)
-    block.line(f"{out} = {x}.copy()")
-    if x_aval.size == 0:
-        return                                       # (nothing to update)
-
-    def element(coords, out_coords, indent):
-        update = u if u_aval.shape == () else f"{u}[{', '.join(out_coords)}]"
-        block.line(_NUMBA_UPDATE[name].format(o=f"{out}[{', '.join(coords)}]", u=update),
-                   indent)
-    emit_index_loops(block, params["indexer"], x_aval.shape, index_names, index_avals,
-                     params["mode"], element)
-
-
+# the compiled backend's scatters: a copy, then loops over the updates
 for _prim in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
-    _prim.numba_block = _scatter_numba
+    _prim.numba_block = indexing_numba.scatter_numba
