@@ -219,8 +219,11 @@ def _ufunc_source(eqn, args) -> str:
         raise NotCompilable(f"{eqn.primitive.name} on {[a.aval.dtype for a in eqn.inputs]}")
     if not all(type(a) is str for a in expr.args):
         raise NotCompilable(f"{eqn.primitive.name}: a non-operand argument")
-    # (numba computes + - * of small integer scalars in int64: the ufunc keeps the dtype)
-    wide = all(a.aval.dtype in _PYTHON_DTYPES for a in eqn.inputs)
+    # (numba computes + - * of small integer scalars in int64: the ufunc keeps the
+    # dtype; its int64 operators carry LLVM's no-signed-wrap flag, so a comparison
+    # of a sum that overflowed may see the unwrapped value: the ufunc wraps)
+    wide = all(a.aval.dtype in _PYTHON_DTYPES and a.aval.dtype != np.int64
+               for a in eqn.inputs)
     return render(expr, operator_form=wide)
 
 

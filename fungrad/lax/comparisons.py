@@ -16,6 +16,7 @@ from fungrad.interpreters.ad import defjvp_zero, deflinear
 from fungrad.interpreters.lowering import Source
 from fungrad.lax.elementwise import (ANY, FLOAT, INT, INT_OR_BOOL, ORDERED, _bool_out, _nary,
                                      _operand, _operands, _unary)
+from fungrad.lax import integer_numba
 from fungrad.lax.kernels import bits as bits_kernels
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "bitwise_not", "bitwise_and", "bitwise_or",
@@ -68,12 +69,17 @@ shift_right_logical_p = _nary("shift_right_logical", _shift_right_logical_impl, 
 for _p in (not_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
            shift_right_logical_p):
     defjvp_zero(_p)
+for _p, _rule in ((shift_left_p, integer_numba.shift_left_numba),
+                 (shift_right_arithmetic_p, integer_numba.shift_right_arithmetic_numba),
+                 (shift_right_logical_p, integer_numba.shift_right_logical_numba)):
+    _p.numba_lowering, _p.numba_elementwise = _rule, True    # (NumPy's out-of-range shifts)
 
 
 # population_count, clz: of the two's-complement bit pattern, in the operand's dtype
 population_count_p = _unary("population_count", bits_kernels.population_count, INT)
 clz_p = _unary("clz", bits_kernels.clz, INT)
 defjvp_zero(population_count_p)
+population_count_p.numba_block = integer_numba.population_count_numba
 defjvp_zero(clz_p)
 # mulhi: the high half of the double-width integer product
 mulhi_p = _nary("mulhi", bits_kernels.mulhi, INT)

@@ -44,6 +44,7 @@ from fungrad.interpreters.codegen import expression_function
 from fungrad.interpreters.lowering import Source, call, scalar_type_name
 from fungrad.interpreters.ad import (defjvp, defjvp2, deflinear, defbilinear, defjvp_zero,
                                      unbroadcast, is_undefined_primal, Zero, instantiate_zeros)
+from fungrad.lax import integer_numba
 from fungrad.lax.kernels import (bits as bits_kernels, powers as power_kernels,
                                   special as special_kernels)
 from fungrad.lax.utils import (def_lowering, call_lowering, as_operand, check_same_dtypes,
@@ -449,9 +450,10 @@ def _integer_pow_numba(a, in_avals, out_avals, y):
     x, dtype = a[0], in_avals[0].dtype
     if not is_floating(dtype):
         return None
-    if y == 0 or abs(y) > 64:
+    # (builtins.abs: this module's abs is lax.abs, a tracer when a trace is active)
+    if y == 0 or builtins.abs(y) > 64:
         return f"np.power({x}, {numba_type(dtype)}({int(y)}))"
-    n, acc, square = abs(int(y)), None, x
+    n, acc, square = builtins.abs(int(y)), None, x
     while True:
         if n & 1:
             acc = square if acc is None else f"({acc} * {square})"
@@ -552,6 +554,13 @@ def _logistic_lowering(args, in_avals):
 logistic_p = _unary("logistic", _logistic_impl, INEXACT,
                     lowering=lambda args: _logistic_lowering(args, [ShapedArray((), np.float64)]))
 def_lowering(logistic_p, _logistic_lowering, typed=True)
+logistic_p.numba_elementwise = True
+# the same on a real scalar, in a loop nest (arrays: nests; complex: NumPy)
+logistic_p.numba_lowering = lambda a, in_avals, out_avals: (
+    "({t}(1) / ({t}(1) + np.exp(-abs({x}))) if {x} >= 0 else "
+    "np.exp(-abs({x})) / ({t}(1) + np.exp(-abs({x}))))".format(
+        x=a[0], t=numba_type(in_avals[0].dtype))
+    if is_floating(in_avals[0].dtype) and in_avals[0].shape == () else None)
 defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_one(ans), ans))))
 
 
@@ -845,6 +854,8 @@ defjvp2(div_p,
 div_p.transpose = _div_transpose
 div_p.linear = True
 div_p.unit = 1
+div_p.numba_lowering = integer_numba.div_numba   # (integers: C's rounding, NumPy's x/0)
+div_p.numba_elementwise = True
 
 
 def _rem_impl(x, y):
@@ -857,6 +868,8 @@ defjvp(rem_p,
        lambda g, x, y: _brcast(g, y),
        # d/dy fmod(x, y) = -trunc(x / y)
        lambda g, x, y: mul(g, neg(mul(sign(div(x, y)), floor(abs(div(x, y)))))))
+rem_p.numba_lowering = integer_numba.rem_numba
+rem_p.numba_elementwise = True
 
 
 def add(x, y):
