@@ -19,15 +19,8 @@ import fungrad  # noqa: E402
 import fungrad.numpy as fnp  # noqa: E402
 import fungrad.random as random  # noqa: E402
 from fungrad import lax  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _in_memory(monkeypatch):
-    monkeypatch.setenv("FUNGRAD_NUMBA_CACHE_DIR", "")
-
-
-def numba_jit(f):
-    return fungrad.jit(f, backend="numba")
+# (compiled in memory: the fixture applies here too)
+from tests.test_numba_fusion import _in_memory, numba_jit  # noqa: E402,F401
 
 
 _COMPILED = {}
