@@ -67,15 +67,6 @@ KNOWN_DIFFERENCES = {
 }
 # ... and differences not mirrored yet (each could be, by the operations named)
 OPEN_DIFFERENCES = {
-    **_entries("lambda a: jnp.hypot(a, a)", ("pf", "wf0"), ALL_WAYS,
-               "fungrad's jnp.hypot is a composition with strong constants of the dtype "
-               "(_const(1, dtype)), JAX's uses Python scalars: a weak scalar's traced value "
-               "and derivatives are strong"),
-    **_entries("lambda a, b: jnp.hypot(a, b)", ("pf,pf", "pf,wf0"), ALL_WAYS,
-               "as jnp.hypot(a, a)"),
-    **_entries("lambda a: jnp.sinc(a)", ("pf", "wf0"), ALL_WAYS,
-               "fungrad's jnp.sinc is a composition with strong constants (its Taylor branch "
-               "near 0, _const(pi, dtype)); JAX's is a custom_jvp of Python-scalar formulas"),
     **_entries("lambda a, b: lax.cond(True, lambda x, y: x * y, lambda x, y: x + y, a, b)",
                ("wf,f32", "f32,wf", "f32s,pf"), _REVERSE,
                "a cond of a weak and a strong operand: JAX's transposed branches end in a "
