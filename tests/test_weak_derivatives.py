@@ -75,9 +75,6 @@ OPEN_DIFFERENCES = {
                ("pf", "wf0", "wf"), ("vjp_strong_ct",),
                "scan's transpose is staged at its outputs' types, not at the cotangents' "
                "(jit, checkpoint and cond follow the cotangents: transpose_jaxpr's ct_weak)"),
-    **_entries("lambda a: jnp.trace(a)", ("wm",), _REVERSE,
-               "fungrad's jnp.diagonal's transpose makes the cotangent strong; JAX's keeps "
-               "it weak"),
 }
 
 
