@@ -67,10 +67,6 @@ KNOWN_DIFFERENCES = {
 }
 # ... and differences not mirrored yet (each could be, by the operations named)
 OPEN_DIFFERENCES = {
-    **_entries("lambda a, b: lax.cond(True, lambda x, y: x * y, lambda x, y: x + y, a, b)",
-               ("wf,f32", "f32,wf", "f32s,pf"), _REVERSE,
-               "a cond of a weak and a strong operand: JAX's transposed branches end in a "
-               "conversion to the operand's weak type, fungrad's do not"),
     **_entries("lambda a: lax.scan(lambda c, x: (jnp.sin(c), c), a, None, length=2)[1]",
                ("pf", "wf0", "wf"), ("vjp_strong_ct",),
                "scan's transpose is staged at its outputs' types, not at the cotangents' "

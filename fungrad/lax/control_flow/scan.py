@@ -128,6 +128,10 @@ def _carry_out_avals(carry_avals, body_out_avals) -> list:
 
 scan_p.def_impl(_scan_impl)
 scan_p.def_abstract_eval(_scan_abstract_eval)
+# its jaxpr may make weak outputs of strong operands (a Python constant, a
+# transpose's conversion back to a weak operand's type): evaluated eagerly too,
+# its outputs take the abstract rule's weak types
+scan_p.weak_from_params = True
 
 
 # ----------------------------------------------------------------------------
