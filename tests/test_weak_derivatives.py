@@ -137,3 +137,24 @@ def test_eager_staged_and_linearized_gradients_have_one_weak_type(ops, arg, x64)
         linearized = fungrad.jvp(fungrad.grad(loss), (x,), (one,))[0]
         assert describe(eager) == describe(staged) == describe(linearized)
         np.testing.assert_allclose(np.asarray(eager), np.asarray(staged), rtol=1e-6)
+
+
+@pytest.mark.parametrize("arg", ["pf", "wf0", "wf", "f32"])
+@pytest.mark.parametrize("strong_ct", [False, True])
+def test_while_loop_cotangent_types_eager_and_staged_agree(arg, strong_ct):
+    # JAX rejects reverse mode through while_loop.  fungrad's (a scan of the
+    # counted length eagerly, a run-time tape under jit) follows the
+    # cotangent's weak type both ways, as JAX's scan transpose does
+    def loop(a):
+        return flax_.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, fnp.sin(c[1])),
+                                (0, a))[1]
+
+    def pullback(a):
+        y, back = fungrad.vjp(loop, a)
+        ct = fnp.ones(fnp.shape(y), y.dtype) if strong_ct else fnp.ones_like(y)
+        return back(ct)[0]
+    x = make_arg(NAMESPACE, arg)
+    eager, staged = pullback(x), fungrad.jit(pullback)(x)
+    weak_in = isinstance(x, float) or fungrad.typeof(x).weak_type
+    assert describe(eager) == describe(staged) == [describe(eager)[0], weak_in and not strong_ct]
+    np.testing.assert_allclose(np.asarray(eager), np.asarray(staged), rtol=1e-6)
