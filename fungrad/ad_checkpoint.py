@@ -141,6 +141,10 @@ def _remat_impl(*args, jaxpr, policy, prevent_cse):
 
 remat_p.def_impl(_remat_impl)
 remat_p.def_abstract_eval(lambda *avals, jaxpr, policy, prevent_cse: list(jaxpr.out_avals))
+# its jaxpr may make weak outputs of strong operands (a Python constant, a
+# transpose's conversion back to a weak operand's type): evaluated eagerly too,
+# its outputs take the abstract rule's weak types
+remat_p.weak_from_params = True
 
 
 def _remat_jvp(primals, tangents, jaxpr, policy, prevent_cse):

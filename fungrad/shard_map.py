@@ -144,7 +144,8 @@ def _params(body, mesh, in_specs, out_specs, check_vma):
 
 
 def _abstract_eval(*avals, body, mesh, in_specs, out_specs, check_vma):
-    return [ShapedArray(global_shape(a.shape, s, mesh), a.dtype)
+    # (weakly typed as the body's outputs, as JAX's)
+    return [ShapedArray(global_shape(a.shape, s, mesh), a.dtype, a.weak_type)
             for a, s in zip(body.out_avals, out_specs)]
 
 
@@ -157,6 +158,10 @@ def _impl(*args, body, mesh, in_specs, out_specs, check_vma):
 
 shard_map_p.def_impl(_impl)
 shard_map_p.def_abstract_eval(_abstract_eval)
+# its body may make weak outputs of strong operands (a Python constant, a
+# transpose's conversion back to a weak operand's type): evaluated eagerly
+# too, its outputs take the abstract rule's weak types
+shard_map_p.weak_from_params = True
 
 
 def _run_in_process(body, mesh, in_specs, out_specs, args):
@@ -230,7 +235,7 @@ def _split_body(body, unknowns, mesh):
         res = [lax.squeeze(r, (0,)) for r in xs[:num_res]]
         return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[num_res:])
     res_avals = known.out_avals[n_known:]
-    unknown_avals = [ShapedArray((1,) + a.shape, a.dtype) for a in res_avals] + \
+    unknown_avals = [ShapedArray((1,) + a.shape, a.dtype, a.weak_type) for a in res_avals] + \
         list(unknown.in_avals[num_res:])
     return (trace_closed(known_fn, known.in_avals), trace_closed(unknown_fn, unknown_avals),
             tuple(out_unknowns), num_res)
@@ -266,10 +271,11 @@ def _replicated_over(spec: PartitionSpec, mesh: Mesh) -> tuple:
     return tuple(n for n in mesh.axis_names if n not in spec.mesh_axes())
 
 
-def _transpose_body(body, linear, mesh, in_specs, out_specs):
+def _transpose_body(body, linear, mesh, in_specs, out_specs, ct_weak):
     """ClosedJaxpr(res, T a -o T b) -> ClosedJaxpr(res, T b -o T a), per block: the
-    body's transpose, with the copies of replicated values accounted for."""
-    t = ad.transpose_jaxpr(body, linear)
+    body's transpose, with the copies of replicated values accounted for;
+    staged at the cotangents' weak types ``ct_weak`` (as JAX's)."""
+    t = ad.transpose_jaxpr(body, linear, ct_weak)
     lin_specs = [s for s, is_lin in zip(in_specs, linear) if is_lin]
     n_res = len(linear) - len(lin_specs)
 
@@ -290,18 +296,21 @@ def _transpose_body(body, linear, mesh, in_specs, out_specs):
             out.append(lax.psum(ct, axes) if axes and ad.is_float(get_aval(ct).dtype) else ct)
         return out
     nonlin_avals = [a for a, is_lin in zip(body.in_avals, linear) if not is_lin]
-    return trace_closed(transposed, nonlin_avals + [ad.tangent_aval(a) for a in body.out_avals])
+    ct_avals = ad.with_ct_weak([ad.tangent_aval(a) for a in body.out_avals], ct_weak)
+    return trace_closed(transposed, nonlin_avals + ct_avals)
 
 
 def _transpose(cts, *args, body, mesh, in_specs, out_specs, check_vma):
     linear = tuple(ad.is_undefined_primal(a) for a in args)
+    cts = [ad.instantiate_zeros(c) for c in cts]
+    ct_weak = tuple(get_aval(c).weak_type for c in cts)     # (the transpose follows them)
     with batching.extend_axis_env(mesh.shape):
-        t_body = body.derived(("shard_map_transpose", linear, in_specs, out_specs),
-                              lambda: _transpose_body(body, linear, mesh, in_specs, out_specs))
+        t_body = body.derived(("shard_map_transpose", linear, in_specs, out_specs, ct_weak),
+                              lambda: _transpose_body(body, linear, mesh, in_specs, out_specs,
+                                                      ct_weak))
     res = [a for a in args if not ad.is_undefined_primal(a)]
     res_specs = tuple(s for s, lin in zip(in_specs, linear) if not lin)
     lin_specs = tuple(s for s, lin in zip(in_specs, linear) if lin)
-    cts = [ad.instantiate_zeros(c) for c in cts]
     outs = iter(shard_map_p.bind(*res, *cts, **_params(t_body, mesh, res_specs + out_specs,
                                                        lin_specs, check_vma)))
     return [next(outs) if lin else None for lin in linear]

@@ -7,10 +7,12 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import fungrad
 import fungrad.numpy as fnp
 from fungrad import ConcretizationTypeError, lax
+from fungrad.lax.elementwise import convert_weak_type
 
 
 # ----------------------------------------------------------------------------
@@ -305,6 +307,33 @@ def test_trace_and_astype_dtypes_match_numpy():
         np.testing.assert_array_equal(fnp.astype(x, dt), x.astype(dt))
         assert fnp.astype(x, dt).dtype == np.dtype(dt)
 
+
+
+@settings(max_examples=60)
+@given(st.integers(0, 11), st.integers(0, 11), st.integers(-5, 5),
+       st.sampled_from(["float32", "float64", "int32", "bool"]), st.integers(0, 2**32 - 1),
+       st.booleans())
+def test_trace_is_numpys_bit_for_bit(rows, cols, offset, dtype, seed, weak):
+    # the select-and-sum form (a weak matrix whose diagonal spans its rows) and
+    # the slice form both give NumPy's pairwise sum of the diagonal, to the bit
+    x = (np.random.default_rng(seed).standard_normal((2, rows, cols)) * 10).astype(dtype)
+    operand = convert_weak_type(fnp.asarray(x), x.dtype, True) if weak else x
+    for axes in [(1, 2), (2, 1), (0, 2)]:
+        got, want = np.asarray(fnp.trace(operand, offset, *axes)), np.trace(x, offset, *axes)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        staged = fungrad.jit(lambda m: fnp.trace(m, offset, *axes))(operand)
+        assert np.asarray(staged).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("shape,offset", [((3, 3), 0), ((3, 5), 1), ((5, 3), -2), ((2, 4, 4), 0)])
+def test_trace_gradient_of_a_weak_matrix_is_weak_as_in_jax(shape, offset):
+    # JAX's trace masks the planes with a select, whose transpose keeps the
+    # cotangent weak (jnp.diagonal's gather, like a slice, makes it strong)
+    weak = fnp.where(fnp.ones(shape, bool), 0.5, 0.0)
+    assert fungrad.typeof(weak).weak_type
+    g = fungrad.grad(lambda m: fnp.sum(fnp.trace(m, offset, -2, -1)))(weak)
+    assert fungrad.typeof(g).weak_type
+    np.testing.assert_array_equal(g, np.broadcast_to(np.eye(*shape[-2:], k=offset), shape))
 
 def test_dtype_helpers():
     t_dtypes = []

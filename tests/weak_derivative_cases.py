@@ -84,6 +84,16 @@ UNARY_OTHER = [
     "lambda a: (lambda g: (g.defvjp(lambda x: (g(x), None), lambda r, ct: (ct * 2,)), g)[1])("
     "jax.custom_vjp(lambda x: x * 2))(a)",
     "lambda a: jax.nn.relu(a) + lax.stop_gradient(a)",
+    # implicit solves and shard_map (their jaxprs are traced at the operands'
+    # types; their transposes follow the cotangents')
+    "lambda a: lax.custom_linear_solve(lambda x: x * 2.0, a, lambda mv, r: r / 2.0, "
+    "lambda vm, r: r / 2.0)",
+    "lambda a: lax.custom_linear_solve(lambda x: x * 2.0, a, lambda mv, r: r / 2.0, "
+    "symmetric=True)",
+    "lambda a: lax.custom_root(lambda x: x - 2.0 * a, a, lambda f, x0: 2.0 * a, "
+    "lambda g, y: y)",
+    "lambda a: jax.shard_map(jnp.sin, mesh=jax.make_mesh((1,), ('i',)), in_specs=jax.P(), "
+    "out_specs=jax.P())(a)",
     "lambda a: jnp.float32(3.0) + 0 * a",
 ]
 UNARY_ARGS = [("pf",), ("wf0",), ("wf",), ("f32",), ("f32s",)]

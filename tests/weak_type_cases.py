@@ -104,6 +104,10 @@ UNARY = [
     "lambda a: jnp.zeros_like(a)", "lambda a: jnp.ones_like(a)", "lambda a: jnp.full_like(a, 2)",
     "lambda a: lax.stop_gradient(a)",
     "lambda a: lax.cond(True, lambda x: x * 2, lambda x: x + 1, a)",
+    # outputs of Python constants: weak whatever the operand (eagerly too)
+    "lambda a: lax.cond(True, lambda x: 1.0, lambda x: 2.0, a)",
+    "lambda a: lax.scan(lambda c, x: (c, 1.0), a, None, length=2)[1]",
+    "lambda a: jax.checkpoint(lambda x: 1.0)(a)",
     "lambda a: lax.fori_loop(0, 3, lambda i, c: c * 2, a)",
     "lambda a: lax.while_loop(lambda c: jnp.all(c < 10), lambda c: c * 2, a)",
     "lambda a: lax.scan(lambda c, x: (c * 2, c), a, None, length=2)[0]",

@@ -478,10 +478,16 @@ def _transpose_jaxpr(closed: ClosedJaxpr, linear, ct_weak=None):
         return [instantiate_zeros(c) for c in cts_in]
     ct_avals = [tangent_aval(a) for a in closed.out_avals]
     if ct_weak is not None:
-        ct_avals = [a if a.dtype == float0 or a.weak_type == w else
-                    ShapedArray(a.shape, a.dtype, w) for a, w in zip(ct_avals, ct_weak)]
+        ct_avals = with_ct_weak(ct_avals, ct_weak)
     avals = [a for a, lin in zip(closed.in_avals, linear) if not lin] + ct_avals
     return trace_closed(transposed, avals)
+
+
+def with_ct_weak(ct_avals, ct_weak) -> list:
+    """``ct_avals`` weakly typed as the cotangents a transpose is called with
+    (``ct_weak``): JAX stages a transpose at its cotangents' types."""
+    return [a if a.dtype == float0 or a.weak_type == w else ShapedArray(a.shape, a.dtype, w)
+            for a, w in zip(ct_avals, ct_weak)]
 
 
 def _split_nonlinear(closed: ClosedJaxpr, linear):

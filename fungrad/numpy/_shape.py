@@ -1103,22 +1103,27 @@ def pad(array, pad_width, mode="constant", **kwargs):
 # Diagonals and triangles
 # ----------------------------------------------------------------------------
 
+def _diagonal_planes(name, a, offset, axis1, axis2):
+    """``a`` with the (axis1, axis2) planes as its last two axes, and the offset."""
+    x = _operand(a)
+    if x.ndim < 2:
+        raise ValueError(f"{name} requires an array of at least two dimensions, got "
+                         f"shape {x.shape}")
+    i, j = _axis(name, axis1, x.ndim), _axis(name, axis2, x.ndim)
+    if i == j:
+        raise ValueError(f"{name}: axis1 and axis2 cannot be the same (both {i})")
+    k = _static_int(offset, f"{name}'s offset")
+    rest = [d for d in range(x.ndim) if d not in (i, j)]
+    return lax.transpose(x, tuple(rest) + (i, j)), k
+
+
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """The ``offset`` diagonal of the (axis1, axis2) planes, as the last axis.
 
     The two axes are moved last and merged; the diagonal is then a strided
     slice of the merged axis (stride = columns + 1): reshape + slice, linear.
     """
-    x = _operand(a)
-    if x.ndim < 2:
-        raise ValueError(f"diagonal requires an array of at least two dimensions, got "
-                         f"shape {x.shape}")
-    i, j = _axis("diagonal", axis1, x.ndim), _axis("diagonal", axis2, x.ndim)
-    if i == j:
-        raise ValueError(f"diagonal: axis1 and axis2 cannot be the same (both {i})")
-    k = _static_int(offset, "diagonal's offset")
-    rest = [d for d in range(x.ndim) if d not in (i, j)]
-    x = lax.transpose(x, tuple(rest) + (i, j))
+    x, k = _diagonal_planes("diagonal", a, offset, axis1, axis2)
     lead, (rows, cols) = x.shape[:-2], x.shape[-2:]
     length = max(0, min(rows, cols - k) if k >= 0 else min(rows + k, cols))
     start = k if k >= 0 else -k * cols
@@ -1139,15 +1144,40 @@ def _sum_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    """Sum along the ``offset`` diagonal of the (axis1, axis2) planes."""
+    """Sum along the ``offset`` diagonal of the (axis1, axis2) planes.
+
+    The terms are made strong as jnp.sum makes them in JAX's trace (the value
+    is strong; the conversion's transpose makes a weak input's gradient weak).
+    """
     if out is not None:
         raise TypeError("trace: out= is not supported (fungrad arrays are immutable)")
-    d = diagonal(a, offset, axis1, axis2)
-    dt = _sum_dtype(d.dtype) if dtype is None else np.dtype(dtype)
-    # (a strong operand, as jnp.sum makes it in JAX's trace: the value is strong,
-    # the conversion's transpose makes a weak input's gradient weak)
+    x, k = _diagonal_planes("trace", a, offset, axis1, axis2)
+    dt = _sum_dtype(x.dtype) if dtype is None else np.dtype(dtype)
     from fungrad.lax.elementwise import convert_weak_type
+    rows, cols = x.shape[-2:]
+    spanning = (k >= 0 and rows <= cols - k) or (k < 0 and cols <= rows + k)
+    # (only a weak matrix's cotangent comes out of the two forms with other
+    # types; a strong one's takes the O(n) slice)
+    if spanning and core.get_aval(x).weak_type:
+        return _out(_sum_of_spanning_diagonal(x, k, dt))
+    d = diagonal(x, k, x.ndim - 2, x.ndim - 1)
     return _out(lax.reduce_sum(convert_weak_type(d, dt, False), (d.ndim - 1,)))
+
+
+def _sum_of_spanning_diagonal(x, k, dtype):
+    """The trace of planes whose ``k`` diagonal has an element in every row
+    (every column, for a negative ``k``), as JAX's: the planes masked to their
+    diagonal by a select, whose transpose keeps a weak cotangent weak (a
+    slice's makes it strong), then summed; O(n^2), as JAX's.  Each row
+    (column) holds one term, so summing it first is exact: the total is
+    NumPy's sum of the diagonal, bit for bit.  (Where the diagonal misses
+    rows, the line sums would end in zeros that change NumPy's pairwise
+    grouping, so ``trace`` slices there.)"""
+    from fungrad.lax.elementwise import _zeros, convert_weak_type
+    on_diagonal = np.broadcast_to(np.eye(*x.shape[-2:], k=k, dtype=bool), x.shape)
+    masked = convert_weak_type(lax.select(on_diagonal, x, _zeros(x)), dtype, False)
+    lines = lax.reduce_sum(masked, (x.ndim - 1 if k >= 0 else x.ndim - 2,))
+    return lax.reduce_sum(lines, (x.ndim - 2,))
 
 
 def _triangle(name: str, m, mask_fn):

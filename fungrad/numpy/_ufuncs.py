@@ -491,12 +491,15 @@ def hypot(x1, x2, /):
     a, b = lax.abs(x1), lax.abs(x2)
     # (max/min, as JAX's: at a tie, 0,0 included, each gets half the slope)
     big, small = lax.max(a, b), lax.min(a, b)
-    zero = lax.bitwise_and(lax.eq(big, _const(0, dtype)), lax.eq(small, _const(0, dtype)))
-    safe_big = lax.select(zero, lax.add(big, _const(1, dtype)), big)
+    zero = lax.eq(big, _const(0, dtype))
+    # constants as JAX's (lax._ones, a Python 1 and lax._const): weak where
+    # ``big`` is, so a weak scalar's value and derivatives stay weak
+    safe_big = lax.select(zero, _ew._ones(big), big)
     ratio = lax.div(small, safe_big)
-    out = lax.mul(big, lax.sqrt(lax.add(_const(1, dtype), lax.square(ratio))))
+    out = lax.mul(big, lax.sqrt(lax.add(core.weak_array(1, dtype), lax.square(ratio))))
     infinite = lax.bitwise_or(lax.eq(a, _const(np.inf, dtype)), lax.eq(b, _const(np.inf, dtype)))
-    return lax.select(infinite, _full_like(out, np.inf, dtype), lax.select(zero, big, out))
+    out = lax.select(zero, big, out)
+    return lax.select(infinite, _ew._const_like(out, np.inf), out)
 
 
 def _ratio_in(dtype, numerator, denominator):
@@ -525,13 +528,14 @@ degrees = rad2deg
 
 
 def _sinc_taylor(z):
-    """sinc near 0 by its Taylor series in (pi z)^2: smooth, exact at every order."""
-    dtype = _dtype(z)
-    u = lax.square(lax.mul(z, _const(math.pi, dtype)))
+    """sinc near 0 by its Taylor series in (pi z)^2: smooth, exact at every order.
+    Its constants are ``lax._const``'s (weak for a weak scalar ``z``, as JAX's
+    Python-scalar formulas are)."""
+    u = lax.square(lax.mul(z, _ew._const(z, math.pi)))
     coeffs = [(-1) ** k / math.factorial(2 * k + 1) for k in range(7)]   # of u^k
-    total = lax.add(lax.mul(u, _const(coeffs[6], dtype)), _const(coeffs[5], dtype))
+    total = lax.add(lax.mul(u, _ew._const(z, coeffs[6])), _ew._const(z, coeffs[5]))
     for c in reversed(coeffs[:5]):      # Horner
-        total = lax.add(lax.mul(total, u), _const(c, dtype))
+        total = lax.add(lax.mul(total, u), _ew._const(z, c))
     return total
 
 
@@ -543,8 +547,8 @@ def sinc(x, /):
     x = _cast(x, dtype)
     real_dtype = dtype_finfo(dtype).dtype          # |x| of a complex x is real
     near_zero = lax.lt(lax.abs(x), _const(1e-3 if real_dtype == np.float64 else 1e-2, real_dtype))
-    safe = lax.select(near_zero, _full_like(x, 1, dtype), x)
-    pi_x = lax.mul(safe, _const(math.pi, dtype))
+    safe = lax.select(near_zero, _ew._const_like(x, 1), x)
+    pi_x = lax.mul(safe, _ew._const(x, math.pi))
     return lax.select(near_zero, _sinc_taylor(x), lax.div(lax.sin(pi_x), pi_x))
 
 

@@ -64,6 +64,10 @@ def _cond_abstract_eval(index, *avals, branches):
 
 cond_p.def_impl(_cond_impl)
 cond_p.def_abstract_eval(_cond_abstract_eval)
+# its jaxpr may make weak outputs of strong operands (a Python constant, a
+# transpose's conversion back to a weak operand's type): evaluated eagerly too,
+# its outputs take the abstract rule's weak types
+cond_p.weak_from_params = True
 
 
 def _cond_jvp(primals, tangents, branches):

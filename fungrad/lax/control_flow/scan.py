@@ -128,6 +128,10 @@ def _carry_out_avals(carry_avals, body_out_avals) -> list:
 
 scan_p.def_impl(_scan_impl)
 scan_p.def_abstract_eval(_scan_abstract_eval)
+# its jaxpr may make weak outputs of strong operands (a Python constant, a
+# transpose's conversion back to a weak operand's type): evaluated eagerly too,
+# its outputs take the abstract rule's weak types
+scan_p.weak_from_params = True
 
 
 # ----------------------------------------------------------------------------
@@ -295,9 +299,12 @@ def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse):
     x_lin = tuple(lin(x) for x in xs)
     res_consts, lin_consts = partition_list(c_lin, consts)
     res_xs, _ = partition_list(x_lin, xs)
-    t_body = body.derived(("scan_transpose", c_lin, x_lin),
-                          lambda: _transpose_scan_body(body, num_consts, num_carry, c_lin, x_lin))
-    ct_carry, ct_ys = split_list([ad.instantiate_zeros(c) for c in cts], [num_carry])
+    cts = [ad.instantiate_zeros(c) for c in cts]
+    ct_weak = tuple(get_aval(c).weak_type for c in cts)     # (the transpose follows them)
+    t_body = body.derived(("scan_transpose", c_lin, x_lin, ct_weak),
+                          lambda: _transpose_scan_body(body, num_consts, num_carry, c_lin, x_lin,
+                                                       ct_weak))
+    ct_carry, ct_ys = split_list(cts, [num_carry])
     ct_consts0 = [ad.zeros_like_aval(c.aval) for c in lin_consts]
     outs = scan_p.bind(*res_consts, *ct_consts0, *ct_carry, *res_xs, *ct_ys, body=t_body,
                        num_consts=len(res_consts), num_carry=len(lin_consts) + num_carry,
@@ -308,10 +315,12 @@ def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse):
             + merge_lists(x_lin, [None] * len(res_xs), ct_xs))
 
 
-def _transpose_scan_body(body, num_consts, num_carry, c_lin, x_lin):
+def _transpose_scan_body(body, num_consts, num_carry, c_lin, x_lin, ct_weak):
     """(res consts), (ct of linear consts so far, ct carry), (res x slices, ct y
-    slices) -> (ct of linear consts + this step's, ct carry in), ct linear x slices."""
-    t_body = ad.transpose_jaxpr(body, c_lin + (True,) * num_carry + x_lin)
+    slices) -> (ct of linear consts + this step's, ct carry in), ct linear x slices.
+    Staged at the weak types ``ct_weak`` of the cotangents of the carry and ys
+    (as JAX's): a strong ys cotangent makes the carry's strong."""
+    t_body = ad.transpose_jaxpr(body, c_lin + (True,) * num_carry + x_lin, ct_weak)
     n_res_c, n_lin_c = c_lin.count(False), c_lin.count(True)
 
     def fn(*args):
@@ -324,8 +333,12 @@ def _transpose_scan_body(body, num_consts, num_carry, c_lin, x_lin):
     consts_av, carry_av, xs_av = split_list(in_avals, [num_consts, num_carry])
     res_c_av, lin_c_av = partition_list(c_lin, consts_av)
     res_x_av, _ = partition_list(x_lin, xs_av)
-    y_ct_av = [ad.tangent_aval(a) for a in body.out_avals[num_carry:]]
-    return trace_closed(fn, res_c_av + lin_c_av + list(carry_av) + res_x_av + y_ct_av)
+    # (an integer carry's cotangent is float0: its aval stays the carry's)
+    carry_ct_av = ad.with_ct_weak(carry_av, [w if ad.is_float(a.dtype) else a.weak_type
+                                             for a, w in zip(carry_av, ct_weak)])
+    y_ct_av = ad.with_ct_weak([ad.tangent_aval(a) for a in body.out_avals[num_carry:]],
+                              ct_weak[num_carry:])
+    return trace_closed(fn, res_c_av + lin_c_av + carry_ct_av + res_x_av + y_ct_av)
 
 
 scan_p.transpose = _scan_transpose

@@ -97,7 +97,15 @@ def _ls_impl(*args, matvec, vecmat, solve, transpose_solve, const_lengths):
 
 
 custom_linear_solve_p.def_impl(_ls_impl)
-custom_linear_solve_p.def_abstract_eval(lambda *avals, solve, **params: list(solve.out_avals))
+
+
+def _ls_abstract_eval(*avals, solve, const_lengths, **params):
+    # (as JAX's: the solution has b's types, weak ones included; aux outputs solve's)
+    b = avals[sum(const_lengths):]
+    return list(b) + list(solve.out_avals[len(b):])
+
+
+custom_linear_solve_p.def_abstract_eval(_ls_abstract_eval)
 
 
 def _ls_jvp(primals, tangents, **params):
@@ -237,7 +245,8 @@ def _applier(closed, hoisted, out_tree):
 def _check_solution(who, out_tree, tree, avals, closed, has_aux):
     sol_tree = out_tree.children()[0] if has_aux else out_tree
     n = len(avals)
-    if sol_tree != tree or [a.strip_weak_type() for a in closed.out_avals[:n]] != avals:
+    if sol_tree != tree or [a.strip_weak_type() for a in closed.out_avals[:n]] != [
+            a.strip_weak_type() for a in avals]:
         raise TypeError(f"{who}: solve must return the structure and types of its right-hand "
                         f"side ({tree}), got {out_tree}"
                         + (" (with has_aux=True, a pair (solution, aux))" if has_aux else ""))
@@ -251,9 +260,10 @@ def custom_linear_solve(matvec: Callable, b, solve: Callable, transpose_solve: C
     if not (callable(matvec) and callable(solve)):
         raise TypeError("custom_linear_solve: matvec and solve must be callables")
     b_leaves, b_tree = _as_leaves(b)
-    b_avals = [get_aval(x).strip_weak_type() for x in b_leaves]
+    b_avals = [get_aval(x) for x in b_leaves]    # (weak ones too: JAX traces at b's types)
     mv, mv_consts, mv_tree = stage_pytree(matvec, b_tree, b_avals)
-    if mv_tree != b_tree or [a.strip_weak_type() for a in mv.out_avals] != b_avals:
+    if mv_tree != b_tree or [a.strip_weak_type() for a in mv.out_avals] != [
+            a.strip_weak_type() for a in b_avals]:
         raise TypeError(f"custom_linear_solve: matvec must map b's structure and shapes to "
                         f"themselves, got {mv_tree} with {[a.str_short() for a in mv.out_avals]} "
                         f"for {b_tree} with {[a.str_short() for a in b_avals]}")
@@ -287,7 +297,7 @@ def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Call
     if not all(callable(c) for c in (f, solve, tangent_solve)):
         raise TypeError("custom_root: f, solve and tangent_solve must be callables")
     g_leaves, g_tree = _as_leaves(initial_guess)
-    g_avals = [get_aval(x).strip_weak_type() for x in g_leaves]
+    g_avals = [get_aval(x) for x in g_leaves]    # (weak ones too: JAX traces at their types)
     f_closed, f_consts, f_tree = stage_pytree(f, g_tree, g_avals)
     if f_tree != g_tree:
         raise TypeError(f"custom_root: f must return the structure of initial_guess "

@@ -103,8 +103,9 @@ def _while_lin_transpose(cts, *args, cond, known, lin, **params):
     # a linear input known here is an instantiated zero tangent (see _while_jvp):
     # it gets a cotangent like the others, which is dropped
     num_res = len(lin.in_avals) - len(rest)
-    lin_t = ad.transpose_jaxpr(lin, (False,) * num_res + (True,) * len(rest))
     cts = [ad.instantiate_zeros(c) for c in cts]
+    ct_weak = [get_aval(c).weak_type for c in cts]      # (the transpose follows them)
+    lin_t = ad.transpose_jaxpr(lin, (False,) * num_res + (True,) * len(rest), ct_weak)
     params = {k: v for k, v in params.items() if k != "primal_part"}   # (while_lin's)
     outs = while_lin_t_p.bind(*cc, *kb, *kc, *cts, cond=cond, known=known, lin_t=lin_t, **params)
     return [None] * (len(args) - len(rest)) + [ct if ad.is_undefined_primal(x) else None
