@@ -107,7 +107,10 @@ def main(argv=None):
             "`python -m benchmarks.ecosystem --jax-python PATH` (one thread each, float64, "
             "best of 5 rounds over the batches, the same losses checked first; numba: "
             "`FUNGRAD_JIT_BACKEND=numba`, first calls cold (empty disk cache) and warm "
-            "(a second process), wall seconds).\n\n"
+            "(a second process), wall seconds). The first call is flax's first training "
+            "step, numpyro's first `mcmc.run` of `--steps` iterations (tracing and "
+            "compiling included); numpyro's step is CPU time per iteration, a run of "
+            "2 x steps minus a run of steps.\n\n"
             + "\n".join(rows) + "\n")
     with open(args.out, "w") as fh:
         fh.write(text)
