@@ -617,3 +617,20 @@ def test_lax_dtype():
     assert fungrad.jit(lambda x: fnp.zeros((), lax.dtype(x)))(np.float32(2)).dtype == np.float32
     with pytest.raises(TypeError, match="cannot determine the dtype"):
         lax.dtype(object())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int64])
+def test_jit_scatter_add_dropping_an_update_keeps_signed_zeros(dtype):
+    """An out-of-bounds update of a scatter-add is dropped; jit's NumPy code
+    adds the identity at the clamped position instead, which must be -0.0
+    for floats (adding +0.0 turned a -0.0 there into +0.0; eager kept it)."""
+    x = fnp.asarray(np.array([1, 2, complex(-0.0, -0.0)]).astype(dtype)
+                    if dtype == np.complex128 else np.array([1, 2, -0.0]).astype(dtype))
+    idx = np.array([0, 5])
+
+    def f(x, i):
+        return x.at[i].add(np.ones(2, x.dtype))
+    eager, jitted = np.asarray(f(x, idx)), np.asarray(fungrad.jit(f)(x, idx))
+    np.testing.assert_array_equal(jitted, eager)
+    np.testing.assert_array_equal(np.signbit(jitted.real), np.signbit(eager.real))
+    np.testing.assert_array_equal(np.signbit(np.imag(jitted)), np.signbit(np.imag(eager)))

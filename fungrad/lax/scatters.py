@@ -448,8 +448,10 @@ def _positions_src(x, arrays, indexer, mode):
 
 
 # the value an out-of-bounds (dropped) update is replaced by: it changes nothing
+# (for floats -0.0: x + 0.0 would turn a -0.0 at the clamped position into +0.0)
 _IDENTITY_SRC = {
-    "add": "0", "multiply": "1",
+    "add": "(np.negative(np.zeros((), {x}.dtype)) if {x}.dtype.kind in 'fc' else 0)",
+    "multiply": "1",
     "minimum": "(np.iinfo({x}.dtype).max if {x}.dtype.kind in 'iu' else "
                "True if {x}.dtype.kind == 'b' else np.inf)",
     "maximum": "(np.iinfo({x}.dtype).min if {x}.dtype.kind in 'iu' else "
