@@ -74,33 +74,30 @@ def _bits_and_unsigned(dtype):
     return 8 * dtype.itemsize, f"np.uint{8 * dtype.itemsize}"
 
 
-def shift_left_numba(args, in_avals, out_avals):
-    x, y = args
-    dtype = _integer_operands(in_avals)
-    if dtype is None:
-        return None
-    t, (bits, _) = numba_type(dtype), _bits_and_unsigned(dtype)
-    # (small types shift in int64: the cast back keeps the low bits, as NumPy's)
-    return f"({t}({x} << {y}) if 0 <= {y} < {bits} else {t}(0))"
+def _shift_rule(form):
+    """A shift's scalar rule: ``form(x, y, t, u)`` is its expression for an
+    amount in ``[0, bits)`` (``t`` the type, ``u`` its unsigned twin); outside,
+    NumPy's 0, or -1 for a negative number shifted right arithmetically."""
+    def rule(args, in_avals, out_avals):
+        (x, y), dtype = args, _integer_operands(in_avals)
+        if dtype is None:
+            return None
+        t, (bits, u) = numba_type(dtype), _bits_and_unsigned(dtype)
+        outside = (f"{t}(-1) if {x} < 0 else {t}(0)" if form is _ARITHMETIC and
+                   dtype_kind(dtype) == "i" else f"{t}(0)")
+        return f"({form(x, y, t, u)} if 0 <= {y} < {bits} else {outside})"
+    return rule
 
 
-def shift_right_arithmetic_numba(args, in_avals, out_avals):
-    x, y = args
-    dtype = _integer_operands(in_avals)
-    if dtype is None:
-        return None
-    t, (bits, _) = numba_type(dtype), _bits_and_unsigned(dtype)
-    return f"({t}({x} >> {y}) if 0 <= {y} < {bits} else {t}(-1) if {x} < 0 else {t}(0))"
+def _ARITHMETIC(x, y, t, u):
+    return f"{t}({x} >> {y})"
 
 
-def shift_right_logical_numba(args, in_avals, out_avals):
-    """The bit pattern shifted as unsigned (zeros come in from the left)."""
-    x, y = args
-    dtype = _integer_operands(in_avals)
-    if dtype is None:
-        return None
-    t, (bits, u) = numba_type(dtype), _bits_and_unsigned(dtype)
-    return f"({t}({u}({x}) >> {u}({y})) if 0 <= {y} < {bits} else {t}(0))"
+# (small types shift in int64: the cast back keeps the low bits, as NumPy's)
+shift_left_numba = _shift_rule(lambda x, y, t, u: f"{t}({x} << {y})")
+shift_right_arithmetic_numba = _shift_rule(_ARITHMETIC)
+# the bit pattern shifted as unsigned (zeros come in from the left)
+shift_right_logical_numba = _shift_rule(lambda x, y, t, u: f"{t}({u}({x}) >> {u}({y}))")
 
 
 # the bits of a 64-bit word summed in pairs, nibbles, bytes (then one multiply
