@@ -101,18 +101,26 @@ def _define_scatter(name, ufunc):
 scatter_add_p = _define_scatter("scatter_add", np.add)
 
 
-def _linear_scatter_jvp(prim):
-    """scatter_add and scatter (set) are linear in (operand, updates) together:
-    the tangent is the same scatter of the tangents."""
+def _scatter_jvp(prim, tangent_of):
+    """A scatter's JVP: the result, and a zero tangent when neither the operand's
+    nor the updates' is nonzero, else ``tangent_of(out, primals, t_operand,
+    t_updates, params)``."""
     def jvp(primals, tangents, **params):
-        operand, *indices, updates = primals
         out = prim.bind(*primals, **params)
         t_op, t_upd = tangents[0], tangents[-1]
         if type(t_op) is Zero and type(t_upd) is Zero:
             return out, Zero(tangent_aval(get_aval(out)))
-        return out, prim.bind(instantiate_zeros(t_op), *indices,
-                              instantiate_zeros(t_upd), **params)
+        return out, tangent_of(out, primals, t_op, t_upd, params)
     return jvp
+
+
+def _linear_scatter_jvp(prim):
+    """scatter_add and scatter (set) are linear in (operand, updates) together:
+    the tangent is the same scatter of the tangents."""
+    def tangent_of(out, primals, t_op, t_upd, params):
+        return prim.bind(instantiate_zeros(t_op), *primals[1:-1], instantiate_zeros(t_upd),
+                         **params)
+    return _scatter_jvp(prim, tangent_of)
 
 
 def _scatter_add_transpose(ct, operand, *args, indexer, mode, unique_indices):
@@ -255,13 +263,9 @@ scatter_mul_p.linear = True
 # --- scatter_min / scatter_max: the tangent of a tie is the mean of the winners ----
 
 def _scatter_extremal_jvp(prim):
-    def jvp(primals, tangents, **params):
+    def tangent_of(out, primals, t_op, t_upd, params):
         from fungrad import lax
         operand, *indices, updates = primals
-        out = prim.bind(*primals, **params)
-        t_op, t_upd = tangents[0], tangents[-1]
-        if type(t_op) is Zero and type(t_upd) is Zero:
-            return out, Zero(tangent_aval(get_aval(out)))
         dtype = get_aval(out).dtype
         as_float = lambda m: lax.convert_element_type(m, dtype)
         won_upd = as_float(lax.eq(updates, _gather_like(out, indices, params["indexer"],
@@ -272,8 +276,8 @@ def _scatter_extremal_jvp(prim):
         total = lax.add(lax.mul(won_op, instantiate_zeros(t_op)),
                         scatter_add_p.bind(zeros, *indices,
                                            lax.mul(won_upd, instantiate_zeros(t_upd)), **params))
-        return out, lax.div(total, count)
-    prim.jvp = jvp
+        return lax.div(total, count)
+    prim.jvp = _scatter_jvp(prim, tangent_of)
 
 
 scatter_min_p = _define_scatter("scatter_min", np.minimum)
