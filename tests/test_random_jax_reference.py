@@ -38,8 +38,13 @@ with open(_DATA) as _f:
 # the CPU's estimate instruction (vrsqrtps, vrsqrt14pd) refined by Newton
 # steps: xla_cpu_math emulates the AMD Zen 4 CPU the vectors were recorded on
 # (JAX's own numbers differ on an Intel CPU). What remains: one float32
-# dirichlet case an ulp off (its loggamma draws are exact; the cause was not
-# found), float32 orthogonal (NumPy's LAPACK computes a float32 QR in float64,
+# dirichlet case an ulp off: XLA's CPU loop of a lone float32 log or exp over
+# fewer than 16 elements leaving 3, 5, 6 or 7 after its 8-wide vectors
+# computes those with glibc's logf/expf, and in JAX's dirichlet program the
+# logs of the draws are such a loop (XLA's fusion decides which loops are:
+# in loggamma, gumbel and f the same logs are fused with other operations and
+# use the polynomial; applying the rule in fungrad fixed dirichlet and broke
+# those), float32 orthogonal (NumPy's LAPACK computes a float32 QR in float64,
 # JAX's calls sgeqrf), the C library's pow and tan (float32 too: weibull_min,
 # cauchy). multivariate_normal matches these small cases exactly; its float32
 # Cholesky is likewise NumPy's float64 one, so larger ones may differ by ulps.
