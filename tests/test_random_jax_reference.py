@@ -44,16 +44,14 @@ with open(_DATA) as _f:
 # logs of the draws are such a loop (XLA's fusion decides which loops are:
 # in loggamma, gumbel and f the same logs are fused with other operations and
 # use the polynomial; applying the rule in fungrad fixed dirichlet and broke
-# those), float32 orthogonal (NumPy's LAPACK computes a float32 QR in float64,
-# JAX's calls sgeqrf), the C library's pow and tan (float32 too: weibull_min,
+# those), the C library's pow and tan (float32 too: weibull_min,
 # cauchy). multivariate_normal matches these small cases exactly; its float32
 # Cholesky is likewise NumPy's float64 one, so larger ones may differ by ulps.
 LIBM = (0, 1)
 ULPS = {"normal": LIBM, "truncated_normal": LIBM, "exponential": LIBM, "gumbel": LIBM,
         "laplace": LIBM, "logistic": LIBM, "rayleigh": LIBM, "lognormal": LIBM,
         "pareto": LIBM, "wald": LIBM, "dirichlet": (1, 0),
-        "weibull_min": (1, 1), "cauchy": (1, 1),
-        "orthogonal": (1, 0)}
+        "weibull_min": (1, 1), "cauchy": (1, 1)}
 
 
 def allowed_ulps(fn, dtype):

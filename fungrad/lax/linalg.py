@@ -54,7 +54,8 @@ from fungrad.lax.kernels.linalg import (  # noqa: E402
     triangular_solve as _triangular_solve_numpy, cholesky as _cholesky_numpy, lu as _lu_numpy,
     lu_pivots_to_permutation as _lu_pivots_to_permutation_numpy,
     linear_solve as _linear_solve_numpy, adjugate as _adjugate_numpy,
-    cholesky_update as _cholesky_update_numpy, svd as _svd_numpy, pinv as _pinv_numpy)
+    cholesky_update as _cholesky_update_numpy, svd as _svd_numpy, pinv as _pinv_numpy,
+    qr as _qr_kernel)
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
@@ -403,8 +404,7 @@ def permutation_matrix(permutation, dtype=np.float64):
 # ============================================================================
 
 def _qr_numpy(a, full_matrices):
-    q, r = np.linalg.qr(np.asarray(a), mode="complete" if full_matrices else "reduced")
-    return [q, r]
+    return list(_qr_kernel(a, full_matrices))
 
 
 def _qr_shape(a, *, full_matrices):
@@ -446,7 +446,7 @@ qr_p.def_abstract_eval(_qr_shape)
 qr_p.jvp = _qr_jvp
 _batch_at_front(qr_p)
 def_lowering(qr_p, lambda a, full_matrices: Source(
-    "tuple({})", call(np.linalg.qr, a[0], mode="complete" if full_matrices else "reduced")))
+    "tuple({})", call(_qr_kernel, a[0], full_matrices)))
 
 
 def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):

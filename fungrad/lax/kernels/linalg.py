@@ -11,10 +11,12 @@ a non-positive-definite cholesky, inf/nan for a singular solve), not NumPy's
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 __all__ = ["triangular_solve", "cholesky", "lu", "lu_pivots_to_permutation", "linear_solve",
-           "adjugate", "cholesky_update", "svd", "pinv"]
+           "adjugate", "cholesky_update", "svd", "pinv", "qr"]
 
 # Panel width of the blocked LU: columns factored by the unblocked loop at once.
 _LU_BLOCK = 48
@@ -223,3 +225,63 @@ def cholesky_update(r, w):
         r[..., k, :] = c * row + s * w
         w = c * w - s * row
     return r
+
+
+# ----------------------------------------------------------------------------
+# qr
+# ----------------------------------------------------------------------------
+
+def qr(a, full_matrices):
+    """``(q, r)`` of the matrices ``a`` (..., m, n): ``q`` with m or min(m, n)
+    columns (``full_matrices``).  float32 and complex64 are factored by
+    LAPACK's single-precision routines when SciPy is installed (s/cgeqrf and
+    s/orgqr, c/ungqr: what XLA's CPU QR calls, so JAX's numbers bit for bit,
+    ``random.orthogonal``'s too); NumPy's ``qr`` computes them in double
+    precision and rounds (within an ulp of those).  Other dtypes: NumPy's."""
+    a = np.asarray(a)
+    lapack = _single_precision_lapack(a)
+    if lapack is not None:
+        factored = _qr_single(a, full_matrices, *lapack)
+        if factored is not None:
+            return factored
+    return tuple(np.linalg.qr(a, mode="complete" if full_matrices else "reduced"))
+
+
+def _single_precision_lapack(a):
+    """SciPy's (geqrf, orgqr) for float32/complex64 matrices, or None (another
+    dtype, an empty matrix, or no SciPy).  Looked up at run time, never
+    required: this module (and exported code, which embeds it) runs on NumPy
+    alone."""
+    if a.dtype not in (np.float32, np.complex64) or 0 in a.shape[-2:]:
+        return None
+    try:
+        lapack = importlib.import_module("scipy.linalg.lapack")
+    except ImportError:
+        return None
+    if a.dtype == np.float32:
+        return lapack.sgeqrf, lapack.sorgqr
+    return lapack.cgeqrf, lapack.cungqr
+
+
+def _qr_single(a, full_matrices, geqrf, orgqr):
+    """LAPACK's QR matrix by matrix (None if LAPACK reports a failure)."""
+    *batch, m, n = a.shape
+    k = min(m, n)
+    cols = m if full_matrices else k
+    q = np.empty((*batch, m, cols), a.dtype)
+    r = np.empty((*batch, cols, n), a.dtype)
+    for index in np.ndindex(*batch):
+        factored, tau, _, info = geqrf(a[index])
+        if info != 0:
+            return None
+        r[index] = np.triu(factored[:cols])
+        # Q's first k columns are the reflectors' product; a complete Q of a
+        # tall matrix extends them with zero columns for orgqr to fill
+        reflectors = factored[:, :k]
+        if cols > k:
+            reflectors = np.concatenate([reflectors, np.zeros((m, cols - k), a.dtype)], axis=1)
+        q[index], _, info = orgqr(reflectors, tau)
+        if info != 0:
+            return None
+    return q, r
+
