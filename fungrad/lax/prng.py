@@ -25,7 +25,11 @@ over. Impl and lowering are one NumPy-only kernel each (``kernels/prng.py``,
 which uses ``kernels/xla_cpu_math.py`` (with ``xla_cpu_numba.py``'s compiled
 functions for large arrays once loaded) or, for large draws without numba,
 ``kernels/special.py``'s ErfInvWriter for normals), so ``jit`` and ``export``
-run the same code (exported code: NumPy only).
+run the same code (exported code: NumPy only). The compiled jit backend's
+rules (``numba_block``, ``numba_lowering``) call ``xla_cpu_numba.py``'s
+kernels, which compute the same words and floats as the NumPy kernels (their
+source is each program's ``numba_prelude``); the transform codes they take
+are ``TRANSFORMS``' positions.
 """
 from __future__ import annotations
 
