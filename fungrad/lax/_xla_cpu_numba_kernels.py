@@ -14,9 +14,9 @@ Differences from NumPy that matter for the bits, and how they are handled:
   NumPy module needs error-free transformations.
 * float32 stays float32 only if every operand is float32: constants are
   float32 globals (a Python float would make the expression float64).
-* The C library's ``log``, ``erf``, ``tan``, ``tanf``, ``pow`` and ``powf`` are
-  called by name (``_libm``): the functions XLA's CPU code calls, and no
-  vector library can stand in for them.
+* The C library's ``log``, ``erf``, ``tan``, ``pow``, ``exp`` (and the float
+  forms ``logf``, ...) are called by name (``_libm``): the functions XLA's CPU
+  code calls, and no vector library can stand in for them.
 * No fast-math: LLVM neither contracts ``a * b + c`` nor reassociates, so a
   fused multiply-add happens exactly where ``_fma`` is written.
 """
@@ -91,6 +91,9 @@ _libm_tan = _libm("tan", types.float64, 1)
 _libm_tanf = _libm("tanf", types.float32, 1)
 _libm_pow = _libm("pow", types.float64, 2)
 _libm_powf = _libm("powf", types.float32, 2)
+_libm_logf = _libm("logf", types.float32, 1)
+_libm_exp = _libm("exp", types.float64, 1)
+_libm_expf = _libm("expf", types.float32, 1)
 
 
 # ----------------------------------------------------------------------------
@@ -645,3 +648,27 @@ def _store32(out, i, word, transform):
         out[i] = bits
     else:
         out[i] = value
+
+
+# ----------------------------------------------------------------------------
+# c_log, c_exp: the C library's (the last elements of XLA's short float32 loops)
+# ----------------------------------------------------------------------------
+
+@_scalar
+def c_log_f32(x):
+    return _libm_logf(x)
+
+
+@_scalar
+def c_log_f64(x):
+    return _libm_log(x)
+
+
+@_scalar
+def c_exp_f32(x):
+    return _libm_expf(x)
+
+
+@_scalar
+def c_exp_f64(x):
+    return _libm_exp(x)

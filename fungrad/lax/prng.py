@@ -49,7 +49,8 @@ from fungrad.lax.utils import as_operand, broadcast_shapes, checked_bind, def_ke
 
 __all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p", "random_fma_p",
            "random_log_p", "random_log1p_p", "random_exp_p", "random_tan_p",
-           "random_pow_p", "random_erf_p", "random_erf_inv_p"]
+           "random_pow_p", "random_erf_p", "random_erf_inv_p", "random_c_log_p",
+           "random_c_exp_p"]
 
 _U32 = np.dtype(np.uint32)
 # large exact draws: the kernels load numba's functions through this (see
@@ -234,6 +235,11 @@ random_erf_p = _xla_unary("erf", _xla_math.erf, lambda g, x: _e.mul(g, _e.mul(
     _e._const(x, 2 / math.sqrt(math.pi)), _e.exp(_e.neg(_e.square(x))))))
 random_rsqrt_p = _xla_unary("rsqrt", _xla_math.rsqrt, jvp_of_answer=lambda g, ans, x: _e.mul(
     g, _e.mul(_e._const(x, -0.5), _e.mul(ans, _e.div(ans, x)))))
+# The C library's log and exp: XLA's CPU code computes the last elements of
+# some short float32 loops with them (fungrad/random/_gamma.py's _short_loop)
+random_c_log_p = _xla_unary("c_log", _xla_math.c_log, lambda g, x: _e.div(g, x))
+random_c_exp_p = _xla_unary("c_exp", _xla_math.c_exp,
+                            jvp_of_answer=lambda g, ans, x: _e.mul(g, ans))
 random_erf_inv_p = _xla_unary("erf_inv", _xla_math.erf_inv, jvp_of_answer=lambda g, ans, x: _e.mul(
     g, _e.mul(_e._const(x, math.sqrt(math.pi) / 2), _e.exp(_e.square(ans)))))
 
@@ -253,7 +259,8 @@ def _xla_scalar_numba(kernel):
 for _p, _kernel_name in ((random_fma_p, "fma"), (random_log_p, "log"),
                          (random_log1p_p, "log1p"), (random_exp_p, "exp"),
                          (random_tan_p, "tan"), (random_pow_p, "pow"), (random_erf_p, "erf"),
-                         (random_rsqrt_p, "rsqrt"), (random_erf_inv_p, "erf_inv")):
+                         (random_rsqrt_p, "rsqrt"), (random_erf_inv_p, "erf_inv"),
+                         (random_c_log_p, "c_log"), (random_c_exp_p, "c_exp")):
     _p.numba_lowering = _xla_scalar_numba(_kernel_name)
     _p.numba_elementwise = True
     _p.numba_prelude = _XLA_PRELUDE
@@ -293,6 +300,16 @@ def random_rsqrt(x):
     """XLA's CPU ``rsqrt`` (float operands), bit for bit on the CPU model the
     kernel's estimate tables were measured on (see kernels/xla_cpu_math.py)."""
     return checked_bind(random_rsqrt_p, as_operand(x))
+
+
+def random_c_log(x):
+    """The C library's ``log`` (``logf`` for float32) of a float operand."""
+    return checked_bind(random_c_log_p, as_operand(x))
+
+
+def random_c_exp(x):
+    """The C library's ``exp`` (``expf`` for float32) of a float operand."""
+    return checked_bind(random_c_exp_p, as_operand(x))
 
 
 def random_erf_inv(x):

@@ -111,6 +111,8 @@ CASES = [
           ("erf", prng.random_erf, scipy.special.erf, -3.0, 3.0),
           ("erf_inv", prng.random_erf_inv, scipy.special.erfinv, -0.9, 0.9),
           ("tan", prng.random_tan, np.tan, -1.2, 1.2),
+          ("c_log", prng.random_c_log, np.log, 0.1, 5.0),
+          ("c_exp", prng.random_c_exp, np.exp, -5.0, 5.0),
           ("rsqrt", prng.random_rsqrt, lambda x: 1 / np.sqrt(x), 0.3, 40.0)]],
     Case("lax.random_pow", prng.random_pow, np.power,
          [Arg(dtype=("float32", "float64"), low=0.2, high=3.0), Arg("bcast", dtype="same")],

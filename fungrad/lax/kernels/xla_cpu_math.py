@@ -44,7 +44,7 @@ import numpy as np
 __all__ = ["fma", "fma32", "log_float32", "libm_log", "erf_float32", "libm_erf", "exp_float32",
            "exp_float64", "rsqrt_estimate_float32", "rsqrt_float32",
            "rsqrt14_estimate_float64", "rsqrt_float64", "log", "log1p", "exp", "erf",
-           "erf_inv", "rsqrt", "tan", "power",
+           "erf_inv", "rsqrt", "tan", "power", "c_log", "c_exp",
            "normal_from_signed"]
 
 _F32, _F64 = np.float32, np.float64
@@ -459,13 +459,16 @@ def _fma64(a, b, c):
 # ----------------------------------------------------------------------------
 
 def _libm_functions():
-    """The C math library's tan, tanf, pow and powf (by ctypes), or None where
+    """The C math library's tan, pow, log and exp (double and float: tanf, ...;
+    by ctypes), or None where
     it cannot be loaded (then NumPy's functions stand in)."""
     try:
         libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
         functions = {}
         for name, ctype, arity in (("tan", ctypes.c_double, 1), ("tanf", ctypes.c_float, 1),
-                                   ("pow", ctypes.c_double, 2), ("powf", ctypes.c_float, 2)):
+                                   ("pow", ctypes.c_double, 2), ("powf", ctypes.c_float, 2),
+                                   ("log", ctypes.c_double, 1), ("logf", ctypes.c_float, 1),
+                                   ("exp", ctypes.c_double, 1), ("expf", ctypes.c_float, 1)):
             function = getattr(libm, name)
             function.restype, function.argtypes = ctype, [ctype] * arity
             functions[name] = function
@@ -497,6 +500,24 @@ def tan(x):
     if x.dtype == _F64:
         return _elementwise_libm("tan", np.tan, _F64, x)
     return _elementwise_libm("tanf", np.tan, _F32, x).astype(x.dtype)
+
+
+def c_log(x):
+    """The C library's ``logf`` / ``log`` of a float array: what XLA's CPU code
+    computes the last elements of some short float32 loops with (see
+    fungrad/random/_gamma.py's ``_short_loop``). Element by element: for small arrays."""
+    x = np.asarray(x)
+    if x.dtype == _F64:
+        return _elementwise_libm("log", np.log, _F64, x)
+    return _elementwise_libm("logf", np.log, _F32, x).astype(x.dtype)
+
+
+def c_exp(x):
+    """The C library's ``expf`` / ``exp`` of a float array (as ``c_log``)."""
+    x = np.asarray(x)
+    if x.dtype == _F64:
+        return _elementwise_libm("exp", np.exp, _F64, x)
+    return _elementwise_libm("expf", np.exp, _F32, x).astype(x.dtype)
 
 
 def power(x, y):

@@ -1,0 +1,77 @@
+"""Write tests/data/prng_small_float32.json: JAX's float32 gamma-family draws
+of 1-16 values in all, recorded once.
+
+Run with a real JAX (0.10.2 was used, on the AMD Zen 4 CPU the other PRNG
+vectors were recorded on): ``python tools/gen_prng_small_float32.py``.
+
+Why these sizes: XLA's CPU loop of a lone float32 ``log`` (a fusion holding
+nothing else) over n < 16 elements with n % 8 in {3, 5, 6, 7} computes its
+last n % 8 elements with the C library's ``logf`` instead of XLA's polynomial.
+In JAX's Marsaglia-Tsang loop the acceptance test's two logs are such loops,
+and in ``dirichlet`` with a batch shape the logs of the final draws are too
+(found in the optimised HLO: ``jax.jit(f).lower(key).compile().as_text()``).
+tests/test_random_small_float32.py replays every case with fungrad.random and
+compares bit for bit. A case is ``[fn, args, kwargs, seed, partitionable]``;
+arrays are written ``{"array": list, "dtype": name}``.
+"""
+import json
+import os
+import platform
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+jax.config.update("jax_enable_x64", False)
+
+
+def A(values):
+    return {"array": [float(v) for v in values], "dtype": "float32"}
+
+
+def decode(value):
+    return jnp.asarray(value["array"], value["dtype"]) if isinstance(value, dict) else value
+
+
+def alphas(k):
+    return A(np.linspace(0.3, 2.5, k).astype(np.float32))
+
+
+def cases():
+    out = []
+    for seed in range(4):
+        for partitionable in (True, False):
+            for k in range(1, 14):
+                for batch in ((), (1,), (2,)):
+                    if len(batch) and batch[0] * k > 16:
+                        continue
+                    out.append(["dirichlet", [alphas(k)], {"shape": batch}, seed, partitionable])
+            for n in (3, 5, 6, 7, 11, 13, 14, 15):
+                out.append(["gamma", [alphas(n)], {}, seed, partitionable])
+                out.append(["loggamma", [alphas(n)], {}, seed, partitionable])
+                out.append(["beta", [0.4, 1.7, (n,)], {"dtype": "float32"}, seed, partitionable])
+    return out
+
+
+def record(case):
+    fn, args, kwargs, seed, partitionable = case
+    jax.config.update("jax_threefry_partitionable", partitionable)
+    value = getattr(jax.random, fn)(jax.random.PRNGKey(seed), *map(decode, args), **kwargs)
+    value = np.asarray(value)
+    return {"shape": list(value.shape), "dtype": value.dtype.name,
+            "bits": value.view(np.uint32).reshape(-1).tolist()}
+
+
+def main():
+    recorded = [{"case": case, "out": record(case)} for case in cases()]
+    path = os.path.join(os.path.dirname(__file__), "..", "tests", "data",
+                        "prng_small_float32.json")
+    with open(path, "w") as f:
+        json.dump({"jax_version": jax.__version__, "libc": list(platform.libc_ver()),
+                   "cases": recorded}, f, separators=(",", ":"))
+    print(f"{len(recorded)} cases -> {path}")
+
+
+if __name__ == "__main__":
+    main()
