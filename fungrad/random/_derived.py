@@ -9,7 +9,8 @@ from fungrad.core import Tracer, canonicalize_dtype, get_aval
 
 __all__ = ['cauchy', 'chisquare', 'f', 't', 'generalized_normal', 'ball', 'geometric', 'lognormal', 'maxwell', 'double_sided_maxwell', 'pareto', 'rayleigh', 'triangular', 'wald', 'weibull_min', 'orthogonal', 'multinomial']
 from fungrad.random._keys import *  # noqa: F403
-from fungrad.random._keys import _check_key, _shape_tuple, _is_integer_scalar, _transcendentals
+from fungrad.random._keys import (_check_key, _shape_tuple, _is_integer_scalar, _transcendentals,
+                                  _row_sum)
 from fungrad.random._samplers import *  # noqa: F403
 from fungrad.random._samplers import _float_dtype, _param_shape, _DtypeError
 from fungrad.random._gamma import *  # noqa: F403
@@ -117,7 +118,7 @@ def ball(key, d, p=2, shape=(), dtype=np.float64):
     # a product with the power of -(1/p)
     p = _float_param(p, dtype)
     pow_ = _transcendentals((*shape, d)).pow
-    total = fnp.sum(pow_(fnp.abs(g), fnp.broadcast_to(p, (*shape, d))), axis=-1) + e
+    total = _row_sum(pow_(fnp.abs(g), fnp.broadcast_to(p, (*shape, d)))) + e
     return g * pow_(total, fnp.broadcast_to(-(1.0 / p), shape))[..., None]
 
 

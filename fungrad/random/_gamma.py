@@ -13,7 +13,7 @@ from fungrad.custom_derivatives import custom_jvp
 __all__ = ['loggamma', 'gamma', 'beta', 'dirichlet', 'poisson', 'binomial']
 from fungrad.random._keys import *  # noqa: F403
 from fungrad.random._keys import (_check_key, _shape_tuple, _split_raw, _random_bits,
-                                  _transcendentals, _XLA_CPU)
+                                  _transcendentals, _XLA_CPU, _row_sum)
 from fungrad.random._samplers import *  # noqa: F403
 from fungrad.random._samplers import _float_dtype, _param_shape, _check_broadcastable
 
@@ -93,9 +93,8 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     # Normalising in log space keeps tiny-alpha draws from becoming 0 / 0.
     shifted = log_g - lax.stop_gradient(fnp.max(log_g, axis=-1, keepdims=True))
     weights = _transcendentals(get_aval(shifted).shape).exp(shifted)
-    # XLA sums a row from left to right (NumPy's sum pairs), and turns the
-    # division by the broadcast sum into a product with its reciprocal
-    total = fnp.cumsum(weights, axis=-1)[..., -1:]
+    # XLA turns the division by the broadcast sum into a product with its reciprocal
+    total = _row_sum(weights, keepdims=True)
     return weights * (np.ones((), dtype) / total)
 
 

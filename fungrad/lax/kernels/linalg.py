@@ -69,8 +69,15 @@ def triangular_solve(a, b, left_side=False, lower=False, transpose_a=False,
 def cholesky(a):
     """Lower Cholesky factor reading the lower triangle; for a matrix of the
     stack that is not positive definite NaNs in its lower triangle and zeros
-    above (JAX's result), not an exception."""
+    above (JAX's result), not an exception. float32 and complex64 by LAPACK's
+    single-precision potrf when SciPy is installed (what XLA's CPU Cholesky
+    calls: JAX's numbers bit for bit; NumPy's differ by ulps), as ``qr``."""
     a = np.asarray(a)
+    lapack = _single_precision_lapack(a, "potrf")
+    if lapack is not None:
+        factored = _cholesky_single(a, *lapack)
+        if factored is not None:
+            return factored
     try:
         return np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
@@ -84,6 +91,19 @@ def cholesky(a):
         except np.linalg.LinAlgError:
             pass
     return out.reshape(a.shape)
+
+
+def _cholesky_single(a, potrf):
+    """LAPACK's lower Cholesky factor matrix by matrix, NaNs in the lower
+    triangle of a matrix that is not positive definite (None if LAPACK
+    reports an argument error)."""
+    out = np.empty_like(a)
+    for index in np.ndindex(*a.shape[:-2]):
+        factor, info = potrf(a[index], lower=1, clean=1)
+        if info < 0:
+            return None
+        out[index] = factor if info == 0 else np.tril(np.full(factor.shape, np.nan, a.dtype))
+    return out
 
 
 def lu(a):
@@ -239,7 +259,7 @@ def qr(a, full_matrices):
     ``random.orthogonal``'s too); NumPy's ``qr`` computes them in double
     precision and rounds (within an ulp of those).  Other dtypes: NumPy's."""
     a = np.asarray(a)
-    lapack = _single_precision_lapack(a)
+    lapack = _single_precision_lapack(a, "geqrf", "orgqr")
     if lapack is not None:
         factored = _qr_single(a, full_matrices, *lapack)
         if factored is not None:
@@ -247,9 +267,11 @@ def qr(a, full_matrices):
     return tuple(np.linalg.qr(a, mode="complete" if full_matrices else "reduced"))
 
 
-def _single_precision_lapack(a):
-    """SciPy's (geqrf, orgqr) for float32/complex64 matrices, or None (another
-    dtype, an empty matrix, or no SciPy).  Looked up at run time, never
+def _single_precision_lapack(a, *routines):
+    """SciPy's LAPACK ``routines`` (real names: "geqrf", "orgqr", "potrf") for
+    float32/complex64 matrices, as s... or c... (orgqr: cungqr), or None
+    (another dtype, an empty matrix, or no SciPy).  jaxlib's CPU kernels call
+    these same routines (SciPy's LAPACK).  Looked up at run time, never
     required: this module (and exported code, which embeds it) runs on NumPy
     alone."""
     if a.dtype not in (np.float32, np.complex64) or 0 in a.shape[-2:]:
@@ -259,8 +281,9 @@ def _single_precision_lapack(a):
     except ImportError:
         return None
     if a.dtype == np.float32:
-        return lapack.sgeqrf, lapack.sorgqr
-    return lapack.cgeqrf, lapack.cungqr
+        return tuple(getattr(lapack, "s" + name) for name in routines)
+    complex_names = {"orgqr": "ungqr"}
+    return tuple(getattr(lapack, "c" + complex_names.get(name, name)) for name in routines)
 
 
 def _qr_single(a, full_matrices, geqrf, orgqr):
