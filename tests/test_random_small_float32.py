@@ -1,4 +1,5 @@
-"""float32 gamma-family draws of 1-16 values in all, bit for bit against JAX.
+"""float32 gamma-family draws of 1-16 values in all, and rows of 8-32 values
+(``ball``, ``dirichlet``), bit for bit against JAX.
 
 The vectors (tests/data/prng_small_float32.json) were recorded once with JAX
 0.10.2 by tools/gen_prng_small_float32.py. They exercise XLA's short loops: a
@@ -30,7 +31,8 @@ def _decode(value):
 
 def _case_id(entry):
     fn, args, kwargs, seed, partitionable = entry["case"]
-    size = len(args[0]["array"]) if isinstance(args[0], dict) else args[2][0]
+    size = len(args[0]["array"]) if isinstance(args[0], dict) else args[0] if fn == "ball" \
+        else args[2][0]
     return f"{fn}-k{size}-{kwargs.get('shape', '')}-s{seed}-{'part' if partitionable else 'orig'}"
 
 
