@@ -1,5 +1,5 @@
-"""float32 gamma-family draws of 1-16 values in all, and rows of 8-32 values
-(``ball``, ``dirichlet``), bit for bit against JAX.
+"""float32 gamma-family draws of 1-16 values in all, and rows of 8-300 values
+(``ball``, ``dirichlet``: XLA's row sums), bit for bit against JAX.
 
 The vectors (tests/data/prng_small_float32.json) were recorded once with JAX
 0.10.2 by tools/gen_prng_small_float32.py. They exercise XLA's short loops: a

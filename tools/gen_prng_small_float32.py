@@ -1,5 +1,5 @@
 """Write tests/data/prng_small_float32.json: JAX's float32 gamma-family draws
-of 1-16 values in all, and ``ball``/``dirichlet`` rows of 8-32 values,
+of 1-16 values in all, and ``ball``/``dirichlet`` rows of 8-300 values,
 recorded once.
 
 Run with a real JAX (0.10.2 was used, on the AMD Zen 4 CPU the other PRNG
@@ -11,7 +11,8 @@ last n % 8 elements with the C library's ``logf`` instead of XLA's polynomial.
 In JAX's Marsaglia-Tsang loop the acceptance test's two logs are such loops,
 and in ``dirichlet`` with a batch shape the logs of the final draws are too
 (found in the optimised HLO: ``jax.jit(f).lower(key).compile().as_text()``).
-XLA adds a row of up to 32 values from left to right.
+XLA adds a row of up to 32 values from left to right, a longer one by windows
+of 32 (its tree reduction rewrite: the ``reduce-window`` in the HLO).
 tests/test_random_small_float32.py replays every case with fungrad.random and
 compares bit for bit. A case is ``[fn, args, kwargs, seed, partitionable]``;
 arrays are written ``{"array": list, "dtype": name}``.
@@ -53,8 +54,9 @@ def cases():
                 out.append(["gamma", [alphas(n)], {}, seed, partitionable])
                 out.append(["loggamma", [alphas(n)], {}, seed, partitionable])
                 out.append(["beta", [0.4, 1.7, (n,)], {"dtype": "float32"}, seed, partitionable])
-            # rows XLA adds from left to right (NumPy's sum pairs from 8 values on)
-            for d in (8, 10, 20, 32):
+            # rows XLA adds from left to right (NumPy's sum pairs from 8 values
+            # on), longer ones by windows of 32
+            for d in (8, 10, 20, 32, 33, 40, 100, 300):
                 out.append(["ball", [d, 2, (3,)], {"dtype": "float32"}, seed, partitionable])
                 out.append(["dirichlet", [alphas(d)], {"shape": ()}, seed, partitionable])
     return out

@@ -243,13 +243,31 @@ def _transcendentals(shape):
 
 
 def _row_sum(x, keepdims=False):
-    """The sum over x's last axis as XLA's CPU code adds a row of up to 32
-    values: left to right (NumPy's sum pairs them from 8 values on; XLA's
-    order for longer rows is not modelled: within a few ulps)."""
-    if get_aval(x).shape[-1] == 0:
+    """The sum over x's last axis as XLA's CPU code adds it (JAX 0.10.2): a
+    row of up to 32 values from left to right (NumPy's sum pairs them from 8
+    values on); a longer row (XLA's tree reduction rewrite) as its sums over
+    windows of 32, each from left to right, the row padded with zeros to a
+    multiple of 32 half before and half after (so the first window is short),
+    and so on up. XLA hands large reductions (from about 2,048-4,096 values
+    in all) to another library instead, whose order is not modelled: within a
+    few ulps there."""
+    *batch, n = get_aval(x).shape
+    while n > 32:
+        windows = -(-n // 32)
+        low = (32 * windows - n) // 2
+        padded = lax.pad(x, np.zeros((), get_aval(x).dtype),
+                         [(0, 0, 0)] * len(batch) + [(low, 32 * windows - n - low, 0)])
+        x = _sequential_sum(fnp.reshape(padded, (*batch, windows, 32)))
+        n = windows
+    if n == 0:
         return fnp.sum(x, axis=-1, keepdims=keepdims)
-    total = fnp.cumsum(x, axis=-1)[..., -1:]
-    return total if keepdims else total[..., 0]
+    total = _sequential_sum(x)
+    return total[..., None] if keepdims else total
+
+
+def _sequential_sum(x):
+    """The sum over x's (non-empty) last axis from left to right."""
+    return fnp.cumsum(x, axis=-1)[..., -1]
 
 
 def _shape_tuple(shape, caller, name):
