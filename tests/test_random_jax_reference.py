@@ -43,7 +43,7 @@ with open(_DATA) as _f:
 # checks 592 more small draws). 1 ulp allowed: the C library's
 # pow and tan (float32 too: weibull_min,
 # cauchy). multivariate_normal matches these small cases exactly; in float32
-# from 8 dimensions on XLA's dot adds in another order (its Cholesky is JAX's).
+# from 8 dimensions on XLA's dot is YNNPACK's (its Cholesky is JAX's).
 LIBM = (0, 1)
 ULPS = {"normal": LIBM, "truncated_normal": LIBM, "exponential": LIBM, "gumbel": LIBM,
         "laplace": LIBM, "logistic": LIBM, "rayleigh": LIBM, "lognormal": LIBM,
