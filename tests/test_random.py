@@ -574,3 +574,16 @@ def test_new_samplers_bad_arguments():
         random.binomial(key, 3, 0.5, dtype=np.int64)
     with pytest.raises(ValueError, match="alpha"):
         random.dirichlet(key, 1.0)
+
+
+def test_binomial_edges_and_multinomial_do_not_warn_eagerly():
+    """JAX's inversion divides log(u) by log1p(-p) = 0 for p = 0 or 1 and
+    selects the result away: eager calls keep NumPy's warnings quiet (inside
+    a user's jit they are not: its generated code runs later)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        edges = random.binomial(random.PRNGKey(0), 10.0, np.array([0.0, 1.0]))
+        counts = random.multinomial(random.PRNGKey(1), 10.0, np.array([0.2, 0.3, 0.5]))
+    np.testing.assert_array_equal(edges, [0.0, 10.0])
+    assert float(np.sum(counts)) == 10.0

@@ -299,7 +299,8 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     p = fnp.moveaxis(p, -1, 0)
     remaining = fnp.flip(fnp.cumsum(fnp.flip(p, 0), axis=0), 0)
     ratios = p / fnp.where(remaining == 0, 1, remaining)
-    _, counts = lax.scan(draw, n, (ratios, split(key, ratios.shape[0])), unroll=unroll)
+    with np.errstate(divide="ignore", invalid="ignore"):   # (binomial's p = 0 or 1)
+        _, counts = lax.scan(draw, n, (ratios, split(key, ratios.shape[0])), unroll=unroll)
     return lax.convert_element_type(fnp.moveaxis(counts, 0, -1), dtype)
 
 

@@ -355,7 +355,8 @@ def _binomial_inversion(key, count, prob, shape):
         return pair[1], num_geom, geom_sum + geom
 
     zeros = fnp.zeros(shape, get_aval(prob).dtype)
-    _, k, _ = lax.while_loop(lambda c: fnp.any(c[2] <= count), body, (key, zeros, zeros))
+    with np.errstate(divide="ignore", invalid="ignore"):   # p = 0 or 1: log(u) / 0
+        _, k, _ = lax.while_loop(lambda c: fnp.any(c[2] <= count), body, (key, zeros, zeros))
     return k - 1
 
 
