@@ -104,23 +104,26 @@ def test_vmap_over_keys_compiles():
 
 def test_short_loop_logs_compile_to_jax_bits():
     """float32 dirichlet/gamma draws whose logs XLA computes partly with the C
-    library's logf (short loops: tests/test_random_small_float32.py) compile
-    (its ``c_log`` rule) and give the bits recorded from JAX."""
-    from tests.test_random_small_float32 import CASES, _check
+    library's logf (short loops: tests/test_random_small_float32.py, vmapped
+    over keys too) compile (``random_loop_log``'s rule) and give the bits
+    recorded from JAX."""
+    from tests.test_random_small_float32 import CASES, _check, _draw
     saved = {n: fungrad.config.read(n) for n in ("jax_enable_x64", "jax_threefry_partitionable")}
     fungrad.config.update("jax_enable_x64", False)
+    fungrad.config.update("jax_threefry_partitionable", True)
     try:
-        for fn, size, batch in (("dirichlet", 3, [2]), ("dirichlet", 5, [1]), ("gamma", 6, None)):
+        for fn, size, batch, keys in (("dirichlet", 3, [2], []), ("gamma", 6, None, []),
+                                      ("dirichlet", 3, [2], [2])):
             entry = next(e for e in CASES if e["case"][0] == fn and e["case"][4]
                          and len(e["case"][1][0]["array"]) == size
-                         and e["case"][2].get("shape") == batch)
-            _, args, kwargs, seed, _ = entry["case"]
-            alpha = np.asarray(args[0]["array"], np.float32)
-            compiled = numba_jit(lambda key: getattr(random, fn)(key, alpha, **kwargs))
-            fungrad.config.update("jax_threefry_partitionable", True)
-            _check(np.asarray(compiled(random.PRNGKey(seed))), entry)
-            source = compiled.lower(random.PRNGKey(seed)).source()
-            assert "c_log_f32(" in source, source
+                         and e["case"][2].get("shape") == batch and e["case"][5:] == keys)
+            compiled = numba_jit(lambda: _draw(entry))
+            _check(np.asarray(compiled()), entry)
+            source = compiled.lower().source()
+            assert "loop_log_f32(" in source, source
+            # (vmapped, the loop's test reduces over the keys' axis only: a
+            # reduce_or numba does not compile, so that loop runs on NumPy)
+            assert keys or "# NumPy" not in source, source
     finally:
         for name, value in saved.items():
             fungrad.config.update(name, value)

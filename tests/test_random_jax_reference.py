@@ -39,8 +39,8 @@ with open(_DATA) as _f:
 # steps: xla_cpu_math emulates the AMD Zen 4 CPU the vectors were recorded on
 # (JAX's own numbers differ on an Intel CPU). XLA's short float32 loops of a
 # log of their own compute their last elements with the C library's logf
-# (fungrad/random/_gamma.py's _short_loop; tests/test_random_small_float32.py
-# checks 592 more small draws). 1 ulp allowed: the C library's
+# (kernels/xla_cpu_math.py's loop_log; tests/test_random_small_float32.py
+# checks 656 more small draws). 1 ulp allowed: the C library's
 # pow and tan (float32 too: weibull_min,
 # cauchy). multivariate_normal matches these small cases exactly; in float32
 # from 8 dimensions on XLA's dot is YNNPACK's (its Cholesky is JAX's).

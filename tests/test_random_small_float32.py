@@ -5,7 +5,7 @@ The vectors (tests/data/prng_small_float32.json) were recorded once with JAX
 0.10.2 by tools/gen_prng_small_float32.py. They exercise XLA's short loops: a
 lone float32 ``log`` over fewer than 16 elements computes some of them with the
 C library's ``logf`` (see that tool's docstring and
-fungrad/random/_gamma.py's ``_lone_log``).
+fungrad/random/_gamma.py's ``_short_loop_log``), vmapped over keys too.
 """
 import json
 import os
@@ -30,10 +30,12 @@ def _decode(value):
 
 
 def _case_id(entry):
-    fn, args, kwargs, seed, partitionable = entry["case"]
+    fn, args, kwargs, seed, partitionable, *keys = entry["case"]
     size = len(args[0]["array"]) if isinstance(args[0], dict) else args[0] if fn == "ball" \
         else args[2][0]
-    return f"{fn}-k{size}-{kwargs.get('shape', '')}-s{seed}-{'part' if partitionable else 'orig'}"
+    vmapped = f"-vmap{keys[0]}" if keys else ""
+    return (f"{fn}-k{size}-{kwargs.get('shape', '')}-s{seed}-{'part' if partitionable else 'orig'}"
+            f"{vmapped}")
 
 
 @pytest.fixture
@@ -56,8 +58,15 @@ def _check(got, entry):
 
 
 def _draw(entry):
-    fn, args, kwargs, seed, _ = entry["case"]
-    return getattr(random, fn)(random.PRNGKey(seed), *map(_decode, args), **kwargs)
+    """The case's draw; vmapped over keys split from the seed if it says so
+    (JAX's batched loop: the short loops' positions are over all keys' draws)."""
+    fn, args, kwargs, seed, _, *keys = entry["case"]
+
+    def sample(key):
+        return getattr(random, fn)(key, *map(_decode, args), **kwargs)
+    if not keys:
+        return sample(random.PRNGKey(seed))
+    return fungrad.vmap(sample)(random.split(random.PRNGKey(seed), keys[0]))
 
 
 @pytest.mark.parametrize("entry", CASES, ids=_case_id)

@@ -14,7 +14,8 @@ and in ``dirichlet`` with a batch shape the logs of the final draws are too
 XLA adds a row of up to 32 values from left to right, a longer one by windows
 of 32 (its tree reduction rewrite: the ``reduce-window`` in the HLO).
 tests/test_random_small_float32.py replays every case with fungrad.random and
-compares bit for bit. A case is ``[fn, args, kwargs, seed, partitionable]``;
+compares bit for bit. A case is ``[fn, args, kwargs, seed, partitionable]``
+(with a sixth entry ``keys``: vmapped over that many keys split from the seed);
 arrays are written ``{"array": list, "dtype": name}``.
 """
 import json
@@ -59,14 +60,29 @@ def cases():
             for d in (8, 10, 20, 32, 33, 40, 100, 300):
                 out.append(["ball", [d, 2, (3,)], {"dtype": "float32"}, seed, partitionable])
                 out.append(["dirichlet", [alphas(d)], {"shape": ()}, seed, partitionable])
+    # vmap over keys: JAX's batched loop runs over all keys' draws at once
+    for seed in range(4):
+        for keys in (2, 3):
+            for k, batch in ((3, (2,)), (5, (1,)), (6, (1,)), (7, (2,)), (3, ())):
+                out.append(["dirichlet", [alphas(k)], {"shape": batch}, seed, True, keys])
+            for n in (3, 5, 6):
+                out.append(["gamma", [alphas(n)], {}, seed, True, keys])
     return out
 
 
+def draw(fn, args, kwargs, seed, keys):
+    """The draw from PRNGKey(seed), or (keys > 0) vmapped over split(PRNGKey(seed), keys)."""
+    def sample(key):
+        return getattr(jax.random, fn)(key, *map(decode, args), **kwargs)
+    if not keys:
+        return sample(jax.random.PRNGKey(seed))
+    return jax.vmap(sample)(jax.random.split(jax.random.PRNGKey(seed), keys))
+
+
 def record(case):
-    fn, args, kwargs, seed, partitionable = case
+    fn, args, kwargs, seed, partitionable, *keys = case
     jax.config.update("jax_threefry_partitionable", partitionable)
-    value = getattr(jax.random, fn)(jax.random.PRNGKey(seed), *map(decode, args), **kwargs)
-    value = np.asarray(value)
+    value = np.asarray(draw(fn, args, kwargs, seed, keys[0] if keys else 0))
     return {"shape": list(value.shape), "dtype": value.dtype.name,
             "bits": value.view(np.uint32).reshape(-1).tolist()}
 

@@ -14,8 +14,8 @@ Differences from NumPy that matter for the bits, and how they are handled:
   NumPy module needs error-free transformations.
 * float32 stays float32 only if every operand is float32: constants are
   float32 globals (a Python float would make the expression float64).
-* The C library's ``log``, ``erf``, ``tan``, ``pow``, ``exp`` (and the float
-  forms ``logf``, ...) are called by name (``_libm``): the functions XLA's CPU
+* The C library's ``log``, ``erf``, ``tan``, ``pow`` (and the float forms
+  ``logf``, ``tanf``, ``powf``) are called by name (``_libm``): the functions XLA's CPU
   code calls, and no vector library can stand in for them.
 * No fast-math: LLVM neither contracts ``a * b + c`` nor reassociates, so a
   fused multiply-add happens exactly where ``_fma`` is written.
@@ -92,8 +92,6 @@ _libm_tanf = _libm("tanf", types.float32, 1)
 _libm_pow = _libm("pow", types.float64, 2)
 _libm_powf = _libm("powf", types.float32, 2)
 _libm_logf = _libm("logf", types.float32, 1)
-_libm_exp = _libm("exp", types.float64, 1)
-_libm_expf = _libm("expf", types.float32, 1)
 
 
 # ----------------------------------------------------------------------------
@@ -651,24 +649,18 @@ def _store32(out, i, word, transform):
 
 
 # ----------------------------------------------------------------------------
-# c_log, c_exp: the C library's (the last elements of XLA's short float32 loops)
+# loop_log: a float32 log loop of its own (short loops end in the C library's)
 # ----------------------------------------------------------------------------
 
 @_scalar
-def c_log_f32(x):
-    return _libm_logf(x)
-
-
-@_scalar
-def c_log_f64(x):
-    return _libm_log(x)
-
-
-@_scalar
-def c_exp_f32(x):
-    return _libm_expf(x)
-
-
-@_scalar
-def c_exp_f64(x):
-    return _libm_exp(x)
+def loop_log_f32(x, alone):
+    """xla_cpu_math.loop_log of the flat float32 array ``x`` (a new array):
+    XLA's polynomial, if ``alone`` the last elements of a short loop by ``logf``."""
+    n = x.size
+    start = n
+    if alone and n < 16 and (n % 8 == 3 or n % 8 == 5 or n % 8 == 6 or n % 8 == 7):
+        start = n - n % 8
+    out = np.empty(n, np.float32)
+    for i in range(n):
+        out[i] = log_f32(x[i]) if i < start else _libm_logf(x[i])
+    return out

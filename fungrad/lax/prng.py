@@ -49,8 +49,7 @@ from fungrad.lax.utils import as_operand, broadcast_shapes, checked_bind, def_ke
 
 __all__ = ["rng_bit_generator", "threefry2x32_p", "random_sample_p", "random_fma_p",
            "random_log_p", "random_log1p_p", "random_exp_p", "random_tan_p",
-           "random_pow_p", "random_erf_p", "random_erf_inv_p", "random_c_log_p",
-           "random_c_exp_p"]
+           "random_pow_p", "random_erf_p", "random_erf_inv_p", "random_loop_log_p"]
 
 _U32 = np.dtype(np.uint32)
 # large exact draws: the kernels load numba's functions through this (see
@@ -235,11 +234,38 @@ random_erf_p = _xla_unary("erf", _xla_math.erf, lambda g, x: _e.mul(g, _e.mul(
     _e._const(x, 2 / math.sqrt(math.pi)), _e.exp(_e.neg(_e.square(x))))))
 random_rsqrt_p = _xla_unary("rsqrt", _xla_math.rsqrt, jvp_of_answer=lambda g, ans, x: _e.mul(
     g, _e.mul(_e._const(x, -0.5), _e.mul(ans, _e.div(ans, x)))))
-# The C library's log and exp: XLA's CPU code computes the last elements of
-# some short float32 loops with them (fungrad/random/_gamma.py's _short_loop)
-random_c_log_p = _xla_unary("c_log", _xla_math.c_log, lambda g, x: _e.div(g, x))
-random_c_exp_p = _xla_unary("c_exp", _xla_math.c_exp,
-                            jvp_of_answer=lambda g, ans, x: _e.mul(g, ans))
+# XLA's float32 log computed in a loop of its own over all of its operand's
+# elements: which elements the C library computes depends on their position
+# in the whole (batched) array, so it is not elementwise under vmap
+random_loop_log_p = _xla_unary("loop_log", _xla_math.loop_log,
+                               lambda g, x, **params: _e.div(g, x))
+
+
+def _loop_log_batch(axis_size, vals, dims, alone, alone_if_batched):
+    # JAX's batched loop runs over the keys' draws one after another, and its
+    # fusion of the batched program may differ (alone_if_batched)
+    (x,), (dim,) = vals, dims
+    return random_loop_log_p.bind(batching.moveaxis(x, dim, 0), alone=alone_if_batched,
+                                  alone_if_batched=alone_if_batched), 0
+
+
+def _loop_log_numba(block, eqn, args, out_names):
+    """xla_cpu_numba's ``loop_log_f32`` on the whole (flat) float32 operand."""
+    from fungrad.interpreters.numba_backend import NotCompilable
+    aval, (x,), (out,) = eqn.inputs[0].aval, args, out_names
+    if np.dtype(aval.dtype) != np.float32:
+        raise NotCompilable(f"random_loop_log of {aval.dtype}")
+    shape = tuple(int(d) for d in aval.shape)
+    if shape == ():
+        block.line(f"{out} = log_f32({x})")
+    else:
+        block.line(f"{out} = loop_log_f32(np.ascontiguousarray({x}).reshape(-1), "
+                   f"{bool(eqn.params['alone'])}).reshape({shape!r})")
+
+
+random_loop_log_p.batch = _loop_log_batch
+random_loop_log_p.numba_block = _loop_log_numba
+random_loop_log_p.numba_prelude = _XLA_PRELUDE
 random_erf_inv_p = _xla_unary("erf_inv", _xla_math.erf_inv, jvp_of_answer=lambda g, ans, x: _e.mul(
     g, _e.mul(_e._const(x, math.sqrt(math.pi) / 2), _e.exp(_e.square(ans)))))
 
@@ -259,8 +285,7 @@ def _xla_scalar_numba(kernel):
 for _p, _kernel_name in ((random_fma_p, "fma"), (random_log_p, "log"),
                          (random_log1p_p, "log1p"), (random_exp_p, "exp"),
                          (random_tan_p, "tan"), (random_pow_p, "pow"), (random_erf_p, "erf"),
-                         (random_rsqrt_p, "rsqrt"), (random_erf_inv_p, "erf_inv"),
-                         (random_c_log_p, "c_log"), (random_c_exp_p, "c_exp")):
+                         (random_rsqrt_p, "rsqrt"), (random_erf_inv_p, "erf_inv")):
     _p.numba_lowering = _xla_scalar_numba(_kernel_name)
     _p.numba_elementwise = True
     _p.numba_prelude = _XLA_PRELUDE
@@ -302,14 +327,12 @@ def random_rsqrt(x):
     return checked_bind(random_rsqrt_p, as_operand(x))
 
 
-def random_c_log(x):
-    """The C library's ``log`` (``logf`` for float32) of a float operand."""
-    return checked_bind(random_c_log_p, as_operand(x))
-
-
-def random_c_exp(x):
-    """The C library's ``exp`` (``expf`` for float32) of a float operand."""
-    return checked_bind(random_c_exp_p, as_operand(x))
+def random_loop_log(x, alone=True, alone_if_batched=True):
+    """XLA's CPU float32 ``log`` of ``x``; if ``alone``, as a loop of its own
+    over all its elements (the last elements of a short loop by the C
+    library's ``logf``); under vmap ``alone_if_batched`` decides."""
+    return checked_bind(random_loop_log_p, as_operand(x), alone=bool(alone),
+                        alone_if_batched=bool(alone_if_batched))
 
 
 def random_erf_inv(x):

@@ -86,10 +86,10 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     shape = batch if shape is None else _shape_tuple(shape, "dirichlet", "shape")
     _check_broadcastable("dirichlet", shape, fnp.zeros(batch))
     k = alpha.shape[-1]
-    # With a batch shape, XLA computes the logs of the draws in a loop of their
-    # own (they feed the max and the exp), without one it fuses them
+    # With a batch shape (vmap's too), XLA computes the logs of the draws in a
+    # loop of their own (they feed the max and the exp), without one it fuses them
     log_g = _gamma_sample(key, alpha, (*shape, k), dtype, log_space=True,
-                          short_loop_log=len(shape) > 0 and k > 1)
+                          short_loop_log=(len(shape) > 0 and k > 1, k > 1))
     # Normalising in log space keeps tiny-alpha draws from becoming 0 / 0.
     shifted = log_g - lax.stop_gradient(fnp.max(log_g, axis=-1, keepdims=True))
     weights = _transcendentals(get_aval(shifted).shape).exp(shifted)
@@ -98,12 +98,13 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     return weights * (np.ones((), dtype) / total)
 
 
-def _gamma_sample(key, a, shape, dtype, log_space, short_loop_log=False):
+def _gamma_sample(key, a, shape, dtype, log_space, short_loop_log=(False, False)):
     """JAX's random_gamma: Gamma(a, 1) samples (their logs with ``log_space``) of
     ``shape``, one key of ``split(key, size)`` per sample, each drawn by JAX's
     scalar Marsaglia-Tsang loop (``_marsaglia_tsang``), with JAX's implicit
-    reparameterisation derivative in ``a``. ``short_loop_log``: XLA computes
-    the final log of the draws in a loop of its own (see ``_short_loop``)."""
+    reparameterisation derivative in ``a``. ``short_loop_log``: whether XLA
+    computes the final log of the draws in a loop of its own, unbatched and
+    under vmap (see ``_short_loop_log``)."""
     a = fnp.broadcast_to(a, shape)
     size = math.prod(shape)
     keys = _split_raw(key, (size,))
@@ -113,7 +114,7 @@ def _gamma_sample(key, a, shape, dtype, log_space, short_loop_log=False):
     return (_implicit_log_gamma_grad if log_space else _implicit_gamma_grad)(a, samples)
 
 
-def _marsaglia_tsang(keys, alpha, dtype, log_space, short_loop_log=False):
+def _marsaglia_tsang(keys, alpha, dtype, log_space, short_loop_log=(False, False)):
     """JAX's ``_gamma_one`` for every (key, alpha) pair at once: per entry, rounds
     of ``key, x_key, u_key = split(key, 3)``, normals ``x`` (each from
     ``x_key, sub = split(x_key)``) until ``v = 1 + c x > 0``, then a uniform,
@@ -135,8 +136,8 @@ def _marsaglia_tsang(keys, alpha, dtype, log_space, short_loop_log=False):
     def rejected(X, V, U):
         squeeze = U >= one - np.asarray(0.0331, dtype) * (X * X)
         # XLA computes these two logs in loops of their own
-        return squeeze & (_short_loop(fns, "log", U) >= X * np.asarray(0.5, dtype)
-                          + d * ((one - V) + _short_loop(fns, "log", V)))
+        return squeeze & (_short_loop_log(fns, U) >= X * np.asarray(0.5, dtype)
+                          + d * ((one - V) + _short_loop_log(fns, V)))
 
     def propose(state):
         key, X, V, U, live = state
@@ -155,33 +156,22 @@ def _marsaglia_tsang(keys, alpha, dtype, log_space, short_loop_log=False):
     if log_space:
         log_u = -(-fns.log1p(-_random_bits(boost_key, dtype, (), "unit")))
         log_boost = fnp.where(boost | (log_u == zero), zero, log_u * (one / alpha))
-        log_v = _short_loop(fns, "log", V) if short_loop_log else fns.log(V)
+        log_v = _short_loop_log(fns, V, *short_loop_log)
         return (fns.log(d) + log_v) + log_boost
     u = one - _random_bits(boost_key, dtype, (), "unit")
     return (d * V) * fnp.where(boost, one, fns.pow(u, one / alpha))
 
 
-_C_LIBRARY = {"log": prng.random_c_log, "exp": prng.random_c_exp}
-
-
-def _short_loop(fns, name, x):
-    """``fns``' ``name`` ("log" or "exp") of ``x`` as XLA's CPU code computes
-    it in a loop (fusion) of its own over x's n elements: for float32 with
-    n < 16 and n % 8 in {3, 5, 6, 7}, LLVM leaves the last n % 8 elements to a
-    scalar loop that calls the C library's ``logf``/``expf``, not XLA's
-    polynomial (measured on JAX 0.10.2, sizes 1-1000; which loops are of their
-    own is XLA's fusion's decision, read from JAX's optimised HLO)."""
-    fn = getattr(fns, name)
-    aval = get_aval(x)
-    n = math.prod(aval.shape)
-    if fns is not _XLA_CPU or aval.dtype != np.float32 or n >= 16 or n % 8 not in (3, 5, 6, 7):
-        return fn(x)
-    flat = fnp.reshape(x, (n,))
-    vectorised = n - n % 8
-    tail = _C_LIBRARY[name](flat[vectorised:])
-    if vectorised:
-        tail = fnp.concatenate([fn(flat[:vectorised]), tail])
-    return fnp.reshape(tail, aval.shape)
+def _short_loop_log(fns, x, alone=True, alone_if_batched=True):
+    """``fns.log(x)`` as XLA's CPU code computes a float32 log in a loop (fusion)
+    of its own (``alone``; ``alone_if_batched`` under vmap): for fewer than 16
+    elements in all (under vmap: all keys' draws, as JAX's batched loop) the
+    last few by the C library's ``logf`` (kernels/xla_cpu_math.py's
+    ``loop_log``). Which logs are loops of their own is XLA's fusion's
+    decision, read from JAX's optimised HLO."""
+    if fns is _XLA_CPU and get_aval(x).dtype == np.float32:
+        return prng.random_loop_log(x, alone, alone_if_batched)
+    return fns.log(x)
 
 
 def _positive_v(x_key, c, dtype, live):

@@ -44,7 +44,8 @@ import numpy as np
 __all__ = ["fma", "fma32", "log_float32", "libm_log", "erf_float32", "libm_erf", "exp_float32",
            "exp_float64", "rsqrt_estimate_float32", "rsqrt_float32",
            "rsqrt14_estimate_float64", "rsqrt_float64", "log", "log1p", "exp", "erf",
-           "erf_inv", "rsqrt", "tan", "power", "c_log", "c_exp",
+           "erf_inv", "rsqrt", "tan", "power", "c_log", "short_loop_tail",
+           "loop_log",
            "normal_from_signed"]
 
 _F32, _F64 = np.float32, np.float64
@@ -459,16 +460,15 @@ def _fma64(a, b, c):
 # ----------------------------------------------------------------------------
 
 def _libm_functions():
-    """The C math library's tan, pow, log and exp (double and float: tanf, ...;
-    by ctypes), or None where
+    """The C math library's tan, pow and log (double and float: tanf, ...; by
+    ctypes), or None where
     it cannot be loaded (then NumPy's functions stand in)."""
     try:
         libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
         functions = {}
         for name, ctype, arity in (("tan", ctypes.c_double, 1), ("tanf", ctypes.c_float, 1),
                                    ("pow", ctypes.c_double, 2), ("powf", ctypes.c_float, 2),
-                                   ("log", ctypes.c_double, 1), ("logf", ctypes.c_float, 1),
-                                   ("exp", ctypes.c_double, 1), ("expf", ctypes.c_float, 1)):
+                                   ("log", ctypes.c_double, 1), ("logf", ctypes.c_float, 1)):
             function = getattr(libm, name)
             function.restype, function.argtypes = ctype, [ctype] * arity
             functions[name] = function
@@ -504,20 +504,35 @@ def tan(x):
 
 def c_log(x):
     """The C library's ``logf`` / ``log`` of a float array: what XLA's CPU code
-    computes the last elements of some short float32 loops with (see
-    fungrad/random/_gamma.py's ``_short_loop``). Element by element: for small arrays."""
+    computes the last elements of some short float32 loops with (``loop_log``).
+    Element by element: for small arrays."""
     x = np.asarray(x)
     if x.dtype == _F64:
         return _elementwise_libm("log", np.log, _F64, x)
     return _elementwise_libm("logf", np.log, _F32, x).astype(x.dtype)
 
 
-def c_exp(x):
-    """The C library's ``expf`` / ``exp`` of a float array (as ``c_log``)."""
+def short_loop_tail(n):
+    """Where XLA's CPU loop of a float32 ``log``/``exp`` of its own over ``n``
+    elements leaves elements to the C library: the start of its last n % 8
+    when n < 16 and n % 8 is 3, 5, 6 or 7 (LLVM's scalar remainder calls
+    ``logf``/``expf``; its vector loops use XLA's polynomial; measured on JAX
+    0.10.2 for n = 1-1000), else ``n`` (none)."""
+    return n - n % 8 if n < 16 and n % 8 in (3, 5, 6, 7) else n
+
+
+def loop_log(x, alone=True, alone_if_batched=True):
+    """XLA's CPU float32 ``log`` of ``x``, computed in a loop of its own over all
+    of x's elements (row-major) if ``alone`` (the short loops' last elements by
+    ``logf``), else fused with other work (XLA's polynomial throughout).
+    ``alone_if_batched`` is what ``alone`` becomes under vmap (fungrad/lax/prng.py)."""
     x = np.asarray(x)
-    if x.dtype == _F64:
-        return _elementwise_libm("exp", np.exp, _F64, x)
-    return _elementwise_libm("expf", np.exp, _F32, x).astype(x.dtype)
+    out = log(x)
+    start = short_loop_tail(x.size)
+    if alone and x.dtype == _F32 and start < x.size:
+        flat = out.reshape(-1)
+        flat[start:] = c_log(x.reshape(-1)[start:])
+    return out
 
 
 def power(x, y):
