@@ -20,6 +20,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 numba = pytest.importorskip("numba")
 
@@ -408,3 +409,19 @@ def test_dot_general_of_a_scalar_and_an_array_compiles(dtype):
     for k, (got, want) in enumerate(zip(numba_jit(f)(a, v, m), f(a, v, m))):
         _close(got, want, f"output {k}")
     assert "# NumPy" not in numba_jit(f).lower(a, v, m).source()
+
+
+@settings(max_examples=12)
+@given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=3), data=st.data())
+def test_any_and_all_over_some_axes_compile(shape, data):
+    """A boolean test over some axes (a loop's test under vmap over keys)
+    compiles, with NumPy's answers, empty axes included."""
+    axes = tuple(data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1)))
+    x = np.random.default_rng(len(shape)).random(shape) > 0.6
+
+    def f(v):
+        return fnp.any(v, axis=axes), fnp.all(v, axis=axes)
+    got = numba_jit(f)(x)
+    np.testing.assert_array_equal(got[0], np.any(x, axis=axes))
+    np.testing.assert_array_equal(got[1], np.all(x, axis=axes))
+    assert "# NumPy" not in numba_jit(f).lower(x).source()

@@ -18,6 +18,7 @@ ties in ``reduce_max``/``reduce_min`` share the tangent equally, and
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -323,12 +324,22 @@ def _bitwise_reducer(name, ufunc):
 
 
 def _bool_reduce_numba(fn):
-    """np.all / np.any of a boolean array over all its axes (numba compiles it)."""
+    """np.all / np.any of a boolean array over all its axes (numba compiles
+    it); over some axes (a test under vmap) as a count of the True values
+    (numba has no ``axis`` for all/any, but sums over one axis at a time)."""
     def rule(args, in_avals, out_avals, axes):
         aval = in_avals[0]
-        if dtype_kind(aval.dtype) != "b" or (aval.shape and len(axes) != aval.ndim):
+        if dtype_kind(aval.dtype) != "b":
             return None
-        return f"np.{fn}({args[0]})" if aval.shape else args[0]
+        if not aval.shape:
+            return args[0]
+        if len(axes) == aval.ndim:
+            return f"np.{fn}({args[0]})"
+        count = args[0]
+        for axis in sorted(axes, reverse=True):
+            count = f"np.sum({count}, axis={int(axis)})"
+        reduced = math.prod(aval.shape[a] for a in axes)
+        return f"({count} == {reduced})" if fn == "all" else f"({count} > 0)"
     return rule
 
 
