@@ -425,3 +425,35 @@ def test_any_and_all_over_some_axes_compile(shape, data):
     np.testing.assert_array_equal(got[0], np.any(x, axis=axes))
     np.testing.assert_array_equal(got[1], np.all(x, axis=axes))
     assert "# NumPy" not in numba_jit(f).lower(x).source()
+
+
+@settings(max_examples=10)
+@given(dtype=st.sampled_from(["int8", "uint8", "int16", "uint32", "int64", "uint64"]),
+       shape=st.lists(st.integers(0, 4), max_size=3), seed=st.integers(0, 2**32 - 1))
+def test_population_count_of_arrays_compiles(dtype, shape, seed):
+    """Set bits of every element (numpyro's tree building, vmapped over
+    chains), as the NumPy backend counts them, in a compiled loop."""
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(seed).integers(info.min, info.max, size=shape, dtype=dtype,
+                                             endpoint=True)
+    compiled = numba_jit(lax.population_count)
+    got, want = compiled(x), fungrad.jit(lax.population_count)(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    assert "# NumPy" not in compiled.lower(x).source()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_wise_dot_products_compile(dtype):
+    """vmap of a vector dot (numpyro's vectorized chains): a batch axis and one
+    contracted axis, compiled as row-wise sums of products, NumPy's values
+    within the sums' rounding; the same inside a loop's body."""
+    rng = np.random.default_rng(5)
+    a, b = (rng.normal(size=(3, 10)).astype(dtype) for _ in range(2))
+    rows = fungrad.vmap(fnp.dot)
+
+    def f(a, b):
+        return rows(a, b), lax.fori_loop(0, 3, lambda i, c: c + rows(a, b), rows(a, b))
+    for k, (got, want) in enumerate(zip(numba_jit(f)(a, b), fungrad.jit(f)(a, b))):
+        _close(got, want, f"output {k}")
+    assert "# NumPy" not in numba_jit(f).lower(a, b).source()

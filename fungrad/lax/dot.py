@@ -279,9 +279,14 @@ def_lowering(dot_general_p, _dot_general_lower, typed=True)
 def _dot_general_numba(args, in_avals, out_avals, *, dimension_numbers,
                        preferred_element_type):
     """np.dot (BLAS, through numba's SciPy binding) for the contractions of one
-    axis between matrices and vectors of one floating dtype, no batch axes."""
+    axis between matrices and vectors of one floating dtype, no batch axes;
+    row-wise dot products of two matrices (one batch axis)."""
     (lc, rc), (lb, rb) = dimension_numbers
     lhs, rhs = in_avals
+    if (lb == rb == (0,) and lc == rc == (1,) and lhs.ndim == rhs.ndim == 2
+            and lhs.dtype == rhs.dtype == out_avals[0].dtype and is_floating(lhs.dtype)):
+        # row-wise dot products (vmap of a vector dot: numpyro's vectorized chains)
+        return f"np.sum({args[0]} * {args[1]}, axis=1)"
     if not lc and not lb and lhs.dtype == rhs.dtype and is_floating(lhs.dtype):
         if lhs.ndim == rhs.ndim == 1:
             return f"np.outer({args[0]}, {args[1]})"

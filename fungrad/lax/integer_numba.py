@@ -111,18 +111,32 @@ _POPCOUNT_STEPS = (
 
 
 def population_count_numba(block, eqn, args, out_names):
-    """The set bits of a scalar's two's-complement pattern (a numba_block:
-    four statements); arrays stay on NumPy."""
+    """The set bits of each element's two's-complement pattern (a numba_block:
+    four statements per element; an array's in a loop over its elements)."""
     from fungrad.core import ShapedArray, Var
     from fungrad.interpreters.numba_backend import NotCompilable
     aval = eqn.inputs[0].aval
-    dtype = _integer_operands([aval])
-    if dtype is None:
-        raise NotCompilable("population_count of an array")
+    dtype = np.dtype(aval.dtype)
+    if dtype_kind(dtype) not in "iu":
+        raise NotCompilable(f"population_count of {dtype}")
     (x,), (out,), (_, u) = args, out_names, _bits_and_unsigned(dtype)
     v = block.names.new(Var(ShapedArray((), np.uint64)))
-    block.line(f"{v} = np.uint64({u}({x}))")        # (zero-extended: no sign bits)
+    if aval.shape == ():
+        _popcount_lines(block, v, x, out, dtype, u, "")
+        return
+    shape, flat_in, flat_out, i = (tuple(int(d) for d in aval.shape),
+                                   *(block.names.new(Var(ShapedArray((), np.int64)))
+                                     for _ in range(3)))
+    block.line(f"{flat_in} = np.ascontiguousarray({x}).reshape(-1)")
+    block.line(f"{flat_out} = np.empty({flat_in}.size, np.{dtype.name})")
+    block.line(f"for {i} in range({flat_in}.size):")
+    _popcount_lines(block, v, f"{flat_in}[{i}]", f"{flat_out}[{i}]", dtype, u, "    ")
+    block.line(f"{out} = {flat_out}.reshape({shape!r})")
+
+
+def _popcount_lines(block, v, x, out, dtype, u, indent):
+    block.line(f"{v} = np.uint64({u}({x}))", indent)        # (zero-extended: no sign bits)
     for step in _POPCOUNT_STEPS:
-        block.line(step.format(v=v))
+        block.line(step.format(v=v), indent)
     block.line(f"{out} = {numba_type(dtype)}(({v} * np.uint64(0x0101010101010101)) "
-               ">> np.uint64(56))")
+               ">> np.uint64(56))", indent)
