@@ -457,3 +457,25 @@ def test_row_wise_dot_products_compile(dtype):
     for k, (got, want) in enumerate(zip(numba_jit(f)(a, b), fungrad.jit(f)(a, b))):
         _close(got, want, f"output {k}")
     assert "# NumPy" not in numba_jit(f).lower(a, b).source()
+
+
+def test_large_loop_bodies_compile_as_functions_of_their_own(monkeypatch):
+    """A body of OUTLINE_MIN equations or more (a vmapped sampler's loop) is a
+    numba function of its own, called from the loop: nested loops, branches
+    and constants inside it, the NumPy backend's values."""
+    monkeypatch.setattr(numba_backend, "OUTLINE_MIN", 3)
+    table = np.linspace(0.5, 1.5, 4)
+
+    def f(x):
+        def body(carry):
+            i, v = carry
+            v = lax.fori_loop(0, 3, lambda k, w: fnp.sin(w) * table + k, v)
+            v = lax.cond(i % 2 == 0, lambda w: w * 2.0, lambda w: fnp.cos(w) - table, v)
+            return i + 1, fnp.tanh(v) + fnp.exp(-v * v) * table
+        return lax.while_loop(lambda c: c[0] < 5, body, (0, x))
+    x = np.linspace(-1.0, 1.0, 4)
+    compiled = numba_jit(f)
+    for k, (got, want) in enumerate(zip(compiled(x), fungrad.jit(f)(x))):
+        _close(got, want, f"output {k}")
+    source = compiled.lower(x).source()
+    assert source.count("def _body_") >= 2 and "# NumPy" not in source, source

@@ -56,6 +56,7 @@ from fungrad.interpreters.codegen import (_REUSE_MIN_SIZE, _Names, _check_names,
                                           part_interfaces)
 from fungrad.interpreters.lowering import Call, render
 from fungrad.interpreters import numba_fusion
+from fungrad.interpreters.numba_cache import NJIT_OPTIONS
 from fungrad.interpreters.passes import optimize
 
 __all__ = ["compiled", "lower", "NumbaCompiled", "NumbaBlock", "UFUNC_KINDS", "MIN_SEGMENT"]
@@ -128,6 +129,25 @@ MIN_SEGMENT = 2
 # at most this many top-level equations per segment: numba's type inference
 # and LLVM's optimiser grow faster than linearly with a function's length
 MAX_SEGMENT = 200
+# A loop body or branch of this many equations (nested ones included) or more
+# is compiled as a function of its own (NumbaBlock._outlined). Measured cold
+# compiles: numpyro's NUTS, two vectorized chains, 129 s as one function,
+# 73 s at 500, 54 s at 25-300; but numpyro's one-chain NUTS (16.8 s) took
+# 20 s at 300 and 34 s at 60, and its steps twice as long at 60 (calls in hot
+# inner loops): only the largest bodies are worth a call
+OUTLINE_MIN = 500
+
+
+def _size(jaxpr: Jaxpr) -> int:
+    """The number of equations of ``jaxpr`` and of the jaxprs inside them."""
+    count = 0
+    for eqn in jaxpr.eqns:
+        count += 1
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, tuple) else (value,):
+                if isinstance(sub, ClosedJaxpr):
+                    count += _size(sub.jaxpr)
+    return count
 
 
 class _StableNames(_Names):
@@ -156,9 +176,12 @@ class NumbaBlock:
     ``targets`` ({variable: array element source}) are the slots a loop body's
     outputs may be computed in (``body``'s ``into``); ``written``, those that were."""
 
-    def __init__(self, names: _Names, lines: list, indent: str, consts: dict, targets=None):
+    def __init__(self, names: _Names, lines: list, indent: str, consts: dict, targets=None,
+                 functions=None):
         self.names, self.lines, self.indent, self.consts = names, lines, indent, consts
         self.targets, self.written = targets or {}, {}
+        # the sources of the bodies emitted as functions of their own (``body``)
+        self.functions = [] if functions is None else functions
 
     def line(self, text: str, extra_indent: str = ""):
         self.lines.append(f"{self.indent}{extra_indent}{text}")
@@ -176,11 +199,13 @@ class NumbaBlock:
         return name
 
     def body(self, closed: ClosedJaxpr, in_names, extra_indent: str = "    ",
-             into=None) -> list[str]:
+             into=None, outline=True) -> list[str]:
         """``into`` ({output index: array element source}, a scan's ``ys[i]``):
         a nest or NumPy call computes such an output in that slot (no copy
         afterwards) and it is returned as the slot (``codegen.Block.body``)."""
         jaxpr = closed.jaxpr
+        if outline and not into and _size(jaxpr) >= OUTLINE_MIN:
+            return self._outlined(closed, in_names, extra_indent)
         for v, c in zip(jaxpr.constvars, closed.consts):
             self.names.names[v] = self.const(c)
         for v, n in zip(jaxpr.invars, in_names):
@@ -192,11 +217,33 @@ class NumbaBlock:
                     and v not in jaxpr.invars:
                 targets[v] = target
         inner = NumbaBlock(self.names, self.lines, self.indent + extra_indent, self.consts,
-                           targets)
+                           targets, self.functions)
         emit_eqns(inner, jaxpr.eqns, jaxpr.outvars)
         if not jaxpr.eqns:
             inner.line("pass")
         return [inner.written.get(v) or inner.atom(v) for v in jaxpr.outvars]
+
+    def _outlined(self, closed: ClosedJaxpr, in_names, extra_indent) -> list[str]:
+        """A large body as a numba function of its own, called here: numba's
+        passes over a function (liveness, SSA) grow faster than its size, so
+        a sampler's loop nest compiled as one function took minutes."""
+        jaxpr = closed.jaxpr
+        params = [self.names.new(v) for v in jaxpr.invars]
+        lines, consts = [], {}
+        inner = NumbaBlock(self.names, lines, "    ", consts, None, self.functions)
+        outs = inner.body(closed, params, "", None, outline=False)
+        # (a name unique in the program: the functions are module-level)
+        name = "_body_" + self.names.new(Var(ShapedArray((), np.bool_)))
+        self.functions.append("\n".join(
+            [f"@numba.njit(error_model={NJIT_OPTIONS['error_model']!r})",
+             f"def {name}({', '.join(params + list(consts))}):"] + lines
+            + [f"    return {_tuple_source(outs)}"]) + "\n")
+        for const_name, value in consts.items():
+            self.consts[const_name] = value
+        results = [self.names.new(Var(v.aval)) for v in jaxpr.outvars]
+        call = f"{name}({', '.join(list(in_names) + list(consts))})"
+        self.line(f"{_tuple_source(results)} = {call}" if results else call, extra_indent)
+        return results
 
     def atom(self, a) -> str:
         """The source of an operand: a variable's name or a literal."""
@@ -344,6 +391,7 @@ class _Run:
     def __init__(self, compiled: bool):
         self.compiled, self.eqns, self.lines, self.consts = compiled, [], [], {}
         self.has_block = False
+        self.functions = []      # the sources of its outlined bodies
 
 
 def _runs(jaxpr: Jaxpr, names: _Names) -> list:
@@ -370,13 +418,14 @@ def _runs(jaxpr: Jaxpr, names: _Names) -> list:
 
 def _emit_run(run: _Run, names, live_after) -> None:
     """The numba lines of a compiled run (fused), or it becomes a NumPy run."""
-    lines, consts = [], {}
+    lines, consts, functions = [], {}, []
     try:
-        emit_eqns(NumbaBlock(names, lines, "    ", consts), run.eqns, live_after)
+        emit_eqns(NumbaBlock(names, lines, "    ", consts, functions=functions), run.eqns,
+                  live_after)
     except NotCompilable:
         run.compiled = False
         return
-    run.lines, run.consts = lines, consts
+    run.lines, run.consts, run.functions = lines, consts, functions
 
 
 def _interface(runs, outvars):
@@ -406,6 +455,7 @@ class _Program:
         self.modules: dict = {}
         self.primitives: set = set()     # names of the primitives the segments compile
         self.preludes: list[str] = []    # module-level source the segments call
+        self.functions: list[str] = []   # the segments' outlined bodies (NumbaBlock._outlined)
         # the driver only calls its one segment with its parameters and returns
         # the segment's results: jit may call the segment itself (``_compile``)
         self.direct = False
@@ -435,6 +485,7 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
         seg_params = [names(v) for v in ins[k]] + list(run.consts)
         ret = f"    return {_tuple_source([names(v) for v in outs[k]])}"
         source = "\n".join([f"def {seg}({', '.join(seg_params)}):"] + run.lines + [ret]) + "\n"
+        prog.functions.extend(run.functions)
         twin = _numpy_twin(seg, run, ins[k], outs[k], names, prog)
         prog.primitives.update(_primitive_names(run.eqns))
         prog.segments.append((seg, source, twin))
@@ -624,7 +675,7 @@ def _compile(closed: ClosedJaxpr, label: str) -> NumbaCompiled:
     try:
         numba_fns, numba_error, on_compiled = numba_cache.compile_segments(
             [src for _, src, _ in prog.segments], [seg for seg, _, _ in prog.segments],
-            prog.primitives, prog.preludes)
+            prog.primitives, prog.preludes + prog.functions)
     except SyntaxError as err:        # (a bug in a numba rule: never the user's error)
         log.warning("jit(%s): fungrad generated numba code that is not valid Python (%s: %s, "
                     "line %s); it runs on NumPy. This is a bug in fungrad; please report it "
@@ -642,6 +693,7 @@ def _compile(closed: ClosedJaxpr, label: str) -> NumbaCompiled:
         # jit's runner calls it with the arguments as numba takes them (0-d
         # values as scalars, Python floats as they are) instead of the driver
         fn.direct_segment = namespace[prog.segments[0][0]]
-    source = "".join(f"@numba.njit\n{src}\n" for _, src, _ in prog.segments) + driver
+    source = ("".join(f + "\n" for f in prog.functions)
+              + "".join(f"@numba.njit\n{src}\n" for _, src, _ in prog.segments) + driver)
     return NumbaCompiled(fn, source, closed.jaxpr, closed.consts, "numba",
                          [namespace[seg] for seg, _, _ in prog.segments])
