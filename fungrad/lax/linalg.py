@@ -55,7 +55,7 @@ from fungrad.lax.kernels.linalg import (  # noqa: E402
     lu_pivots_to_permutation as _lu_pivots_to_permutation_numpy,
     linear_solve as _linear_solve_numpy, adjugate as _adjugate_numpy,
     cholesky_update as _cholesky_update_numpy, svd as _svd_numpy, pinv as _pinv_numpy,
-    qr as _qr_kernel)
+    qr as _qr_kernel, eigh as _eigh_kernel)
 
 from fungrad.core import Primitive, ShapedArray, get_aval
 from fungrad.interpreters import batching
@@ -461,11 +461,6 @@ def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
 # eigh
 # ============================================================================
 
-def _eigh_numpy(a, lower):
-    w, v = np.linalg.eigh(np.asarray(a), UPLO="L" if lower else "U")
-    return [v, w]
-
-
 def _eigh_shape(a, *, lower):
     _check_square_float("eigh", a)
     return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-1], _real_dtype(a.dtype))]
@@ -490,12 +485,10 @@ def _eigh_jvp(primals, tangents, *, lower):
 
 
 eigh_p = Primitive("eigh", multiple_results=True)
-eigh_p.def_impl(_eigh_numpy)
+def_kernel(eigh_p, _eigh_kernel)
 eigh_p.def_abstract_eval(_eigh_shape)
 eigh_p.jvp = _eigh_jvp
 _batch_at_front(eigh_p)
-def_lowering(eigh_p, lambda a, lower: Source(
-    "tuple({})[::-1]", call(np.linalg.eigh, a[0], UPLO="L" if lower else "U")))
 
 
 def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,

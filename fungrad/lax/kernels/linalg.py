@@ -16,7 +16,7 @@ import importlib
 import numpy as np
 
 __all__ = ["triangular_solve", "cholesky", "lu", "lu_pivots_to_permutation", "linear_solve",
-           "adjugate", "cholesky_update", "svd", "pinv", "qr"]
+           "adjugate", "cholesky_update", "svd", "pinv", "qr", "eigh"]
 
 # Panel width of the blocked LU: columns factored by the unblocked loop at once.
 _LU_BLOCK = 48
@@ -201,11 +201,62 @@ def _nan_where_not_finite(decompose, a) -> list:
 
 def svd(a, *, full_matrices, compute_uv):
     """``np.linalg.svd`` of a stack, as a list of its results (NaN for a matrix
-    with a NaN or an infinity, as JAX's)."""
+    with a NaN or an infinity, as JAX's). float32/complex64 by LAPACK's
+    single-precision gesdd when SciPy is installed (the routine jaxlib's CPU
+    SVD calls: JAX's numbers bit for bit), as ``qr``."""
+    a = np.asarray(a)
+    lapack = _single_precision_lapack(a, "gesdd")
+
     def decompose(m):
+        if lapack is not None:
+            return _svd_single(m, full_matrices, compute_uv, *lapack)
         out = np.linalg.svd(m, full_matrices=full_matrices, compute_uv=compute_uv)
         return list(out) if compute_uv else [out]
-    return _nan_where_not_finite(decompose, np.asarray(a))
+    return _nan_where_not_finite(decompose, a)
+
+
+def _svd_single(a, full_matrices, compute_uv, gesdd):
+    """LAPACK's gesdd matrix by matrix (LinAlgError if it does not converge)."""
+    *batch, m, n = a.shape
+    k = min(m, n)
+    s = np.empty((*batch, k), np.finfo(a.dtype).dtype)
+    u = np.empty((*batch, m, m if full_matrices else k), a.dtype)
+    vh = np.empty((*batch, n if full_matrices else k, n), a.dtype)
+    for index in np.ndindex(*batch):
+        u_i, s[index], vh_i, info = gesdd(a[index], compute_uv=int(compute_uv),
+                                          full_matrices=int(full_matrices))
+        if info != 0:
+            raise np.linalg.LinAlgError("SVD did not converge")
+        if compute_uv:
+            u[index], vh[index] = u_i, vh_i
+    return [u, s, vh] if compute_uv else [s]
+
+
+def eigh(a, *, lower):
+    """``[v, w]``: eigenvectors (columns) and ascending eigenvalues of the
+    Hermitian matrices ``a`` from one triangle (``np.linalg.eigh``);
+    float32/complex64 by LAPACK's single-precision syevd/heevd when SciPy is
+    installed (what jaxlib's CPU eigh calls: JAX's numbers bit for bit)."""
+    a = np.asarray(a)
+    lapack = _single_precision_lapack(a, "syevd")
+    if lapack is not None:
+        found = _eigh_single(a, lower, *lapack)
+        if found is not None:
+            return found
+    w, v = np.linalg.eigh(a, UPLO="L" if lower else "U")
+    return [v, w]
+
+
+def _eigh_single(a, lower, syevd):
+    """LAPACK's syevd/heevd matrix by matrix (None if it reports a failure:
+    NumPy's eigh then decides)."""
+    v = np.empty_like(a)
+    w = np.empty(a.shape[:-1], np.finfo(a.dtype).dtype)
+    for index in np.ndindex(*a.shape[:-2]):
+        w[index], v[index], info = syevd(a[index], compute_v=1, lower=int(lower))
+        if info != 0:
+            return None
+    return [v, w]
 
 
 def pinv(a, *, rtol):
@@ -268,7 +319,7 @@ def qr(a, full_matrices):
 
 
 def _single_precision_lapack(a, *routines):
-    """SciPy's LAPACK ``routines`` (real names: "geqrf", "orgqr", "potrf") for
+    """SciPy's LAPACK ``routines`` (real names: "geqrf", "potrf", "gesdd", ...) for
     float32/complex64 matrices, as s... or c... (orgqr: cungqr), or None
     (another dtype, an empty matrix, or no SciPy).  jaxlib's CPU kernels call
     these same routines (SciPy's LAPACK).  Looked up at run time, never
@@ -282,7 +333,7 @@ def _single_precision_lapack(a, *routines):
         return None
     if a.dtype == np.float32:
         return tuple(getattr(lapack, "s" + name) for name in routines)
-    complex_names = {"orgqr": "ungqr"}
+    complex_names = {"orgqr": "ungqr", "syevd": "heevd"}
     return tuple(getattr(lapack, "c" + complex_names.get(name, name)) for name in routines)
 
 

@@ -1,0 +1,58 @@
+"""Record JAX's single-precision eigh and SVD (``jnp.linalg.eigh`` of
+Hermitian, ``jnp.linalg.svd`` of square, tall, wide and batched float32 and
+complex64 matrices, full and reduced, and singular values alone) into
+tests/data/jax_eigh_svd_single.json, for tests/test_eigh_svd_single.py.  Run
+once with real JAX (this script imports jax; fungrad never does):
+
+    python tools/record_jax_eigh_svd.py    # with JAX 0.10.2 (x64 off) installed
+
+The matrices come from NumPy's default_rng(1) (eigh's: (b + b^H) / 2);
+values are stored as float32 bit patterns, real and imaginary parts.
+"""
+import json
+import os
+
+import jax.numpy as jnp
+import jax
+import numpy as np
+
+from record_jax_qr import _bits
+
+OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "jax_eigh_svd_single.json")
+
+
+def _matrix(rng, shape, dtype):
+    a = rng.normal(size=shape)
+    if dtype == "complex64":
+        a = a + 1j * rng.normal(size=shape)
+    return a
+
+
+def main():
+    rng = np.random.default_rng(1)
+    cases = []
+    for dtype in ("float32", "complex64"):
+        for shape in ((4, 4), (8, 8), (20, 20), (3, 5, 5)):
+            a = _matrix(rng, shape, dtype)
+            h = ((a + np.swapaxes(a.conj(), -1, -2)) / 2).astype(dtype)
+            w, v = jnp.linalg.eigh(h)
+            cases.append({"fn": "eigh", "shape": list(shape), "dtype": dtype, "a": _bits(h),
+                          "outs": [_bits(v), _bits(w)],
+                          "shapes": [list(v.shape), list(w.shape)]})
+        for shape in ((4, 4), (6, 3), (3, 6), (2, 5, 4)):
+            a = _matrix(rng, shape, dtype).astype(dtype)
+            for full in (True, False):
+                u, s, vh = jnp.linalg.svd(a, full_matrices=full)
+                cases.append({"fn": "svd", "full_matrices": full, "shape": list(shape),
+                              "dtype": dtype, "a": _bits(a), "outs": [_bits(u), _bits(s), _bits(vh)],
+                              "shapes": [list(u.shape), list(s.shape), list(vh.shape)]})
+            s = jnp.linalg.svd(a, compute_uv=False)
+            cases.append({"fn": "svdvals", "shape": list(shape), "dtype": dtype, "a": _bits(a),
+                          "outs": [_bits(s)], "shapes": [list(s.shape)]})
+    with open(OUT, "w") as fh:
+        json.dump({"jax_version": jax.__version__, "cases": cases}, fh)
+    print(f"wrote {len(cases)} cases to {OUT}")
+
+
+if __name__ == "__main__":
+    main()
