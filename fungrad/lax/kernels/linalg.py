@@ -110,10 +110,17 @@ def lu(a):
     """Partial-pivoting LU of a stack of (m, n) matrices: (lu, pivots, permutation)
     with ``a[..., permutation, :] == L @ U`` (L unit lower, U upper, packed in lu).
 
-    Blocked right-looking LU: a Python loop over the min(m, n) columns (never
-    over the batch), the trailing updates done by BLAS matmuls.
+    LAPACK's getrf through SciPy when it is installed and the stack holds at
+    most ``_LAPACK_LU_MAX_BATCH`` matrices (the routine jaxlib's CPU LU calls:
+    JAX's numbers bit for bit, in every precision); else a blocked
+    right-looking LU: a Python loop over the min(m, n) columns (never over the
+    batch), the trailing updates done by BLAS matmuls (the same pivots, values
+    within a few ulps of LAPACK's).
     """
     a = np.asarray(a)
+    found = _lu_lapack(a)
+    if found is not None:
+        return found
     *batch, m, n = a.shape
     k = min(m, n)
     lu = a.reshape((int(np.prod(batch, dtype=np.int64)), m, n)).copy()
@@ -128,6 +135,34 @@ def lu(a):
             lu[:, j1:, j1:] -= np.matmul(lu[:, j1:, j0:j1], lu[:, j0:j1, j1:])
     return [lu.reshape(a.shape), pivots.reshape(tuple(batch) + (k,)),
             perm.reshape(tuple(batch) + (m,))]
+
+
+# LAPACK's LU is a call per matrix: for larger stacks of (small) matrices the
+# blocked LU, batched over the stack, is faster
+_LAPACK_LU_MAX_BATCH = 256
+_GETRF = {np.dtype(np.float32): "sgetrf", np.dtype(np.float64): "dgetrf",
+          np.dtype(np.complex64): "cgetrf", np.dtype(np.complex128): "zgetrf"}
+
+
+def _lu_lapack(a):
+    """[lu, pivots, permutation] by SciPy's getrf matrix by matrix, or None
+    (another dtype, an empty matrix, a large stack, no SciPy, or an argument
+    error).  Looked up at run time, never required (see ``_single_precision_lapack``)."""
+    name = _GETRF.get(a.dtype)
+    *batch, m, n = a.shape
+    if name is None or 0 in (m, n) or int(np.prod(batch, dtype=np.int64)) > _LAPACK_LU_MAX_BATCH:
+        return None
+    try:
+        getrf = getattr(importlib.import_module("scipy.linalg.lapack"), name)
+    except ImportError:
+        return None
+    lu = np.empty_like(a)
+    pivots = np.empty((*batch, min(m, n)), np.int32)
+    for index in np.ndindex(*batch):
+        lu[index], pivots[index], info = getrf(a[index])
+        if info < 0:
+            return None
+    return [lu, pivots, lu_pivots_to_permutation(pivots, m)]
 
 
 def _lu_panel(lu, perm, pivots, j0, j1):

@@ -1,13 +1,14 @@
-"""Record JAX's single-precision eigh and SVD (``jnp.linalg.eigh`` of
-Hermitian, ``jnp.linalg.svd`` of square, tall, wide and batched float32 and
-complex64 matrices, full and reduced, and singular values alone) into
-tests/data/jax_eigh_svd_single.json, for tests/test_eigh_svd_single.py.  Run
-once with real JAX (this script imports jax; fungrad never does):
+"""Record JAX's decompositions that jaxlib computes with LAPACK
+(``jnp.linalg.eigh`` of Hermitian and ``jnp.linalg.svd`` of square, tall,
+wide and batched float32 and complex64 matrices, full and reduced, and
+singular values alone; ``lax.linalg.lu`` in all four precisions) into
+tests/data/jax_decompositions.json, for tests/test_decompositions_jax.py.
+Run once with real JAX (this script imports jax; fungrad never does):
 
-    python tools/record_jax_eigh_svd.py    # with JAX 0.10.2 (x64 off) installed
+    python tools/record_jax_decompositions.py    # with JAX 0.10.2 installed
 
 The matrices come from NumPy's default_rng(1) (eigh's: (b + b^H) / 2);
-values are stored as float32 bit patterns, real and imaginary parts.
+values are stored as bit patterns (uint32 words), real and imaginary parts.
 """
 import json
 import os
@@ -18,12 +19,19 @@ import numpy as np
 
 from record_jax_qr import _bits
 
-OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "jax_eigh_svd_single.json")
+OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "jax_decompositions.json")
+
+
+def _words(x):
+    """Any float or complex array as its uint32 words, real and imaginary parts."""
+    x = np.asarray(x)
+    parts = [x.real, x.imag] if np.iscomplexobj(x) else [x]
+    return [np.ascontiguousarray(p).view(np.uint32).ravel().tolist() for p in parts]
 
 
 def _matrix(rng, shape, dtype):
     a = rng.normal(size=shape)
-    if dtype == "complex64":
+    if dtype.startswith("complex"):
         a = a + 1j * rng.normal(size=shape)
     return a
 
@@ -49,6 +57,14 @@ def main():
             s = jnp.linalg.svd(a, compute_uv=False)
             cases.append({"fn": "svdvals", "shape": list(shape), "dtype": dtype, "a": _bits(a),
                           "outs": [_bits(s)], "shapes": [list(s.shape)]})
+    jax.config.update("jax_enable_x64", True)
+    for dtype in ("float32", "float64", "complex64", "complex128"):
+        for shape in ((4, 4), (20, 20), (6, 4), (4, 6), (3, 5, 5)):
+            a = _matrix(rng, shape, dtype).astype(dtype)
+            lu, pivots, permutation = jax.lax.linalg.lu(a)
+            cases.append({"fn": "lu", "shape": list(shape), "dtype": dtype, "a": _words(a),
+                          "outs": [_words(lu), np.asarray(pivots).tolist(),
+                                   np.asarray(permutation).tolist()]})
     with open(OUT, "w") as fh:
         json.dump({"jax_version": jax.__version__, "cases": cases}, fh)
     print(f"wrote {len(cases)} cases to {OUT}")
