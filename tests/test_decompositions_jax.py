@@ -1,12 +1,13 @@
 """Decompositions jaxlib computes with LAPACK are JAX's bit for bit:
 ``jnp.linalg.eigh`` and ``jnp.linalg.svd`` of float32 and complex64 matrices
-(several shapes, batched; full, reduced, values alone) and ``lax.linalg.lu``
-in all four precisions, eagerly and under jit, against
+(several shapes, batched; full, reduced, values alone), ``lax.linalg.lu``,
+``jnp.linalg.solve`` and ``jnp.linalg.inv`` in all four precisions (solve as
+JAX composes it: LU, permutation, two triangular solves), eagerly and under jit, against
 tests/data/jax_decompositions.json, which tools/record_jax_decompositions.py
 recorded once with real JAX 0.10.2.
 
-fungrad computes them with LAPACK's syevd/heevd, gesdd (single precision)
-and getrf through SciPy (the routines jaxlib's CPU kernels call); SciPy is a
+fungrad computes them with LAPACK's syevd/heevd, gesdd (single precision),
+getrf and BLAS's trsm through SciPy (the routines jaxlib's CPU kernels call); SciPy is a
 test dependency, imported here unconditionally: without it these are
 NumPy's (or fungrad's blocked LU), ulps away, and this test must fail rather
 than skip.  One exception, compared by value: JAX's complex64 eigenvectors
@@ -26,8 +27,9 @@ from tests.test_qr_single import _array
 
 with open(os.path.join(os.path.dirname(__file__), "data", "jax_decompositions.json")) as _f:
     REFERENCE = json.load(_f)
-SINGLE = [c for c in REFERENCE["cases"] if c["fn"] != "lu"]
+SINGLE = [c for c in REFERENCE["cases"] if c["fn"] in ("eigh", "svd", "svdvals")]
 LU = [c for c in REFERENCE["cases"] if c["fn"] == "lu"]
+SOLVES = [c for c in REFERENCE["cases"] if c["fn"] in ("solve", "inv")]
 
 
 def _decompose(case):
@@ -95,3 +97,19 @@ def test_large_stacks_keep_the_batched_lu():
     each = [scipy.linalg.lu_factor(m) for m in a]
     np.testing.assert_array_equal(pivots, [p for _, p in each])
     np.testing.assert_allclose(lu, [f for f, _ in each], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", SOLVES, ids=_case_id)
+@pytest.mark.parametrize("under_jit", [False, True])
+def test_solve_and_inv_are_jaxs(case, under_jit, x64):
+    a = _from_words(case["a"], case["shape"], case["dtype"])
+    if case["fn"] == "solve":
+        b = _from_words(case["b"], case["rhs"], case["dtype"])
+        f = fnp.linalg.solve
+        got = (fungrad.jit(f) if under_jit else f)(a, b)
+        shape = case["rhs"]
+    else:
+        got = (fungrad.jit(fnp.linalg.inv) if under_jit else fnp.linalg.inv)(a)
+        shape = case["shape"]
+    want = _from_words(case["outs"][0], shape, case["dtype"])
+    assert np.asarray(got).tobytes() == want.tobytes(), (got, want)

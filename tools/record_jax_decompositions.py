@@ -1,7 +1,8 @@
 """Record JAX's decompositions that jaxlib computes with LAPACK
 (``jnp.linalg.eigh`` of Hermitian and ``jnp.linalg.svd`` of square, tall,
 wide and batched float32 and complex64 matrices, full and reduced, and
-singular values alone; ``lax.linalg.lu`` in all four precisions) into
+singular values alone; ``lax.linalg.lu``, ``jnp.linalg.solve`` and
+``jnp.linalg.inv`` in all four precisions) into
 tests/data/jax_decompositions.json, for tests/test_decompositions_jax.py.
 Run once with real JAX (this script imports jax; fungrad never does):
 
@@ -65,6 +66,14 @@ def main():
             cases.append({"fn": "lu", "shape": list(shape), "dtype": dtype, "a": _words(a),
                           "outs": [_words(lu), np.asarray(pivots).tolist(),
                                    np.asarray(permutation).tolist()]})
+    for dtype in ("float32", "float64", "complex64", "complex128"):
+        for shape, rhs in (((8, 8), (8,)), ((20, 20), (20, 3)), ((3, 6, 6), (3, 6, 2))):
+            a, b = (_matrix(rng, s, dtype).astype(dtype) for s in (shape, rhs))
+            cases.append({"fn": "solve", "shape": list(shape), "rhs": list(rhs), "dtype": dtype,
+                          "a": _words(a), "b": _words(b),
+                          "outs": [_words(jnp.linalg.solve(a, b))]})
+            cases.append({"fn": "inv", "shape": list(shape), "dtype": dtype, "a": _words(a),
+                          "outs": [_words(jnp.linalg.inv(a))]})
     with open(OUT, "w") as fh:
         json.dump({"jax_version": jax.__version__, "cases": cases}, fh)
     print(f"wrote {len(cases)} cases to {OUT}")

@@ -148,13 +148,12 @@ def _lu_lapack(a):
     """[lu, pivots, permutation] by SciPy's getrf matrix by matrix, or None
     (another dtype, an empty matrix, a large stack, no SciPy, or an argument
     error).  Looked up at run time, never required (see ``_single_precision_lapack``)."""
-    name = _GETRF.get(a.dtype)
     *batch, m, n = a.shape
-    if name is None or 0 in (m, n) or int(np.prod(batch, dtype=np.int64)) > _LAPACK_LU_MAX_BATCH:
+    if a.dtype not in _GETRF or 0 in (m, n) or \
+            int(np.prod(batch, dtype=np.int64)) > _LAPACK_LU_MAX_BATCH:
         return None
-    try:
-        getrf = getattr(importlib.import_module("scipy.linalg.lapack"), name)
-    except ImportError:
+    getrf = _scipy_routine("lapack", _GETRF[a.dtype])
+    if getrf is None:
         return None
     lu = np.empty_like(a)
     pivots = np.empty((*batch, min(m, n)), np.int32)
@@ -163,6 +162,41 @@ def _lu_lapack(a):
         if info < 0:
             return None
     return [lu, pivots, lu_pivots_to_permutation(pivots, m)]
+
+
+_TRSM = {np.dtype(np.float32): "strsm", np.dtype(np.float64): "dtrsm",
+         np.dtype(np.complex64): "ctrsm", np.dtype(np.complex128): "ztrsm"}
+
+
+def _scipy_routine(module, name):
+    """SciPy's ``scipy.linalg.<module>.<name>`` (LAPACK or BLAS), or None
+    without SciPy: looked up at run time, never required."""
+    try:
+        return getattr(importlib.import_module(f"scipy.linalg.{module}"), name)
+    except ImportError:
+        return None
+
+
+def _linear_solve_lapack(a, b):
+    """``linear_solve`` by SciPy's getrf and trsm matrix by matrix, or None
+    (as ``_lu_lapack``; also for operands of two dtypes or batch shapes)."""
+    *batch, n, _ = a.shape
+    if (a.dtype not in _TRSM or b.dtype != a.dtype or tuple(b.shape[:-2]) != tuple(batch)
+            or n == 0 or 0 in b.shape[-2:]
+            or int(np.prod(batch, dtype=np.int64)) > _LAPACK_LU_MAX_BATCH):
+        return None
+    getrf, trsm = _scipy_routine("lapack", _GETRF[a.dtype]), _scipy_routine("blas", _TRSM[a.dtype])
+    if getrf is None or trsm is None:
+        return None
+    x = np.empty(b.shape, a.dtype)
+    for index in np.ndindex(*batch):
+        lu, pivots, info = getrf(a[index])
+        if info < 0:
+            return None
+        permuted = b[index][lu_pivots_to_permutation(pivots[None], n)[0]]
+        lower = trsm(1.0, lu, permuted, lower=1, diag=1)
+        x[index] = trsm(1.0, lu, lower, lower=0)
+    return x
 
 
 def _lu_panel(lu, perm, pivots, j0, j1):
@@ -205,7 +239,14 @@ def lu_pivots_to_permutation(pivots, permutation_size):
 
 
 def linear_solve(a, b):
+    """``a x = b`` for a stack of square ``a`` and ``b`` (..., n, k).  With
+    SciPy, as JAX composes it (and with the routines jaxlib calls): LAPACK's
+    LU (getrf), the permutation, then two BLAS triangular solves (trsm), JAX's
+    numbers bit for bit; else NumPy's solve.  Singular: inf/nan, as JAX."""
     a, b = np.asarray(a), np.asarray(b)
+    found = _linear_solve_lapack(a, b)
+    if found is not None:
+        return found
     try:
         return np.linalg.solve(a, b)
     except np.linalg.LinAlgError:  # singular: inf/nan as JAX, not an exception
