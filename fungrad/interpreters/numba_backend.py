@@ -138,16 +138,17 @@ MAX_SEGMENT = 200
 OUTLINE_MIN = 500
 
 
+def _sub_jaxprs(eqn):
+    """The jaxprs in ``eqn``'s params (a loop's body, a cond's branches)."""
+    for value in eqn.params.values():
+        for sub in value if isinstance(value, tuple) else (value,):
+            if isinstance(sub, ClosedJaxpr):
+                yield sub.jaxpr
+
+
 def _size(jaxpr: Jaxpr) -> int:
     """The number of equations of ``jaxpr`` and of the jaxprs inside them."""
-    count = 0
-    for eqn in jaxpr.eqns:
-        count += 1
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, tuple) else (value,):
-                if isinstance(sub, ClosedJaxpr):
-                    count += _size(sub.jaxpr)
-    return count
+    return sum(1 + sum(_size(sub) for sub in _sub_jaxprs(eqn)) for eqn in jaxpr.eqns)
 
 
 class _StableNames(_Names):
@@ -514,11 +515,8 @@ def _primitives(eqns) -> set:
     found = set()
     for eqn in eqns:
         found.add(eqn.primitive)
-        for value in eqn.params.values():
-            subs = value if isinstance(value, tuple) else (value,)
-            for sub in subs:
-                if isinstance(sub, ClosedJaxpr):
-                    found |= _primitives(sub.jaxpr.eqns)
+        for sub in _sub_jaxprs(eqn):
+            found |= _primitives(sub.eqns)
     return found
 
 

@@ -161,16 +161,11 @@ def _lu_lapack(a):
         return None
     lu = np.empty_like(a)
     pivots = np.empty((*batch, min(m, n)), np.int32)
-    permutation = np.empty((*batch, m), np.int32)
     for index in np.ndindex(*batch):
         lu[index], pivots[index], info = getrf(a[index])
         if info < 0:
             return None
-        rows = list(range(m))          # (the swaps in order, on a list: a few matrices)
-        for j, p in enumerate(pivots[index].tolist()):
-            rows[j], rows[p] = rows[p], rows[j]
-        permutation[index] = rows
-    return [lu, pivots, permutation]
+    return [lu, pivots, lu_pivots_to_permutation(pivots, m)]
 
 
 _TRSM = {np.dtype(np.float32): "strsm", np.dtype(np.float64): "dtrsm",
@@ -235,9 +230,17 @@ def _pivot_size(x):
 
 
 def lu_pivots_to_permutation(pivots, permutation_size):
+    """The row permutation LAPACK's pivots (row j swapped with row pivots[j],
+    in order) make, for a stack."""
     pivots = np.asarray(pivots)
     batch, k = pivots.shape[:-1], pivots.shape[-1]
     flat = pivots.reshape((int(np.prod(batch, dtype=np.int64)), k))
+    if flat.shape[0] <= _LAPACK_LU_MAX_BATCH:     # (a few: swaps on lists are faster)
+        rows = [list(range(permutation_size)) for _ in range(flat.shape[0])]
+        for row, swaps in zip(rows, flat.tolist()):
+            for j, p in enumerate(swaps):
+                row[j], row[p] = row[p], row[j]
+        return np.array(rows, np.int32).reshape(batch + (permutation_size,))
     perm = np.tile(np.arange(permutation_size, dtype=np.int32), (flat.shape[0], 1))
     members = np.arange(flat.shape[0])
     for j in range(k):  # apply the swaps in order
@@ -414,14 +417,10 @@ def _single_precision_lapack(a, *routines):
     alone."""
     if a.dtype not in (np.float32, np.complex64) or 0 in a.shape[-2:]:
         return None
-    try:
-        lapack = importlib.import_module("scipy.linalg.lapack")
-    except ImportError:
-        return None
-    if a.dtype == np.float32:
-        return tuple(getattr(lapack, "s" + name) for name in routines)
     complex_names = {"orgqr": "ungqr", "syevd": "heevd"}
-    return tuple(getattr(lapack, "c" + complex_names.get(name, name)) for name in routines)
+    found = tuple(_scipy_routine("lapack", "s" + name if a.dtype == np.float32
+                                 else "c" + complex_names.get(name, name)) for name in routines)
+    return None if None in found else found
 
 
 def _qr_single(a, full_matrices, geqrf, orgqr):
