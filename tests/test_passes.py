@@ -243,3 +243,46 @@ def test_factored_programs_keep_their_values(x, y, z):
     args = tuple(np.full(3, t) for t in (x, y, z))
     for fun in funs:
         _assert_optimize_preserves(fun, args)
+
+
+def _split_loss(sizes, used, axis):
+    """A loss of the slices of ``x`` along ``axis`` (widths ``sizes``, in
+    order; ``used[k]`` False leaves slice k out: a gap in the cotangent)."""
+    def loss(x):
+        total, at = 0.0, 0
+        for k, (size, use) in enumerate(zip(sizes, used)):
+            piece = lax.slice_in_dim(x, at, at + size, axis=axis)
+            at += size
+            if use:
+                total = total + fnp.sum(fnp.sin(piece) * (k + 1))
+        return total
+    return loss
+
+
+@given(sizes=st.lists(st.integers(1, 3), min_size=2, max_size=5),
+       used=st.lists(st.booleans(), min_size=5, max_size=5), axis=st.integers(0, 1))
+def test_gradient_of_slices_keeps_its_values_as_a_concatenation(sizes, used, axis):
+    x = np.random.default_rng(len(sizes)).normal(size=(sum(sizes), 4) if axis == 0
+                                                 else (3, sum(sizes)))
+    loss = _split_loss(sizes, used[:len(sizes)], axis)
+    _assert_optimize_preserves(grad(loss), (x,))
+    np.testing.assert_allclose(jit(grad(loss))(x), grad(loss)(x), rtol=1e-15)
+
+
+def _primitive_names(fun, *args):
+    return [e.primitive.name for e in passes.optimize(fungrad.make_jaxpr(fun)(*args)).jaxpr.eqns]
+
+
+def test_cotangent_of_a_split_is_one_concatenation():
+    # q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2] under grad: three zero-padded
+    # cotangents summed before; one concatenate now, no pads or additions
+    def loss(qkv):
+        q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]
+        return fnp.sum(fnp.sin(q) * k + v ** 2)
+    names = _primitive_names(grad(loss), np.ones((4, 3, 5)))
+    assert names.count("concatenate") == 1
+    assert "pad" not in names and "add" not in names
+    # a slice used but overlapping another one stays a padded term of the sum
+    names = _primitive_names(grad(lambda x: fnp.sum(fnp.sin(x[:, 0]) + x[:, 2] * x[:, 1:3].sum())),
+                             np.ones((4, 4)))
+    assert names.count("concatenate") == 1 and names.count("pad") == 1

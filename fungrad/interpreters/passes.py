@@ -16,6 +16,9 @@ Each pass is a function ``Jaxpr -> Jaxpr`` that keeps the jaxpr's meaning
   value used twice);
 * ``fold_transposes``: transposes of ``dot_general`` operands and results are
   folded into its dimension numbers (or an operand swap);
+* ``concatenate_pads``: a sum of zero-padded arrays filling disjoint slices
+  of one axis (the cotangent of an array split by slicing) becomes one
+  ``concatenate``;
 * ``dce``: dead-code elimination (``partial_eval.dce_jaxpr``).
 
 Effectful primitives (``primitive.effectful``: debug callbacks, checks) are
@@ -25,7 +28,7 @@ never removed by ``dce`` nor merged by ``cse``; they have no outputs to fold.
   so the other passes (and code generation) see one flat program.
 
 ``optimize`` runs inline_calls, fold_constants, simplify, cse, factor_products,
-fold_transposes, dce,
+fold_transposes, concatenate_pads, dce,
 and recurses into the sub-jaxprs of higher-order primitives (any param that is
 a ClosedJaxpr or a tuple of them: cond branches, scan/while bodies, ...).  A
 sub-jaxpr keeps its signature (the enclosing primitive's rules and lowering
@@ -38,7 +41,7 @@ primitive declares next to its rules (``Primitive.commutative``, ``unit``,
 ``forwards_when``, ``involution``, ``remat``, ``collective``,
 ``distributes_over``), and the
 structural primitives they rewrite (transpose, dot_general,
-broadcast_in_dim) are registered by lax in ``array_ops`` (the interpreters
+broadcast_in_dim, pad, concatenate) are registered by lax in ``array_ops`` (the interpreters
 never import lax).
 """
 from __future__ import annotations
@@ -51,7 +54,7 @@ from fungrad.interpreters import array_ops
 from fungrad.interpreters.partial_eval import dce_jaxpr, has_effects
 
 __all__ = ["optimize", "inline_calls", "simplify", "fold_constants", "cse", "factor_products",
-           "fold_transposes", "dce"]
+           "fold_transposes", "concatenate_pads", "dce"]
 
 
 _NOTHING_FILLED: dict = {}
@@ -474,6 +477,119 @@ def factor_products(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
+def _is_sum(eqn) -> bool:
+    """A sum of two arrays of its result's shape and dtype (a commutative
+    primitive whose unit is 0, the padding value of the pads it may join)."""
+    prim, out = eqn.primitive, eqn.outvars
+    return (prim.commutative and prim.unit == 0 and len(eqn.inputs) == 2 and len(out) == 1
+            and not eqn.params
+            and all(isinstance(a, Var) and _same_type(a.aval, out[0].aval) for a in eqn.inputs))
+
+
+def _sum_terms(eqn, producer, uses) -> list:
+    """The terms of the sum ``eqn``, through the single-use sums of the same
+    primitive that feed it."""
+    terms = []
+    for a in eqn.inputs:
+        inner = producer.get(a)
+        if inner is not None and inner.primitive is eqn.primitive and uses.get(a) == 1 and \
+                _is_sum(inner):
+            terms += _sum_terms(inner, producer, uses)
+        else:
+            terms.append(a)
+    return terms
+
+
+def _pad_region(v, producer, uses):
+    """``(axis, low, pad equation)`` when ``v`` is a single-use ``pad`` with
+    zeros along one axis only (no interior or negative amounts), the slice it
+    writes starting at ``low``; else None."""
+    eqn = producer.get(v)
+    if eqn is None or eqn.primitive is not array_ops.pad_p or uses.get(v) != 1 or \
+            not _is_literal(eqn.inputs[1], 0):
+        return None
+    config = eqn.params["padding_config"]
+    padded = [d for d, (lo, hi, it) in enumerate(config) if lo or hi or it]
+    if len(padded) != 1 or any(lo < 0 or hi < 0 or it for lo, hi, it in config):
+        return None
+    return padded[0], config[padded[0]][0], eqn
+
+
+def _joined_parts(aval, axis, pads, eqns) -> list:
+    """The operands of ``pads`` (sorted by where they start) in order along
+    ``axis``, with arrays of zeros for the gaps between them."""
+    parts, at = [], 0
+    zero = pads[0][1].inputs[1]                  # (the padding value: a literal 0)
+
+    def zeros(size):
+        out = Var(ShapedArray(aval.shape[:axis] + (size,) + aval.shape[axis + 1:], aval.dtype))
+        eqns.append(JaxprEqn(array_ops.broadcast_in_dim_p, [zero],
+                             dict(shape=out.aval.shape, broadcast_dimensions=()), [out]))
+        return out
+    for low, pad in pads:
+        if low > at:
+            parts.append(zeros(low - at))
+        parts.append(pad.inputs[0])
+        at = low + pad.inputs[0].aval.shape[axis]
+    if at < aval.shape[axis]:
+        parts.append(zeros(aval.shape[axis] - at))
+    return parts
+
+
+def _concatenated(eqn, producer, uses, eqns) -> bool:
+    """The sum ``eqn`` with its zero-padded terms that write disjoint slices
+    along one axis replaced by one ``concatenate`` of their operands, appended
+    to ``eqns``; False if there are not two such terms."""
+    aval = eqn.outvars[0].aval
+    terms = _sum_terms(eqn, producer, uses)
+    by_axis: dict = {}
+    for t in terms:
+        region = _pad_region(t, producer, uses)
+        if region is not None:
+            by_axis.setdefault(region[0], []).append((region[1], region[2], t))
+    if not by_axis:
+        return False
+    axis, candidates = max(by_axis.items(), key=lambda kv: len(kv[1]))
+    pads, end = [], 0             # (those overlapping an earlier one stay terms)
+    for low, pad, t in sorted(candidates, key=lambda c: c[0]):
+        if low >= end:
+            pads.append((low, pad, t))
+            end = low + pad.inputs[0].aval.shape[axis]
+    if len(pads) < 2:
+        return False
+    parts = _joined_parts(aval, axis, [(low, pad) for low, pad, _ in pads], eqns)
+    rest = [t for t in terms if all(t is not p for _, _, p in pads)]
+    joined = Var(aval) if rest else eqn.outvars[0]
+    eqns.append(JaxprEqn(array_ops.concatenate_p, parts, dict(dimension=axis), [joined],
+                         eqn.source, eqn.scope))
+    for k, t in enumerate(rest):
+        out = eqn.outvars[0] if k == len(rest) - 1 else Var(aval)
+        eqns.append(JaxprEqn(eqn.primitive, [joined, t], {}, [out], eqn.source, eqn.scope))
+        joined = out
+    return True
+
+
+def concatenate_pads(jaxpr: Jaxpr) -> Jaxpr:
+    """A sum of zero-padded arrays that fill disjoint slices along one axis
+    becomes one ``concatenate`` of the arrays: the cotangent of an array split
+    by slicing (``q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]`` under ``grad``),
+    which was a zero buffer per slice and a full-size addition per term.  A
+    sum is rewritten at the last addition of a chain of single-use ones (the
+    ones it absorbs, and the pads, go to dce).  A ``-0.0`` in a slice stays
+    ``-0.0`` (``-0.0 + 0.0`` is ``+0.0``), as with ``simplify``'s ``x + 0``."""
+    uses = _use_counts(jaxpr)
+    producer = {v: e for e in jaxpr.eqns for v in e.outvars}
+    inner = {a for e in jaxpr.eqns if _is_sum(e) for a in e.inputs
+             if uses.get(a) == 1 and getattr(producer.get(a), "primitive", None) is e.primitive
+             and _is_sum(producer[a])}
+    eqns: list = []
+    for eqn in jaxpr.eqns:
+        if not (_is_sum(eqn) and eqn.outvars[0] not in inner
+                and _concatenated(eqn, producer, uses, eqns)):
+            eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+
+
 def dce(jaxpr: Jaxpr) -> Jaxpr:
     return dce_jaxpr(jaxpr)[0]
 
@@ -536,6 +652,8 @@ def optimize(closed: ClosedJaxpr, _memo: dict | None = None) -> ClosedJaxpr:
         jaxpr = factor_products(jaxpr)
     if array_ops.dot_general_p in prims:
         jaxpr = fold_transposes(jaxpr)
+    if array_ops.pad_p in prims:
+        jaxpr = concatenate_pads(jaxpr)
     spliced = ClosedJaxpr(jaxpr, flat.consts)
     if any(p.inline and p.remat for p in prims):
         spliced = inline_calls(spliced, which=lambda prim: prim.remat)

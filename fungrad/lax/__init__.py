@@ -28,11 +28,13 @@ from fungrad.lax import callbacks  # noqa: F401,E402  (debug/pure callbacks, che
 from fungrad.interpreters import array_ops as _array_ops  # noqa: E402
 from fungrad.lax.dot import dot_general_p as _dot_general_p  # noqa: E402
 from fungrad.lax.structural import (broadcast_in_dim_p as _broadcast_in_dim_p,  # noqa: E402
+                                    concatenate_p as _concatenate_p, pad_p as _pad_p,
                                     transpose_p as _transpose_p)
 _array_ops.register(add=add, full=full, reduce_sum=reduce_sum, reshape=reshape,  # noqa: F405
                     transpose=transpose, broadcast_in_dim=broadcast_in_dim,  # noqa: F405
                     transpose_p=_transpose_p, dot_general_p=_dot_general_p,
-                    broadcast_in_dim_p=_broadcast_in_dim_p)
+                    broadcast_in_dim_p=_broadcast_in_dim_p, pad_p=_pad_p,
+                    concatenate_p=_concatenate_p)
 
 # Every primitive as ``<name>_p``, JAX's spelling (``lax.exp_p``, ``lax.add_p``,
 # ``lax.while_p``): those defined in lax now; those the transforms layer defines
