@@ -193,10 +193,11 @@ def _args(ufunc, *args):
     """``args`` converted to the input dtypes of NumPy's loop for ``ufunc``."""
     if _promotion_checks and len(args) > 1:
         check_promotion(ufunc.__name__, args)
-    # Fast paths (they are on every traced operation): arrays or strongly typed
-    # tracers of one dtype the loop takes as is; and such a value with a Python
+    # Fast paths (they are on every traced operation): arrays or tracers of one
+    # dtype the loop takes as is (tracers all strong or all weak: the result is
+    # weak when every operand is); and such a value with a Python
     # int/float, which NumPy (NEP 50, weak scalars) casts to the array's float dtype.
-    dtype, scalars, strong = None, False, False
+    dtype, scalars, strong, weak_traced = None, False, False, False
     for a in args:
         t = type(a)
         if t in _ARRAY_TYPES:
@@ -208,9 +209,11 @@ def _args(ufunc, *args):
             continue
         elif isinstance(a, Tracer):
             aval = a.aval
+            d = aval.dtype
             if aval.weak_type:
-                break
-            d, strong = aval.dtype, True
+                weak_traced = True
+            else:
+                strong = True
         else:
             break
         if dtype is None:
@@ -218,8 +221,10 @@ def _args(ufunc, *args):
         elif d != dtype:
             break
     else:
+        # (a weak traced value with a strong one is converted to strong below,
+        # as JAX does: that conversion's transpose makes its cotangent weak)
         if dtype is not None and (not scalars or is_inexact(dtype)) and \
-                _native_loop(ufunc, dtype, len(args)):
+                not (weak_traced and strong) and _native_loop(ufunc, dtype, len(args)):
             if not scalars:
                 return args
             # (the scalars are weak, so the result is weak when every array is)
