@@ -127,3 +127,13 @@ def test_isinstance_array_holds_for_results_and_tracers():
     assert not isinstance(np.ones(2), fungrad.Array)
     assert not isinstance(1.0, fungrad.Array)
     assert issubclass(fungrad.Array, np.ndarray)
+
+
+@given(st.lists(st.floats(-1e3, 1e3), min_size=1, max_size=20), st.integers(-4, 7))
+def test_power_by_a_python_int_is_integer_pow_eagerly_as_under_jit(values, exponent):
+    # JAX's x ** n for a Python int n is integer_pow (repeated multiplication);
+    # the eager operator took NumPy's pow() per element (other bits, 100x slower)
+    x = fnp.asarray(np.array(values))
+    eager = np.asarray(x ** exponent)
+    np.testing.assert_array_equal(eager, np.asarray(fungrad.lax.integer_pow(x, exponent)))
+    np.testing.assert_array_equal(eager, np.asarray(fungrad.jit(lambda v: v ** exponent)(x)))

@@ -167,9 +167,14 @@ def _array_operator(dunder, fname, swap):
     # with a Python float)
     fast: dict = {}
 
+    # ``x ** 3`` is JAX's integer_pow (repeated multiplication: fnp.power),
+    # not NumPy's pow() per element (100x slower on float arrays, other bits)
+    int_scalar_native = not (fname == "power" and not swap)
+
     def fast_cases(dtype):
         same = _native_loop(ufunc, dtype, 2)
-        cases = (same, same and dtype_kind(dtype) in "iufc", same and is_inexact(dtype))
+        cases = (same, same and int_scalar_native and dtype_kind(dtype) in "iufc",
+                 same and is_inexact(dtype))
         fast[dtype] = cases
         return cases
 
