@@ -10,7 +10,8 @@ NumPy backend, and on the compiled backend when numba is installed (twice,
 sharing a fresh disk cache: cold, then warm), and with real JAX when an
 interpreter that has JAX and the library is given (``--jax-python``,
 default: this interpreter if it can import them).  Both
-run on one thread (BLAS, XLA).  The losses must agree (rtol 1e-9) before a
+run on one core (one BLAS thread; the processes pinned to one core, as
+benchmarks/run.py pins itself: XLA's threads share it).  The losses must agree (rtol 1e-9) before a
 ratio is reported; the table goes to stdout and benchmarks/ecosystem.md.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ import tempfile
 
 # (the benchmarks' process settings, made before NumPy loads and inherited
 # by the programs run below: one BLAS thread, the machine's forced old
-# OpenBLAS kernel dropped; see benchmarks/run.py)
+# OpenBLAS kernel dropped, the process pinned to one core; see benchmarks/run.py)
 from benchmarks import run as _process_settings  # noqa: E402,F401
 import numpy as np  # noqa: E402
 
@@ -108,7 +109,9 @@ def main(argv=None):
         rows.append(_row(title, ours, numba, numba_cold, theirs))
         print(rows[-1], flush=True)
     text = ("# Ecosystem workloads: fungrad vs JAX\n\n"
-            "`python -m benchmarks.ecosystem --jax-python PATH` (one thread each, float64, "
+            "`python -m benchmarks.ecosystem --jax-python PATH` (one core each: one BLAS "
+            "thread, and the processes pinned to one core, which XLA's own threads share; "
+            "float64, "
             "best of 5 rounds over the batches, the same losses checked first; numba: "
             "`FUNGRAD_JIT_BACKEND=numba`, first calls cold (empty disk cache) and warm "
             "(a second process), wall seconds). The first call is flax's first training "

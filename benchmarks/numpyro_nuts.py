@@ -3,6 +3,7 @@ timed on whichever ``jax`` runs it::
 
     python -m fungrad run benchmarks/numpyro_nuts.py 200     # fungrad, through the hook
     /path/to/jax-venv/bin/python benchmarks/numpyro_nuts.py  # real JAX (float64, 1 thread)
+    python -m fungrad run benchmarks/numpyro_nuts.py 100 2   # two chains, vectorized
 
 ``python -m benchmarks.ecosystem`` runs both.  The model is numpyro's eight
 schools example (centered); ``MCMC(NUTS(model))`` with one chain, no progress
@@ -52,9 +53,10 @@ def fixed_point_log_densities() -> list[float]:
     return [float(log_density(eight_schools, (8, SIGMA), {"y": Y}, p)[0]) for p in points]
 
 
-def cpu_seconds_of_run(iterations: int, seed: int) -> float:
+def cpu_seconds_of_run(iterations: int, seed: int, chains: int = 1) -> float:
     mcmc = MCMC(NUTS(eight_schools), num_warmup=iterations // 2,
-                num_samples=iterations - iterations // 2, progress_bar=False)
+                num_samples=iterations - iterations // 2, progress_bar=False,
+                **({"num_chains": chains, "chain_method": "vectorized"} if chains > 1 else {}))
     start = time.process_time()
     mcmc.run(jax.random.PRNGKey(seed), 8, SIGMA, y=Y)
     jax.block_until_ready(mcmc.get_samples())
@@ -62,11 +64,12 @@ def cpu_seconds_of_run(iterations: int, seed: int) -> float:
 
 
 def main(argv=None):
-    n = int((argv or sys.argv[1:] or ["100"])[0])
+    args = argv or sys.argv[1:] or ["100"]
+    n, chains = int(args[0]), int(args[1]) if len(args) > 1 else 1
     start = time.perf_counter()
-    cpu_seconds_of_run(n, 0)                                # imports, first compiles
+    cpu_seconds_of_run(n, 0, chains)                        # imports, first compiles
     first = time.perf_counter() - start
-    seconds = (cpu_seconds_of_run(2 * n, 1) - cpu_seconds_of_run(n, 1)) / n
+    seconds = (cpu_seconds_of_run(2 * n, 1, chains) - cpu_seconds_of_run(n, 1, chains)) / n
     print(json.dumps({"jax": jax.__version__, "step_seconds": seconds,
                       "first_seconds": first, "losses": fixed_point_log_densities()}))
 
