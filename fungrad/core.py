@@ -626,6 +626,9 @@ class Primitive:
         # finite inputs always give finite outputs (reshape, select, max...): the
         # code jax_debug_nans/jax_debug_infs generate checks no result of it
         self.keeps_finite = False
+        # its lowering always returns a new array (or a view of one) that nothing
+        # else refers to: codegen may write a later ufunc's result into it (out=)
+        self.fresh_result = False
         # params whose values any hashable may be (axis names): the lowering binds
         # them by name, so codegen's check for user text in params skips them
         # (True: all of them)

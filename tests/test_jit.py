@@ -198,6 +198,23 @@ def test_buffer_reuse_writes_only_into_dead_temporaries():
     np.testing.assert_array_equal(y, y0)
 
 
+def test_a_gemm_result_takes_the_bias_add_in_place():
+    # dot_general's lowering makes a new array (fresh_result): the bias is
+    # added into it, never into an argument, a reshape of one or a shared view
+    f = lambda x, w, b: fnp.tanh(x @ w + b)
+    x, w, b = np.linspace(-1, 1, 4 * 64 * 16).reshape(4, 64, 16), np.ones((16, 32)) / 8, np.ones(32)
+    src = jit(f).lower(x, w, b).source()
+    assert "np.matmul(" in src and ", c, out=" in src     # (a, b, c: x, w, b)
+    copies = [a.copy() for a in (x, w, b)]
+    np.testing.assert_allclose(jit(f)(x, w, b), f(x, w, b), rtol=1e-14)
+    for a, a0 in zip((x, w, b), copies):
+        np.testing.assert_array_equal(a, a0)
+    # the product used again later: not written into
+    g = lambda x, w, b: (lambda y: fnp.sum(fnp.tanh(y + b)) + fnp.sum(y * y))(x @ w)
+    x2 = np.linspace(-1, 1, 64 * 16).reshape(64, 16)
+    np.testing.assert_allclose(jit(g)(x2, w, b), g(x2, w, b), rtol=1e-13)
+
+
 def test_optimize_removes_autodiff_noise():
     f = lambda x: fnp.sum(fnp.sin(x) * x)
     closed = fungrad.make_jaxpr(grad(f))(np.ones(3))

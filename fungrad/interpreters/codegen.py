@@ -201,8 +201,8 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
     wrote into its target with ``out=`` is returned as the target).
 
     Buffer reuse: an elementwise ufunc whose input is a temporary that dies at
-    this equation (produced by an earlier ufunc, so it is a fresh array we own,
-    never a view of a caller's array), with the output's shape and dtype,
+    this equation (produced by an earlier ufunc or a ``fresh_result``
+    primitive, so it is a fresh array we own, never a view of a caller's array), with the output's shape and dtype,
     writes into it with ``out=`` instead of allocating; other large temporaries
     are deleted after their last use so that peak memory stays as in eager code.
     """
@@ -237,6 +237,8 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
                 out = names(dead[0])
             if out_aval.ndim > 0:
                 fresh.add(eqn.outvars[0])
+        elif eqn.primitive.fresh_result and reuse_buffers and eqn.outvars[0].aval.ndim > 0:
+            fresh.add(eqn.outvars[0])         # (a GEMM's result: the bias add goes into it)
         expr = render(expr, names.modules, out=out, operator_form=single, bind=names.const)
         target = out_names[0] if not eqn.primitive.multiple_results else (
             ", ".join(out_names) + ("," if len(out_names) == 1 else ""))

@@ -274,6 +274,8 @@ dot_general_p.def_abstract_eval(_dot_general_shape)
 defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
 dot_general_p.batch = _dot_general_batch
 def_lowering(dot_general_p, _dot_general_lower, typed=True)
+# (np.matmul/np.multiply make a new array; reshape and astype keep it unshared)
+dot_general_p.fresh_result = True
 
 
 def _dot_general_numba(args, in_avals, out_avals, *, dimension_numbers,
