@@ -202,7 +202,8 @@ def _emit_jaxpr(jaxpr: Jaxpr, names: _Names, lines, reuse_buffers: bool,
 
     Buffer reuse: an elementwise ufunc whose input is a temporary that dies at
     this equation (produced by an earlier ufunc or a ``fresh_result``
-    primitive, so it is a fresh array we own, never a view of a caller's array), with the output's shape and dtype,
+    primitive, so it is a fresh array we own, never a view of a caller's
+    array), with the output's shape and dtype,
     writes into it with ``out=`` instead of allocating; other large temporaries
     are deleted after their last use so that peak memory stays as in eager code.
     """

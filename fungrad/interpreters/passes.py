@@ -519,7 +519,9 @@ def _joined_parts(aval, axis, pads, eqns) -> list:
     """The operands of ``pads`` (sorted by where they start) in order along
     ``axis``, with arrays of zeros for the gaps between them."""
     parts, at = [], 0
-    zero = pads[0][1].inputs[1]                  # (the padding value: a literal 0)
+    # the padding value (a literal 0); +0.0 if any pad has it, as their sum has
+    values = [pad.inputs[1] for _, pad in pads]
+    zero = next((z for z in values if np.copysign(1.0, complex(z.val).real) > 0), values[0])
 
     def zeros(size):
         out = Var(ShapedArray(aval.shape[:axis] + (size,) + aval.shape[axis + 1:], aval.dtype))
