@@ -486,17 +486,23 @@ def _is_sum(eqn) -> bool:
             and all(isinstance(a, Var) and _same_type(a.aval, out[0].aval) for a in eqn.inputs))
 
 
+def _inner_sum(a, eqn, producer, uses):
+    """The equation of the sum ``eqn``'s input ``a`` when it is a sum of the
+    same primitive used only there (its terms are ``eqn``'s), else None."""
+    inner = producer.get(a)
+    if inner is not None and inner.primitive is eqn.primitive and uses.get(a) == 1 and \
+            _is_sum(inner):
+        return inner
+    return None
+
+
 def _sum_terms(eqn, producer, uses) -> list:
     """The terms of the sum ``eqn``, through the single-use sums of the same
     primitive that feed it."""
     terms = []
     for a in eqn.inputs:
-        inner = producer.get(a)
-        if inner is not None and inner.primitive is eqn.primitive and uses.get(a) == 1 and \
-                _is_sum(inner):
-            terms += _sum_terms(inner, producer, uses)
-        else:
-            terms.append(a)
+        inner = _inner_sum(a, eqn, producer, uses)
+        terms += [a] if inner is None else _sum_terms(inner, producer, uses)
     return terms
 
 
@@ -582,8 +588,7 @@ def concatenate_pads(jaxpr: Jaxpr) -> Jaxpr:
     uses = _use_counts(jaxpr)
     producer = {v: e for e in jaxpr.eqns for v in e.outvars}
     inner = {a for e in jaxpr.eqns if _is_sum(e) for a in e.inputs
-             if uses.get(a) == 1 and getattr(producer.get(a), "primitive", None) is e.primitive
-             and _is_sum(producer[a])}
+             if _inner_sum(a, e, producer, uses) is not None}
     eqns: list = []
     for eqn in jaxpr.eqns:
         if not (_is_sum(eqn) and eqn.outvars[0] not in inner
