@@ -261,7 +261,7 @@ def _reduce_prod_jvp(primals, tangents, axes):
     lax = _lax()
     ans = reduce_prod_p.bind(x, axes=axes)
     shape = get_aval(x).shape
-    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    n = math.prod([shape[a] for a in axes])
     if n == 0 or not axes:
         return ans, (Zero(tangent_aval(get_aval(ans))) if n == 0 else t)
     x_flat, t_flat = _reduced_axes_last(x, axes), _reduced_axes_last(t, axes)
@@ -292,7 +292,7 @@ def _reduced_axes_last(x, axes):
     shape = get_aval(x).shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
     moved = lax.transpose(x, kept + tuple(axes))
-    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    n = math.prod([shape[a] for a in axes])
     return lax.reshape(moved, tuple(shape[i] for i in kept) + (n,))
 
 
@@ -528,7 +528,7 @@ def _cumsum_numba(block, eqn, args, out_names):
     inverse = tuple(int(i) for i in np.argsort(perm))
     n = int(aval.shape[axis])
     moved = tuple(int(aval.shape[d]) for d in perm)
-    m = int(np.prod(moved[:-1], dtype=np.int64))
+    m = math.prod(moved[:-1])
     t, o, r, k, acc = (block.names.new(Var(ShapedArray((), np.int64))) for _ in range(5))
     (x,), (out,) = args, out_names
     block.line(f"{t} = np.ascontiguousarray({x}.transpose({perm!r})).reshape(({m}, {n}))")
@@ -774,8 +774,8 @@ def _fold(flat_ops, flat_init, computation, tree, dims):
     shape = get_aval(flat_ops[0]).shape
     kept = tuple(d for d in range(len(shape)) if d not in dims)
     out_shape = tuple(shape[d] for d in kept)
-    n = int(np.prod([shape[d] for d in dims], dtype=np.int64))
-    width = int(np.prod(out_shape, dtype=np.int64))
+    n = math.prod([shape[d] for d in dims])
+    width = math.prod(out_shape)
     combine = _combiner(computation, tree, [get_aval(i) for i in flat_init])
     # (n, width) rows of the values to fold, flattened to 1-d runs of `width`
     xs = [lax.reshape(lax.transpose(x, dims + kept), (n * width,)) for x in flat_ops]

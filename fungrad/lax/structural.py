@@ -9,7 +9,8 @@ import numpy as np
 from fungrad.core import Primitive, ShapedArray, get_aval, weak_array
 from fungrad.interpreters import batching
 from fungrad.interpreters.ad import deflinear, is_undefined_primal
-from fungrad.interpreters.lowering import Source, call, value_source
+from fungrad.interpreters.lowering import Source, call, dtype_source, value_source
+from fungrad.lax.kernels import broadcast as broadcast_kernels
 from fungrad.lax.utils import (checked_bind, def_lowering, as_operand, canonical_axes,
                                check_same_dtypes, numba_type)
 
@@ -78,8 +79,20 @@ broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_shape)
 deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 broadcast_in_dim_p.batch = _broadcast_in_dim_batch
 broadcast_in_dim_p.forwards_when = lambda params: True      # to its own shape
-def_lowering(broadcast_in_dim_p, lambda a, shape, broadcast_dimensions: call(
-    np.broadcast_to, call(np.expand_dims, a[0], _new_axes(shape, broadcast_dimensions)), shape))
+
+
+def _broadcast_in_dim_lower(args, in_avals, shape, broadcast_dimensions):
+    (x,), (aval,) = args, in_avals
+    expanded = _expanded_shape(aval.shape, shape, broadcast_dimensions)
+    if math.prod(shape) <= broadcast_kernels.SMALL:
+        return call(broadcast_kernels.broadcast_small, x, shape=tuple(shape),
+                    expanded=expanded, dtype=dtype_source(aval.dtype))
+    if expanded != tuple(aval.shape):
+        x = call(np.reshape, x, expanded)
+    return call(np.broadcast_to, x, tuple(shape))
+
+
+def_lowering(broadcast_in_dim_p, _broadcast_in_dim_lower, typed=True)
 
 
 def _broadcast_in_dim_numba(args, in_avals, out_avals, shape, broadcast_dimensions):
@@ -125,10 +138,6 @@ def _size1_axis_map(in_aval, out_aval, **_):
     for j, k in zip(kept, placed):
         axis_map[j] = k
     return tuple(axis_map)
-
-
-def _new_axes(shape, broadcast_dimensions):
-    return tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
 
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions):
@@ -268,7 +277,7 @@ def collapse(operand, start_dimension, stop_dimension=None):
     if not 0 <= start <= stop <= ndim:
         raise ValueError(f"lax.collapse: dimensions [{start_dimension}, {stop_dimension}) "
                          f"are not a valid range for an array of rank {ndim}")
-    size = int(np.prod(shape[start:stop], dtype=np.int64))
+    size = math.prod(shape[start:stop])
     return reshape(operand, shape[:start] + (size,) + shape[stop:])
 
 

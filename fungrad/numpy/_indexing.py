@@ -22,6 +22,7 @@ out-of-bounds updates.  ``x.at[idx].get/set/...`` accept ``mode`` as JAX:
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -662,14 +663,14 @@ def unravel_index(indices, shape):
     import fungrad.numpy as fnp
     shape = tuple(operator.index(n) for n in np.atleast_1d(shape))
     indices = _index_array("unravel_index", indices)
-    size = int(np.prod(shape, dtype=np.int64))
+    size = math.prod(shape)
     if not isinstance(indices, Tracer):
         return _wrap_all(np.unravel_index(np.asarray(indices), shape))
     idx = fnp.clip(indices, -size, size - 1)
     idx = fnp.where(idx < 0, idx + size, idx)
     out = []
     for d in range(len(shape)):
-        stride = int(np.prod(shape[d + 1:], dtype=np.int64))
+        stride = math.prod(shape[d + 1:])
         out.append(fnp.remainder(fnp.floor_divide(idx, stride), shape[d]))
     return tuple(out)
 

@@ -9,6 +9,7 @@ own greedy path optimiser.  ``out_sharding`` (``dot``, ``matmul``,
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -89,11 +90,11 @@ def _batched_matmul(a, b, batch):
     sa, sb = _shape(a), _shape(b)
     a_batch, b_batch = sa[:-2], sb[:-2]
     n, m = sa[-2], sb[-1]
-    if int(np.prod(b_batch, dtype=np.int64)) == 1:
+    if math.prod(b_batch) == 1:
         b = lax.reshape(b, sb[-2:])
         out = lax.dot_general(a, b, (((len(sa) - 1,), (0,)), ((), ())))
         return lax.reshape(out, batch + (n, m))
-    if int(np.prod(a_batch, dtype=np.int64)) == 1:
+    if math.prod(a_batch) == 1:
         a = lax.reshape(a, sa[-2:])
         nb = len(sb) - 2
         out = lax.dot_general(a, b, (((1,), (nb,)), ((), ())))     # (n, b_batch..., m)
@@ -413,7 +414,7 @@ def _contract_pair(x, lx, y, ly, keep, dot_general=None, precision=None):
 
 def _pair_cost(lx, ly, sizes, keep):
     """Greedy score: (elements removed, flops) of contracting the pair."""
-    size = lambda labels: int(np.prod([sizes[lab] for lab in labels], dtype=np.int64))
+    size = lambda labels: math.prod([sizes[lab] for lab in labels])
     union = list(dict.fromkeys(lx + ly))
     out = [lab for lab in union if lab in keep]
     return size(out) - size(lx) - size(ly), size(union)

@@ -13,6 +13,7 @@ immutable.
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -63,7 +64,7 @@ def _normalize_axes(name, axis, ndim) -> tuple:
 
 
 def _reduced_size(x, axes) -> int:
-    return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    return math.prod([x.shape[a] for a in axes])
 
 
 def _keep(r, axes, keepdims):

@@ -19,6 +19,7 @@ Conventions:
 """
 from __future__ import annotations
 
+import math
 import operator
 import warnings
 
@@ -217,9 +218,9 @@ def ndim(a) -> int:
 def size(a, axis=None) -> int:
     s = shape(a)
     if axis is None:
-        return int(np.prod(s, dtype=np.int64))
+        return math.prod(s)
     axes = _axes("size", axis, len(s))
-    return int(np.prod([s[i] for i in axes], dtype=np.int64))
+    return math.prod([s[i] for i in axes])
 
 
 def _typed_arg(x) -> tuple:
@@ -319,7 +320,7 @@ def _infer_shape(new_shape, old_shape: tuple, total: int) -> tuple:
         raise ValueError(f"reshape: can only specify one unknown dimension (-1), got {dims}")
     if any(d < -1 for d in dims):
         raise ValueError(f"reshape: negative dimensions are not allowed, got {dims}")
-    known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
+    known = math.prod([d for d in dims if d != -1])
     if unknown and known != 0 and total % known == 0:
         dims = dims[:unknown[0]] + (total // known,) + dims[unknown[0] + 1:]
     elif unknown or known != total:
@@ -343,7 +344,7 @@ def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
     if shape is None:
         raise TypeError("reshape() missing the required argument 'shape'")
     x = _operand(a)
-    dims = _infer_shape(shape, x.shape, int(np.prod(x.shape, dtype=np.int64)))
+    dims = _infer_shape(shape, x.shape, math.prod(x.shape))
     if order in ("C", "A", "K", None):
         return _out(lax.reshape(x, dims))
     if order == "F":   # column-major order: reverse the axes on both sides
@@ -358,7 +359,7 @@ def ravel(a, order="C"):
         x = transpose(x)
     elif order not in ("C", "A", "K"):
         raise ValueError(f"ravel: order must be 'C', 'F', 'A' or 'K', got {order!r}")
-    return _out(lax.reshape(x, (int(np.prod(x.shape, dtype=np.int64)),)))
+    return _out(lax.reshape(x, (math.prod(x.shape),)))
 
 
 def expand_dims(a, /, axis):
@@ -439,7 +440,7 @@ def resize(a, new_shape):
     """``np.resize``: the flattened ``a`` repeated cyclically to fill ``new_shape``."""
     target = _shape_tuple(new_shape, "resize's new_shape")
     flat = ravel(a)
-    total = int(np.prod(target, dtype=np.int64))
+    total = math.prod(target)
     if flat.size == 0 or total == 0:
         return _fnp().zeros(target, flat.dtype)
     copies = -(-total // flat.size)
