@@ -316,3 +316,30 @@ def test_inputs_not_mutated():
     g = grad(lambda v: fnp.sum(v ** 2))(x)
     with pytest.raises(TypeError, match="immutable"):
         g[0] = 1.0   # results are read-only
+
+
+def test_eager_grad_computes_on_plain_ndarrays():
+    """Eager grad's primal values are plain ndarrays whatever the inputs
+    (fungrad Arrays, weak Array constants): the per-primitive compiled code
+    then calls NumPy's C operators directly (an Array operand costs a Python
+    method call per operator and a subclass wrap per ufunc).  The values and
+    weak types are those of the Arrays."""
+    from fungrad.interpreters import tape
+    seen = []
+
+    def f(x, w):
+        y = fnp.asarray(0.5) * x          # a weak Array constant
+        y = y @ w + fnp.ones(3)            # a strong Array constant
+        seen.extend(type(v.primal) for v in (x, w, y) if type(v) is tape.TapeTracer)
+        return fnp.sum(fnp.tanh(y) * 2.0)
+
+    x, w = fnp.asarray(np.arange(3.0)), fnp.asarray(np.eye(3) * 0.25)
+    value, (gx, gw) = value_and_grad(f, argnums=(0, 1))(x, w)
+    assert seen and all(t is np.ndarray for t in seen), seen
+    y = 0.5 * np.arange(3.0) @ (np.eye(3) * 0.25) + 1.0
+    np.testing.assert_allclose(value, np.sum(np.tanh(y) * 2.0), rtol=1e-14)
+    dy = 2.0 * (1 - np.tanh(y) ** 2)
+    np.testing.assert_allclose(gx, 0.5 * (np.eye(3) * 0.25) @ dy, rtol=1e-14)
+    np.testing.assert_allclose(gw, np.outer(0.5 * np.arange(3.0), dy), rtol=1e-14)
+    assert isinstance(value, fungrad.Array) and isinstance(gx, fungrad.Array)
+    assert not value.weak_type and not gx.weak_type

@@ -102,12 +102,19 @@ class TapeTrace(core.Trace):
         if not is_float(aval.dtype):
             return x
         node, self.num_nodes = self.num_nodes, self.num_nodes + 1
+        if type(x) is core.Array:
+            # primals are plain ndarrays, so the compiled code computes on
+            # them: an Array operand sends every operator through its Python
+            # method and every ufunc through subclass wrapping (~1 us each),
+            # and its results are Arrays again.  The aval keeps the weak type.
+            x = x.view(np.ndarray)
         return TapeTracer(self, x, node, aval, _signature(aval))
 
     def process_primitive(self, prim, args, params):
         # The hot path of eager grad: one pass over the arguments builds the
         # primal values, the input nodes and the cache key.
         primals, in_nodes, key = [], [], [prim]
+        arrays = False
         for a in args:
             if type(a) is TapeTracer and a._trace is self:
                 primals.append(a.primal)
@@ -121,9 +128,12 @@ class TapeTrace(core.Trace):
                     if isinstance(a, Tracer):
                         self.check_foreign(a)
                     key.append(_constant_signature(a))
+                arrays = arrays or t is core.Array
                 primals.append(a)
         if not in_nodes:
             return core.bind_on(self.parent, prim, primals, params)
+        if arrays:       # (the compiled code computes on plain ndarrays: input())
+            primals = [p.view(np.ndarray) if type(p) is core.Array else p for p in primals]
         if params:
             key.append(tuple(params.items()))
         key = tuple(key)
@@ -181,6 +191,8 @@ class TapeTrace(core.Trace):
             if nz:
                 node, self.num_nodes = self.num_nodes, self.num_nodes + 1
                 out_nodes.append(node)
+                if type(o) is core.Array:       # (as input() does)
+                    o = o.view(np.ndarray)
                 wrapped.append(TapeTracer(self, o, node, aval, sig))
             else:         # (a value without a tangent: of its type, weak or not)
                 out_nodes.append(None)
