@@ -348,3 +348,84 @@ def test_scan_carry_history_equals_numpy_backend(reverse):
         for got, want in zip(fungrad.tree_util.tree_leaves(numba_jit(f)(c0, W, xs)),
                              fungrad.tree_util.tree_leaves(fungrad.jit(f)(c0, W, xs))):
             _close(got, want, f"carry history, reverse={reverse}, by_ufunc={by_ufunc}")
+
+
+# ----------------------------------------------------------------------------
+# Cheap values recomputed in the segment that reads them (numba_remat)
+# ----------------------------------------------------------------------------
+
+def _segment_results(source: str) -> list:
+    """The names each segment call of the driver returns, call by call."""
+    driver = source[source.index("\ndef fn("):]
+    return [[name for name in line.split("=")[0].strip(" ()").replace(" ", "").split(",")
+             if name]
+            for line in driver.splitlines() if "# compiled by numba" in line and "=" in line]
+
+
+def _without_remat(monkeypatch, f, *args) -> str:
+    from fungrad.interpreters import numba_remat
+    with monkeypatch.context() as m:
+        m.setattr(numba_remat, "remat_cheap_values", lambda *a: None)
+        # (a new function: jit's cache has f's code with the recomputation)
+        return numba_jit(lambda *xs: f(*xs)).lower(*args).source()
+
+
+def _across_a_dot(a, b):
+    # (a batched matmul: a NumPy call between two segments)
+    t1, t2, t3 = a * 2.0, a * a, a - b
+    m = t1 @ fnp.swapaxes(t3, -1, -2)
+    return (m + t1) * t2 - t3
+
+
+@settings(max_examples=10)
+@given(st.integers(1, 6), st.integers(0, 2**32 - 1), st.booleans(),
+       st.sampled_from(["c", "reversed", "fortran", "strided"]))
+def test_values_recomputed_across_a_dot_equal_eager(n, seed, specials, layout):
+    rng = np.random.default_rng(seed)
+    a, b = (_laid_out(_values(rng, (2, n, n), np.float64, specials), layout)
+            for _ in range(2))
+    with np.errstate(all="ignore"):
+        want = _across_a_dot(a, b)
+        got = numba_jit(_across_a_dot)(a, b)
+    _close(got, want, "recomputed across a dot")
+
+
+def test_cheap_values_are_recomputed_not_stored(monkeypatch):
+    """The segment after the dot reads ``a`` and ``b`` again instead of three
+    stored products; without the recomputation the first segment returns them."""
+    a = b = np.ones((2, 3, 3))
+    with_remat = numba_jit(_across_a_dot).lower(a, b).source()
+    without = _without_remat(monkeypatch, _across_a_dot, a, b)
+    assert sum(map(len, _segment_results(with_remat))) < \
+        sum(map(len, _segment_results(without)))
+
+
+def _gelu_mlp(params, x):
+    w1, b1, w2 = params
+    u = x @ w1 + b1
+    f = 0.5 * u * (1.0 + fnp.tanh(0.7978845608028654 * (u + 0.044715 * u ** 3)))
+    return fnp.sum((f @ w2) ** 2)
+
+
+def test_gelu_backward_recomputes_from_the_dense_output(monkeypatch):
+    """A tanh-GELU between two GEMMs, large enough for tanh to be a NumPy call:
+    the nest before tanh stores only tanh's argument (not 0.5 u, 3 u**2), the
+    backward nest recomputes them from the GEMM's output and tanh's result,
+    and the gradient equals the NumPy backend's."""
+    rng = np.random.default_rng(0)
+    params = [rng.normal(size=(8, 16)) / 3, rng.normal(size=16), rng.normal(size=(16, 4)) / 4]
+    # (sequences of rows, as a transformer's: the dense layers are NumPy
+    # matmuls between segments)
+    x = rng.normal(size=(5, numba_backend.NUMPY_FASTER_SIZE // 80 + 1, 8))
+    vg = fungrad.value_and_grad(_gelu_mlp)
+    source = numba_jit(vg).lower(params, x).source()
+    driver = source[source.index("\ndef fn("):]
+    tanh_line = next(line for line in driver.splitlines() if "np.tanh(" in line)
+    tanh_arg = tanh_line.split("np.tanh(")[1].split(")")[0]
+    before_tanh = driver[:driver.index(tanh_line)]
+    assert [tanh_arg] in _segment_results("\ndef fn(" + before_tanh.split("\ndef fn(", 1)[1])
+    assert sum(map(len, _segment_results(source))) < \
+        sum(map(len, _segment_results(_without_remat(monkeypatch, vg, params, x))))
+    got, want = numba_jit(vg)(params, x), fungrad.jit(vg)(params, x)
+    for g, w in zip(fungrad.tree_util.tree_leaves(got), fungrad.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10, atol=1e-12)

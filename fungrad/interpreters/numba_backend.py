@@ -55,7 +55,7 @@ from fungrad.interpreters.codegen import (_REUSE_MIN_SIZE, _Names, _check_names,
                                           _np_scalar, compile_source, literal_source,
                                           part_interfaces)
 from fungrad.interpreters.lowering import Call, render
-from fungrad.interpreters import numba_fusion
+from fungrad.interpreters import numba_fusion, numba_remat
 from fungrad.interpreters.numba_cache import NJIT_OPTIONS
 from fungrad.interpreters.passes import optimize
 
@@ -468,6 +468,7 @@ def lower(closed: ClosedJaxpr, name: str = "fn") -> _Program:
     names = _StableNames()
     params = [names.new(v) for v in list(jaxpr.constvars) + list(jaxpr.invars)]
     runs = _runs(jaxpr, names)
+    numba_remat.remat_cheap_values(runs, jaxpr.outvars, _fusable)
     ins, outs = _interface(runs, jaxpr.outvars)
     for run, run_outs in zip(runs, outs):
         if run.compiled:
