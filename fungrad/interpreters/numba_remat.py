@@ -20,9 +20,11 @@ segments that is not itself cheap).  A run takes a recomputation only when
 the bytes it reads do not grow (arrays under an eighth of the value's size
 are free: a bias vector); the value's own store disappears once no later
 run reads it (``part_interfaces`` then leaves it out of its segment's
-results, and numba drops the dead scalar code).  So no store is ever added
-and reads only shrink: the trade is a few flops per element for passes
-over memory.
+results, and numba drops the dead scalar code).  So no segment returns
+more arrays and none reads more bytes: the trade is a few flops per element
+for passes over memory.  (An anchor computed inside a segment and not
+returned, a 2-D GEMM numba compiles, is not used: returning it would add a
+store; that trade, one store for several, is not made.)
 """
 from __future__ import annotations
 
