@@ -84,7 +84,9 @@ broadcast_in_dim_p.forwards_when = lambda params: True      # to its own shape
 def _broadcast_in_dim_lower(args, in_avals, shape, broadcast_dimensions):
     (x,), (aval,) = args, in_avals
     expanded = _expanded_shape(aval.shape, shape, broadcast_dimensions)
-    if math.prod(shape) <= broadcast_kernels.SMALL:
+    if math.prod(shape) <= broadcast_kernels.SMALL:     # (filled: the kernel's docstring)
+        if not aval.shape:
+            return call(np.full, tuple(shape), x, dtype_source(aval.dtype))
         return call(broadcast_kernels.broadcast_small, x, shape=tuple(shape),
                     expanded=expanded, dtype=dtype_source(aval.dtype))
     if expanded != tuple(aval.shape):
