@@ -429,3 +429,41 @@ def test_gelu_backward_recomputes_from_the_dense_output(monkeypatch):
     got, want = numba_jit(vg)(params, x), fungrad.jit(vg)(params, x)
     for g, w in zip(fungrad.tree_util.tree_leaves(got), fungrad.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------
+# Reshapes that add or drop size-1 axes are views in compiled array code
+# ----------------------------------------------------------------------------
+
+def test_unit_axes_index():
+    from fungrad.lax.structural import _unit_axes_index
+    assert _unit_axes_index((8, 64, 1, 4, 32), (8, 64, 4, 32)) == [":", ":", "0", ":", ":"]
+    assert _unit_axes_index((8, 4, 32), (8, 1, 4, 32)) == [":", "None", ":", ":"]
+    assert _unit_axes_index((1, 3), (3, 1)) == ["0", ":", "None"]
+    assert _unit_axes_index((2, 3), (3, 2)) is None
+    assert _unit_axes_index((6,), (2, 3)) is None
+
+
+def _unit_reshapes(x):
+    # a strided slice, its unit axis dropped and put back elsewhere, then
+    # array code (concatenate): the reshapes are the numba lowering's, not
+    # index maps of a loop nest
+    n, _, m = x.shape
+    r = fnp.reshape(x[:, 1:2, ::2], (n, (m + 1) // 2))
+    s = fnp.reshape(r, (n, 1, (m + 1) // 2))
+    return fnp.concatenate([s, fnp.reshape(x[:, 0:1, ::2], (n, 1, (m + 1) // 2))], axis=1)
+
+
+@settings(max_examples=8)
+@given(st.integers(1, 5), st.integers(2, 4), st.integers(1, 7),
+       st.sampled_from(["c", "reversed", "fortran", "strided"]))
+def test_unit_axis_reshapes_of_strided_views_equal_eager(n, k, m, layout):
+    x = _laid_out(np.arange(n * k * m, dtype=np.float64).reshape(n, k, m), layout)
+    got = numba_jit(_unit_reshapes)(x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(_unit_reshapes(x)))
+
+
+def test_unit_axis_reshapes_are_views_not_copies():
+    src = _segments(_unit_reshapes, np.ones((3, 2, 5)))
+    assert "None" in src and ", 0, :]" in src
+    assert "ascontiguousarray" not in src.split("np.concatenate")[0]

@@ -117,7 +117,33 @@ def _numba_reshape(x, aval, shape) -> str:
         return f"np.full({value_source(tuple(shape))}, {x}, {numba_type(aval.dtype)})"
     if shape == ():
         return f"{x}.ravel()[0]"
+    index = _unit_axes_index(aval.shape, tuple(shape))
+    if index is not None:
+        # adding or dropping size-1 axes is a view by indexing: no copy of a
+        # strided operand (the q, k, v slices of a fused projection, their
+        # cotangents going into one concatenate)
+        return f"{x}[{', '.join(index)}]"
     return f"np.ascontiguousarray({x}).reshape({value_source(tuple(shape))})"
+
+
+def _unit_axes_index(in_shape, out_shape):
+    """The index (``':'``, ``'0'`` dropping an axis, ``'None'`` adding one)
+    taking ``in_shape`` to ``out_shape`` when that only adds or drops axes of
+    size 1, else None."""
+    index, i, j = [], 0, 0
+    while i < len(in_shape) or j < len(out_shape):
+        if i < len(in_shape) and j < len(out_shape) and in_shape[i] == out_shape[j]:
+            index.append(":")
+            i, j = i + 1, j + 1
+        elif j < len(out_shape) and out_shape[j] == 1:
+            index.append("None")
+            j += 1
+        elif i < len(in_shape) and in_shape[i] == 1:
+            index.append("0")
+            i += 1
+        else:
+            return None
+    return index
 
 
 broadcast_in_dim_p.numba_lowering = _broadcast_in_dim_numba
