@@ -10,6 +10,7 @@ import numpy as _np
 from fungrad.numpy._ufuncs import *  # noqa: F401,F403
 from fungrad.numpy._creation import *  # noqa: F401,F403
 from fungrad.numpy._shape import *  # noqa: F401,F403
+from fungrad.numpy._padding import *  # noqa: F401,F403
 from fungrad.numpy._reductions import *  # noqa: F401,F403
 from fungrad.numpy._indexing import *  # noqa: F401,F403
 from fungrad.numpy._products import *  # noqa: F401,F403

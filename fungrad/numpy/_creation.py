@@ -35,10 +35,10 @@ from fungrad.core import ShapedArray, Tracer, get_aval
 from fungrad.lax.elementwise import convert_weak_type as lax_convert_weak_type
 from fungrad.numpy._dtypes import (asarray_operand, dtype_of, inexact_dtype, result_type,
                                     user_dtype)
+from fungrad.numpy._padding import diagonal
 from fungrad.numpy._shape import (_astype, _axis, _concrete, _out, _shape_tuple,
                                   _slice_axis, _static_int, broadcast_arrays,
-                                  broadcast_to, concatenate, diagonal, moveaxis,
-                                  ravel, reshape)
+                                  broadcast_to, concatenate, moveaxis, ravel, reshape)
 
 __all__ = [
     "array", "asarray", "copy", "astype",

@@ -1,4 +1,4 @@
-"""Cases for fungrad.numpy shape manipulation (fungrad/numpy/_shape.py).
+"""Cases for fungrad.numpy shape manipulation (fungrad/numpy/_shape.py, _padding.py).
 
 Every function is compared with its NumPy namesake. They are all linear
 compositions of structural primitives, so each differentiable case checks
