@@ -629,6 +629,10 @@ class Primitive:
         # its lowering always returns a new array (or a view of one) that nothing
         # else refers to: codegen may write a later ufunc's result into it (out=)
         self.fresh_result = False
+        # linear, one operand: params -> the box (a tuple of slices) its transpose
+        # writes the cotangent into, zeros elsewhere (slice); the eager tape
+        # keeps such cotangents as boxes until read (interpreters/tape_pads.py)
+        self.transpose_box: Callable | None = None
         # params whose values any hashable may be (axis names): the lowering binds
         # them by name, so codegen's check for user text in params skips them
         # (True: all of them)

@@ -41,7 +41,7 @@ import numpy as np
 
 from fungrad import _config, core
 from fungrad.core import ClosedJaxpr, Tracer, Var, eval_jaxpr, get_aval, new_trace_context
-from fungrad.interpreters import ad
+from fungrad.interpreters import ad, tape_pads
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_float, tangent_aval
 from fungrad.interpreters.codegen import compiled
 from fungrad.name_stack import _state as _name_stack_state
@@ -260,7 +260,7 @@ class _Linearization:
     __slots__ = ("forward", "backward", "num_out", "out_avals", "out_sigs", "tangent_avals",
                  "out_nonzeros", "single", "fwd", "fwd_consts", "bwd", "bwd_consts",
                  "forward_splice", "backward_splice", "weak_cts", "weak_residuals",
-                 "__weakref__")
+                 "box", "__weakref__")
 
     def __init__(self, forward, backward, out_avals, out_nonzeros, multiple_results):
         self.forward, self.backward = forward, backward        # ClosedJaxprs
@@ -279,6 +279,9 @@ class _Linearization:
         n_res = len(backward.in_avals) - sum(out_nonzeros)
         self.weak_residuals = tuple(i for i, a in enumerate(backward.in_avals[:n_res])
                                     if a.weak_type)
+        # (box, input shape) when the backward only puts the cotangent in a box
+        # of zeros (a slice's): _backward keeps it as a tape_pads.Pad
+        self.box = None
 
     def backward_at(self, out_weak: tuple) -> list:
         """``[backward jaxpr, its outputs' weak types, its Splice or None]`` for
@@ -407,8 +410,11 @@ def _derive_staged(prim, params, avals, nonzeros):
     backward = ad.transpose_jaxpr(linear, (False,) * num_res + (True,) * n_t)
     # (the values' types are the JVP's, as JAX's under grad: a rule may compute
     # a value of another weak type than the primitive's own, reduce_prod's)
-    return _Linearization(forward, backward, forward.out_avals[:n_out], tuple(out_nonzeros),
-                          prim.multiple_results)
+    lin = _Linearization(forward, backward, forward.out_avals[:n_out], tuple(out_nonzeros),
+                         prim.multiple_results)
+    if prim.transpose_box is not None and nonzeros == (True,) and lin.single:
+        lin.box = (prim.transpose_box(**params), tuple(avals[0].shape))
+    return lin
 
 
 def _backward_at(backward: ClosedJaxpr, out_weak: tuple) -> ClosedJaxpr:
@@ -428,6 +434,7 @@ class _GeneralLinearization:
     jaxpr (residuals as consts), transposed by the backward pass."""
     __slots__ = ("jaxpr", "tangent_avals", "out_nonzeros")
     bwd = None                      # no compiled backward code: transpose() always
+    box = None                      # (never a slice's box: _Linearization.box)
 
     def __init__(self, jaxpr, tangent_avals, out_nonzeros):
         self.jaxpr, self.tangent_avals, self.out_nonzeros = jaxpr, tangent_avals, out_nonzeros
@@ -559,7 +566,7 @@ def _backward_staged(trace, entries, num_nodes, out_nodes, cts, in_nodes, in_ava
             ct[n] = None
             cts_in = trace.splice(lin.splice_at((c,)), [*residuals, c])
         else:
-            out_cts = [None if n is None else ct[n] for n in outs]
+            out_cts = [None if n is None else tape_pads.dense(ct[n]) for n in outs]
             if all(c is None for c in out_cts):
                 continue
             for n in outs:
@@ -593,7 +600,7 @@ def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
     compiled code returns plain arrays; when a cotangent or an input is weakly
     typed, ``_WeakTypes`` follows the weak types (JAX's) alongside."""
     now = core._tls.trace is core.EVAL_TRACE and not any(isinstance(c, Tracer) for c in cts)
-    add = np.add if now else ad.add_tangents
+    add = tape_pads.accumulate if now else ad.add_tangents
     ct: list[Any] = [None] * num_nodes
     weak = _WeakTypes.start(num_nodes, out_nodes, cts, in_avals) if now else None
     for n, c in zip(out_nodes, cts):
@@ -608,9 +615,12 @@ def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
             if c is None:
                 continue
             ct[n] = None
-            if now and lin.bwd is not None:
-                cts_in = lin.bwd(*lin.bwd_consts, *residuals, c)
+            if now and lin.box is not None and weak is None:
+                cts_in = (tape_pads.Pad.of(c, *lin.box),)        # (a slice's: written later)
+            elif now and lin.bwd is not None:
+                cts_in = lin.bwd(*lin.bwd_consts, *residuals, tape_pads.dense(c))
             else:
+                c = tape_pads.dense(c)
                 cts_in = lin.transpose(residuals, (c,) if weak is None else weak.outs(lin, (n,), [c]))
             in_weak = None if weak is None else weak.ins(lin, (n,), cts_in)
             for i, (n, c) in enumerate(zip(ins, cts_in)):
@@ -621,7 +631,7 @@ def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
                         weak.accumulate(n, in_weak[i], old is None)
             continue
         else:
-            out_cts = [None if n is None else ct[n] for n in outs]
+            out_cts = [None if n is None else tape_pads.dense(ct[n]) for n in outs]
             if all(c is None for c in out_cts):
                 continue
             # compiled backward code takes arrays; the general path's backward pass
@@ -642,7 +652,7 @@ def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
                 ct[n] = c if old is None else add(old, c)
                 if in_weak is not None:
                     weak.accumulate(n, in_weak[i], old is None)
-    results = [Zero(a) if n is None or ct[n] is None else ct[n]
+    results = [Zero(a) if n is None or ct[n] is None else tape_pads.dense(ct[n])
                for n, a in zip(in_nodes, in_avals)]
     return results if weak is None else weak.finish(results, in_nodes)
 

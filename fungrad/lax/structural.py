@@ -445,7 +445,14 @@ def _slice_lowering(args, start_indices, limit_indices, strides):
     return Source(f"{args[0]}[{parts or '()'}]")
 
 
+def _slice_box(start_indices, limit_indices, strides):
+    sizes = _slice_sizes(start_indices, limit_indices, strides)
+    return tuple(_slice(s, s + (m - 1) * st + 1 if m > 0 else s, st)
+                 for s, m, st in zip(start_indices, sizes, strides))
+
+
 slice_p = Primitive("slice")
+slice_p.transpose_box = _slice_box
 slice_p.keeps_finite = True
 slice_p.def_impl(_slice_impl)
 slice_p.def_abstract_eval(_slice_shape)
