@@ -343,3 +343,24 @@ def test_eager_grad_computes_on_plain_ndarrays():
     np.testing.assert_allclose(gw, np.outer(0.5 * np.arange(3.0), dy), rtol=1e-14)
     assert isinstance(value, fungrad.Array) and isinstance(gx, fungrad.Array)
     assert not value.weak_type and not gx.weak_type
+
+
+def test_eager_backward_computes_on_plain_ndarrays(monkeypatch):
+    """A weakly typed seed cotangent (value_and_grad of a function of a Python
+    float) reaches the compiled backward code as a plain ndarray (an Array
+    sent each of its operators through fungrad.numpy: 75 against 25 us for the
+    seed function's pullback); the gradient keeps its weak type."""
+    from fungrad.interpreters import tape
+    g = value_and_grad(seed_f)
+    g(1.5)
+    seen = []
+
+    def recording(bwd):
+        return lambda *args: seen.extend(type(a) for a in args) or bwd(*args)
+    for lin in list(tape._CACHE.values()):
+        if isinstance(lin, tape._Linearization) and lin.bwd is not None:
+            monkeypatch.setattr(lin, "bwd", recording(lin.bwd))
+    value, grad_value = g(1.5)
+    assert seen and fungrad.Array not in seen, seen
+    np.testing.assert_allclose(grad_value, seed_f_prime(1.5), rtol=1e-13)
+    assert grad_value.weak_type and value.weak_type

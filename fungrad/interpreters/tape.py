@@ -603,6 +603,8 @@ def _backward(entries, num_nodes, out_nodes, cts, in_nodes, in_avals) -> list:
     add = tape_pads.accumulate if now else ad.add_tangents
     ct: list[Any] = [None] * num_nodes
     weak = _WeakTypes.start(num_nodes, out_nodes, cts, in_avals) if now else None
+    if now:         # (plain ndarrays for the compiled code, as the primals: input())
+        cts = [c.view(np.ndarray) if type(c) is core.Array else c for c in cts]
     for n, c in zip(out_nodes, cts):
         if n is not None and c is not None and type(c) is not Zero:
             ct[n] = c if ct[n] is None else add(ct[n], c)
