@@ -566,7 +566,7 @@ def _backward_staged(trace, entries, num_nodes, out_nodes, cts, in_nodes, in_ava
             ct[n] = None
             cts_in = trace.splice(lin.splice_at((c,)), [*residuals, c])
         else:
-            out_cts = [None if n is None else tape_pads.dense(ct[n]) for n in outs]
+            out_cts = [None if n is None else ct[n] for n in outs]
             if all(c is None for c in out_cts):
                 continue
             for n in outs:
