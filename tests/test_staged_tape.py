@@ -110,3 +110,18 @@ def test_vjp_under_jit_keeps_a_pullback_that_outlives_the_trace(staged_calls):
     ct = np.linspace(1.0, 2.0, 4)
     np.testing.assert_allclose(pullback(ct)[0], fungrad.vjp(f, x)[1](ct)[0], rtol=1e-13)
     assert not staged_calls        # (vjp's pullback may be called later: general route)
+
+
+def test_array_constants_stay_one_const_under_jit_of_grad():
+    """A fungrad Array closed over by a function differentiated twice under
+    jit gives the program an ndarray gives: one constant per array, the same
+    code (the eager tape views Array constants as ndarrays; staged, it keeps
+    the objects)."""
+    rng = np.random.default_rng(0)
+    a, v = rng.normal(size=(6, 6)), rng.normal(size=6)
+
+    def hvp_source(a, v):
+        f = lambda y: fnp.sum(fnp.tanh(fnp.dot(a, y)))
+        h = lambda y: fnp.dot(fungrad.grad(f)(y), v)
+        return fungrad.jit(fungrad.grad(h)).lower(np.ones(6)).source()
+    assert hvp_source(fnp.asarray(a), fnp.asarray(v)) == hvp_source(a, v)

@@ -132,7 +132,9 @@ class TapeTrace(core.Trace):
                 primals.append(a)
         if not in_nodes:
             return core.bind_on(self.parent, prim, primals, params)
-        if arrays:       # (the compiled code computes on plain ndarrays: input())
+        if arrays and not self.staged:
+            # (the compiled code computes on plain ndarrays: input(); staged, a
+            # constant stays the one object, so its jaxpr const is shared)
             primals = [p.view(np.ndarray) if type(p) is core.Array else p for p in primals]
         if params:
             key.append(tuple(params.items()))
