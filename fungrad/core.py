@@ -633,6 +633,10 @@ class Primitive:
         # writes the cotangent into, zeros elsewhere (slice); the eager tape
         # keeps such cotangents as boxes until read (interpreters/tape_pads.py)
         self.transpose_box: Callable | None = None
+        # the eager tape saves its operands and recomputes what its backward
+        # reads (a max's equality mask and counts cost more than the max, and a
+        # stop_gradient'ed max never needs them)
+        self.recompute_residuals = False
         # params whose values any hashable may be (axis names): the lowering binds
         # them by name, so codegen's check for user text in params skips them
         # (True: all of them)

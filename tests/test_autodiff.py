@@ -364,3 +364,28 @@ def test_eager_backward_computes_on_plain_ndarrays(monkeypatch):
     assert seen and fungrad.Array not in seen, seen
     np.testing.assert_allclose(grad_value, seed_f_prime(1.5), rtol=1e-13)
     assert grad_value.weak_type and value.weak_type
+
+
+@pytest.mark.parametrize("reduce", [fnp.max, fnp.min])
+def test_eager_max_saves_its_operand_and_recomputes_the_mask(reduce):
+    """The eager tape's linearization of a max (min) saves the operand, not
+    the tie mask and counts (``Primitive.recompute_residuals``): a
+    stop_gradient'ed max (a softmax's shift) costs one reduction.  Gradients,
+    ties shared equally, are the jit's and the finite differences'."""
+    from fungrad.interpreters import tape
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 3, size=(4, 6)).astype(np.float64)     # many ties
+    w = rng.normal(size=4)
+    f = lambda x: fnp.sum(reduce(x, axis=1) * w) + fnp.sum(
+        fnp.exp(x - fungrad.lax.stop_gradient(reduce(x, axis=1, keepdims=True))))
+    got = grad(f)(x)
+    np.testing.assert_array_equal(got, fungrad.jit(grad(f))(x))
+    ties = (x == (x.max if reduce is fnp.max else x.min)(axis=1, keepdims=True))
+    want = ties * (w / ties.sum(axis=1))[:, None] + np.exp(
+        x - (x.max if reduce is fnp.max else x.min)(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    name = "reduce_max" if reduce is fnp.max else "reduce_min"
+    lins = [lin for key, lin in tape._CACHE.items()
+            if str(key[0]) == name and isinstance(lin, tape._Linearization)]
+    assert lins and all(lin.forward.jaxpr.outvars[1] is lin.forward.jaxpr.invars[0]
+                        for lin in lins)

@@ -410,6 +410,8 @@ def _derive_staged(prim, params, avals, nonzeros):
     if list(out_unknowns) != [False] * n_out + [True] * sum(out_nonzeros):
         return _UNCACHEABLE          # a tangent that does not depend on the tangents
     backward = ad.transpose_jaxpr(linear, (False,) * num_res + (True,) * n_t)
+    if prim.recompute_residuals and all(nonzeros):
+        forward, backward = _residuals_recomputed(forward, backward, avals, n_out)
     # (the values' types are the JVP's, as JAX's under grad: a rule may compute
     # a value of another weak type than the primitive's own, reduce_prod's)
     lin = _Linearization(forward, backward, forward.out_avals[:n_out], tuple(out_nonzeros),
@@ -417,6 +419,24 @@ def _derive_staged(prim, params, avals, nonzeros):
     if prim.transpose_box is not None and nonzeros == (True,) and lin.single:
         lin.box = (prim.transpose_box(**params), tuple(avals[0].shape))
     return lin
+
+
+def _residuals_recomputed(forward, backward, avals, n_out):
+    """``(forward, backward)`` saving the operands as the residuals: the new
+    forward computes the outputs only, the new backward the old residuals
+    from the operands, then the old backward (``Primitive.recompute_residuals``)."""
+    n_in = len(avals)
+
+    def outputs(*xs):
+        outs = eval_jaxpr(forward.jaxpr, forward.consts, *xs)
+        return [*outs[:n_out], *xs]
+
+    def cotangents(*args):
+        residuals = eval_jaxpr(forward.jaxpr, forward.consts, *args[:n_in])[n_out:]
+        return eval_jaxpr(backward.jaxpr, backward.consts, *residuals, *args[n_in:])
+    ct_avals = list(backward.in_avals[len(forward.out_avals) - n_out:])
+    return (trace_closed(outputs, list(forward.in_avals)),
+            trace_closed(cotangents, list(forward.in_avals) + ct_avals))
 
 
 def _backward_at(backward: ClosedJaxpr, out_weak: tuple) -> ClosedJaxpr:

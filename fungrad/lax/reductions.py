@@ -214,6 +214,7 @@ def _chooser_jvp(prim):
         counts = reduce_sum(location, axes)
         return ans, lax.div(reduce_sum(lax.mul(t, location), axes), counts)
     prim.jvp = jvp
+    prim.recompute_residuals = True
 
 
 reduce_max_p = Primitive("reduce_max")
