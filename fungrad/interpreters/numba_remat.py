@@ -126,6 +126,8 @@ def remat_cheap_values(runs, outvars, fusable) -> None:
     outputs ``outvars`` to recompute the cheap values they read (module
     docstring); ``fusable(eqn, elementwise)`` is the backend's test."""
     plan = _Plan(runs, outvars, fusable)
+    # (program order of the original equations: the copies keep it)
+    order = {eqn: i for i, eqn in enumerate(e for r in runs for e in r.eqns)}
     for k, run in enumerate(runs):
         if not run.compiled:
             continue
@@ -140,5 +142,4 @@ def remat_cheap_values(runs, outvars, fusable) -> None:
                 reads = after
                 recompute.extend(e for e in found[0] if e not in recompute)
         if recompute:
-            order = {eqn: i for i, eqn in enumerate(e for r in runs for e in r.eqns)}
             _rewrite(run, sorted(recompute, key=order.__getitem__))

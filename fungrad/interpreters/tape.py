@@ -45,7 +45,7 @@ from fungrad.interpreters import ad, tape_pads
 from fungrad.interpreters.ad import Zero, instantiate_zeros, is_float, tangent_aval
 from fungrad.interpreters.codegen import compiled
 from fungrad.name_stack import _state as _name_stack_state
-from fungrad.interpreters.partial_eval import (Splice, StagingTrace, StagingTracer,
+from fungrad.interpreters.partial_eval import (Splice, StagingTrace, StagingTracer, dce_jaxpr,
                                                partial_eval_jaxpr, provenance_of, trace_closed)
 
 __all__ = ["TapeTrace", "TapeTracer", "vjp_eager"]
@@ -426,10 +426,12 @@ def _residuals_recomputed(forward, backward, avals, n_out):
     forward computes the outputs only, the new backward the old residuals
     from the operands, then the old backward (``Primitive.recompute_residuals``)."""
     n_in = len(avals)
+    # (the outputs alone: the residuals' equations dropped)
+    outputs_only, _ = dce_jaxpr(forward.jaxpr, [True] * n_out + [False] * (
+        len(forward.out_avals) - n_out))
 
     def outputs(*xs):
-        outs = eval_jaxpr(forward.jaxpr, forward.consts, *xs)
-        return [*outs[:n_out], *xs]
+        return [*eval_jaxpr(outputs_only, forward.consts, *xs), *xs]
 
     def cotangents(*args):
         residuals = eval_jaxpr(forward.jaxpr, forward.consts, *args[:n_in])[n_out:]

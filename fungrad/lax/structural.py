@@ -103,10 +103,8 @@ def _broadcast_in_dim_numba(args, in_avals, out_avals, shape, broadcast_dimensio
         return x
     if aval.shape == ():
         return f"np.full({value_source(tuple(shape))}, {x}, {numba_type(aval.dtype)})"
-    expanded = [1] * len(shape)
-    for d, n in zip(broadcast_dimensions, aval.shape):
-        expanded[d] = n
-    return (f"np.broadcast_to({_numba_reshape(x, aval, tuple(expanded))}, "
+    expanded = _expanded_shape(aval.shape, shape, broadcast_dimensions)
+    return (f"np.broadcast_to({_numba_reshape(x, aval, expanded)}, "
             f"{value_source(tuple(shape))})")
 
 
@@ -422,14 +420,11 @@ def _slice_impl(x, start_indices, limit_indices, strides):
 
 
 def _slice_transpose(ct, x, start_indices, limit_indices, strides):
-    out_shape = _slice_sizes(start_indices, limit_indices, strides)
-    config = []
-    for n, s, st, m in zip(x.aval.shape, start_indices, strides, out_shape):
-        last = s + (m - 1) * st + 1 if m > 0 else s   # one past the last element taken
-        config.append((s, n - last, st - 1))
+    box = _slice_box(start_indices, limit_indices, strides)
+    config = tuple((b.start, n - b.stop, b.step - 1) for n, b in zip(x.aval.shape, box))
     from fungrad.lax.elementwise import _const       # (elementwise imports this module)
     # (JAX pads with lax._const(ct, 0): a weak cotangent stays weak only if 0-d)
-    return [pad(ct, _const(ct, 0), tuple(config))]
+    return [pad(ct, _const(ct, 0), config)]
 
 
 def _slice_batch(axis_size, vals, dims, start_indices, limit_indices, strides):
@@ -446,6 +441,8 @@ def _slice_lowering(args, start_indices, limit_indices, strides):
 
 
 def _slice_box(start_indices, limit_indices, strides):
+    """The slices (stop: one past the last element taken) a slice reads:
+    where its transpose writes the cotangent into zeros."""
     sizes = _slice_sizes(start_indices, limit_indices, strides)
     return tuple(_slice(s, s + (m - 1) * st + 1 if m > 0 else s, st)
                  for s, m, st in zip(start_indices, sizes, strides))
